@@ -1,0 +1,439 @@
+#include "config/loader.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace assay {
+namespace {
+
+// Levenshtein distance, for "did you mean" hints on misspelt keys.
+std::size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+class Reader {
+ public:
+  Reader(std::string file, std::vector<ConfigError>& errors)
+      : file_(std::move(file)), errors_(errors) {}
+
+  void error(const YAML::Mark& m, const std::string& path, const std::string& message) {
+    errors_.push_back(ConfigError{file_, m.is_null() ? 0 : m.line + 1,
+                                  m.is_null() ? 0 : m.column + 1, path, message});
+  }
+  void error(const YAML::Node& n, const std::string& path, const std::string& message) {
+    error(n.Mark(), path, message);
+  }
+
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+  /// Reports keys of `map` not in `known`; false if `map` is not a mapping.
+  bool checkMap(const YAML::Node& map, const std::string& path,
+                const std::vector<std::string_view>& known) {
+    if (!map.IsMap()) {
+      error(map, path, "expected a mapping");
+      return false;
+    }
+    for (const auto& kv : map) {
+      const auto key = kv.first.as<std::string>("");
+      if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+      std::string msg = "unknown key";
+      std::string_view best;
+      std::size_t best_d = 3;
+      for (auto k : known) {
+        const auto d = editDistance(key, k);
+        if (d < best_d) best_d = d, best = k;
+      }
+      if (!best.empty()) {
+        msg += "; did you mean '" + std::string(best) + "'?";
+      } else {
+        msg += " (known keys:";
+        for (auto k : known) msg += " " + std::string(k);
+        msg += ")";
+      }
+      error(kv.first, join(path, key), msg);
+    }
+    return true;
+  }
+
+  template <typename T>
+  void get(const YAML::Node& map, const char* key, const std::string& path, T& out) {
+    const YAML::Node n = map[key];
+    if (!n) return;
+    T v{};
+    if (!n.IsScalar() || !YAML::convert<T>::decode(n, v)) {
+      error(n, join(path, key), std::string("expected ") + typeName<T>());
+      return;
+    }
+    out = v;
+  }
+
+  void getRate(const YAML::Node& map, const char* key, const std::string& path, double& out,
+               bool allow_zero = true) {
+    const YAML::Node n = map[key];
+    if (!n) return;
+    double v = 0;
+    get(map, key, path, v);
+    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) return;
+    if (!(v >= 0.0 && v <= 1.0) || (!allow_zero && v == 0.0)) {
+      error(n, join(path, key), allow_zero ? "must be between 0 and 1" : "must be in (0, 1]");
+      return;
+    }
+    out = v;
+  }
+
+  template <typename T>
+  void getRange(const YAML::Node& map, const char* key, const std::string& path, T& out, T lo,
+                T hi) {
+    const YAML::Node n = map[key];
+    if (!n) return;
+    T v = out;
+    get(map, key, path, v);
+    if (v < lo || v > hi) {
+      std::ostringstream m;
+      m << "must be between " << lo << " and " << hi;
+      error(n, join(path, key), m.str());
+      return;
+    }
+    out = v;
+  }
+
+  void getPointer(const YAML::Node& map, const char* key, const std::string& path,
+                  std::string& out) {
+    const YAML::Node n = map[key];
+    if (!n) return;
+    std::string v;
+    get(map, key, path, v);
+    if (!v.empty() && v.front() != '/') {
+      error(n, join(path, key), "expected a JSON Pointer (RFC 6901) starting with '/', or ''");
+      return;
+    }
+    out = v;
+  }
+
+ private:
+  template <typename T>
+  static const char* typeName() {
+    if constexpr (std::is_same_v<T, bool>) return "true or false";
+    else if constexpr (std::is_same_v<T, std::string>) return "a string";
+    else if constexpr (std::is_floating_point_v<T>) return "a number";
+    else return "an integer";
+  }
+
+  std::string file_;
+  std::vector<ConfigError>& errors_;
+};
+
+void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
+  const std::string p = "kafka";
+  if (!r.checkMap(n, p, {"brokers", "topic", "group_id", "feedback_topic", "results_topic",
+                         "dead_letter_topic", "partitions", "properties"}))
+    return;
+  r.get(n, "brokers", p, o.brokers);
+  r.get(n, "topic", p, o.topic);
+  r.get(n, "group_id", p, o.group_id);
+  r.get(n, "feedback_topic", p, o.feedback_topic);
+  r.get(n, "results_topic", p, o.results_topic);
+  r.get(n, "dead_letter_topic", p, o.dead_letter_topic);
+  r.getRange(n, "partitions", p, o.partitions, 1, 256);
+  if (o.brokers.empty()) r.error(n["brokers"], p + ".brokers", "must not be empty");
+  if (o.topic.empty()) r.error(n["topic"], p + ".topic", "must not be empty");
+  if (o.group_id.empty()) r.error(n["group_id"], p + ".group_id", "must not be empty");
+  if (const auto props = n["properties"]) {
+    if (!props.IsMap()) {
+      r.error(props, p + ".properties", "expected a mapping of librdkafka properties");
+    } else {
+      for (const auto& kv : props) {
+        const auto key = kv.first.as<std::string>("");
+        if (!kv.second.IsScalar()) {
+          r.error(kv.second, p + ".properties." + key, "expected a scalar value");
+          continue;
+        }
+        o.properties.emplace_back(key, kv.second.as<std::string>());
+      }
+    }
+  }
+}
+
+void loadEvents(Reader& r, const YAML::Node& n, EventFieldOptions& o) {
+  const std::string p = "events";
+  if (!r.checkMap(n, p, {"id", "timestamp", "tenant", "app", "variant", "model", "question",
+                         "contexts", "answer", "reference", "relevant_context_ids",
+                         "expected_format"}))
+    return;
+  r.getPointer(n, "id", p, o.id);
+  r.getPointer(n, "timestamp", p, o.timestamp);
+  r.getPointer(n, "tenant", p, o.tenant);
+  r.getPointer(n, "app", p, o.app);
+  r.getPointer(n, "variant", p, o.variant);
+  r.getPointer(n, "model", p, o.model);
+  r.getPointer(n, "question", p, o.question);
+  r.getPointer(n, "contexts", p, o.contexts);
+  r.getPointer(n, "answer", p, o.answer);
+  r.getPointer(n, "reference", p, o.reference);
+  r.getPointer(n, "relevant_context_ids", p, o.relevant_context_ids);
+  r.getPointer(n, "expected_format", p, o.expected_format);
+  if (o.question.empty()) r.error(n["question"], p + ".question", "a required field needs a pointer");
+  if (o.answer.empty()) r.error(n["answer"], p + ".answer", "a required field needs a pointer");
+}
+
+void loadSampling(Reader& r, const YAML::Node& n, SamplingOptions& o) {
+  const std::string p = "sampling";
+  if (!r.checkMap(n, p, {"rate", "rules"})) return;
+  r.getRate(n, "rate", p, o.rate);
+  const auto rules = n["rules"];
+  if (!rules) return;
+  if (!rules.IsSequence()) {
+    r.error(rules, p + ".rules", "expected a list of {match: {tenant?, app?}, rate}");
+    return;
+  }
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const auto rule = rules[i];
+    const std::string rp = p + ".rules[" + std::to_string(i) + "]";
+    if (!r.checkMap(rule, rp, {"match", "rate"})) continue;
+    SamplingRule sr;
+    if (!rule["rate"]) r.error(rule, rp + ".rate", "missing");
+    r.getRate(rule, "rate", rp, sr.rate);
+    const auto match = rule["match"];
+    if (!match) {
+      r.error(rule, rp + ".match", "missing (a rule without match would hide every later rule)");
+    } else if (r.checkMap(match, rp + ".match", {"tenant", "app"})) {
+      r.get(match, "tenant", rp + ".match", sr.tenant);
+      r.get(match, "app", rp + ".match", sr.app);
+      if (sr.tenant.empty() && sr.app.empty())
+        r.error(match, rp + ".match", "needs tenant or app");
+    }
+    o.rules.push_back(sr);
+  }
+}
+
+void loadLimits(Reader& r, const YAML::Node& n, LimitsOptions& o) {
+  const std::string p = "limits";
+  if (!r.checkMap(n, p, {"queue_capacity", "max_event_bytes", "workers", "drain_timeout_ms"})) return;
+  r.getRange<std::size_t>(n, "queue_capacity", p, o.queue_capacity, 1, 10'000'000);
+  r.getRange<std::size_t>(n, "max_event_bytes", p, o.max_event_bytes, 64, 64u << 20);
+  r.getRange(n, "workers", p, o.workers, 1, 64);
+  r.getRange(n, "drain_timeout_ms", p, o.drain_timeout_ms, 0, 3'600'000);
+}
+
+void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
+  const std::string p = "budget";
+  if (!r.checkMap(n, p, {"usd_to_eur", "daily_limit_eur", "alert_ratio", "timezone", "store"}))
+    return;
+  r.getRange(n, "usd_to_eur", p, o.usd_to_eur, 0.0001, 10000.0);
+  r.getRange(n, "daily_limit_eur", p, o.daily_limit_eur, 0.0, 1e9);
+  r.getRange(n, "alert_ratio", p, o.alert_ratio, 0.0, 1.0);
+  r.get(n, "timezone", p, o.timezone);
+  r.get(n, "store", p, o.store);
+}
+
+void loadJudgeOptions(Reader& r, const YAML::Node& n, const std::string& p, JudgeConfig& j) {
+  for (const auto& spec : j.factory->descriptor->options) {
+    const auto v = n[std::string(spec.name)];
+    if (!v) continue;
+    const std::string key = p + "." + std::string(spec.name);
+    switch (spec.type) {
+      case OptionType::kInt: {
+        std::int64_t x = 0;
+        if (v.IsScalar() && YAML::convert<std::int64_t>::decode(v, x)) j.values.set(std::string(spec.name), x);
+        else r.error(v, key, "expected an integer");
+        break;
+      }
+      case OptionType::kNumber: {
+        double x = 0;
+        if (v.IsScalar() && YAML::convert<double>::decode(v, x)) j.values.set(std::string(spec.name), x);
+        else r.error(v, key, "expected a number");
+        break;
+      }
+      case OptionType::kBool: {
+        bool x = false;
+        if (v.IsScalar() && YAML::convert<bool>::decode(v, x)) j.values.set(std::string(spec.name), x);
+        else r.error(v, key, "expected true or false");
+        break;
+      }
+      case OptionType::kString:
+        if (v.IsScalar()) j.values.set(std::string(spec.name), v.as<std::string>());
+        else r.error(v, key, "expected a string");
+        break;
+      case OptionType::kStringList: {
+        std::vector<std::string> list;
+        bool ok = v.IsSequence();
+        if (ok)
+          for (const auto& item : v) {
+            if (!item.IsScalar()) { ok = false; break; }
+            list.push_back(item.as<std::string>());
+          }
+        if (ok) j.values.set(std::string(spec.name), std::move(list));
+        else r.error(v, key, "expected a list of strings");
+        break;
+      }
+    }
+  }
+}
+
+void loadJudges(Reader& r, const YAML::Node& n, std::vector<JudgeConfig>& out) {
+  const std::string p = "judges";
+  if (!n.IsSequence()) {
+    r.error(n, p, "expected a list of judges");
+    return;
+  }
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const auto j = n[i];
+    const std::string jp = p + "[" + std::to_string(i) + "]";
+    if (!j.IsMap()) {
+      r.error(j, jp, "expected a mapping {name, kind, check|metric, ...}");
+      continue;
+    }
+    JudgeConfig jc;
+    std::string kind;
+    r.get(j, "name", jp, jc.name);
+    r.get(j, "kind", jp, kind);
+    if (jc.name.empty()) r.error(j, jp + ".name", "missing");
+    else if (!names.insert(jc.name).second) r.error(j["name"], jp + ".name", "duplicate judge name '" + jc.name + "'");
+    JudgeKind k{};
+    const char* type_key = "metric";
+    if (kind == "check") k = JudgeKind::kCheck, type_key = "check";
+    else if (kind == "lexical") k = JudgeKind::kLexical;
+    else if (kind == "retrieval") k = JudgeKind::kRetrieval;
+    else if (kind == "llm") {
+      r.error(j["kind"], jp + ".kind", "LLM judges are not available in this version yet (kinds: check, lexical, retrieval)");
+      continue;
+    } else {
+      r.error(j["kind"] ? j["kind"] : j, jp + ".kind", kind.empty() ? "missing (check, lexical or retrieval)" : "unknown kind '" + kind + "' (check, lexical, retrieval)");
+      continue;
+    }
+    std::string type;
+    r.get(j, type_key, jp, type);
+    jc.factory = findJudgeFactory(k, type);
+    if (!jc.factory) {
+      std::string known;
+      for (const auto& f : judgeRegistry())
+        if (f.descriptor->kind == k) known += (known.empty() ? "" : ", ") + std::string(f.descriptor->type);
+      r.error(j[type_key] ? j[type_key] : j, jp + "." + type_key,
+              (type.empty() ? std::string("missing") : "unknown " + kind + " '" + type + "'") + " (one of: " + known + ")");
+      continue;
+    }
+    std::vector<std::string_view> known = {"name", "kind", type_key, "rate"};
+    for (const auto& spec : jc.factory->descriptor->options) known.push_back(spec.name);
+    r.checkMap(j, jp, known);
+    r.getRate(j, "rate", jp, jc.rate, /*allow_zero=*/false);
+    loadJudgeOptions(r, j, jp, jc);
+    try {
+      (void)jc.factory->create(jc.values);  // validates values; the daemon builds its own later
+    } catch (const OptionError& e) {
+      const auto at = e.key.empty() ? j : j[e.key];
+      r.error(at ? at : j, e.key.empty() ? jp : jp + "." + e.key, e.what());
+    }
+    out.push_back(std::move(jc));
+  }
+}
+
+void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
+  const std::string p = "tracking";
+  if (!r.checkMap(n, p, {"window", "leniency_max_ratio", "max_label_values"})) return;
+  r.getRange(n, "window", p, o.window, 10, 1'000'000);
+  r.getRange(n, "leniency_max_ratio", p, o.leniency_max_ratio, 0.0, 1.0);
+  r.getRange(n, "max_label_values", p, o.max_label_values, 1, 10'000);
+}
+
+void loadAdmin(Reader& r, const YAML::Node& n, AdminOptions& o) {
+  const std::string p = "admin";
+  if (!r.checkMap(n, p, {"listen"})) return;
+  r.get(n, "listen", p, o.listen);
+  const auto colon = o.listen.rfind(':');
+  if (colon == std::string::npos || colon + 1 == o.listen.size())
+    r.error(n["listen"] ? n["listen"] : n, p + ".listen", "expected HOST:PORT");
+}
+
+void loadSinks(Reader& r, const YAML::Node& n, SinksOptions& o) {
+  const std::string p = "sinks";
+  if (!r.checkMap(n, p, {"jsonl"})) return;
+  if (const auto j = n["jsonl"]) {
+    if (!r.checkMap(j, p + ".jsonl", {"path"})) return;
+    o.jsonl_enabled = true;
+    r.get(j, "path", p + ".jsonl", o.jsonl.path);
+    if (o.jsonl.path.empty()) r.error(j, p + ".jsonl.path", "missing");
+  }
+}
+
+void loadLog(Reader& r, const YAML::Node& n, LogOptions& o) {
+  const std::string p = "log";
+  if (!r.checkMap(n, p, {"level"})) return;
+  r.get(n, "level", p, o.level);
+  static const std::vector<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
+  if (std::find(kLevels.begin(), kLevels.end(), o.level) == kLevels.end())
+    r.error(n["level"], p + ".level", "expected one of trace, debug, info, warn, error");
+}
+
+}  // namespace
+
+std::string ConfigError::format() const {
+  std::ostringstream s;
+  s << file << ':' << line << ':' << column << ": ";
+  if (!path.empty()) s << path << ": ";
+  s << message;
+  return s.str();
+}
+
+LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
+  LoadResult res;
+  res.config.file = file;
+  Reader r(file, res.errors);
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::ParserException& e) {
+    r.error(e.mark, "", "YAML syntax error: " + e.msg);
+    return res;
+  }
+  if (root.IsNull()) return res;  // empty file: every default
+  if (!r.checkMap(root, "", {"kafka", "events", "sampling", "limits", "budget", "judges",
+                             "tracking", "admin", "sinks", "log"}))
+    return res;
+  Config& c = res.config;
+  if (auto n = root["kafka"]) loadKafka(r, n, c.kafka);
+  if (auto n = root["events"]) loadEvents(r, n, c.events);
+  if (auto n = root["sampling"]) loadSampling(r, n, c.sampling);
+  if (auto n = root["limits"]) loadLimits(r, n, c.limits);
+  if (auto n = root["budget"]) loadBudget(r, n, c.budget);
+  if (auto n = root["judges"]) loadJudges(r, n, c.judges);
+  if (auto n = root["tracking"]) loadTracking(r, n, c.tracking);
+  if (auto n = root["admin"]) loadAdmin(r, n, c.admin);
+  if (auto n = root["sinks"]) loadSinks(r, n, c.sinks);
+  if (auto n = root["log"]) loadLog(r, n, c.log);
+  if (c.judges.empty() && res.errors.empty())
+    r.error(root, "judges", "no judge configured: nothing would be judged");
+  return res;
+}
+
+LoadResult loadConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    LoadResult res;
+    res.config.file = path;
+    res.errors.push_back(ConfigError{path, 0, 0, "", "cannot read file"});
+    return res;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return loadConfigString(ss.str(), path);
+}
+
+}  // namespace assay

@@ -1,0 +1,38 @@
+#pragma once
+/// Sentence BLEU. Source: Papineni et al., "BLEU: a Method for Automatic Evaluation of Machine
+/// Translation", ACL 2002 (clipped n-gram precisions, geometric mean with uniform weights 1/N,
+/// brevity penalty BP = 1 if c > r else exp(1 - r/c), r = the reference length closest to c,
+/// the shorter one on a tie). Smoothing is nltk's `SmoothingFunction().method1` (Chen & Cherry,
+/// WMT 2014, method 1): a precision with 0 matches becomes 0.1 / (number of candidate n-grams).
+/// As nltk's `sentence_bleu`, the score is 0 when not a single unigram matches.
+
+#include <string>
+#include <vector>
+
+#include "judges/judge.hpp"
+
+namespace assay {
+
+/// `references` must be non-empty; each reference and the hypothesis are token lists.
+/// `max_order` N in [1, 8]. Returns a value in [0, 1]; 0 for an empty hypothesis.
+double sentenceBleu(const std::vector<std::vector<std::string>>& references,
+                    const std::vector<std::string>& hypothesis, int max_order = 4);
+
+struct BleuJudgeOptions {
+  int max_order = 4;  ///< N of BLEU-N, 1..8
+};
+
+/// Score = sentence BLEU of the answer against the reference, in [0, 1];
+/// outcome `no_reference` without a non-empty reference.
+class BleuJudge final : public Judge {
+ public:
+  static const JudgeDescriptor kDescriptor;
+  static std::unique_ptr<Judge> create(const JudgeOptionValues& values);
+  explicit BleuJudge(BleuJudgeOptions o) : options_(o) {}
+  Verdict judge(const Event& event) const override;
+
+ private:
+  BleuJudgeOptions options_;
+};
+
+}  // namespace assay

@@ -1,0 +1,110 @@
+#include "judges/context_overlap.hpp"
+
+#include <unordered_set>
+
+#include "judges/tokenizer.hpp"
+
+namespace assay {
+namespace {
+
+constexpr OptionSpec kContextOverlapOptions[] = {
+    {"specific_weight", OptionType::kNumber,
+     "weight of numbers, dates and names relative to other content words, >= 1; default 4"},
+};
+
+const std::vector<double> kUnitBuckets = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+
+bool endsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+std::unordered_set<std::string> stemSet(std::string_view text) {
+  std::unordered_set<std::string> out;
+  for (const auto& t : tokenize(text)) out.insert(lightStem(t));
+  return out;
+}
+
+}  // namespace
+
+std::string lightStem(std::string_view t) {
+  if (t.size() <= 4) return std::string(t);
+  for (std::string_view suffix : {"ies", "ing", "ed", "es", "s", "ly"}) {
+    if (endsWith(t, suffix) && t.size() - suffix.size() >= 3) {
+      if (suffix == "s" && endsWith(t, "ss")) break;  // "class", "process"
+      return std::string(t.substr(0, t.size() - suffix.size()));
+    }
+  }
+  return std::string(t);
+}
+
+OverlapDetail contextOverlap(std::string_view answer, const std::vector<std::string>& contexts,
+                             double specific_weight) {
+  std::unordered_set<std::string> supported;
+  for (const auto& c : contexts) {
+    for (auto& s : stemSet(c)) supported.insert(std::move(s));
+  }
+  OverlapDetail d;
+  for (const auto& tok : tokenizeDetailed(answer)) {
+    if (!tok.cjk && isStopword(tok.text)) continue;
+    const bool specific = tok.numeric || (tok.capitalized && !tok.sentence_start);
+    const double w = specific ? specific_weight : 1.0;
+    d.total_weight += w;
+    if (supported.count(lightStem(tok.text))) {
+      d.supported_weight += w;
+    } else if (specific && d.unsupported_specific.size() < 5) {
+      d.unsupported_specific.push_back(tok.text);
+    }
+  }
+  d.score = d.total_weight > 0 ? d.supported_weight / d.total_weight : 0.0;
+  return d;
+}
+
+const JudgeDescriptor ContextOverlapJudge::kDescriptor{
+    "context_overlap", JudgeKind::kLexical, "faithfulness", 0.0, 1.0, kUnitBuckets,
+    kContextOverlapOptions, CostClass::kCpuMicroseconds,
+    "faithfulness proxy: weighted share of the answer's content words found in the contexts"};
+
+std::unique_ptr<Judge> ContextOverlapJudge::create(const JudgeOptionValues& values) {
+  ContextOverlapOptions o;
+  o.specific_weight = values.getNumber("specific_weight", 4.0);
+  if (!(o.specific_weight >= 1.0 && o.specific_weight <= 100.0))
+    throw OptionError("specific_weight", "must be between 1 and 100");
+  return std::make_unique<ContextOverlapJudge>(o);
+}
+
+Verdict ContextOverlapJudge::judge(const Event& e) const {
+  std::vector<std::string> texts;
+  for (const auto& c : e.contexts)
+    if (!c.text.empty()) texts.push_back(c.text);
+  if (texts.empty()) return Verdict::fail(Outcome::kNoContext);
+  const auto d = contextOverlap(e.answer, texts, options_.specific_weight);
+  if (d.total_weight == 0) return Verdict::fail(Outcome::kEmptyInput, "no content words");
+  std::string evidence;
+  if (!d.unsupported_specific.empty()) {
+    evidence = "not in any context:";
+    for (const auto& t : d.unsupported_specific) evidence += " " + t;
+  }
+  return Verdict::ok(d.score, std::move(evidence));
+}
+
+const JudgeDescriptor QuestionOverlapJudge::kDescriptor{
+    "question_overlap", JudgeKind::kLexical, "answer_relevancy", 0.0, 1.0, kUnitBuckets, {},
+    CostClass::kCpuMicroseconds,
+    "answer-relevancy proxy: share of the question's content words the answer repeats"};
+
+std::unique_ptr<Judge> QuestionOverlapJudge::create(const JudgeOptionValues&) {
+  return std::make_unique<QuestionOverlapJudge>();
+}
+
+Verdict QuestionOverlapJudge::judge(const Event& e) const {
+  std::unordered_set<std::string> q;
+  for (const auto& t : tokenizeDetailed(e.question))
+    if (t.cjk || !isStopword(t.text)) q.insert(lightStem(t.text));
+  if (q.empty()) return Verdict::fail(Outcome::kEmptyInput, "question has no content words");
+  const auto answer = stemSet(e.answer);
+  std::size_t hit = 0;
+  for (const auto& t : q) hit += answer.count(t);
+  return Verdict::ok(static_cast<double>(hit) / static_cast<double>(q.size()));
+}
+
+}  // namespace assay

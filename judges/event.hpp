@@ -1,0 +1,34 @@
+#pragma once
+/// The RAG event as the judges see it: one request/response of the monitored service,
+/// already parsed and validated (daemon/event_parser.hpp). Field meanings are those of
+/// CONTRACT.md §2. Strings are UTF-8 (validated at parse time).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace assay {
+
+/// One retrieved chunk, in the rank order the retriever returned it (index 0 = rank 1).
+struct Context {
+  std::string id;      ///< chunk id; empty when the event gave contexts as plain strings
+  std::string text;    ///< chunk text
+  std::string source;  ///< URL or document name; may be empty
+};
+
+/// Expected answer format (CONTRACT.md §2 `expected_format`).
+enum class AnswerFormat { kText, kJson };
+
+struct Event {
+  std::string id;  ///< request id (the sampling hash key)
+  std::string tenant, app, variant, model;  ///< empty when absent
+  std::string question;
+  std::vector<Context> contexts;  ///< empty = retrieval returned nothing
+  std::string answer;
+  std::optional<std::string> reference;                        ///< ground-truth answer
+  std::optional<std::vector<std::string>> relevant_context_ids;  ///< retrieval ground truth
+  AnswerFormat expected_format = AnswerFormat::kText;
+};
+
+}  // namespace assay

@@ -1,0 +1,72 @@
+#include "judges/json_valid.hpp"
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/schema.h>
+#include <rapidjson/stringbuffer.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace assay {
+namespace {
+constexpr OptionSpec kJsonValidOptions[] = {
+    {"schema_file", OptionType::kString,
+     "path of a JSON Schema (draft-04) the answer must satisfy; default: syntax only"},
+};
+}  // namespace
+
+struct JsonValidJudge::Schema {
+  explicit Schema(const rapidjson::Document& d) : doc(d) {}
+  rapidjson::SchemaDocument doc;  // immutable, shared by all threads; validators are per call
+};
+
+const JudgeDescriptor JsonValidJudge::kDescriptor{
+    "json_valid", JudgeKind::kCheck, "format", 0.0, 1.0, {0.0, 1.0}, kJsonValidOptions,
+    CostClass::kCpuMicroseconds,
+    "for expected_format json: the answer parses as JSON (and satisfies schema_file)"};
+
+JsonValidJudge::JsonValidJudge(const JsonValidOptions& o) {
+  if (o.schema_file.empty()) return;
+  std::ifstream in(o.schema_file, std::ios::binary);
+  if (!in) throw OptionError("schema_file", "cannot read '" + o.schema_file + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  rapidjson::Document d;
+  d.Parse(ss.str().c_str());
+  if (d.HasParseError()) {
+    throw OptionError("schema_file", "'" + o.schema_file + "' is not JSON (offset " +
+                                         std::to_string(d.GetErrorOffset()) + ": " +
+                                         rapidjson::GetParseError_En(d.GetParseError()) + ")");
+  }
+  schema_ = std::make_unique<Schema>(d);
+}
+
+JsonValidJudge::~JsonValidJudge() = default;
+
+std::unique_ptr<Judge> JsonValidJudge::create(const JudgeOptionValues& values) {
+  return std::make_unique<JsonValidJudge>(JsonValidOptions{values.getString("schema_file", "")});
+}
+
+Verdict JsonValidJudge::judge(const Event& e) const {
+  if (e.expected_format != AnswerFormat::kJson) return Verdict::fail(Outcome::kNotApplicable);
+  rapidjson::Document d;
+  d.Parse(e.answer.data(), e.answer.size());
+  if (d.HasParseError()) {
+    return Verdict::check(false, "not JSON at offset " + std::to_string(d.GetErrorOffset()) +
+                                     ": " + rapidjson::GetParseError_En(d.GetParseError()));
+  }
+  if (schema_) {
+    rapidjson::SchemaValidator validator(schema_->doc);
+    if (!d.Accept(validator)) {
+      rapidjson::StringBuffer where;
+      validator.GetInvalidDocumentPointer().StringifyUriFragment(where);
+      return Verdict::check(false, std::string("violates schema keyword '") +
+                                       validator.GetInvalidSchemaKeyword() + "' at " +
+                                       where.GetString());
+    }
+  }
+  return Verdict::check(true);
+}
+
+}  // namespace assay

@@ -1,0 +1,64 @@
+#include "judges/judge.hpp"
+
+namespace assay {
+
+std::string_view outcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kOk: return "ok";
+    case Outcome::kNoReference: return "no_reference";
+    case Outcome::kNoContext: return "no_context";
+    case Outcome::kNoGroundTruth: return "no_ground_truth";
+    case Outcome::kNoContextIds: return "no_context_ids";
+    case Outcome::kEmptyInput: return "empty_input";
+    case Outcome::kNotApplicable: return "not_applicable";
+    case Outcome::kCount_: break;
+  }
+  return "unknown";
+}
+
+std::string_view judgeKindName(JudgeKind k) {
+  switch (k) {
+    case JudgeKind::kCheck: return "check";
+    case JudgeKind::kLexical: return "lexical";
+    case JudgeKind::kRetrieval: return "retrieval";
+  }
+  return "unknown";
+}
+
+std::int64_t JudgeOptionValues::getInt(std::string_view name, std::int64_t dflt) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return dflt;
+  if (auto* v = std::get_if<std::int64_t>(&it->second)) return *v;
+  throw OptionError(std::string(name), "expected an integer");
+}
+
+double JudgeOptionValues::getNumber(std::string_view name, double dflt) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return dflt;
+  if (auto* v = std::get_if<double>(&it->second)) return *v;
+  if (auto* i = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*i);
+  throw OptionError(std::string(name), "expected a number");
+}
+
+bool JudgeOptionValues::getBool(std::string_view name, bool dflt) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return dflt;
+  if (auto* v = std::get_if<bool>(&it->second)) return *v;
+  throw OptionError(std::string(name), "expected true or false");
+}
+
+std::string JudgeOptionValues::getString(std::string_view name, std::string dflt) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return dflt;
+  if (auto* v = std::get_if<std::string>(&it->second)) return *v;
+  throw OptionError(std::string(name), "expected a string");
+}
+
+std::vector<std::string> JudgeOptionValues::getStringList(std::string_view name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return {};
+  if (auto* v = std::get_if<std::vector<std::string>>(&it->second)) return *v;
+  throw OptionError(std::string(name), "expected a list of strings");
+}
+
+}  // namespace assay

@@ -1,0 +1,24 @@
+#pragma once
+/// The explicit table of every judge type (judges/registry.cpp). Config resolves a judge entry's
+/// `kind` + `check:`/`metric:` here; the compliance test walks the whole table.
+
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "judges/judge.hpp"
+
+namespace assay {
+
+struct JudgeFactory {
+  const JudgeDescriptor* descriptor;
+  /// Builds a judge from already type-checked option values; throws OptionError on bad values.
+  std::unique_ptr<Judge> (*create)(const JudgeOptionValues& values);
+};
+
+std::span<const JudgeFactory> judgeRegistry();
+
+/// nullptr when no judge of that kind has that type name.
+const JudgeFactory* findJudgeFactory(JudgeKind kind, std::string_view type);
+
+}  // namespace assay

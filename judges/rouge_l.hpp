@@ -1,0 +1,34 @@
+#pragma once
+/// ROUGE-L: longest common subsequence of word tokens between the answer (candidate) and the
+/// event's `reference`. Source: Lin, "ROUGE: A Package for Automatic Evaluation of Summaries",
+/// ACL 2004 workshop, §3.1 (sentence-level LCS, F-measure with beta = 1, i.e. the harmonic mean
+/// of P = LCS/|candidate| and R = LCS/|reference|). Tokens come from `tokenize()`.
+
+#include <string>
+#include <vector>
+
+#include "judges/judge.hpp"
+
+namespace assay {
+
+struct RougeScore {
+  std::size_t lcs = 0;
+  double precision = 0, recall = 0, f = 0;  ///< all in [0, 1]; 0 when either side is empty
+};
+
+/// O(|a|·|b|) time, O(min(|a|,|b|)) memory.
+std::size_t lcsLength(const std::vector<std::string>& a, const std::vector<std::string>& b);
+RougeScore rougeL(const std::vector<std::string>& candidate, const std::vector<std::string>& reference);
+
+struct RougeLJudgeOptions {};
+
+/// Score = ROUGE-L F in [0, 1]; outcome `no_reference` without a non-empty reference.
+/// An empty answer scores 0 (a real, bad answer), not an outcome.
+class RougeLJudge final : public Judge {
+ public:
+  static const JudgeDescriptor kDescriptor;
+  static std::unique_ptr<Judge> create(const JudgeOptionValues& values);
+  Verdict judge(const Event& event) const override;
+};
+
+}  // namespace assay

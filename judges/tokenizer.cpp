@@ -1,0 +1,161 @@
+#include "judges/tokenizer.hpp"
+
+#include <unicode/uchar.h>
+#include <unicode/uscript.h>
+#include <unicode/utf8.h>
+
+#include <array>
+#include <unordered_set>
+
+namespace assay {
+namespace {
+
+bool isCjk(UChar32 c) {
+  UErrorCode err = U_ZERO_ERROR;
+  UScriptCode s = uscript_getScript(c, &err);
+  if (U_FAILURE(err)) return false;
+  return s == USCRIPT_HAN || s == USCRIPT_HIRAGANA || s == USCRIPT_KATAKANA ||
+         s == USCRIPT_BOPOMOFO || c == 0x30FC /* prolonged sound mark, script Common */;
+}
+
+bool isWordChar(UChar32 c) {
+  if (u_isalnum(c)) return true;
+  const int8_t t = u_charType(c);
+  return t == U_NON_SPACING_MARK || t == U_COMBINING_SPACING_MARK || t == U_ENCLOSING_MARK;
+}
+
+bool isApostrophe(UChar32 c) { return c == '\'' || c == 0x2019; }
+
+void append(std::string& out, UChar32 c) {
+  char buf[U8_MAX_LENGTH];
+  int32_t n = 0;
+  U8_APPEND_UNSAFE(buf, n, c);
+  out.append(buf, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+std::vector<Token> tokenizeDetailed(std::string_view text) {
+  std::vector<Token> out;
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  const auto len = static_cast<int32_t>(text.size());
+  Token cur;
+  bool in_word = false;
+  bool next_starts_sentence = true;
+  auto flush = [&] {
+    if (in_word && !cur.text.empty()) out.push_back(std::move(cur));
+    cur = Token{};
+    in_word = false;
+  };
+  auto peek = [&](int32_t at) -> UChar32 {
+    if (at >= len) return -1;
+    UChar32 c;
+    U8_NEXT(s, at, len, c);
+    return c;
+  };
+  int32_t i = 0;
+  while (i < len) {
+    UChar32 c;
+    U8_NEXT(s, i, len, c);  // advances i past the code point
+    if (c < 0) {            // invalid sequence: a separator
+      flush();
+      continue;
+    }
+    if (isCjk(c)) {
+      flush();
+      Token t;
+      append(t.text, u_tolower(c));
+      t.cjk = true;
+      t.sentence_start = next_starts_sentence;
+      next_starts_sentence = false;
+      out.push_back(std::move(t));
+      continue;
+    }
+    if (isWordChar(c)) {
+      if (!in_word) {
+        in_word = true;
+        cur.sentence_start = next_starts_sentence;
+        next_starts_sentence = false;
+        cur.capitalized = u_isupper(c) || u_istitle(c);
+      }
+      if (u_isdigit(c)) cur.numeric = true;
+      append(cur.text, u_tolower(c));
+      continue;
+    }
+    // Separators that may stay inside a word or a number.
+    if (in_word) {
+      const UChar32 next = peek(i);
+      if (isApostrophe(c) && next >= 0 && u_isalpha(next) && !cur.text.empty() &&
+          !cur.numeric) {
+        continue;  // "don't" → "dont"
+      }
+      if ((c == '.' || c == ',') && cur.numeric && next >= 0 && u_isdigit(next) &&
+          u_isdigit(static_cast<UChar32>(static_cast<unsigned char>(cur.text.back())))) {
+        if (c == '.') cur.text.push_back('.');  // decimal point kept, thousands comma dropped
+        continue;
+      }
+    }
+    flush();
+    if (c == '.' || c == '!' || c == '?' || c == ':' || c == '\n' || c == 0x3002 /* 。 */ ||
+        c == 0xFF01 || c == 0xFF1F) {
+      next_starts_sentence = true;
+    }
+  }
+  flush();
+  return out;
+}
+
+std::vector<std::string> tokenize(std::string_view text) {
+  std::vector<std::string> out;
+  for (auto& t : tokenizeDetailed(text)) out.push_back(std::move(t.text));
+  return out;
+}
+
+std::size_t codepointCount(std::string_view text) {
+  std::size_t n = 0;
+  for (unsigned char ch : text) n += (ch & 0xC0) != 0x80;
+  return n;
+}
+
+bool isStopword(std::string_view w) {
+  static const std::unordered_set<std::string_view> kStopwords = {
+      // English (function words; derived from common IR stop lists)
+      "a", "an", "the", "and", "or", "but", "if", "then", "else", "of", "to", "in", "on", "at",
+      "by", "for", "with", "about", "as", "into", "through", "over", "from", "up", "down", "out",
+      "off", "than", "so", "too", "very", "is", "are", "was", "were", "be", "been", "being",
+      "am", "do", "does", "did", "doing", "have", "has", "had", "having", "will", "would",
+      "shall", "should", "can", "could", "may", "might", "must", "it", "its", "itself", "this",
+      "that", "these", "those", "there", "here", "i", "me", "my", "we", "our", "us", "you",
+      "your", "he", "him", "his", "she", "her", "they", "them", "their", "what", "which", "who",
+      "whom", "whose", "when", "where", "why", "how", "all", "any", "both", "each", "few",
+      "more", "most", "other", "some", "such", "no", "nor", "not", "only", "own", "same",
+      "just", "also", "s", "t", "dont", "im", "its", "thats", "yes", "well", "oh", "like",
+      "really", "know", "think", "one", "get", "got", "lot", "much", "many", "because",
+      "while", "during", "before", "after", "above", "below", "between", "again", "further",
+      "once", "let", "lets", "yeah", "okay", "ok", "sure", "etc",
+      // French
+      "le", "la", "les", "l", "un", "une", "des", "du", "de", "d", "et", "ou", "mais", "donc",
+      "car", "ni", "que", "qu", "qui", "quoi", "dont", "où", "à", "au", "aux", "en", "dans",
+      "par", "pour", "sur", "sous", "avec", "sans", "chez", "ce", "cet", "cette", "ces", "se",
+      "sa", "son", "ses", "leur", "leurs", "il", "elle", "ils", "elles", "on", "nous", "vous",
+      "je", "j", "tu", "me", "m", "te", "lui", "y", "est", "sont", "était", "été", "être",
+      "a", "ont", "avait", "avoir", "pas", "ne", "n", "plus", "très", "aussi", "comme", "si",
+      "c", "s", "ça", "cela", "ceci"};
+  return kStopwords.count(w) > 0;
+}
+
+}  // namespace assay
+
+namespace assay {
+bool isBlank(std::string_view text) {
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  const auto len = static_cast<int32_t>(text.size());
+  int32_t i = 0;
+  while (i < len) {
+    UChar32 c;
+    U8_NEXT(s, i, len, c);
+    if (c < 0 || !(u_isUWhiteSpace(c) || c == 0x200B || c == 0xFEFF)) return false;
+  }
+  return true;
+}
+}  // namespace assay

@@ -1,0 +1,46 @@
+#pragma once
+/// Unicode-aware word tokenisation shared by every lexical judge.
+///
+/// Rules (UTF-8 in, UTF-8 tokens out):
+///  - letters, digits and combining marks form words; every other code point separates;
+///  - words are lower-cased (ICU simple case mapping, `u_tolower`);
+///  - Han ideographs, Hiragana, Katakana and Bopomofo are one token per character, spaced or
+///    not ("会议改到周三" → 6 tokens), as ROUGE/BLEU for Chinese and Japanese usually count;
+///  - an apostrophe between two letters is dropped and the word goes on ("don't" → "dont",
+///    SQuAD-style punctuation removal);
+///  - inside a number, "," and "." followed by a digit are kept together: "1,250" → "1250",
+///    "3.5" → "3.5" (so a figure stays one token and can be compared as such).
+/// Invalid UTF-8 sequences are treated as separators (events are validated upstream).
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace assay {
+
+struct Token {
+  std::string text;          ///< lower-cased
+  bool numeric = false;      ///< contains a digit ("2019", "3.5", "5g")
+  bool capitalized = false;  ///< first letter upper/title-case in the source text
+  bool sentence_start = false;  ///< first word of the text or after . ! ? : or a newline
+  bool cjk = false;          ///< a single Han/Kana character
+};
+
+/// Tokens with the flags above; used by the reference-free judges.
+std::vector<Token> tokenizeDetailed(std::string_view text);
+
+/// Lower-cased token strings only; used by ROUGE-L, BLEU and token F1.
+std::vector<std::string> tokenize(std::string_view text);
+
+/// True for English and French function words ("the", "of", "le", "des"…) that carry no content.
+bool isStopword(std::string_view lowered_token);
+
+/// Number of Unicode code points in valid UTF-8 `text` (invalid bytes count one each).
+std::size_t codepointCount(std::string_view text);
+
+}  // namespace assay
+
+namespace assay {
+/// True when `text` holds only Unicode white space (or nothing).
+bool isBlank(std::string_view text);
+}  // namespace assay
