@@ -1,0 +1,130 @@
+#include <utility>  // before boost/asio: asio::awaitable needs it on g++ 12
+
+#include "daemon/admin_server.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+namespace assay {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+struct AdminServer::Impl {
+  Handlers handlers;
+  asio::io_context io{1};
+  tcp::acceptor acceptor{io};
+  std::thread thread;
+
+  http::response<http::string_body> respond(const http::request<http::string_body>& req) {
+    http::response<http::string_body> res;
+    res.version(req.version());
+    res.keep_alive(req.keep_alive());
+    res.set(http::field::server, "assayd");
+    const std::string_view target(req.target().data(), req.target().size());
+    const auto path = target.substr(0, target.find('?'));
+    if (req.method() != http::verb::get && req.method() != http::verb::head) {
+      res.result(http::status::method_not_allowed);
+      res.set(http::field::allow, "GET, HEAD");
+      res.body() = "method not allowed\n";
+    } else if (path == "/metrics") {
+      res.result(http::status::ok);
+      res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+      res.body() = handlers.metrics();
+    } else if (path == "/healthz") {
+      res.result(http::status::ok);
+      res.body() = "ok\n";
+    } else if (path == "/readyz") {
+      const bool ready = handlers.ready();
+      res.result(ready ? http::status::ok : http::status::service_unavailable);
+      res.body() = ready ? "ready\n" : "not ready: waiting for the Kafka partition assignment\n";
+    } else {
+      res.result(http::status::not_found);
+      res.body() = "not found; try /metrics, /healthz or /readyz\n";
+    }
+    if (res.find(http::field::content_type) == res.end())
+      res.set(http::field::content_type, "text/plain; charset=utf-8");
+    if (req.method() == http::verb::head) {
+      res.content_length(res.body().size());
+      res.body().clear();
+    } else {
+      res.prepare_payload();
+    }
+    return res;
+  }
+
+  asio::awaitable<void> session(tcp::socket socket) {
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    try {
+      for (;;) {
+        stream.expires_after(std::chrono::seconds(30));
+        http::request<http::string_body> req;
+        co_await http::async_read(stream, buffer, req, asio::use_awaitable);
+        auto res = respond(req);
+        stream.expires_after(std::chrono::seconds(30));
+        co_await http::async_write(stream, res, asio::use_awaitable);
+        if (!req.keep_alive()) break;
+      }
+    } catch (const std::exception&) {
+      // Client went away, timed out or sent garbage: nothing to report per connection.
+    }
+    beast::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  asio::awaitable<void> accept() {
+    for (;;) {
+      tcp::socket socket = co_await acceptor.async_accept(asio::use_awaitable);
+      asio::co_spawn(io, session(std::move(socket)), asio::detached);
+    }
+  }
+};
+
+AdminServer::AdminServer(const std::string& listen, Handlers handlers)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->handlers = std::move(handlers);
+  const auto colon = listen.rfind(':');
+  std::string host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "0.0.0.0";
+  const std::string port = listen.substr(colon + 1);
+  try {
+    tcp::resolver resolver(impl_->io);
+    const auto results = resolver.resolve(host, port, tcp::resolver::passive);
+    const tcp::endpoint ep = *results.begin();
+    impl_->acceptor.open(ep.protocol());
+    impl_->acceptor.set_option(asio::socket_base::reuse_address(true));
+    impl_->acceptor.bind(ep);
+    impl_->acceptor.listen();
+  } catch (const std::exception& e) {
+    throw std::runtime_error("admin.listen: cannot listen on '" + listen + "': " + e.what());
+  }
+  asio::co_spawn(impl_->io, impl_->accept(), asio::detached);
+  impl_->thread = std::thread([this] {
+    try {
+      impl_->io.run();
+    } catch (const std::exception& e) {
+      spdlog::error("admin server stopped: {}", e.what());
+    }
+  });
+}
+
+AdminServer::~AdminServer() {
+  impl_->io.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+unsigned short AdminServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+}  // namespace assay

@@ -1,0 +1,31 @@
+#pragma once
+/// The admin HTTP endpoint (HTTP/1.1 on `admin.listen`): `GET /metrics` (Prometheus text format
+/// 0.0.4), `GET /healthz` (200 while the process runs), `GET /readyz` (200 once `ready()` says
+/// so, else 503). Runs on its own thread with Boost.Beast; the interface keeps Beast out of
+/// every other translation unit.
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace assay {
+
+class AdminServer {
+ public:
+  struct Handlers {
+    std::function<std::string()> metrics;  ///< body of /metrics
+    std::function<bool()> ready;           ///< /readyz status
+  };
+  /// Binds `listen` ("host:port", port 0 = any free port) and starts serving.
+  /// Throws std::runtime_error naming the address when it cannot bind (start-up only).
+  AdminServer(const std::string& listen, Handlers handlers);
+  ~AdminServer();  ///< stops the thread
+  /// The bound port (useful with port 0).
+  unsigned short port() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace assay

@@ -1,0 +1,268 @@
+#include "daemon/daemon.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "daemon/admin_server.hpp"
+#include "daemon/event_parser.hpp"
+#include "daemon/kafka.hpp"
+#include "daemon/offset_tracker.hpp"
+#include "daemon/version.hpp"
+#include "sampling/bounded_queue.hpp"
+#include "sampling/sampler.hpp"
+#include "sinks/judgment.hpp"
+#include "sinks/metrics.hpp"
+#include "sinks/registry.hpp"
+
+namespace assay {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_stop{false};
+
+/// A sampled event on its way to the judges.
+struct WorkItem {
+  Event event;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::uint64_t hash = 0;
+  double rate = 1.0;  ///< the event's sampling rate (for nested per-judge rates)
+};
+
+/// A configured judge, ready to run.
+struct ActiveJudge {
+  std::string name;
+  const JudgeDescriptor* descriptor;
+  double rate;
+  std::unique_ptr<Judge> judge;
+};
+
+std::int64_t nowEpochMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Logs at most `burst` lines per minute for one kind of event (data-path failures).
+class RateLimitedLog {
+ public:
+  bool allow() {
+    const auto now = Clock::now();
+    std::lock_guard lock(mu_);
+    if (now - window_start_ > std::chrono::minutes(1)) window_start_ = now, count_ = 0;
+    return ++count_ <= 5;
+  }
+
+ private:
+  std::mutex mu_;
+  Clock::time_point window_start_ = Clock::now();
+  int count_ = 0;
+};
+
+}  // namespace
+
+void requestStop() { g_stop.store(true); }
+
+int runDaemon(const Config& config, const RunOptions& run) {
+  g_stop = false;
+  // ---- Construction, in dependency order. Members destroyed in reverse: sinks and the
+  // ---- consumer go before the producer, the producer before the embedded broker.
+  std::vector<ActiveJudge> judges;
+  std::vector<JudgeMetricSpec> judge_specs;
+  for (const auto& jc : config.judges) {
+    judges.push_back({jc.name, jc.factory->descriptor, jc.rate, jc.factory->create(jc.values)});
+    judge_specs.push_back({jc.name, std::string(jc.factory->descriptor->criterion),
+                           jc.factory->descriptor->buckets});
+  }
+  Metrics metrics(config.kafka.topic, judge_specs,
+                  static_cast<std::size_t>(config.tracking.max_label_values), kAssayVersion);
+  OffsetTracker tracker;
+  std::atomic<bool> consumer_ready{false};
+  AdminServer admin(config.admin.listen,
+                    {[&] { return metrics.serialize(); }, [&] { return consumer_ready.load(); }});
+  spdlog::info("admin: http://{}:{}/metrics, /healthz, /readyz",
+               config.admin.listen.substr(0, config.admin.listen.rfind(':')), admin.port());
+
+  std::unique_ptr<EmbeddedBroker> broker;
+  std::string bootstrap = config.kafka.brokers;
+  if (bootstrap == "embedded") {
+    broker = std::make_unique<EmbeddedBroker>(
+        config.kafka.partitions,
+        std::vector<std::string>{config.kafka.topic, config.kafka.results_topic,
+                                 config.kafka.dead_letter_topic, config.kafka.feedback_topic});
+    bootstrap = broker->bootstrapServers();
+    spdlog::info("kafka: embedded broker (librdkafka mock cluster) at {}, topic '{}' with {} partitions",
+                 bootstrap, config.kafka.topic, config.kafka.partitions);
+  }
+  KafkaProducer producer(config.kafka, bootstrap);
+  EventParser parser(config.events, config.limits.max_event_bytes);
+
+  if (!run.replay_file.empty()) {
+    const auto t0 = Clock::now();
+    const auto n = producer.replay(run.replay_file, config.kafka.topic, parser);
+    spdlog::info("replay: produced {} message(s) from '{}' into '{}' in {:.2f} s", n,
+                 run.replay_file, config.kafka.topic,
+                 std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+
+  SinkContext sink_ctx{&metrics, producer.handle(), config.kafka.results_topic};
+  auto sinks = createSinks(config.sinks, sink_ctx);
+  if (sinks.empty()) spdlog::warn("no sink configured: judgments go to the metrics only");
+
+  Sampler sampler(config.sampling.rate, config.sampling.rules);
+  BoundedQueue<WorkItem> queue(config.limits.queue_capacity);
+
+  // ---- Judge workers: run every judge whose nested rate admits the event, then hand the
+  // ---- judgment to every sink; the event's offset is finished when the last sink lets go.
+  std::atomic<int> busy_workers{0};
+  auto worker = [&] {
+    while (auto item = queue.pop()) {
+      ++busy_workers;
+      metrics.queue_depth.Set(static_cast<double>(queue.size()));
+      Judgment j{item->event.id, item->event.tenant, item->event.app, item->event.variant,
+                 nowEpochMs(), {}};
+      for (std::size_t i = 0; i < judges.size(); ++i) {
+        const auto& aj = judges[i];
+        if (!Sampler::judgeRuns(item->hash, item->rate, aj.rate)) continue;
+        const auto t0 = Clock::now();
+        Verdict v = aj.judge->judge(item->event);
+        const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+        auto& stats = metrics.judge[i];
+        stats.runs[static_cast<int>(v.outcome)]->Increment();
+        stats.latency->Observe(secs);
+        if (v.outcome == Outcome::kOk && v.score) stats.score->Observe(*v.score);
+        j.verdicts.push_back({aj.name, std::string(aj.descriptor->criterion), std::move(v),
+                              aj.descriptor->min_score, aj.descriptor->max_score, secs * 1000.0});
+      }
+      const std::string json = toJson(j);
+      DeliveryToken token(nullptr, [&tracker, p = item->partition, o = item->offset](void*) {
+        tracker.finish(p, o);
+      });
+      for (auto& sink : sinks) sink->write(j, json, token);
+      token.reset();
+      metrics.judged.Increment();
+      --busy_workers;
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int i = 0; i < config.limits.workers; ++i) workers.emplace_back(worker);
+
+  // ---- The Kafka poll thread (this one): parse-free sampling when the key carries the id.
+  KafkaConsumer consumer(config.kafka, bootstrap, tracker);
+  RateLimitedLog invalid_log, kafka_log;
+  std::optional<Clock::time_point> last_activity;  // starts at the first assignment
+  const auto& topic = config.kafka.topic;
+  int exit_code = 0;
+
+  auto finishInvalid = [&](const rd_kafka_message_t* m, const ParseOutcome& po) {
+    metrics.invalid[static_cast<int>(po.reason)]->Increment();
+    if (invalid_log.allow())
+      spdlog::warn("invalid event at {}/{}/{}: {}: {}", topic, m->partition, m->offset,
+                   invalidReasonName(po.reason), po.detail);
+    if (!config.kafka.dead_letter_topic.empty()) {
+      if (producer.produceDeadLetter(config.kafka.dead_letter_topic, m->payload, m->len, m->key,
+                                     m->key_len, invalidReasonName(po.reason)))
+        metrics.dead_lettered.Increment();
+    }
+    tracker.skip(m->partition, m->offset);
+  };
+
+  while (!g_stop.load()) {
+    rd_kafka_message_t* m = consumer.poll(100);
+    producer.poll();
+    if (consumer.assigned() && !consumer_ready) {
+      consumer_ready = true;
+      last_activity = Clock::now();
+    }
+    if (m) {
+      if (m->err) {
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && kafka_log.allow())
+          spdlog::warn("kafka: {}", rd_kafka_message_errstr(m));
+      } else {
+        last_activity = Clock::now();
+        metrics.consumed.Increment();
+        const std::string_view payload(static_cast<const char*>(m->payload), m->len);
+        const std::string_view key(static_cast<const char*>(m->key), m->key ? m->key_len : 0);
+        const std::uint64_t key_hash = key.empty() ? 0 : sampleHash(key);
+        if (!key.empty() && !sampler.maybeSampled(key_hash)) {
+          tracker.skip(m->partition, m->offset);  // not sampled whatever it holds: never parsed
+        } else {
+          WorkItem item;
+          const std::string fallback =
+              key.empty() ? topic + "/" + std::to_string(m->partition) + "/" + std::to_string(m->offset)
+                          : std::string(key);
+          const ParseOutcome po = parser.parse(payload, fallback, item.event);
+          if (!po.ok) {
+            finishInvalid(m, po);
+          } else {
+            item.hash = key.empty() ? sampleHash(item.event.id) : key_hash;
+            item.rate = sampler.rateFor(item.event.tenant, item.event.app);
+            if (!thresholdFor(item.rate).admits(item.hash)) {
+              tracker.skip(m->partition, m->offset);
+            } else {
+              metrics.countSampled(item.event.tenant);
+              item.partition = m->partition;
+              item.offset = m->offset;
+              tracker.begin(m->partition, m->offset);
+              if (!queue.tryPush(item)) {
+                metrics.dropped_queue_full.Increment();
+                tracker.finish(m->partition, m->offset);  // a counted, deliberate drop
+              }
+              metrics.queue_depth.Set(static_cast<double>(queue.size()));
+            }
+          }
+        }
+      }
+      rd_kafka_message_destroy(m);
+    }
+    consumer.storeFinishedOffsets();
+    if (run.exit_when_idle_s && last_activity && queue.size() == 0 && busy_workers == 0 &&
+        tracker.pending() == 0 &&
+        Clock::now() - *last_activity >= std::chrono::duration<double>(*run.exit_when_idle_s)) {
+      spdlog::info("idle for {} s: stopping", *run.exit_when_idle_s);
+      break;
+    }
+  }
+
+  // ---- Shutdown, in reverse: stop polling (done), drain the queue, flush sinks, commit.
+  queue.close();
+  const auto deadline = Clock::now() + std::chrono::milliseconds(config.limits.drain_timeout_ms);
+  while ((queue.size() > 0 || busy_workers > 0) && Clock::now() < deadline) {
+    producer.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto left = queue.takeAll();
+  if (!left.empty()) {
+    metrics.dropped_shutdown.Increment(static_cast<double>(left.size()));
+    spdlog::warn("shutdown: {} sampled event(s) not judged within drain_timeout_ms; their "
+                 "offsets are not committed, so they are redelivered", left.size());
+  }
+  for (auto& w : workers) w.join();
+  for (auto& sink : sinks) sink->flush();
+  producer.flush(10000);
+  consumer.close();
+  metrics.queue_depth.Set(0);
+
+  const auto value = [](prometheus::Counter& c) { return static_cast<long>(c.Value()); };
+  long invalid_total = 0;
+  std::string invalid_detail;
+  for (int i = 0; i < kInvalidReasonCount; ++i) {
+    const long n = value(*metrics.invalid[i]);
+    invalid_total += n;
+    if (n) invalid_detail += fmt::format(" {}={}", invalidReasonName(static_cast<InvalidReason>(i)), n);
+  }
+  spdlog::info("stopped: consumed {}, invalid {}{}{}, judged {}, dropped {}",
+               value(metrics.consumed), invalid_total, invalid_detail.empty() ? "" : " (",
+               invalid_detail.empty() ? "" : invalid_detail.substr(1) + ")", value(metrics.judged),
+               value(metrics.dropped_queue_full) + value(metrics.dropped_shutdown));
+  return exit_code;
+}
+
+}  // namespace assay

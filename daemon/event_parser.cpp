@@ -1,0 +1,173 @@
+#include "daemon/event_parser.hpp"
+
+#include <rapidjson/document.h>
+#include <rapidjson/encodings.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/pointer.h>
+
+namespace assay {
+namespace {
+
+using rapidjson::Pointer;
+using rapidjson::Value;
+
+struct FieldError {
+  InvalidReason reason;
+  std::string detail;
+};
+
+bool validUtf8(std::string_view s) {
+  rapidjson::MemoryStream is(s.data(), s.size());
+  struct NullOut {
+    void Put(char) {}
+  } os;
+  while (is.Tell() < s.size()) {
+    if (!rapidjson::UTF8<>::Validate(is, os)) return false;
+  }
+  return true;
+}
+
+std::string str(const Value& v) { return std::string(v.GetString(), v.GetStringLength()); }
+
+}  // namespace
+
+struct EventParser::Pointers {
+  struct Field {
+    std::string path;
+    Pointer ptr;
+    explicit Field(const std::string& p) : path(p), ptr(p.empty() ? "" : p.c_str()) {}
+    bool enabled() const { return !path.empty(); }
+    /// The value, or nullptr when absent (or null).
+    const Value* get(const Value& root) const {
+      if (!enabled()) return nullptr;
+      const Value* v = ptr.Get(root);
+      return (v && !v->IsNull()) ? v : nullptr;
+    }
+  };
+  explicit Pointers(const EventFieldOptions& f)
+      : id(f.id), timestamp(f.timestamp), tenant(f.tenant), app(f.app), variant(f.variant),
+        model(f.model), question(f.question), contexts(f.contexts), answer(f.answer),
+        reference(f.reference), relevant(f.relevant_context_ids),
+        expected_format(f.expected_format) {}
+  Field id, timestamp, tenant, app, variant, model, question, contexts, answer, reference,
+      relevant, expected_format;
+};
+
+EventParser::EventParser(const EventFieldOptions& fields, std::size_t max_event_bytes)
+    : p_(std::make_unique<Pointers>(fields)), max_event_bytes_(max_event_bytes) {}
+
+EventParser::~EventParser() = default;
+
+std::string EventParser::extractId(std::string_view payload) const {
+  rapidjson::Document d;
+  d.Parse(payload.data(), payload.size());
+  if (d.HasParseError() || !d.IsObject()) return {};
+  const Value* v = p_->id.get(d);
+  if (v && v->IsString()) return str(*v);
+  if (v && v->IsInt64()) return std::to_string(v->GetInt64());
+  return {};
+}
+
+ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallback_id,
+                                Event& out) const {
+  if (payload.size() > max_event_bytes_) {
+    return {false, InvalidReason::kTooLarge,
+            std::to_string(payload.size()) + " bytes > max_event_bytes " +
+                std::to_string(max_event_bytes_)};
+  }
+  if (!validUtf8(payload)) return {false, InvalidReason::kNotUtf8, "invalid UTF-8 sequence"};
+  rapidjson::Document d;
+  d.Parse(payload.data(), payload.size());
+  if (d.HasParseError()) {
+    return {false, InvalidReason::kNotJson,
+            std::string(rapidjson::GetParseError_En(d.GetParseError())) + " at offset " +
+                std::to_string(d.GetErrorOffset())};
+  }
+  if (!d.IsObject()) return {false, InvalidReason::kNotJson, "top-level value is not an object"};
+
+  auto optString = [&](const Pointers::Field& f, std::string& dst) -> std::optional<FieldError> {
+    const Value* v = f.get(d);
+    if (!v) return std::nullopt;
+    if (!v->IsString()) return FieldError{InvalidReason::kWrongType, f.path + ": expected a string"};
+    dst = str(*v);
+    return std::nullopt;
+  };
+  auto fail = [](const FieldError& e) { return ParseOutcome{false, e.reason, e.detail}; };
+
+  Event e;
+  for (const auto* f : {&p_->question, &p_->answer}) {
+    const Value* v = f->get(d);
+    if (!v) return {false, InvalidReason::kMissingField, f->path + " is missing"};
+    if (!v->IsString()) return {false, InvalidReason::kWrongType, f->path + ": expected a string"};
+  }
+  e.question = str(*p_->question.get(d));
+  e.answer = str(*p_->answer.get(d));
+
+  if (const Value* v = p_->id.get(d)) {
+    if (v->IsString()) e.id = str(*v);
+    else if (v->IsInt64()) e.id = std::to_string(v->GetInt64());
+    else return {false, InvalidReason::kWrongType, p_->id.path + ": expected a string"};
+  }
+  if (e.id.empty()) e.id = std::string(fallback_id);
+  if (auto err = optString(p_->tenant, e.tenant)) return fail(*err);
+  if (auto err = optString(p_->app, e.app)) return fail(*err);
+  if (auto err = optString(p_->variant, e.variant)) return fail(*err);
+  if (auto err = optString(p_->model, e.model)) return fail(*err);
+  if (const Value* v = p_->timestamp.get(d); v && !v->IsString() && !v->IsNumber()) {
+    return {false, InvalidReason::kWrongType,
+            p_->timestamp.path + ": expected an RFC 3339 string or epoch milliseconds"};
+  }
+  if (const Value* v = p_->reference.get(d)) {
+    if (!v->IsString()) return {false, InvalidReason::kWrongType, p_->reference.path + ": expected a string"};
+    e.reference = str(*v);
+  }
+  if (const Value* v = p_->expected_format.get(d)) {
+    const std::string f = v->IsString() ? str(*v) : "";
+    if (f == "json") e.expected_format = AnswerFormat::kJson;
+    else if (f != "text")
+      return {false, InvalidReason::kWrongType, p_->expected_format.path + ": expected \"text\" or \"json\""};
+  }
+  if (const Value* v = p_->contexts.get(d)) {
+    if (!v->IsArray()) return {false, InvalidReason::kWrongType, p_->contexts.path + ": expected an array"};
+    e.contexts.reserve(v->Size());
+    for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
+      const Value& c = (*v)[i];
+      const std::string where = p_->contexts.path + "/" + std::to_string(i);
+      Context ctx;
+      if (c.IsString()) {
+        ctx.text = str(c);
+      } else if (c.IsObject()) {
+        auto text = c.FindMember("text");
+        if (text == c.MemberEnd() || !text->value.IsString())
+          return {false, InvalidReason::kWrongType, where + "/text: expected a string"};
+        ctx.text = str(text->value);
+        if (auto id = c.FindMember("id"); id != c.MemberEnd()) {
+          if (id->value.IsString()) ctx.id = str(id->value);
+          else if (id->value.IsInt64()) ctx.id = std::to_string(id->value.GetInt64());
+          else if (!id->value.IsNull())
+            return {false, InvalidReason::kWrongType, where + "/id: expected a string"};
+        }
+        if (auto src = c.FindMember("source"); src != c.MemberEnd() && src->value.IsString())
+          ctx.source = str(src->value);
+      } else {
+        return {false, InvalidReason::kWrongType, where + ": expected a string or {id, text}"};
+      }
+      e.contexts.push_back(std::move(ctx));
+    }
+  }
+  if (const Value* v = p_->relevant.get(d)) {
+    if (!v->IsArray()) return {false, InvalidReason::kWrongType, p_->relevant.path + ": expected an array of strings"};
+    std::vector<std::string> ids;
+    for (const auto& x : v->GetArray()) {
+      if (x.IsString()) ids.push_back(str(x));
+      else if (x.IsInt64()) ids.push_back(std::to_string(x.GetInt64()));
+      else return {false, InvalidReason::kWrongType, p_->relevant.path + ": expected an array of strings"};
+    }
+    e.relevant_context_ids = std::move(ids);
+  }
+  out = std::move(e);
+  return {true, InvalidReason::kNotJson, {}};
+}
+
+}  // namespace assay

@@ -1,0 +1,42 @@
+#pragma once
+/// Turns one Kafka message value into an `Event`, reading fields at the configured JSON
+/// Pointers (RFC 6901). Checks, in this order: size (`too_large`), UTF-8 validity of the whole
+/// payload (`not_utf8`), JSON syntax and a top-level object (`not_json`), required fields
+/// `question`/`answer` (`missing_field`, also when null), and field types (`wrong_type`).
+/// Never throws on message content.
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "config/options.hpp"
+#include "judges/event.hpp"
+#include "sinks/metrics.hpp"
+
+namespace assay {
+
+struct ParseOutcome {
+  bool ok = false;
+  InvalidReason reason = InvalidReason::kNotJson;  ///< when !ok
+  std::string detail;  ///< when !ok: which field or where, for the log (never a metric label)
+};
+
+class EventParser {
+ public:
+  EventParser(const EventFieldOptions& fields, std::size_t max_event_bytes);
+  ~EventParser();
+
+  /// `fallback_id` is used when the event has no id field (the Kafka key, else
+  /// "topic/partition/offset"). On success fills `out`.
+  ParseOutcome parse(std::string_view payload, std::string_view fallback_id, Event& out) const;
+
+  /// Reads only the id (for --replay keys): empty when the line is not JSON or has none.
+  std::string extractId(std::string_view payload) const;
+
+ private:
+  struct Pointers;
+  std::unique_ptr<Pointers> p_;
+  std::size_t max_event_bytes_;
+};
+
+}  // namespace assay

@@ -1,0 +1,237 @@
+#include "daemon/kafka.hpp"
+
+#include <librdkafka/rdkafka_mock.h>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include "daemon/event_parser.hpp"
+#include "sinks/kafka_results_sink.hpp"
+
+namespace assay {
+namespace {
+
+void set(rd_kafka_conf_t* conf, const std::string& key, const std::string& value) {
+  char err[512];
+  if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+    rd_kafka_conf_destroy(conf);
+    throw std::runtime_error("kafka.properties." + key + ": " + err);
+  }
+}
+
+void logCb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
+  if (level <= 3) spdlog::error("librdkafka {}: {}", fac, buf);
+  else if (level <= 4) spdlog::warn("librdkafka {}: {}", fac, buf);
+  else spdlog::debug("librdkafka {}: {}", fac, buf);
+}
+
+// Defaults first, then the user's properties verbatim (so they win).
+rd_kafka_conf_t* baseConf(const std::string& bootstrap) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  set(conf, "bootstrap.servers", bootstrap);
+  set(conf, "client.id", "assayd");
+  rd_kafka_conf_set_log_cb(conf, logCb);
+  return conf;
+}
+
+void destroyError(rd_kafka_error_t* e) {
+  if (!e) return;
+  spdlog::warn("kafka: {}", rd_kafka_error_string(e));
+  rd_kafka_error_destroy(e);
+}
+
+void applyUserProperties(rd_kafka_conf_t* conf, const KafkaOptions& o) {
+  for (const auto& [k, v] : o.properties) set(conf, k, v);
+}
+
+rd_kafka_t* newHandle(rd_kafka_type_t type, rd_kafka_conf_t* conf) {
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);
+  if (!rk) {
+    rd_kafka_conf_destroy(conf);
+    throw std::runtime_error(std::string("kafka: cannot create client: ") + err);
+  }
+  return rk;
+}
+
+}  // namespace
+
+// ---- EmbeddedBroker ----------------------------------------------------------------------------
+
+EmbeddedBroker::EmbeddedBroker(int partitions, const std::vector<std::string>& topics) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set_log_cb(conf, logCb);
+  owner_ = newHandle(RD_KAFKA_PRODUCER, conf);
+  rd_kafka_mock_cluster_t* mc = cluster_ = rd_kafka_mock_cluster_new(owner_, 1);
+  if (!mc) {
+    rd_kafka_destroy(owner_);
+    throw std::runtime_error("kafka.brokers: embedded: cannot start librdkafka's mock cluster");
+  }
+  bootstrap_ = rd_kafka_mock_cluster_bootstraps(mc);
+  for (const auto& t : topics) {
+    if (t.empty()) continue;
+    if (rd_kafka_mock_topic_create(mc, t.c_str(), partitions, 1) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      rd_kafka_mock_cluster_destroy(mc);
+      rd_kafka_destroy(owner_);
+      throw std::runtime_error("kafka: embedded: cannot create topic '" + t + "'");
+    }
+  }
+}
+
+EmbeddedBroker::~EmbeddedBroker() {
+  if (cluster_) rd_kafka_mock_cluster_destroy(cluster_);  // before its owner handle
+  if (owner_) rd_kafka_destroy(owner_);
+}
+
+// ---- KafkaProducer -----------------------------------------------------------------------------
+
+KafkaProducer::KafkaProducer(const KafkaOptions& o, const std::string& bootstrap) {
+  rd_kafka_conf_t* conf = baseConf(bootstrap);
+  set(conf, "enable.idempotence", "true");
+  set(conf, "linger.ms", "20");
+  applyUserProperties(conf, o);
+  rd_kafka_conf_set_dr_msg_cb(conf, KafkaResultsSink::deliveryReport);
+  rk_ = newHandle(RD_KAFKA_PRODUCER, conf);
+}
+
+KafkaProducer::~KafkaProducer() {
+  if (!rk_) return;
+  rd_kafka_flush(rk_, 10000);
+  rd_kafka_destroy(rk_);
+}
+
+std::size_t KafkaProducer::replay(const std::string& path, const std::string& topic,
+                                  const EventParser& parser) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("--replay: cannot read '" + path + "'");
+  std::string line;
+  std::size_t n = 0;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const std::string key = parser.extractId(line);
+    for (;;) {
+      const auto err = rd_kafka_producev(
+          rk_, RD_KAFKA_V_TOPIC(topic.c_str()),
+          RD_KAFKA_V_KEY(key.empty() ? nullptr : key.data(), key.size()),
+          RD_KAFKA_V_VALUE(line.data(), line.size()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_END);
+      if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        rd_kafka_poll(rk_, 100);
+        continue;
+      }
+      if (err) throw std::runtime_error("--replay: produce to '" + topic + "' failed: " + rd_kafka_err2str(err));
+      break;
+    }
+    ++n;
+    rd_kafka_poll(rk_, 0);
+  }
+  if (in.bad()) throw std::runtime_error("--replay: error reading '" + path + "'");
+  if (rd_kafka_flush(rk_, 60000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    throw std::runtime_error("--replay: the broker did not acknowledge every message within 60 s");
+  return n;
+}
+
+bool KafkaProducer::produceDeadLetter(const std::string& topic, const void* payload,
+                                      std::size_t len, const void* key, std::size_t key_len,
+                                      std::string_view reason) {
+  const std::string r(reason);
+  const auto err = rd_kafka_producev(
+      rk_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_KEY(key, key_len),
+      RD_KAFKA_V_VALUE(const_cast<void*>(payload), len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+      RD_KAFKA_V_HEADER("assay-invalid-reason", r.data(), static_cast<ssize_t>(r.size())),
+      RD_KAFKA_V_END);
+  return err == RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+// ---- KafkaConsumer -----------------------------------------------------------------------------
+
+KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap,
+                             OffsetTracker& tracker)
+    : topic_(o.topic), tracker_(tracker) {
+  rd_kafka_conf_t* conf = baseConf(bootstrap);
+  set(conf, "group.id", o.group_id);
+  set(conf, "enable.auto.offset.store", "false");
+  set(conf, "enable.auto.commit", "true");
+  set(conf, "auto.offset.reset", "earliest");
+  applyUserProperties(conf, o);
+  // These two carry the delivery guarantee; a user property must not silently undo them.
+  set(conf, "enable.auto.offset.store", "false");
+  rd_kafka_conf_set_rebalance_cb(conf, rebalanceCb);
+  rd_kafka_conf_set_opaque(conf, this);
+  rk_ = newHandle(RD_KAFKA_CONSUMER, conf);
+  rd_kafka_poll_set_consumer(rk_);
+  rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(topics, topic_.c_str(), RD_KAFKA_PARTITION_UA);
+  const auto err = rd_kafka_subscribe(rk_, topics);
+  rd_kafka_topic_partition_list_destroy(topics);
+  if (err) throw std::runtime_error("kafka.topic: cannot subscribe to '" + topic_ + "': " + rd_kafka_err2str(err));
+}
+
+KafkaConsumer::~KafkaConsumer() {
+  close();
+  rd_kafka_destroy(rk_);
+}
+
+rd_kafka_message_t* KafkaConsumer::poll(int timeout_ms) { return rd_kafka_consumer_poll(rk_, timeout_ms); }
+
+void KafkaConsumer::storeFinishedOffsets() {
+  const auto advanced = tracker_.takeAdvanced();
+  if (advanced.empty()) return;
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(advanced.size()));
+  for (const auto& [partition, position] : advanced)
+    rd_kafka_topic_partition_list_add(list, topic_.c_str(), partition)->offset = position;
+  const auto err = rd_kafka_offsets_store(rk_, list);
+  if (err && err != RD_KAFKA_RESP_ERR__STATE) spdlog::warn("kafka: storing offsets failed: {}", rd_kafka_err2str(err));
+  rd_kafka_topic_partition_list_destroy(list);
+}
+
+void KafkaConsumer::close() {
+  if (closed_) return;
+  closed_ = true;
+  storeFinishedOffsets();
+  const auto err = rd_kafka_commit(rk_, nullptr, 0);
+  if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
+    spdlog::warn("kafka: final offset commit failed: {}", rd_kafka_err2str(err));
+  rd_kafka_consumer_close(rk_);
+}
+
+void KafkaConsumer::rebalanceCb(rd_kafka_t*, rd_kafka_resp_err_t err,
+                                rd_kafka_topic_partition_list_t* partitions, void* opaque) {
+  static_cast<KafkaConsumer*>(opaque)->onRebalance(err, partitions);
+}
+
+void KafkaConsumer::onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
+  const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk_)) == "COOPERATIVE";
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    spdlog::info("kafka: assigned {} partition(s) of '{}' ({} rebalance)", parts->cnt, topic_,
+                 cooperative ? "cooperative" : "eager");
+    if (cooperative) destroyError(rd_kafka_incremental_assign(rk_, parts));
+    else rd_kafka_assign(rk_, parts);
+    assigned_count_ = cooperative ? assigned_count_ + static_cast<std::size_t>(parts->cnt)
+                                  : static_cast<std::size_t>(parts->cnt);
+    assigned_ = true;
+    return;
+  }
+  // Revoke (or error): store and commit what is finished before the partitions go, so the
+  // next owner starts right after the last finished event.
+  spdlog::info("kafka: {} partition(s) revoked", parts->cnt);
+  storeFinishedOffsets();
+  const auto cerr = rd_kafka_commit(rk_, nullptr, 0);
+  if (cerr && cerr != RD_KAFKA_RESP_ERR__NO_OFFSET)
+    spdlog::warn("kafka: commit on revoke failed: {}", rd_kafka_err2str(cerr));
+  std::vector<std::int32_t> ids;
+  for (int i = 0; i < parts->cnt; ++i) ids.push_back(parts->elems[i].partition);
+  tracker_.forget(ids);
+  if (cooperative) {
+    destroyError(rd_kafka_incremental_unassign(rk_, parts));
+    assigned_count_ -= std::min<std::size_t>(assigned_count_, static_cast<std::size_t>(parts->cnt));
+  } else {
+    rd_kafka_assign(rk_, nullptr);
+    assigned_count_ = 0;
+  }
+}
+
+}  // namespace assay

@@ -1,0 +1,91 @@
+#pragma once
+/// librdkafka plumbing: the embedded broker, the producer (replay, dead letters, results) and
+/// the high-level consumer in a consumer group, with offsets stored only for finished events.
+
+#include <librdkafka/rdkafka.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/options.hpp"
+#include "daemon/offset_tracker.hpp"
+
+namespace assay {
+
+class EventParser;
+
+/// librdkafka's mock cluster (rdkafka_mock.h) inside this process: a real Kafka protocol
+/// endpoint on loopback TCP, alive as long as this object. Creates `topics` with `partitions`
+/// partitions each. Throws std::runtime_error when it cannot start.
+class EmbeddedBroker {
+ public:
+  EmbeddedBroker(int partitions, const std::vector<std::string>& topics);
+  ~EmbeddedBroker();
+  EmbeddedBroker(const EmbeddedBroker&) = delete;
+  EmbeddedBroker& operator=(const EmbeddedBroker&) = delete;
+  const std::string& bootstrapServers() const { return bootstrap_; }
+
+ private:
+  rd_kafka_t* owner_ = nullptr;  // the mock cluster lives as long as this handle
+  struct rd_kafka_mock_cluster_s* cluster_ = nullptr;
+  std::string bootstrap_;
+};
+
+/// Producer shared by --replay, the dead-letter copy and the results sink.
+class KafkaProducer {
+ public:
+  /// Throws std::runtime_error naming the bad property.
+  KafkaProducer(const KafkaOptions& options, const std::string& bootstrap);
+  ~KafkaProducer();
+  rd_kafka_t* handle() const { return rk_; }
+
+  /// Produces every non-empty line of a JSON Lines file to `topic`, keyed by the event id
+  /// (no key when the line has none or is not JSON), and waits until all are acknowledged.
+  /// Returns the number of messages produced. Throws std::runtime_error on I/O errors.
+  std::size_t replay(const std::string& path, const std::string& topic, const EventParser& parser);
+
+  /// Copies an invalid message to the dead-letter topic with header `assay-invalid-reason`.
+  bool produceDeadLetter(const std::string& topic, const void* payload, std::size_t len,
+                         const void* key, std::size_t key_len, std::string_view reason);
+
+  void poll() { rd_kafka_poll(rk_, 0); }  ///< serves delivery reports
+  void flush(int timeout_ms) { rd_kafka_flush(rk_, timeout_ms); }
+
+ private:
+  rd_kafka_t* rk_ = nullptr;
+};
+
+/// High-level consumer in `kafka.group_id`. `enable.auto.offset.store=false`: only offsets that
+/// the OffsetTracker reports as finished are stored, and auto-commit commits what was stored.
+/// On revoke, finished offsets are stored and committed synchronously before the partitions go.
+class KafkaConsumer {
+ public:
+  KafkaConsumer(const KafkaOptions& options, const std::string& bootstrap, OffsetTracker& tracker);
+  ~KafkaConsumer();
+
+  /// Next message or nullptr; caller destroys it with rd_kafka_message_destroy.
+  rd_kafka_message_t* poll(int timeout_ms);
+  /// Stores the offsets that advanced in the tracker (called often by the poll thread).
+  void storeFinishedOffsets();
+  /// Stores, commits synchronously, leaves the group.
+  void close();
+  /// True once the first assignment arrived (the consumer group joined).
+  bool assigned() const { return assigned_.load(); }
+  std::size_t assignedPartitions() const { return assigned_count_.load(); }
+
+ private:
+  static void rebalanceCb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                          rd_kafka_topic_partition_list_t* partitions, void* opaque);
+  void onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions);
+
+  rd_kafka_t* rk_ = nullptr;
+  std::string topic_;
+  OffsetTracker& tracker_;
+  std::atomic<bool> assigned_{false};
+  std::atomic<std::size_t> assigned_count_{0};
+  bool closed_ = false;
+};
+
+}  // namespace assay

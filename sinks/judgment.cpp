@@ -1,0 +1,65 @@
+#include "sinks/judgment.hpp"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cmath>
+#include <ctime>
+
+namespace assay {
+
+std::string formatRfc3339(std::int64_t epoch_ms) {
+  std::time_t secs = static_cast<std::time_t>(epoch_ms / 1000);
+  int ms = static_cast<int>(epoch_ms % 1000);
+  if (ms < 0) ms += 1000, --secs;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  return buf;
+}
+
+std::string toJson(const Judgment& j) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.SetMaxDecimalPlaces(6);
+  auto str = [&](const char* key, const std::string& v) {
+    w.Key(key);
+    w.String(v.data(), static_cast<rapidjson::SizeType>(v.size()));
+  };
+  w.StartObject();
+  str("id", j.id);
+  str("tenant", j.tenant);
+  str("app", j.app);
+  str("variant", j.variant);
+  str("judged_at", formatRfc3339(j.judged_at_ms));
+  w.Key("verdicts");
+  w.StartArray();
+  for (const auto& v : j.verdicts) {
+    w.StartObject();
+    str("judge", v.judge);
+    str("criterion", v.criterion);
+    w.Key("score");
+    if (v.verdict.score && std::isfinite(*v.verdict.score)) w.Double(*v.verdict.score);
+    else w.Null();
+    w.Key("min");
+    w.Double(v.min_score);
+    w.Key("max");
+    w.Double(v.max_score);
+    if (v.verdict.passed) {
+      w.Key("passed");
+      w.Bool(*v.verdict.passed);
+    }
+    if (!v.verdict.evidence.empty()) str("evidence", v.verdict.evidence);
+    w.Key("latency_ms");
+    w.Double(v.latency_ms);
+    if (v.verdict.outcome != Outcome::kOk) str("error", std::string(outcomeName(v.verdict.outcome)));
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+}  // namespace assay

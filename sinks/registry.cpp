@@ -1,0 +1,37 @@
+#include "sinks/registry.hpp"
+
+#include "sinks/jsonl_sink.hpp"
+
+namespace assay {
+namespace {
+
+struct SinkEntry {
+  const char* name;
+  bool (*enabled)(const SinksOptions&, const SinkContext&);
+  std::unique_ptr<Sink> (*create)(const SinksOptions&, const SinkContext&);
+};
+
+const SinkEntry kSinks[] = {
+    {"jsonl", [](const SinksOptions& o, const SinkContext&) { return o.jsonl_enabled; },
+     [](const SinksOptions& o, const SinkContext& c) -> std::unique_ptr<Sink> {
+       return std::make_unique<JsonlSink>(o.jsonl, *c.metrics);
+     }},
+    {"kafka",
+     [](const SinksOptions&, const SinkContext& c) {
+       return c.producer != nullptr && !c.results_topic.empty();
+     },
+     [](const SinksOptions&, const SinkContext& c) -> std::unique_ptr<Sink> {
+       return std::make_unique<KafkaResultsSink>(c.producer, c.results_topic, *c.metrics);
+     }},
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Sink>> createSinks(const SinksOptions& options, const SinkContext& ctx) {
+  std::vector<std::unique_ptr<Sink>> out;
+  for (const auto& e : kSinks)
+    if (e.enabled(options, ctx)) out.push_back(e.create(options, ctx));
+  return out;
+}
+
+}  // namespace assay

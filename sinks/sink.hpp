@@ -1,0 +1,27 @@
+#pragma once
+/// Sinks receive every judged event. Delivery is acknowledged through a shared token: the
+/// Kafka offset of the event is stored only once every sink has released its copy of the token
+/// (written to the file, or acknowledged by the broker), which gives at-least-once delivery.
+
+#include <memory>
+#include <string>
+
+#include "sinks/judgment.hpp"
+
+namespace assay {
+
+/// Dropping the last copy marks the event finished (see daemon/offset_tracker.hpp).
+using DeliveryToken = std::shared_ptr<void>;
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual std::string_view name() const = 0;
+  /// Writes one judgment; `json` is `toJson(j)`. Keeps `token` until the data is safe
+  /// (a synchronous sink simply lets it go). Never throws; failures are counted.
+  virtual void write(const Judgment& j, const std::string& json, DeliveryToken token) = 0;
+  /// Pushes buffered data out (file: fflush + fsync; Kafka: wait for acknowledgements).
+  virtual void flush() = 0;
+};
+
+}  // namespace assay
