@@ -3,6 +3,7 @@
 /// the high-level consumer in a consumer group, with offsets stored only for finished events.
 
 #include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
 
 #include <atomic>
 #include <cstdint>
@@ -29,7 +30,7 @@ class EmbeddedBroker {
 
  private:
   rd_kafka_t* owner_ = nullptr;  // the mock cluster lives as long as this handle
-  struct rd_kafka_mock_cluster_s* cluster_ = nullptr;
+  rd_kafka_mock_cluster_t* cluster_ = nullptr;
   std::string bootstrap_;
 };
 
