@@ -122,6 +122,11 @@ int runDaemon(const Config& config, const RunOptions& run) {
   // ---- Judge workers: run every judge whose nested rate admits the event, then hand the
   // ---- judgment to every sink; the event's offset is finished when the last sink lets go.
   std::atomic<int> busy_workers{0};
+  // Throughput: from the first consumed message to the last judged event (steady clock, ns).
+  std::atomic<std::int64_t> first_consumed_ns{0}, last_judged_ns{0};
+  const auto steadyNs = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  };
   auto worker = [&] {
     while (auto item = queue.pop()) {
       ++busy_workers;
@@ -148,6 +153,7 @@ int runDaemon(const Config& config, const RunOptions& run) {
       for (auto& sink : sinks) sink->write(j, json, token);
       token.reset();
       metrics.judged.Increment();
+      last_judged_ns = steadyNs();
       --busy_workers;
     }
   };
@@ -187,6 +193,7 @@ int runDaemon(const Config& config, const RunOptions& run) {
           spdlog::warn("kafka: {}", rd_kafka_message_errstr(m));
       } else {
         last_activity = Clock::now();
+        if (first_consumed_ns == 0) first_consumed_ns = steadyNs();
         metrics.consumed.Increment();
         const std::string_view payload(static_cast<const char*>(m->payload), m->len);
         const std::string_view key(static_cast<const char*>(m->key), m->key ? m->key_len : 0);
@@ -258,10 +265,22 @@ int runDaemon(const Config& config, const RunOptions& run) {
     invalid_total += n;
     if (n) invalid_detail += fmt::format(" {}={}", invalidReasonName(static_cast<InvalidReason>(i)), n);
   }
-  spdlog::info("stopped: consumed {}, invalid {}{}{}, judged {}, dropped {}",
-               value(metrics.consumed), invalid_total, invalid_detail.empty() ? "" : " (",
+  long sampled = 0;
+  for (const auto& mf : metrics.registry().Collect())
+    if (mf.name == "assay_events_sampled_total")
+      for (const auto& m : mf.metric) sampled += static_cast<long>(m.counter.value);
+  const double busy_s = last_judged_ns > first_consumed_ns
+                            ? static_cast<double>(last_judged_ns - first_consumed_ns) / 1e9
+                            : 0.0;
+  spdlog::info("stopped: consumed {}, sampled {}, invalid {}{}{}, judged {}, dropped {}",
+               value(metrics.consumed), sampled, invalid_total, invalid_detail.empty() ? "" : " (",
                invalid_detail.empty() ? "" : invalid_detail.substr(1) + ")", value(metrics.judged),
                value(metrics.dropped_queue_full) + value(metrics.dropped_shutdown));
+  if (busy_s > 0) {
+    spdlog::info("throughput: {} events judged in {:.3f} s from first message to last judgment "
+                 "({:.0f} events/s)", value(metrics.judged), busy_s,
+                 static_cast<double>(value(metrics.judged)) / busy_s);
+  }
   return exit_code;
 }
 

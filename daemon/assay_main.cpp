@@ -1,0 +1,62 @@
+// assay: companion command-line tool of assayd (CONTRACT.md §1, §4).
+//   assay report --judgments FILE [--events FILE] [--label POINTER] [--group POINTER] [--auc JUDGE]...
+
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "daemon/report.hpp"
+#include "daemon/version.hpp"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: assay report --judgments FILE [--events FILE] [--label POINTER]
+                    [--group POINTER] [--auc JUDGE]...
+       assay --version
+
+report   summarise a judgments JSON Lines file: per judge the outcomes and score distribution;
+         with --events (JSON Lines events carrying human labels), the ROC AUC of each --auc judge
+         (default context_overlap) for the boolean label at --label (default
+         /labels/hallucinated), overall and per --group (default /labels/source_dataset)
+exit codes: 0 done, 2 bad arguments or unreadable file
+)";
+
+int usage(const std::string& msg) {
+  std::cerr << "assay: " << msg << "\n" << kUsage;
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage("a command is required");
+  const std::string cmd = argv[1];
+  if (cmd == "--version") {
+    std::cout << "assay " << assay::kAssayVersion << "\n";
+    return 0;
+  }
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (cmd != "report") return usage("unknown command '" + cmd + "'");
+  assay::ReportOptions o;
+  bool auc_given = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) return usage(a + " needs a value");
+    const std::string v = argv[++i];
+    if (a == "--judgments") o.judgments_path = v;
+    else if (a == "--events") o.events_path = v;
+    else if (a == "--label") o.label_pointer = v;
+    else if (a == "--group") o.group_pointer = v;
+    else if (a == "--auc") {
+      if (!auc_given) o.auc_judges.clear(), auc_given = true;
+      o.auc_judges.push_back(v);
+    } else return usage("unknown argument '" + a + "'");
+  }
+  if (o.judgments_path.empty()) return usage("--judgments FILE is required");
+  for (const auto* p : {&o.label_pointer, &o.group_pointer})
+    if (!p->empty() && p->front() != '/') return usage("'" + *p + "' is not a JSON Pointer");
+  return assay::runReport(o, std::cout);
+}

@@ -1,0 +1,199 @@
+#include "daemon/report.hpp"
+
+#include <fmt/format.h>
+#include <rapidjson/document.h>
+#include <rapidjson/pointer.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <iostream>
+#include <numeric>
+#include <unordered_map>
+
+namespace assay {
+
+std::optional<double> rocAuc(const std::vector<double>& scores, const std::vector<bool>& labels) {
+  const std::size_t n = scores.size();
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return scores[a] < scores[b]; });
+  // Average ranks (1-based) over ties, then U = R_pos − n_pos(n_pos + 1)/2.
+  double rank_sum_pos = 0;
+  std::size_t n_pos = 0;
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i;
+    while (j < n && scores[order[j]] == scores[order[i]]) ++j;
+    const double avg_rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;
+    for (std::size_t k = i; k < j; ++k) {
+      if (labels[order[k]]) {
+        rank_sum_pos += avg_rank;
+        ++n_pos;
+      }
+    }
+    i = j;
+  }
+  const std::size_t n_neg = n - n_pos;
+  if (n_pos == 0 || n_neg == 0) return std::nullopt;
+  const double u = rank_sum_pos - static_cast<double>(n_pos) * static_cast<double>(n_pos + 1) / 2.0;
+  return u / (static_cast<double>(n_pos) * static_cast<double>(n_neg));
+}
+
+namespace {
+
+std::string bar(double share, int width = 30) {
+  const int n = static_cast<int>(share * width + 0.5);
+  return std::string(static_cast<std::size_t>(n), '#');
+}
+
+void printDistribution(const JudgeSummary& s, std::ostream& out) {
+  long runs = 0;
+  for (const auto& [o, n] : s.outcomes) runs += n;
+  std::string outcomes;
+  for (const auto& [o, n] : s.outcomes) outcomes += fmt::format(" {}={}", o, n);
+  out << fmt::format("  {:<18} {:<20} runs {:>4}:{}\n", s.judge, s.criterion, runs, outcomes);
+  if (s.scores.empty()) return;
+  const double mean = std::accumulate(s.scores.begin(), s.scores.end(), 0.0) / static_cast<double>(s.scores.size());
+  auto sorted = s.scores;
+  std::sort(sorted.begin(), sorted.end());
+  auto q = [&](double p) { return sorted[static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1) + 0.5)]; };
+  out << fmt::format("  {:<18} mean {:.3f}  p10 {:.3f}  median {:.3f}  p90 {:.3f}  top-score share {:.1f} %\n",
+                     "", mean, q(0.1), q(0.5), q(0.9),
+                     100.0 * static_cast<double>(std::count(sorted.begin(), sorted.end(), s.max_score)) /
+                         static_cast<double>(sorted.size()));
+  const bool binary = std::all_of(sorted.begin(), sorted.end(), [&](double x) {
+    return x == s.min_score || x == s.max_score;
+  });
+  if (binary) return;  // pass/fail: the outcome line and the top-score share say it all
+  constexpr int kBins = 5;
+  std::array<long, kBins> bins{};
+  for (double x : sorted) {
+    const double r = (x - s.min_score) / (s.max_score - s.min_score);
+    ++bins[static_cast<std::size_t>(std::clamp(static_cast<int>(r * kBins), 0, kBins - 1))];
+  }
+  for (int b = 0; b < kBins; ++b) {
+    const double lo = s.min_score + (s.max_score - s.min_score) * b / kBins;
+    const double hi = s.min_score + (s.max_score - s.min_score) * (b + 1) / kBins;
+    const double share = static_cast<double>(bins[b]) / static_cast<double>(sorted.size());
+    out << fmt::format("  {:<18}   [{:.1f}, {:.1f}{} {:>4}  {}\n", "", lo, hi, b + 1 == kBins ? "]" : ")",
+                       bins[b], bar(share));
+  }
+}
+
+}  // namespace
+
+int runReport(const ReportOptions& o, std::ostream& out) {
+  std::ifstream in(o.judgments_path);
+  if (!in) {
+    std::cerr << "assay report: cannot read '" << o.judgments_path << "'\n";
+    return 2;
+  }
+  std::vector<JudgeSummary> judges;
+  std::unordered_map<std::string, std::size_t> judge_index;
+  // score per (judge, event id), for the label analysis
+  std::unordered_map<std::string, std::unordered_map<std::string, double>> score_by_id;
+  long events = 0, bad_lines = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    rapidjson::Document d;
+    d.Parse(line.c_str());
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember("verdicts") || !d["verdicts"].IsArray() ||
+        !d.HasMember("id") || !d["id"].IsString()) {
+      ++bad_lines;
+      continue;
+    }
+    ++events;
+    const std::string id = d["id"].GetString();
+    for (const auto& v : d["verdicts"].GetArray()) {
+      if (!v.IsObject() || !v.HasMember("judge") || !v["judge"].IsString()) continue;
+      const std::string name = v["judge"].GetString();
+      auto [it, inserted] = judge_index.emplace(name, judges.size());
+      if (inserted) {
+        JudgeSummary s;
+        s.judge = name;
+        if (v.HasMember("criterion") && v["criterion"].IsString()) s.criterion = v["criterion"].GetString();
+        if (v.HasMember("min") && v["min"].IsNumber()) s.min_score = v["min"].GetDouble();
+        if (v.HasMember("max") && v["max"].IsNumber()) s.max_score = v["max"].GetDouble();
+        judges.push_back(std::move(s));
+      }
+      auto& s = judges[it->second];
+      const bool has_score = v.HasMember("score") && v["score"].IsNumber();
+      const std::string outcome = v.HasMember("error") && v["error"].IsString() ? v["error"].GetString() : "ok";
+      ++s.outcomes[outcome];
+      if (has_score) {
+        s.scores.push_back(v["score"].GetDouble());
+        score_by_id[name][id] = v["score"].GetDouble();
+      }
+    }
+  }
+  out << fmt::format("judgments: {} events in {}{}\n", events, o.judgments_path,
+                     bad_lines ? fmt::format(" ({} unreadable lines skipped)", bad_lines) : "");
+  out << "per judge (outcomes; score distribution of ok runs):\n";
+  for (const auto& s : judges) printDistribution(s, out);
+
+  if (o.events_path.empty()) return 0;
+  std::ifstream ev(o.events_path);
+  if (!ev) {
+    std::cerr << "assay report: cannot read '" << o.events_path << "'\n";
+    return 2;
+  }
+  const rapidjson::Pointer label_ptr(o.label_pointer.c_str());
+  const rapidjson::Pointer group_ptr(o.group_pointer.empty() ? "" : o.group_pointer.c_str());
+  struct Labelled {
+    std::string id, group;
+    bool label;
+  };
+  std::vector<Labelled> labelled;
+  while (std::getline(ev, line)) {
+    rapidjson::Document d;
+    d.Parse(line.c_str());
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember("id") || !d["id"].IsString()) continue;
+    const auto* l = label_ptr.Get(d);
+    if (!l || !l->IsBool()) continue;  // unlabelled (null) events are left out
+    std::string group;
+    if (!o.group_pointer.empty())
+      if (const auto* g = group_ptr.Get(d); g && g->IsString()) group = g->GetString();
+    labelled.push_back({d["id"].GetString(), group, l->GetBool()});
+  }
+  for (const auto& judge : o.auc_judges) {
+    auto sit = score_by_id.find(judge);
+    if (sit == score_by_id.end()) continue;
+    // A faithfulness score is high for faithful answers, so rank by (max − score) to detect
+    // the positive class "hallucinated".
+    const double top = judges[judge_index[judge]].max_score;
+    std::map<std::string, std::pair<std::vector<double>, std::vector<bool>>> by_group;
+    std::vector<double> all_scores;
+    std::vector<bool> all_labels;
+    long not_judged = 0;
+    for (const auto& e : labelled) {
+      auto it = sit->second.find(e.id);
+      if (it == sit->second.end()) {
+        ++not_judged;
+        continue;
+      }
+      all_scores.push_back(top - it->second);
+      all_labels.push_back(e.label);
+      by_group[e.group].first.push_back(top - it->second);
+      by_group[e.group].second.push_back(e.label);
+    }
+    const long pos = std::count(all_labels.begin(), all_labels.end(), true);
+    const long neg = static_cast<long>(all_labels.size()) - pos;
+    const auto auc = rocAuc(all_scores, all_labels);
+    out << fmt::format("{} vs human label {} (true = positive class):\n", judge, o.label_pointer);
+    out << fmt::format("  ROC AUC {}  (positive {} / negative {}; {} labelled events without a score)\n",
+                       auc ? fmt::format("{:.3f}", *auc) : "n/a", pos, neg, not_judged);
+    if (by_group.size() > 1) {
+      for (const auto& [group, sl] : by_group) {
+        const auto g = rocAuc(sl.first, sl.second);
+        const long gp = std::count(sl.second.begin(), sl.second.end(), true);
+        out << fmt::format("    {:<14} AUC {}  ({} / {})\n", group.empty() ? "(none)" : group,
+                           g ? fmt::format("{:.3f}", *g) : "n/a", gp,
+                           static_cast<long>(sl.second.size()) - gp);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace assay

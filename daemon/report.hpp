@@ -1,0 +1,37 @@
+#pragma once
+/// `assay report`: reads a JSON Lines judgments file (CONTRACT.md §3) and, optionally, the
+/// events file with human labels, and summarises per judge the outcomes and score distribution,
+/// and how well a judge's score separates answers humans labelled hallucinated (ROC AUC).
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace assay {
+
+/// Area under the ROC curve of `scores` for telling positives (label true) from negatives:
+/// the Mann–Whitney U statistic / (n_pos · n_neg), ties counted one half (Hanley & McNeil,
+/// Radiology 1982); equals sklearn.metrics.roc_auc_score. nullopt when a class is empty.
+std::optional<double> rocAuc(const std::vector<double>& scores, const std::vector<bool>& labels);
+
+struct JudgeSummary {
+  std::string judge, criterion;
+  double min_score = 0, max_score = 1;
+  std::map<std::string, long> outcomes;  ///< "ok", "no_context", …
+  std::vector<double> scores;            ///< ok runs only
+};
+
+struct ReportOptions {
+  std::string judgments_path;
+  std::string events_path;                        ///< empty = no label analysis
+  std::string label_pointer = "/labels/hallucinated";  ///< JSON Pointer of a boolean label
+  std::string group_pointer = "/labels/source_dataset";  ///< AUC per group; "" = none
+  std::vector<std::string> auc_judges = {"context_overlap"};  ///< judges whose AUC is reported
+};
+
+/// Prints the report to `out`; returns 0, or 2 with a message on stderr when a file cannot be
+/// read (line-level problems are counted and reported, not fatal).
+int runReport(const ReportOptions& options, std::ostream& out);
+
+}  // namespace assay
