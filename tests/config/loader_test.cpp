@@ -1,0 +1,111 @@
+#include "config/loader.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace assay;
+
+namespace {
+LoadResult load(const std::string& yaml) { return loadConfigString(yaml, "t.yaml"); }
+const char* kJudge = "judges:\n  - {name: r, kind: lexical, metric: rouge_l}\n";
+}  // namespace
+
+TEST_CASE("the shipped configs load without errors") {
+  for (const char* f : {"/config/demo.yaml", "/config/assayd.example.yaml"}) {
+    const auto r = loadConfigFile(std::string(ASSAY_SOURCE_DIR) + f);
+    for (const auto& e : r.errors) MESSAGE(e.format());
+    CHECK(r.ok());
+  }
+  const auto demo = loadConfigFile(std::string(ASSAY_SOURCE_DIR) + "/config/demo.yaml");
+  CHECK(demo.config.kafka.brokers == "embedded");
+  CHECK(demo.config.sampling.rate == 1.0);
+  const auto ex = loadConfigFile(std::string(ASSAY_SOURCE_DIR) + "/config/assayd.example.yaml");
+  REQUIRE(ex.config.sampling.rules.size() == 2);
+  CHECK(ex.config.sampling.rules[0].tenant == "acme");
+  CHECK(ex.config.sampling.rules[0].rate == 0.10);
+  CHECK(ex.config.kafka.properties.size() == 6);
+  CHECK(ex.config.kafka.properties[0] == std::pair<std::string, std::string>{"security.protocol", "SASL_SSL"});
+}
+
+TEST_CASE("defaults apply to an almost empty file") {
+  const auto r = load(kJudge);
+  REQUIRE(r.ok());
+  CHECK(r.config.kafka.topic == "rag.events");
+  CHECK(r.config.kafka.partitions == 6);
+  CHECK(r.config.sampling.rate == 0.05);
+  CHECK(r.config.limits.queue_capacity == 10000);
+  CHECK(r.config.limits.max_event_bytes == 1048576);
+  CHECK(r.config.events.answer == "/answer");
+  CHECK(r.config.tracking.max_label_values == 50);
+  REQUIRE(r.config.judges.size() == 1);
+  CHECK(r.config.judges[0].factory->descriptor->type == "rouge_l");
+  CHECK(r.config.judges[0].rate == 1.0);
+}
+
+TEST_CASE("every error is reported with line, column and key path") {
+  const auto r = load(
+      "kafka:\n"                                       // 1
+      "  topik: x\n"                                   // 2
+      "sampling:\n"                                    // 3
+      "  rate: 1.5\n"                                  // 4
+      "judges:\n"                                      // 5
+      "  - {name: a, kind: lexical, metric: rogue}\n"  // 6
+      "  - {name: a, kind: check, check: answer_nonempty}\n"  // 7
+      "  - {name: b, kind: lexical, metric: bleu, max_order: 0}\n"  // 8
+      "  - {name: c, kind: retrieval, metric: ndcg, k: five}\n"  // 9
+      "  - {name: d, kind: check, check: context_count, mni: 1}\n"  // 10
+      "events: {answer: answer}\n");  // 11
+  REQUIRE(r.errors.size() == 8);
+  CHECK(r.errors[0].format() == "t.yaml:2:3: kafka.topik: unknown key; did you mean 'topic'?");
+  CHECK(r.errors[1].format() == "t.yaml:11:18: events.answer: expected a JSON Pointer (RFC 6901) starting with '/', or ''");
+  CHECK(r.errors[2].format() == "t.yaml:4:9: sampling.rate: must be between 0 and 1");
+  CHECK(r.errors[3].line == 6);
+  CHECK(r.errors[3].path == "judges[0].metric");
+  CHECK(r.errors[3].message.find("unknown lexical 'rogue'") == 0);
+  CHECK(r.errors[4].format() == "t.yaml:7:12: judges[1].name: duplicate judge name 'a'");
+  CHECK(r.errors[5].format() == "t.yaml:8:55: judges[2].max_order: must be between 1 and 8");
+  CHECK(r.errors[6].format() == "t.yaml:9:49: judges[3].k: expected an integer");
+  CHECK(r.errors[7].format() == "t.yaml:10:50: judges[4].mni: unknown key; did you mean 'min'?");
+}
+
+TEST_CASE("YAML syntax errors and unreadable files are errors, not exceptions") {
+  const auto r = load("kafka: [unclosed\n");
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].message.find("YAML syntax error") == 0);
+  CHECK(r.errors[0].line >= 1);
+  const auto missing = loadConfigFile("/nonexistent/assay.yaml");
+  REQUIRE(missing.errors.size() == 1);
+  CHECK(missing.errors[0].format() == "/nonexistent/assay.yaml:0:0: cannot read file");
+}
+
+TEST_CASE("a config without judges, an LLM judge, and bad rules are rejected") {
+  CHECK(load("kafka: {topic: x}\n").errors.at(0).path == "judges");
+  const auto llm = load("judges:\n  - {name: f, kind: llm, criterion: faithfulness}\n");
+  REQUIRE(llm.errors.size() == 1);
+  CHECK(llm.errors[0].path == "judges[0].kind");
+  const auto rules = load(std::string(kJudge) + "sampling:\n  rules:\n    - {rate: 0.5}\n    - {match: {}, rate: 0.5}\n");
+  REQUIRE(rules.errors.size() == 2);
+  CHECK(rules.errors[0].path == "sampling.rules[0].match");
+  CHECK(rules.errors[1].path == "sampling.rules[1].match");
+  const auto zero = load("judges:\n  - {name: r, kind: lexical, metric: rouge_l, rate: 0}\n");
+  REQUIRE(zero.errors.size() == 1);
+  CHECK(zero.errors[0].message == "must be in (0, 1]");
+}
+
+TEST_CASE("judge options reach the typed option values") {
+  const auto r = load(
+      "judges:\n"
+      "  - {name: c, kind: check, check: cites_source, patterns: ['Source: \\w+']}\n"
+      "  - {name: n, kind: check, check: context_count, min: 2, max: 9}\n"
+      "  - {name: o, kind: lexical, metric: context_overlap, specific_weight: 2.5, rate: 0.25}\n");
+  REQUIRE(r.ok());
+  CHECK(r.config.judges[0].values.getStringList("patterns") == std::vector<std::string>{"Source: \\w+"});
+  CHECK(r.config.judges[1].values.getInt("min", 0) == 2);
+  CHECK(r.config.judges[1].values.getInt("max", 0) == 9);
+  CHECK(r.config.judges[2].values.getNumber("specific_weight", 0) == 2.5);
+  CHECK(r.config.judges[2].rate == 0.25);
+  const auto bad = load("judges:\n  - {name: c, kind: check, check: cites_source, patterns: ['(']}\n");
+  REQUIRE(bad.errors.size() == 1);
+  CHECK(bad.errors[0].path == "judges[0].patterns");
+}
