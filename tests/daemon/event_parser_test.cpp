@@ -1,0 +1,84 @@
+#include "daemon/event_parser.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace assay;
+
+namespace {
+ParseOutcome parse(std::string_view payload, Event& e, std::size_t max = 4096,
+                   EventFieldOptions f = {}) {
+  return EventParser(f, max).parse(payload, "key-1", e);
+}
+}  // namespace
+
+TEST_CASE("a full event with object contexts") {
+  Event e;
+  const auto r = parse(R"({"id":"r1","tenant":"acme","app":"faq","variant":"B","model":"gpt-4o",
+    "question":"Q?","answer":"A [1]","reference":"R","expected_format":"json",
+    "contexts":[{"id":"c1","text":"T1","source":"http://x"},{"id":7,"text":"T2"}],
+    "relevant_context_ids":["c1",7],"timestamp":"2026-11-29T10:00:00Z"})", e);
+  REQUIRE(r.ok);
+  CHECK(e.id == "r1");
+  CHECK(e.tenant == "acme");
+  CHECK(e.variant == "B");
+  CHECK(e.question == "Q?");
+  CHECK(e.answer == "A [1]");
+  CHECK(e.reference == "R");
+  CHECK(e.expected_format == AnswerFormat::kJson);
+  REQUIRE(e.contexts.size() == 2);
+  CHECK(e.contexts[0].source == "http://x");
+  CHECK(e.contexts[1].id == "7");
+  CHECK(*e.relevant_context_ids == std::vector<std::string>{"c1", "7"});
+}
+
+TEST_CASE("string contexts, no id (the Kafka key is used), null reference") {
+  Event e;
+  REQUIRE(parse(R"({"question":"q","answer":"a","contexts":["one","two"],"reference":null})", e).ok);
+  CHECK(e.id == "key-1");
+  CHECK(e.contexts.size() == 2);
+  CHECK(e.contexts[0].id.empty());
+  CHECK_FALSE(e.reference.has_value());
+}
+
+TEST_CASE("RAGAS-style field locations through JSON Pointers") {
+  EventFieldOptions f;
+  f.question = "/user_input";
+  f.contexts = "/retrieved_contexts";
+  f.answer = "/response";
+  f.id = "/meta/request_id";
+  Event e;
+  REQUIRE(parse(R"({"user_input":"q","retrieved_contexts":["c"],"response":"a","meta":{"request_id":"m-9"}})", e, 4096, f).ok);
+  CHECK(e.id == "m-9");
+  CHECK(e.question == "q");
+  CHECK(e.answer == "a");
+  CHECK(e.contexts.at(0).text == "c");
+}
+
+TEST_CASE("each invalid message lands in its reason") {
+  Event e;
+  CHECK(parse(std::string(5000, ' '), e).reason == InvalidReason::kTooLarge);
+  CHECK(parse("{\"question\":\"q\",\"answer\":\"caf\xe9\"}", e).reason == InvalidReason::kNotUtf8);
+  CHECK(parse("\xff\xfe", e).reason == InvalidReason::kNotUtf8);
+  CHECK(parse("not json", e).reason == InvalidReason::kNotJson);
+  CHECK(parse(R"({"question":"q","answer":"a"} trailing)", e).reason == InvalidReason::kNotJson);
+  CHECK(parse(R"([1,2])", e).reason == InvalidReason::kNotJson);
+  CHECK(parse(R"({"question":"q"})", e).reason == InvalidReason::kMissingField);
+  CHECK(parse(R"({"question":"q","answer":null})", e).reason == InvalidReason::kMissingField);
+  CHECK(parse(R"({"question":"q","answer":42})", e).reason == InvalidReason::kWrongType);
+  CHECK(parse(R"({"question":"q","answer":"a","contexts":"c"})", e).reason == InvalidReason::kWrongType);
+  CHECK(parse(R"({"question":"q","answer":"a","contexts":[{"id":"x"}]})", e).reason == InvalidReason::kWrongType);
+  CHECK(parse(R"({"question":"q","answer":"a","contexts":[3]})", e).reason == InvalidReason::kWrongType);
+  CHECK(parse(R"({"question":"q","answer":"a","expected_format":"xml"})", e).reason == InvalidReason::kWrongType);
+  CHECK(parse(R"({"question":"q","answer":"a","tenant":{}})", e).reason == InvalidReason::kWrongType);
+  CHECK(parse(R"({"question":"q","answer":"a","timestamp":true})", e).reason == InvalidReason::kWrongType);
+  const auto r = parse(R"({"question":"q","answer":"a","contexts":[{"text":1}]})", e);
+  CHECK(r.detail == "/contexts/0/text: expected a string");
+}
+
+TEST_CASE("extractId reads the id for replay keys") {
+  EventParser p({}, 4096);
+  CHECK(p.extractId(R"({"id":"abc","question":"q"})") == "abc");
+  CHECK(p.extractId(R"({"id":12})") == "12");
+  CHECK(p.extractId("garbage").empty());
+  CHECK(p.extractId(R"({"question":"q"})").empty());
+}

@@ -1,0 +1,74 @@
+#include "daemon/report.hpp"
+
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace assay;
+
+namespace {
+std::vector<bool> b(std::initializer_list<int> v) {
+  std::vector<bool> out;
+  for (int x : v) out.push_back(x != 0);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("ROC AUC equals sklearn.metrics.roc_auc_score, ties included") {
+  // Golden values: tests/golden/auc_golden.py.
+  CHECK(*rocAuc({0.1, 0.4, 0.35, 0.8}, b({0, 0, 1, 1})) == doctest::Approx(0.75).epsilon(1e-12));
+  CHECK(*rocAuc({0.5, 0.5, 0.5, 0.5}, b({0, 1, 0, 1})) == doctest::Approx(0.5).epsilon(1e-12));
+  CHECK(*rocAuc({1, 2, 2, 3, 3, 3, 4, 1, 2, 4}, b({0, 0, 1, 1, 0, 1, 1, 0, 0, 1})) ==
+        doctest::Approx(0.88).epsilon(1e-12));
+  CHECK(*rocAuc({0.9, 0.8, 0.7, 0.6, 0.5, 0.4}, b({0, 0, 0, 1, 1, 1})) == doctest::Approx(0.0));
+  CHECK(*rocAuc({0.2, 0.2, 0.7, 0.1, 0.9, 0.3, 0.3, 0.65, 0.3, 0.05, 0.5, 0.5},
+                b({1, 0, 1, 0, 1, 0, 1, 1, 0, 0, 1, 0})) ==
+        doctest::Approx(0.8333333333333334).epsilon(1e-12));
+  CHECK_FALSE(rocAuc({0.1, 0.2}, b({1, 1})).has_value());  // one class only: undefined
+  CHECK_FALSE(rocAuc({}, {}).has_value());
+}
+
+TEST_CASE("assay report: outcomes, distributions and AUC from files") {
+  const std::string dir = "/tmp/assay_report_test_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream j(dir + "/j.jsonl");
+    // context_overlap: faithful answers high, hallucinated low, one tie across classes.
+    const char* rows[][2] = {{"a", "0.9"}, {"b", "0.8"}, {"c", "0.3"}, {"d", "0.5"}, {"e", "0.5"}};
+    for (auto& r : rows)
+      j << R"({"id":")" << r[0] << R"(","verdicts":[{"judge":"context_overlap","criterion":"faithfulness","score":)"
+        << r[1] << R"(,"min":0,"max":1,"latency_ms":0.1},{"judge":"citation","criterion":"citation","score":null,"min":0,"max":1,"latency_ms":0.1,"error":"no_context"}]})"
+        << "\n";
+    j << "not json\n";
+    std::ofstream e(dir + "/e.jsonl");
+    const char* labels[][3] = {{"a", "false", "x"}, {"b", "false", "x"}, {"c", "true", "x"},
+                               {"d", "true", "y"}, {"e", "false", "y"}, {"f", "true", "y"}};
+    for (auto& l : labels)
+      e << R"({"id":")" << l[0] << R"(","labels":{"hallucinated":)" << l[1]
+        << R"(,"source_dataset":")" << l[2] << "\"}}\n";
+    e << R"({"id":"g","labels":{"hallucinated":null}})" << "\n";
+  }
+  std::ostringstream out;
+  ReportOptions o;
+  o.judgments_path = dir + "/j.jsonl";
+  o.events_path = dir + "/e.jsonl";
+  CHECK(runReport(o, out) == 0);
+  const std::string s = out.str();
+  MESSAGE(s);
+  CHECK(s.find("judgments: 5 events") != std::string::npos);
+  CHECK(s.find("(1 unreadable lines skipped)") != std::string::npos);
+  CHECK(s.find("citation           citation             runs    5: no_context=5") != std::string::npos);
+  // positives c (0.3), d (0.5) vs negatives a (0.9), b (0.8), e (0.5): ranking by 1 − score,
+  // pairs won: c beats all 3, d beats a and b and ties e → (3 + 2.5) / 6 = 0.917.
+  CHECK(s.find("ROC AUC 0.917  (positive 2 / negative 3; 1 labelled events without a score)") != std::string::npos);
+  CHECK(s.find("x              AUC 1.000  (1 / 2)") != std::string::npos);
+  CHECK(s.find("y              AUC 0.500  (1 / 1)") != std::string::npos);
+  o.judgments_path = dir + "/missing.jsonl";
+  CHECK(runReport(o, out) == 2);
+  std::filesystem::remove_all(dir);
+}
