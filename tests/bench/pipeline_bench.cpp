@@ -1,0 +1,100 @@
+// Benchmarks of the hot path and of the cheap judges on the real dev events
+// (../shared/data/rag_events_dev.jsonl). Run: scripts/bench. Prints numbers; asserts nothing.
+
+#include <benchmark/benchmark.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "config/options.hpp"
+#include "daemon/event_parser.hpp"
+#include "judges/registry.hpp"
+#include "judges/rouge_l.hpp"
+#include "judges/tokenizer.hpp"
+#include "sampling/sampler.hpp"
+
+using namespace assay;
+
+namespace {
+
+const std::vector<std::string>& lines() {
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> out;
+    std::ifstream in(ASSAY_SHARED_DATA_DIR "/rag_events_dev.jsonl");
+    for (std::string l; std::getline(in, l);)
+      if (!l.empty()) out.push_back(l);
+    return out;
+  }();
+  return v;
+}
+
+const std::vector<Event>& events() {
+  static const std::vector<Event> v = [] {
+    std::vector<Event> out;
+    EventParser p(EventFieldOptions{}, 1 << 20);
+    for (const auto& l : lines()) {
+      Event e;
+      if (p.parse(l, "k", e).ok) out.push_back(std::move(e));
+    }
+    return out;
+  }();
+  return v;
+}
+
+void BM_SampleHash(benchmark::State& state) {
+  std::size_t i = 0;
+  const std::string id = "req-1234567-abcdef";
+  for (auto _ : state) benchmark::DoNotOptimize(sampleHash(id) + i++);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_SampleHash);
+
+void BM_ParseEvent(benchmark::State& state) {
+  EventParser p(EventFieldOptions{}, 1 << 20);
+  std::size_t i = 0, bytes = 0;
+  for (auto _ : state) {
+    const auto& l = lines()[i++ % lines().size()];
+    Event e;
+    benchmark::DoNotOptimize(p.parse(l, "k", e));
+    bytes += l.size();
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+}
+BENCHMARK(BM_ParseEvent);
+
+void BM_Tokenize(benchmark::State& state) {
+  std::size_t i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(tokenize(events()[i++ % events().size()].answer));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Tokenize);
+
+// Every registered judge with default options on every dev event, one judge per benchmark.
+void BM_Judge(benchmark::State& state) {
+  const auto& f = judgeRegistry()[static_cast<std::size_t>(state.range(0))];
+  state.SetLabel(std::string(f.descriptor->type));
+  const auto judge = f.create(JudgeOptionValues{});
+  std::size_t i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(judge->judge(events()[i++ % events().size()]));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Judge)->DenseRange(0, static_cast<int>(judgeRegistry().size()) - 1);
+
+// All judges on one event: the per-event CPU cost of the demo configuration.
+void BM_AllJudgesPerEvent(benchmark::State& state) {
+  std::vector<std::unique_ptr<Judge>> judges;
+  for (const auto& f : judgeRegistry()) judges.push_back(f.create(JudgeOptionValues{}));
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const auto& e = events()[i++ % events().size()];
+    for (const auto& j : judges) benchmark::DoNotOptimize(j->judge(e));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_AllJudgesPerEvent);
+
+}  // namespace
+
+BENCHMARK_MAIN();
