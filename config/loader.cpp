@@ -130,10 +130,14 @@ class Reader {
  private:
   template <typename T>
   static const char* typeName() {
-    if constexpr (std::is_same_v<T, bool>) return "true or false";
-    else if constexpr (std::is_same_v<T, std::string>) return "a string";
-    else if constexpr (std::is_floating_point_v<T>) return "a number";
-    else return "an integer";
+    if constexpr (std::is_same_v<T, bool>)
+      return "true or false";
+    else if constexpr (std::is_same_v<T, std::string>)
+      return "a string";
+    else if constexpr (std::is_floating_point_v<T>)
+      return "a number";
+    else
+      return "an integer";
   }
 
   std::string file_;
@@ -142,8 +146,9 @@ class Reader {
 
 void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
   const std::string p = "kafka";
-  if (!r.checkMap(n, p, {"brokers", "topic", "group_id", "feedback_topic", "results_topic",
-                         "dead_letter_topic", "partitions", "properties"}))
+  if (!r.checkMap(n, p,
+                  {"brokers", "topic", "group_id", "feedback_topic", "results_topic",
+                   "dead_letter_topic", "partitions", "properties"}))
     return;
   r.get(n, "brokers", p, o.brokers);
   r.get(n, "topic", p, o.topic);
@@ -173,9 +178,9 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
 
 void loadEvents(Reader& r, const YAML::Node& n, EventFieldOptions& o) {
   const std::string p = "events";
-  if (!r.checkMap(n, p, {"id", "timestamp", "tenant", "app", "variant", "model", "question",
-                         "contexts", "answer", "reference", "relevant_context_ids",
-                         "expected_format"}))
+  if (!r.checkMap(n, p,
+                  {"id", "timestamp", "tenant", "app", "variant", "model", "question", "contexts",
+                   "answer", "reference", "relevant_context_ids", "expected_format"}))
     return;
   r.getPointer(n, "id", p, o.id);
   r.getPointer(n, "timestamp", p, o.timestamp);
@@ -189,7 +194,8 @@ void loadEvents(Reader& r, const YAML::Node& n, EventFieldOptions& o) {
   r.getPointer(n, "reference", p, o.reference);
   r.getPointer(n, "relevant_context_ids", p, o.relevant_context_ids);
   r.getPointer(n, "expected_format", p, o.expected_format);
-  if (o.question.empty()) r.error(n["question"], p + ".question", "a required field needs a pointer");
+  if (o.question.empty())
+    r.error(n["question"], p + ".question", "a required field needs a pointer");
   if (o.answer.empty()) r.error(n["answer"], p + ".answer", "a required field needs a pointer");
 }
 
@@ -216,8 +222,7 @@ void loadSampling(Reader& r, const YAML::Node& n, SamplingOptions& o) {
     } else if (r.checkMap(match, rp + ".match", {"tenant", "app"})) {
       r.get(match, "tenant", rp + ".match", sr.tenant);
       r.get(match, "app", rp + ".match", sr.app);
-      if (sr.tenant.empty() && sr.app.empty())
-        r.error(match, rp + ".match", "needs tenant or app");
+      if (sr.tenant.empty() && sr.app.empty()) r.error(match, rp + ".match", "needs tenant or app");
     }
     o.rules.push_back(sr);
   }
@@ -225,7 +230,8 @@ void loadSampling(Reader& r, const YAML::Node& n, SamplingOptions& o) {
 
 void loadLimits(Reader& r, const YAML::Node& n, LimitsOptions& o) {
   const std::string p = "limits";
-  if (!r.checkMap(n, p, {"queue_capacity", "max_event_bytes", "workers", "drain_timeout_ms"})) return;
+  if (!r.checkMap(n, p, {"queue_capacity", "max_event_bytes", "workers", "drain_timeout_ms"}))
+    return;
   r.getRange<std::size_t>(n, "queue_capacity", p, o.queue_capacity, 1, 10'000'000);
   r.getRange<std::size_t>(n, "max_event_bytes", p, o.max_event_bytes, 64, 64u << 20);
   r.getRange(n, "workers", p, o.workers, 1, 64);
@@ -251,36 +257,49 @@ void loadJudgeOptions(Reader& r, const YAML::Node& n, const std::string& p, Judg
     switch (spec.type) {
       case OptionType::kInt: {
         std::int64_t x = 0;
-        if (v.IsScalar() && YAML::convert<std::int64_t>::decode(v, x)) j.values.set(std::string(spec.name), x);
-        else r.error(v, key, "expected an integer");
+        if (v.IsScalar() && YAML::convert<std::int64_t>::decode(v, x))
+          j.values.set(std::string(spec.name), x);
+        else
+          r.error(v, key, "expected an integer");
         break;
       }
       case OptionType::kNumber: {
         double x = 0;
-        if (v.IsScalar() && YAML::convert<double>::decode(v, x)) j.values.set(std::string(spec.name), x);
-        else r.error(v, key, "expected a number");
+        if (v.IsScalar() && YAML::convert<double>::decode(v, x))
+          j.values.set(std::string(spec.name), x);
+        else
+          r.error(v, key, "expected a number");
         break;
       }
       case OptionType::kBool: {
         bool x = false;
-        if (v.IsScalar() && YAML::convert<bool>::decode(v, x)) j.values.set(std::string(spec.name), x);
-        else r.error(v, key, "expected true or false");
+        if (v.IsScalar() && YAML::convert<bool>::decode(v, x))
+          j.values.set(std::string(spec.name), x);
+        else
+          r.error(v, key, "expected true or false");
         break;
       }
       case OptionType::kString:
-        if (v.IsScalar()) j.values.set(std::string(spec.name), v.as<std::string>());
-        else r.error(v, key, "expected a string");
+        if (v.IsScalar())
+          j.values.set(std::string(spec.name), v.as<std::string>());
+        else
+          r.error(v, key, "expected a string");
         break;
       case OptionType::kStringList: {
         std::vector<std::string> list;
         bool ok = v.IsSequence();
         if (ok)
           for (const auto& item : v) {
-            if (!item.IsScalar()) { ok = false; break; }
+            if (!item.IsScalar()) {
+              ok = false;
+              break;
+            }
             list.push_back(item.as<std::string>());
           }
-        if (ok) j.values.set(std::string(spec.name), std::move(list));
-        else r.error(v, key, "expected a list of strings");
+        if (ok)
+          j.values.set(std::string(spec.name), std::move(list));
+        else
+          r.error(v, key, "expected a list of strings");
         break;
       }
     }
@@ -305,18 +324,27 @@ void loadJudges(Reader& r, const YAML::Node& n, std::vector<JudgeConfig>& out) {
     std::string kind;
     r.get(j, "name", jp, jc.name);
     r.get(j, "kind", jp, kind);
-    if (jc.name.empty()) r.error(j, jp + ".name", "missing");
-    else if (!names.insert(jc.name).second) r.error(j["name"], jp + ".name", "duplicate judge name '" + jc.name + "'");
+    if (jc.name.empty())
+      r.error(j, jp + ".name", "missing");
+    else if (!names.insert(jc.name).second)
+      r.error(j["name"], jp + ".name", "duplicate judge name '" + jc.name + "'");
     JudgeKind k{};
     const char* type_key = "metric";
-    if (kind == "check") k = JudgeKind::kCheck, type_key = "check";
-    else if (kind == "lexical") k = JudgeKind::kLexical;
-    else if (kind == "retrieval") k = JudgeKind::kRetrieval;
+    if (kind == "check")
+      k = JudgeKind::kCheck, type_key = "check";
+    else if (kind == "lexical")
+      k = JudgeKind::kLexical;
+    else if (kind == "retrieval")
+      k = JudgeKind::kRetrieval;
     else if (kind == "llm") {
-      r.error(j["kind"], jp + ".kind", "LLM judges are not available in this version yet (kinds: check, lexical, retrieval)");
+      r.error(
+          j["kind"], jp + ".kind",
+          "LLM judges are not available in this version yet (kinds: check, lexical, retrieval)");
       continue;
     } else {
-      r.error(j["kind"] ? j["kind"] : j, jp + ".kind", kind.empty() ? "missing (check, lexical or retrieval)" : "unknown kind '" + kind + "' (check, lexical, retrieval)");
+      r.error(j["kind"] ? j["kind"] : j, jp + ".kind",
+              kind.empty() ? "missing (check, lexical or retrieval)"
+                           : "unknown kind '" + kind + "' (check, lexical, retrieval)");
       continue;
     }
     std::string type;
@@ -325,9 +353,11 @@ void loadJudges(Reader& r, const YAML::Node& n, std::vector<JudgeConfig>& out) {
     if (!jc.factory) {
       std::string known;
       for (const auto& f : judgeRegistry())
-        if (f.descriptor->kind == k) known += (known.empty() ? "" : ", ") + std::string(f.descriptor->type);
+        if (f.descriptor->kind == k)
+          known += (known.empty() ? "" : ", ") + std::string(f.descriptor->type);
       r.error(j[type_key] ? j[type_key] : j, jp + "." + type_key,
-              (type.empty() ? std::string("missing") : "unknown " + kind + " '" + type + "'") + " (one of: " + known + ")");
+              (type.empty() ? std::string("missing") : "unknown " + kind + " '" + type + "'") +
+                  " (one of: " + known + ")");
       continue;
     }
     std::vector<std::string_view> known = {"name", "kind", type_key, "rate"};
@@ -404,8 +434,9 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
     return res;
   }
   if (root.IsNull()) return res;  // empty file: every default
-  if (!r.checkMap(root, "", {"kafka", "events", "sampling", "limits", "budget", "judges",
-                             "tracking", "admin", "sinks", "log"}))
+  if (!r.checkMap(root, "",
+                  {"kafka", "events", "sampling", "limits", "budget", "judges", "tracking", "admin",
+                   "sinks", "log"}))
     return res;
   Config& c = res.config;
   if (auto n = root["kafka"]) loadKafka(r, n, c.kafka);

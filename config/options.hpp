@@ -30,8 +30,7 @@ struct EventFieldOptions {
   std::string id = "/id", timestamp = "/timestamp", tenant = "/tenant", app = "/app",
               variant = "/variant", model = "/model", question = "/question",
               contexts = "/contexts", answer = "/answer", reference = "/reference",
-              relevant_context_ids = "/relevant_context_ids",
-              expected_format = "/expected_format";
+              relevant_context_ids = "/relevant_context_ids", expected_format = "/expected_format";
 };
 
 struct SamplingOptions {
@@ -40,10 +39,10 @@ struct SamplingOptions {
 };
 
 struct LimitsOptions {
-  std::size_t queue_capacity = 10000;      ///< sampled events waiting for a worker
-  std::size_t max_event_bytes = 1048576;   ///< larger messages are invalid (`too_large`)
-  int workers = 2;                         ///< judge worker threads, 1..64
-  int drain_timeout_ms = 10000;            ///< on shutdown, time allowed to finish the queue
+  std::size_t queue_capacity = 10000;     ///< sampled events waiting for a worker
+  std::size_t max_event_bytes = 1048576;  ///< larger messages are invalid (`too_large`)
+  int workers = 2;                        ///< judge worker threads, 1..64
+  int drain_timeout_ms = 10000;           ///< on shutdown, time allowed to finish the queue
 };
 
 /// Accepted now so a production file validates; the LLM budget itself is issue #3's.

@@ -1,6 +1,6 @@
-#include <utility>  // before boost/asio: asio::awaitable needs it on g++ 12
-
 #include "daemon/admin_server.hpp"
+
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -9,9 +9,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <spdlog/spdlog.h>
-
 #include <thread>
+#include <utility>  // before boost/asio: asio::awaitable needs it on g++ 12
 
 namespace assay {
 
@@ -96,7 +95,8 @@ AdminServer::AdminServer(const std::string& listen, Handlers handlers)
   impl_->handlers = std::move(handlers);
   const auto colon = listen.rfind(':');
   std::string host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   if (host.empty()) host = "0.0.0.0";
   const std::string port = listen.substr(colon + 1);
   try {

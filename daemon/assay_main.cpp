@@ -1,5 +1,6 @@
 // assay: companion command-line tool of assayd (CONTRACT.md §1, §4).
-//   assay report --judgments FILE [--events FILE] [--label POINTER] [--group POINTER] [--auc JUDGE]...
+//   assay report --judgments FILE [--events FILE] [--label POINTER] [--group POINTER] [--auc
+//   JUDGE]...
 
 #include <cstring>
 #include <iostream>
@@ -10,7 +11,8 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: assay report --judgments FILE [--events FILE] [--label POINTER]
+constexpr const char* kUsage =
+    R"(usage: assay report --judgments FILE [--events FILE] [--label POINTER]
                     [--group POINTER] [--auc JUDGE]...
        assay --version
 
@@ -46,14 +48,19 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return usage(a + " needs a value");
     const std::string v = argv[++i];
-    if (a == "--judgments") o.judgments_path = v;
-    else if (a == "--events") o.events_path = v;
-    else if (a == "--label") o.label_pointer = v;
-    else if (a == "--group") o.group_pointer = v;
+    if (a == "--judgments")
+      o.judgments_path = v;
+    else if (a == "--events")
+      o.events_path = v;
+    else if (a == "--label")
+      o.label_pointer = v;
+    else if (a == "--group")
+      o.group_pointer = v;
     else if (a == "--auc") {
       if (!auc_given) o.auc_judges.clear(), auc_given = true;
       o.auc_judges.push_back(v);
-    } else return usage("unknown argument '" + a + "'");
+    } else
+      return usage("unknown argument '" + a + "'");
   }
   if (o.judgments_path.empty()) return usage("--judgments FILE is required");
   for (const auto* p : {&o.label_pointer, &o.group_pointer})

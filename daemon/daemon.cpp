@@ -78,8 +78,8 @@ int runDaemon(const Config& config, const RunOptions& run) {
   std::vector<JudgeMetricSpec> judge_specs;
   for (const auto& jc : config.judges) {
     judges.push_back({jc.name, jc.factory->descriptor, jc.rate, jc.factory->create(jc.values)});
-    judge_specs.push_back({jc.name, std::string(jc.factory->descriptor->criterion),
-                           jc.factory->descriptor->buckets});
+    judge_specs.push_back(
+        {jc.name, std::string(jc.factory->descriptor->criterion), jc.factory->descriptor->buckets});
   }
   Metrics metrics(config.kafka.topic, judge_specs,
                   static_cast<std::size_t>(config.tracking.max_label_values), kAssayVersion);
@@ -98,8 +98,9 @@ int runDaemon(const Config& config, const RunOptions& run) {
         std::vector<std::string>{config.kafka.topic, config.kafka.results_topic,
                                  config.kafka.dead_letter_topic, config.kafka.feedback_topic});
     bootstrap = broker->bootstrapServers();
-    spdlog::info("kafka: embedded broker (librdkafka mock cluster) at {}, topic '{}' with {} partitions",
-                 bootstrap, config.kafka.topic, config.kafka.partitions);
+    spdlog::info(
+        "kafka: embedded broker (librdkafka mock cluster) at {}, topic '{}' with {} partitions",
+        bootstrap, config.kafka.topic, config.kafka.partitions);
   }
   KafkaProducer producer(config.kafka, bootstrap);
   EventParser parser(config.events, config.limits.max_event_bytes);
@@ -125,14 +126,15 @@ int runDaemon(const Config& config, const RunOptions& run) {
   // Throughput: from the first consumed message to the last judged event (steady clock, ns).
   std::atomic<std::int64_t> first_consumed_ns{0}, last_judged_ns{0};
   const auto steadyNs = [] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+        .count();
   };
   auto worker = [&] {
     while (auto item = queue.pop()) {
       ++busy_workers;
       metrics.queue_depth.Set(static_cast<double>(queue.size()));
-      Judgment j{item->event.id, item->event.tenant, item->event.app, item->event.variant,
-                 nowEpochMs(), {}};
+      Judgment j{item->event.id,      item->event.tenant, item->event.app,
+                 item->event.variant, nowEpochMs(),       {}};
       for (std::size_t i = 0; i < judges.size(); ++i) {
         const auto& aj = judges[i];
         if (!Sampler::judgeRuns(item->hash, item->rate, aj.rate)) continue;
@@ -202,9 +204,9 @@ int runDaemon(const Config& config, const RunOptions& run) {
           tracker.skip(m->partition, m->offset);  // not sampled whatever it holds: never parsed
         } else {
           WorkItem item;
-          const std::string fallback =
-              key.empty() ? topic + "/" + std::to_string(m->partition) + "/" + std::to_string(m->offset)
-                          : std::string(key);
+          const std::string fallback = key.empty() ? topic + "/" + std::to_string(m->partition) +
+                                                         "/" + std::to_string(m->offset)
+                                                   : std::string(key);
           const ParseOutcome po = parser.parse(payload, fallback, item.event);
           if (!po.ok) {
             finishInvalid(m, po);
@@ -248,8 +250,10 @@ int runDaemon(const Config& config, const RunOptions& run) {
   const auto left = queue.takeAll();
   if (!left.empty()) {
     metrics.dropped_shutdown.Increment(static_cast<double>(left.size()));
-    spdlog::warn("shutdown: {} sampled event(s) not judged within drain_timeout_ms; their "
-                 "offsets are not committed, so they are redelivered", left.size());
+    spdlog::warn(
+        "shutdown: {} sampled event(s) not judged within drain_timeout_ms; their "
+        "offsets are not committed, so they are redelivered",
+        left.size());
   }
   for (auto& w : workers) w.join();
   for (auto& sink : sinks) sink->flush();
@@ -263,7 +267,8 @@ int runDaemon(const Config& config, const RunOptions& run) {
   for (int i = 0; i < kInvalidReasonCount; ++i) {
     const long n = value(*metrics.invalid[i]);
     invalid_total += n;
-    if (n) invalid_detail += fmt::format(" {}={}", invalidReasonName(static_cast<InvalidReason>(i)), n);
+    if (n)
+      invalid_detail += fmt::format(" {}={}", invalidReasonName(static_cast<InvalidReason>(i)), n);
   }
   long sampled = 0;
   for (const auto& mf : metrics.registry().Collect())
@@ -277,9 +282,10 @@ int runDaemon(const Config& config, const RunOptions& run) {
                invalid_detail.empty() ? "" : invalid_detail.substr(1) + ")", value(metrics.judged),
                value(metrics.dropped_queue_full) + value(metrics.dropped_shutdown));
   if (busy_s > 0) {
-    spdlog::info("throughput: {} events judged in {:.3f} s from first message to last judgment "
-                 "({:.0f} events/s)", value(metrics.judged), busy_s,
-                 static_cast<double>(value(metrics.judged)) / busy_s);
+    spdlog::info(
+        "throughput: {} events judged in {:.3f} s from first message to last judgment "
+        "({:.0f} events/s)",
+        value(metrics.judged), busy_s, static_cast<double>(value(metrics.judged)) / busy_s);
   }
   return exit_code;
 }

@@ -11,8 +11,8 @@
 namespace assay {
 
 struct RunOptions {
-  std::string replay_file;                  ///< --replay: produce this JSON Lines file first
-  std::optional<double> exit_when_idle_s;   ///< --exit-when-idle SECONDS
+  std::string replay_file;                 ///< --replay: produce this JSON Lines file first
+  std::optional<double> exit_when_idle_s;  ///< --exit-when-idle SECONDS
 };
 
 /// Returns the process exit code: 0 clean stop, 1 runtime failure (logged).

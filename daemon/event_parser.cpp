@@ -46,12 +46,20 @@ struct EventParser::Pointers {
     }
   };
   explicit Pointers(const EventFieldOptions& f)
-      : id(f.id), timestamp(f.timestamp), tenant(f.tenant), app(f.app), variant(f.variant),
-        model(f.model), question(f.question), contexts(f.contexts), answer(f.answer),
-        reference(f.reference), relevant(f.relevant_context_ids),
+      : id(f.id),
+        timestamp(f.timestamp),
+        tenant(f.tenant),
+        app(f.app),
+        variant(f.variant),
+        model(f.model),
+        question(f.question),
+        contexts(f.contexts),
+        answer(f.answer),
+        reference(f.reference),
+        relevant(f.relevant_context_ids),
         expected_format(f.expected_format) {}
-  Field id, timestamp, tenant, app, variant, model, question, contexts, answer, reference,
-      relevant, expected_format;
+  Field id, timestamp, tenant, app, variant, model, question, contexts, answer, reference, relevant,
+      expected_format;
 };
 
 EventParser::EventParser(const EventFieldOptions& fields, std::size_t max_event_bytes)
@@ -89,7 +97,8 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
   auto optString = [&](const Pointers::Field& f, std::string& dst) -> std::optional<FieldError> {
     const Value* v = f.get(d);
     if (!v) return std::nullopt;
-    if (!v->IsString()) return FieldError{InvalidReason::kWrongType, f.path + ": expected a string"};
+    if (!v->IsString())
+      return FieldError{InvalidReason::kWrongType, f.path + ": expected a string"};
     dst = str(*v);
     return std::nullopt;
   };
@@ -105,9 +114,12 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
   e.answer = str(*p_->answer.get(d));
 
   if (const Value* v = p_->id.get(d)) {
-    if (v->IsString()) e.id = str(*v);
-    else if (v->IsInt64()) e.id = std::to_string(v->GetInt64());
-    else return {false, InvalidReason::kWrongType, p_->id.path + ": expected a string"};
+    if (v->IsString())
+      e.id = str(*v);
+    else if (v->IsInt64())
+      e.id = std::to_string(v->GetInt64());
+    else
+      return {false, InvalidReason::kWrongType, p_->id.path + ": expected a string"};
   }
   if (e.id.empty()) e.id = std::string(fallback_id);
   if (auto err = optString(p_->tenant, e.tenant)) return fail(*err);
@@ -119,17 +131,21 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
             p_->timestamp.path + ": expected an RFC 3339 string or epoch milliseconds"};
   }
   if (const Value* v = p_->reference.get(d)) {
-    if (!v->IsString()) return {false, InvalidReason::kWrongType, p_->reference.path + ": expected a string"};
+    if (!v->IsString())
+      return {false, InvalidReason::kWrongType, p_->reference.path + ": expected a string"};
     e.reference = str(*v);
   }
   if (const Value* v = p_->expected_format.get(d)) {
     const std::string f = v->IsString() ? str(*v) : "";
-    if (f == "json") e.expected_format = AnswerFormat::kJson;
+    if (f == "json")
+      e.expected_format = AnswerFormat::kJson;
     else if (f != "text")
-      return {false, InvalidReason::kWrongType, p_->expected_format.path + ": expected \"text\" or \"json\""};
+      return {false, InvalidReason::kWrongType,
+              p_->expected_format.path + ": expected \"text\" or \"json\""};
   }
   if (const Value* v = p_->contexts.get(d)) {
-    if (!v->IsArray()) return {false, InvalidReason::kWrongType, p_->contexts.path + ": expected an array"};
+    if (!v->IsArray())
+      return {false, InvalidReason::kWrongType, p_->contexts.path + ": expected an array"};
     e.contexts.reserve(v->Size());
     for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
       const Value& c = (*v)[i];
@@ -143,8 +159,10 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
           return {false, InvalidReason::kWrongType, where + "/text: expected a string"};
         ctx.text = str(text->value);
         if (auto id = c.FindMember("id"); id != c.MemberEnd()) {
-          if (id->value.IsString()) ctx.id = str(id->value);
-          else if (id->value.IsInt64()) ctx.id = std::to_string(id->value.GetInt64());
+          if (id->value.IsString())
+            ctx.id = str(id->value);
+          else if (id->value.IsInt64())
+            ctx.id = std::to_string(id->value.GetInt64());
           else if (!id->value.IsNull())
             return {false, InvalidReason::kWrongType, where + "/id: expected a string"};
         }
@@ -157,12 +175,18 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
     }
   }
   if (const Value* v = p_->relevant.get(d)) {
-    if (!v->IsArray()) return {false, InvalidReason::kWrongType, p_->relevant.path + ": expected an array of strings"};
+    if (!v->IsArray())
+      return {false, InvalidReason::kWrongType,
+              p_->relevant.path + ": expected an array of strings"};
     std::vector<std::string> ids;
     for (const auto& x : v->GetArray()) {
-      if (x.IsString()) ids.push_back(str(x));
-      else if (x.IsInt64()) ids.push_back(std::to_string(x.GetInt64()));
-      else return {false, InvalidReason::kWrongType, p_->relevant.path + ": expected an array of strings"};
+      if (x.IsString())
+        ids.push_back(str(x));
+      else if (x.IsInt64())
+        ids.push_back(std::to_string(x.GetInt64()));
+      else
+        return {false, InvalidReason::kWrongType,
+                p_->relevant.path + ": expected an array of strings"};
     }
     e.relevant_context_ids = std::move(ids);
   }

@@ -22,9 +22,12 @@ void set(rd_kafka_conf_t* conf, const std::string& key, const std::string& value
 }
 
 void logCb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
-  if (level <= 3) spdlog::error("librdkafka {}: {}", fac, buf);
-  else if (level <= 4) spdlog::warn("librdkafka {}: {}", fac, buf);
-  else spdlog::debug("librdkafka {}: {}", fac, buf);
+  if (level <= 3)
+    spdlog::error("librdkafka {}: {}", fac, buf);
+  else if (level <= 4)
+    spdlog::warn("librdkafka {}: {}", fac, buf);
+  else
+    spdlog::debug("librdkafka {}: {}", fac, buf);
 }
 
 // Defaults first, then the user's properties verbatim (so they win).
@@ -113,16 +116,18 @@ std::size_t KafkaProducer::replay(const std::string& path, const std::string& to
     if (line.empty()) continue;
     const std::string key = parser.extractId(line);
     for (;;) {
-      const auto err = rd_kafka_producev(
-          rk_, RD_KAFKA_V_TOPIC(topic.c_str()),
-          RD_KAFKA_V_KEY(key.empty() ? nullptr : key.data(), key.size()),
-          RD_KAFKA_V_VALUE(line.data(), line.size()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-          RD_KAFKA_V_END);
+      const auto err =
+          rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(topic.c_str()),
+                            RD_KAFKA_V_KEY(key.empty() ? nullptr : key.data(), key.size()),
+                            RD_KAFKA_V_VALUE(line.data(), line.size()),
+                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
       if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         rd_kafka_poll(rk_, 100);
         continue;
       }
-      if (err) throw std::runtime_error("--replay: produce to '" + topic + "' failed: " + rd_kafka_err2str(err));
+      if (err)
+        throw std::runtime_error("--replay: produce to '" + topic +
+                                 "' failed: " + rd_kafka_err2str(err));
       break;
     }
     ++n;
@@ -167,7 +172,9 @@ KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap
   rd_kafka_topic_partition_list_add(topics, topic_.c_str(), RD_KAFKA_PARTITION_UA);
   const auto err = rd_kafka_subscribe(rk_, topics);
   rd_kafka_topic_partition_list_destroy(topics);
-  if (err) throw std::runtime_error("kafka.topic: cannot subscribe to '" + topic_ + "': " + rd_kafka_err2str(err));
+  if (err)
+    throw std::runtime_error("kafka.topic: cannot subscribe to '" + topic_ +
+                             "': " + rd_kafka_err2str(err));
 }
 
 KafkaConsumer::~KafkaConsumer() {
@@ -175,16 +182,20 @@ KafkaConsumer::~KafkaConsumer() {
   rd_kafka_destroy(rk_);
 }
 
-rd_kafka_message_t* KafkaConsumer::poll(int timeout_ms) { return rd_kafka_consumer_poll(rk_, timeout_ms); }
+rd_kafka_message_t* KafkaConsumer::poll(int timeout_ms) {
+  return rd_kafka_consumer_poll(rk_, timeout_ms);
+}
 
 void KafkaConsumer::storeFinishedOffsets() {
   const auto advanced = tracker_.takeAdvanced();
   if (advanced.empty()) return;
-  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(advanced.size()));
+  rd_kafka_topic_partition_list_t* list =
+      rd_kafka_topic_partition_list_new(static_cast<int>(advanced.size()));
   for (const auto& [partition, position] : advanced)
     rd_kafka_topic_partition_list_add(list, topic_.c_str(), partition)->offset = position;
   const auto err = rd_kafka_offsets_store(rk_, list);
-  if (err && err != RD_KAFKA_RESP_ERR__STATE) spdlog::warn("kafka: storing offsets failed: {}", rd_kafka_err2str(err));
+  if (err && err != RD_KAFKA_RESP_ERR__STATE)
+    spdlog::warn("kafka: storing offsets failed: {}", rd_kafka_err2str(err));
   rd_kafka_topic_partition_list_destroy(list);
 }
 
@@ -208,8 +219,10 @@ void KafkaConsumer::onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partitio
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     spdlog::info("kafka: assigned {} partition(s) of '{}' ({} rebalance)", parts->cnt, topic_,
                  cooperative ? "cooperative" : "eager");
-    if (cooperative) destroyError(rd_kafka_incremental_assign(rk_, parts));
-    else rd_kafka_assign(rk_, parts);
+    if (cooperative)
+      destroyError(rd_kafka_incremental_assign(rk_, parts));
+    else
+      rd_kafka_assign(rk_, parts);
     assigned_count_ = cooperative ? assigned_count_ + static_cast<std::size_t>(parts->cnt)
                                   : static_cast<std::size_t>(parts->cnt);
     assigned_ = true;

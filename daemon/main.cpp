@@ -14,7 +14,8 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: assayd --config FILE [--replay EVENTS.jsonl] [--exit-when-idle SECONDS]
+constexpr const char* kUsage =
+    R"(usage: assayd --config FILE [--replay EVENTS.jsonl] [--exit-when-idle SECONDS]
        assayd --check-config FILE
        assayd --version
 

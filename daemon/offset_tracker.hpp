@@ -42,8 +42,8 @@ class OffsetTracker {
  private:
   struct Partition {
     std::set<std::int64_t> pending;
-    std::int64_t next = -1;       // one past the highest offset begun
-    std::int64_t reported = -1;   // last position returned by takeAdvanced
+    std::int64_t next = -1;      // one past the highest offset begun
+    std::int64_t reported = -1;  // last position returned by takeAdvanced
   };
   static std::int64_t position(const Partition& p) {
     return p.pending.empty() ? p.next : *p.pending.begin();

@@ -53,17 +53,20 @@ void printDistribution(const JudgeSummary& s, std::ostream& out) {
   for (const auto& [o, n] : s.outcomes) outcomes += fmt::format(" {}={}", o, n);
   out << fmt::format("  {:<18} {:<20} runs {:>4}:{}\n", s.judge, s.criterion, runs, outcomes);
   if (s.scores.empty()) return;
-  const double mean = std::accumulate(s.scores.begin(), s.scores.end(), 0.0) / static_cast<double>(s.scores.size());
+  const double mean =
+      std::accumulate(s.scores.begin(), s.scores.end(), 0.0) / static_cast<double>(s.scores.size());
   auto sorted = s.scores;
   std::sort(sorted.begin(), sorted.end());
-  auto q = [&](double p) { return sorted[static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1) + 0.5)]; };
-  out << fmt::format("  {:<18} mean {:.3f}  p10 {:.3f}  median {:.3f}  p90 {:.3f}  top-score share {:.1f} %\n",
-                     "", mean, q(0.1), q(0.5), q(0.9),
-                     100.0 * static_cast<double>(std::count(sorted.begin(), sorted.end(), s.max_score)) /
-                         static_cast<double>(sorted.size()));
-  const bool binary = std::all_of(sorted.begin(), sorted.end(), [&](double x) {
-    return x == s.min_score || x == s.max_score;
-  });
+  auto q = [&](double p) {
+    return sorted[static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1) + 0.5)];
+  };
+  out << fmt::format(
+      "  {:<18} mean {:.3f}  p10 {:.3f}  median {:.3f}  p90 {:.3f}  top-score share {:.1f} %\n", "",
+      mean, q(0.1), q(0.5), q(0.9),
+      100.0 * static_cast<double>(std::count(sorted.begin(), sorted.end(), s.max_score)) /
+          static_cast<double>(sorted.size()));
+  const bool binary = std::all_of(sorted.begin(), sorted.end(),
+                                  [&](double x) { return x == s.min_score || x == s.max_score; });
   if (binary) return;  // pass/fail: the outcome line and the top-score share say it all
   constexpr int kBins = 5;
   std::array<long, kBins> bins{};
@@ -75,8 +78,8 @@ void printDistribution(const JudgeSummary& s, std::ostream& out) {
     const double lo = s.min_score + (s.max_score - s.min_score) * b / kBins;
     const double hi = s.min_score + (s.max_score - s.min_score) * (b + 1) / kBins;
     const double share = static_cast<double>(bins[b]) / static_cast<double>(sorted.size());
-    out << fmt::format("  {:<18}   [{:.1f}, {:.1f}{} {:>4}  {}\n", "", lo, hi, b + 1 == kBins ? "]" : ")",
-                       bins[b], bar(share));
+    out << fmt::format("  {:<18}   [{:.1f}, {:.1f}{} {:>4}  {}\n", "", lo, hi,
+                       b + 1 == kBins ? "]" : ")", bins[b], bar(share));
   }
 }
 
@@ -98,8 +101,8 @@ int runReport(const ReportOptions& o, std::ostream& out) {
     if (line.empty()) continue;
     rapidjson::Document d;
     d.Parse(line.c_str());
-    if (d.HasParseError() || !d.IsObject() || !d.HasMember("verdicts") || !d["verdicts"].IsArray() ||
-        !d.HasMember("id") || !d["id"].IsString()) {
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember("verdicts") ||
+        !d["verdicts"].IsArray() || !d.HasMember("id") || !d["id"].IsString()) {
       ++bad_lines;
       continue;
     }
@@ -112,14 +115,16 @@ int runReport(const ReportOptions& o, std::ostream& out) {
       if (inserted) {
         JudgeSummary s;
         s.judge = name;
-        if (v.HasMember("criterion") && v["criterion"].IsString()) s.criterion = v["criterion"].GetString();
+        if (v.HasMember("criterion") && v["criterion"].IsString())
+          s.criterion = v["criterion"].GetString();
         if (v.HasMember("min") && v["min"].IsNumber()) s.min_score = v["min"].GetDouble();
         if (v.HasMember("max") && v["max"].IsNumber()) s.max_score = v["max"].GetDouble();
         judges.push_back(std::move(s));
       }
       auto& s = judges[it->second];
       const bool has_score = v.HasMember("score") && v["score"].IsNumber();
-      const std::string outcome = v.HasMember("error") && v["error"].IsString() ? v["error"].GetString() : "ok";
+      const std::string outcome =
+          v.HasMember("error") && v["error"].IsString() ? v["error"].GetString() : "ok";
       ++s.outcomes[outcome];
       if (has_score) {
         s.scores.push_back(v["score"].GetDouble());
@@ -181,8 +186,9 @@ int runReport(const ReportOptions& o, std::ostream& out) {
     const long neg = static_cast<long>(all_labels.size()) - pos;
     const auto auc = rocAuc(all_scores, all_labels);
     out << fmt::format("{} vs human label {} (true = positive class):\n", judge, o.label_pointer);
-    out << fmt::format("  ROC AUC {}  (positive {} / negative {}; {} labelled events without a score)\n",
-                       auc ? fmt::format("{:.3f}", *auc) : "n/a", pos, neg, not_judged);
+    out << fmt::format(
+        "  ROC AUC {}  (positive {} / negative {}; {} labelled events without a score)\n",
+        auc ? fmt::format("{:.3f}", *auc) : "n/a", pos, neg, not_judged);
     if (by_group.size() > 1) {
       for (const auto& [group, sl] : by_group) {
         const auto g = rocAuc(sl.first, sl.second);

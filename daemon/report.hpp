@@ -24,9 +24,9 @@ struct JudgeSummary {
 
 struct ReportOptions {
   std::string judgments_path;
-  std::string events_path;                        ///< empty = no label analysis
-  std::string label_pointer = "/labels/hallucinated";  ///< JSON Pointer of a boolean label
-  std::string group_pointer = "/labels/source_dataset";  ///< AUC per group; "" = none
+  std::string events_path;                                    ///< empty = no label analysis
+  std::string label_pointer = "/labels/hallucinated";         ///< JSON Pointer of a boolean label
+  std::string group_pointer = "/labels/source_dataset";       ///< AUC per group; "" = none
   std::vector<std::string> auc_judges = {"context_overlap"};  ///< judges whose AUC is reported
 };
 

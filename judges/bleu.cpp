@@ -28,8 +28,13 @@ NgramCounts countNgrams(const std::vector<std::string>& tokens, int n) {
 }  // namespace
 
 const JudgeDescriptor BleuJudge::kDescriptor{
-    "bleu", JudgeKind::kLexical, "answer_correctness", 0.0, 1.0,
-    {0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0}, kBleuOptions,
+    "bleu",
+    JudgeKind::kLexical,
+    "answer_correctness",
+    0.0,
+    1.0,
+    {0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0},
+    kBleuOptions,
     CostClass::kCpuMicroseconds,
     "sentence BLEU-N of the answer against the reference (nltk method1 smoothing)"};
 
@@ -61,7 +66,8 @@ double sentenceBleu(const std::vector<std::vector<std::string>>& references,
   long r = static_cast<long>(references.front().size());
   for (const auto& ref : references) {
     const long len = static_cast<long>(ref.size());
-    if (std::labs(len - c) < std::labs(r - c) || (std::labs(len - c) == std::labs(r - c) && len < r))
+    if (std::labs(len - c) < std::labs(r - c) ||
+        (std::labs(len - c) == std::labs(r - c) && len < r))
       r = len;
   }
   const double bp = c > r ? 1.0 : std::exp(1.0 - static_cast<double>(r) / static_cast<double>(c));

@@ -29,9 +29,10 @@ constexpr OptionSpec kRefusalOptions[] = {
 
 const std::vector<double> kPassFailBuckets = {0.0, 1.0};
 
-// Lower-cases ASCII and maps the typographic apostrophe to ', so built-in phrases match
-// "I don’t know" and "Je ne sais pas" alike. Non-ASCII bytes are kept as they are.
-std::string normaliseForPhrases(std::string_view s) {
+// Lower-cases (Unicode) and maps the typographic apostrophe to ', so built-in phrases match
+// "I don’t know", "JE SUIS DÉSOLÉ" and "je ne sais pas" alike.
+std::string normaliseForPhrases(std::string_view text) {
+  const std::string s = toLowerUtf8(text);
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -40,9 +41,7 @@ std::string normaliseForPhrases(std::string_view s) {
       i += 2;
       continue;
     }
-    char c = s[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    out.push_back(c);
+    out.push_back(s[i]);
   }
   return out;
 }
@@ -53,11 +52,11 @@ constexpr std::array<std::string_view, 44> kRefusalPhrases = {
     "i can't answer", "i'm unable to", "i am unable to", "i'm not able to", "i am not able to",
     "i cannot help", "i can't help", "i cannot provide", "i can't provide", "i'm sorry, but",
     "i am sorry, but", "no information about", "does not contain information",
-    "doesn't contain information", "does not provide information",
-    "doesn't provide information", "not enough information", "insufficient information",
-    "the context does not", "the provided context does not", "the documents do not",
-    "i have no information", "i don't have information", "i don't have enough information",
-    "unable to find", "cannot be determined from",
+    "doesn't contain information", "does not provide information", "doesn't provide information",
+    "not enough information", "insufficient information", "the context does not",
+    "the provided context does not", "the documents do not", "i have no information",
+    "i don't have information", "i don't have enough information", "unable to find",
+    "cannot be determined from",
     // French
     "je ne sais pas", "je ne peux pas", "je suis désolé", "je suis désolée",
     "je n'ai pas d'information", "je n'ai pas assez d'information", "aucune information",
@@ -82,8 +81,15 @@ std::vector<std::regex> compilePatterns(const std::vector<std::string>& patterns
 // ---- answer_nonempty ---------------------------------------------------------------------------
 
 const JudgeDescriptor AnswerNonemptyJudge::kDescriptor{
-    "answer_nonempty", JudgeKind::kCheck, "non_empty", 0.0, 1.0, kPassFailBuckets, {},
-    CostClass::kCpuMicroseconds, "the answer has at least one non-white-space character"};
+    "answer_nonempty",
+    JudgeKind::kCheck,
+    "non_empty",
+    0.0,
+    1.0,
+    kPassFailBuckets,
+    {},
+    CostClass::kCpuMicroseconds,
+    "the answer has at least one non-white-space character"};
 
 std::unique_ptr<Judge> AnswerNonemptyJudge::create(const JudgeOptionValues&) {
   return std::make_unique<AnswerNonemptyJudge>();
@@ -97,8 +103,15 @@ Verdict AnswerNonemptyJudge::judge(const Event& e) const {
 // ---- cites_source ------------------------------------------------------------------------------
 
 const JudgeDescriptor CitesSourceJudge::kDescriptor{
-    "cites_source", JudgeKind::kCheck, "citation", 0.0, 1.0, kPassFailBuckets, kCitesOptions,
-    CostClass::kCpuMicroseconds, "the answer references at least one retrieved context"};
+    "cites_source",
+    JudgeKind::kCheck,
+    "citation",
+    0.0,
+    1.0,
+    kPassFailBuckets,
+    kCitesOptions,
+    CostClass::kCpuMicroseconds,
+    "the answer references at least one retrieved context"};
 
 CitesSourceJudge::CitesSourceJudge(const CitesSourceOptions& o)
     : patterns_(compilePatterns(o.patterns, "patterns")) {}
@@ -115,7 +128,8 @@ Verdict CitesSourceJudge::judge(const Event& e) const {
   const std::string_view a = e.answer;
   bool dangling = false;
   // Bracketed markers: [1], [1, 3], [doc-7]; adjacent brackets are scanned one by one.
-  for (std::size_t open = a.find('['); open != std::string_view::npos; open = a.find('[', open + 1)) {
+  for (std::size_t open = a.find('['); open != std::string_view::npos;
+       open = a.find('[', open + 1)) {
     const std::size_t close = a.find(']', open + 1);
     if (close == std::string_view::npos) break;
     if (close - open > 80) continue;
@@ -154,8 +168,14 @@ Verdict CitesSourceJudge::judge(const Event& e) const {
 // ---- context_count -----------------------------------------------------------------------------
 
 const JudgeDescriptor ContextCountJudge::kDescriptor{
-    "context_count", JudgeKind::kCheck, "retrieval_count", 0.0, 1.0, kPassFailBuckets,
-    kContextCountOptions, CostClass::kCpuMicroseconds,
+    "context_count",
+    JudgeKind::kCheck,
+    "retrieval_count",
+    0.0,
+    1.0,
+    kPassFailBuckets,
+    kContextCountOptions,
+    CostClass::kCpuMicroseconds,
     "the number of retrieved contexts is within [min, max]"};
 
 std::unique_ptr<Judge> ContextCountJudge::create(const JudgeOptionValues& values) {
@@ -163,7 +183,8 @@ std::unique_ptr<Judge> ContextCountJudge::create(const JudgeOptionValues& values
   const auto mn = values.getInt("min", 1), mx = values.getInt("max", 0);
   if (mn < 0 || mn > 100000) throw OptionError("min", "must be between 0 and 100000");
   if (mx < 0 || mx > 100000) throw OptionError("max", "must be between 0 and 100000");
-  if (mx != 0 && mx < mn) throw OptionError("max", "must be at least min (" + std::to_string(mn) + ")");
+  if (mx != 0 && mx < mn)
+    throw OptionError("max", "must be at least min (" + std::to_string(mn) + ")");
   o.min = static_cast<int>(mn);
   o.max = static_cast<int>(mx);
   return std::make_unique<ContextCountJudge>(o);
@@ -178,8 +199,14 @@ Verdict ContextCountJudge::judge(const Event& e) const {
 // ---- answer_length -----------------------------------------------------------------------------
 
 const JudgeDescriptor AnswerLengthJudge::kDescriptor{
-    "answer_length", JudgeKind::kCheck, "length", 0.0, 1.0, kPassFailBuckets,
-    kAnswerLengthOptions, CostClass::kCpuMicroseconds,
+    "answer_length",
+    JudgeKind::kCheck,
+    "length",
+    0.0,
+    1.0,
+    kPassFailBuckets,
+    kAnswerLengthOptions,
+    CostClass::kCpuMicroseconds,
     "the answer's length in characters is within [min_chars, max_chars]"};
 
 std::unique_ptr<Judge> AnswerLengthJudge::create(const JudgeOptionValues& values) {
@@ -189,7 +216,8 @@ std::unique_ptr<Judge> AnswerLengthJudge::create(const JudgeOptionValues& values
   if (o.min_chars < 0) throw OptionError("min_chars", "must be >= 0");
   if (o.max_chars < 0) throw OptionError("max_chars", "must be >= 0");
   if (o.max_chars != 0 && o.max_chars < o.min_chars)
-    throw OptionError("max_chars", "must be at least min_chars (" + std::to_string(o.min_chars) + ")");
+    throw OptionError("max_chars",
+                      "must be at least min_chars (" + std::to_string(o.min_chars) + ")");
   return std::make_unique<AnswerLengthJudge>(o);
 }
 
@@ -202,7 +230,13 @@ Verdict AnswerLengthJudge::judge(const Event& e) const {
 // ---- refusal -----------------------------------------------------------------------------------
 
 const JudgeDescriptor RefusalJudge::kDescriptor{
-    "refusal", JudgeKind::kCheck, "refusal", 0.0, 1.0, kPassFailBuckets, kRefusalOptions,
+    "refusal",
+    JudgeKind::kCheck,
+    "refusal",
+    0.0,
+    1.0,
+    kPassFailBuckets,
+    kRefusalOptions,
     CostClass::kCpuMicroseconds,
     "label: 1 when the answer declines or says it does not know (English, French)"};
 

@@ -27,14 +27,19 @@ std::unordered_set<std::string> stemSet(std::string_view text) {
 }  // namespace
 
 std::string lightStem(std::string_view t) {
-  if (t.size() <= 4) return std::string(t);
+  if (codepointCount(t) <= 4) return std::string(t);
+  std::string_view stem = t;
   for (std::string_view suffix : {"ies", "ing", "ed", "es", "s", "ly"}) {
     if (endsWith(t, suffix) && t.size() - suffix.size() >= 3) {
       if (suffix == "s" && endsWith(t, "ss")) break;  // "class", "process"
-      return std::string(t.substr(0, t.size() - suffix.size()));
+      stem = t.substr(0, t.size() - suffix.size());
+      if (suffix == "ies") return std::string(stem) + "y";  // "studies" → "study"
+      break;
     }
   }
-  return std::string(t);
+  // A final "e" goes too, so "expire", "expires" and "expired" meet at "expir".
+  if (stem.size() > 4 && stem.back() == 'e') stem.remove_suffix(1);
+  return std::string(stem);
 }
 
 OverlapDetail contextOverlap(std::string_view answer, const std::vector<std::string>& contexts,
@@ -60,8 +65,14 @@ OverlapDetail contextOverlap(std::string_view answer, const std::vector<std::str
 }
 
 const JudgeDescriptor ContextOverlapJudge::kDescriptor{
-    "context_overlap", JudgeKind::kLexical, "faithfulness", 0.0, 1.0, kUnitBuckets,
-    kContextOverlapOptions, CostClass::kCpuMicroseconds,
+    "context_overlap",
+    JudgeKind::kLexical,
+    "faithfulness",
+    0.0,
+    1.0,
+    kUnitBuckets,
+    kContextOverlapOptions,
+    CostClass::kCpuMicroseconds,
     "faithfulness proxy: weighted share of the answer's content words found in the contexts"};
 
 std::unique_ptr<Judge> ContextOverlapJudge::create(const JudgeOptionValues& values) {
@@ -88,7 +99,13 @@ Verdict ContextOverlapJudge::judge(const Event& e) const {
 }
 
 const JudgeDescriptor QuestionOverlapJudge::kDescriptor{
-    "question_overlap", JudgeKind::kLexical, "answer_relevancy", 0.0, 1.0, kUnitBuckets, {},
+    "question_overlap",
+    JudgeKind::kLexical,
+    "answer_relevancy",
+    0.0,
+    1.0,
+    kUnitBuckets,
+    {},
     CostClass::kCpuMicroseconds,
     "answer-relevancy proxy: share of the question's content words the answer repeats"};
 

@@ -21,8 +21,10 @@
 
 namespace assay {
 
-/// Light, language-agnostic suffix stripping used by the overlap judges ("leukemias" →
-/// "leukemia", "covered" → "cover"); tokens of 4 characters or fewer are left alone.
+/// Light suffix stripping used by the overlap judges: one of -ies -ing -ed -es -s -ly, then a
+/// final -e ("leukemias" → "leukemia", "expires"/"expire"/"expired" → "expir", "studies" →
+/// "study"); tokens of 4
+/// code points or fewer are left alone.
 std::string lightStem(std::string_view token);
 
 struct ContextOverlapOptions {

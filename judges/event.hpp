@@ -21,12 +21,12 @@ struct Context {
 enum class AnswerFormat { kText, kJson };
 
 struct Event {
-  std::string id;  ///< request id (the sampling hash key)
+  std::string id;                           ///< request id (the sampling hash key)
   std::string tenant, app, variant, model;  ///< empty when absent
   std::string question;
   std::vector<Context> contexts;  ///< empty = retrieval returned nothing
   std::string answer;
-  std::optional<std::string> reference;                        ///< ground-truth answer
+  std::optional<std::string> reference;                          ///< ground-truth answer
   std::optional<std::vector<std::string>> relevant_context_ids;  ///< retrieval ground truth
   AnswerFormat expected_format = AnswerFormat::kText;
 };

@@ -22,7 +22,13 @@ struct JsonValidJudge::Schema {
 };
 
 const JudgeDescriptor JsonValidJudge::kDescriptor{
-    "json_valid", JudgeKind::kCheck, "format", 0.0, 1.0, {0.0, 1.0}, kJsonValidOptions,
+    "json_valid",
+    JudgeKind::kCheck,
+    "format",
+    0.0,
+    1.0,
+    {0.0, 1.0},
+    kJsonValidOptions,
     CostClass::kCpuMicroseconds,
     "for expected_format json: the answer parses as JSON (and satisfies schema_file)"};
 
@@ -53,8 +59,8 @@ Verdict JsonValidJudge::judge(const Event& e) const {
   rapidjson::Document d;
   d.Parse(e.answer.data(), e.answer.size());
   if (d.HasParseError()) {
-    return Verdict::check(false, "not JSON at offset " + std::to_string(d.GetErrorOffset()) +
-                                     ": " + rapidjson::GetParseError_En(d.GetParseError()));
+    return Verdict::check(false, "not JSON at offset " + std::to_string(d.GetErrorOffset()) + ": " +
+                                     rapidjson::GetParseError_En(d.GetParseError()));
   }
   if (schema_) {
     rapidjson::SchemaValidator validator(schema_->doc);

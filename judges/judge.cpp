@@ -4,23 +4,34 @@ namespace assay {
 
 std::string_view outcomeName(Outcome o) {
   switch (o) {
-    case Outcome::kOk: return "ok";
-    case Outcome::kNoReference: return "no_reference";
-    case Outcome::kNoContext: return "no_context";
-    case Outcome::kNoGroundTruth: return "no_ground_truth";
-    case Outcome::kNoContextIds: return "no_context_ids";
-    case Outcome::kEmptyInput: return "empty_input";
-    case Outcome::kNotApplicable: return "not_applicable";
-    case Outcome::kCount_: break;
+    case Outcome::kOk:
+      return "ok";
+    case Outcome::kNoReference:
+      return "no_reference";
+    case Outcome::kNoContext:
+      return "no_context";
+    case Outcome::kNoGroundTruth:
+      return "no_ground_truth";
+    case Outcome::kNoContextIds:
+      return "no_context_ids";
+    case Outcome::kEmptyInput:
+      return "empty_input";
+    case Outcome::kNotApplicable:
+      return "not_applicable";
+    case Outcome::kCount_:
+      break;
   }
   return "unknown";
 }
 
 std::string_view judgeKindName(JudgeKind k) {
   switch (k) {
-    case JudgeKind::kCheck: return "check";
-    case JudgeKind::kLexical: return "lexical";
-    case JudgeKind::kRetrieval: return "retrieval";
+    case JudgeKind::kCheck:
+      return "check";
+    case JudgeKind::kLexical:
+      return "lexical";
+    case JudgeKind::kRetrieval:
+      return "retrieval";
   }
   return "unknown";
 }

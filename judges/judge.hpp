@@ -37,14 +37,14 @@ struct OptionSpec {
 };
 
 struct JudgeDescriptor {
-  std::string_view type;       ///< `check:` / `metric:` value in config, e.g. "rouge_l"
+  std::string_view type;  ///< `check:` / `metric:` value in config, e.g. "rouge_l"
   JudgeKind kind;
-  std::string_view criterion;  ///< what is measured, e.g. "faithfulness"; a metric label
+  std::string_view criterion;   ///< what is measured, e.g. "faithfulness"; a metric label
   double min_score, max_score;  ///< score range; checks are 0 (fail) .. 1 (pass)
   std::vector<double> buckets;  ///< `assay_judge_score` histogram upper bounds for this scale
   std::span<const OptionSpec> options;
   CostClass cost;
-  std::string_view summary;    ///< one line for docs and --help
+  std::string_view summary;  ///< one line for docs and --help
 };
 
 using OptionValue = std::variant<std::int64_t, double, bool, std::string, std::vector<std::string>>;

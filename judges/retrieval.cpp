@@ -63,17 +63,34 @@ double retrievalScore(RetrievalMetric metric, const std::vector<std::string>& re
 }
 
 const JudgeDescriptor HitRateJudge::kDescriptor{
-    "hit_rate", JudgeKind::kRetrieval, "retrieval_relevance", 0.0, 1.0, {0.0, 1.0},
-    kRetrievalOptions, CostClass::kCpuMicroseconds,
+    "hit_rate",
+    JudgeKind::kRetrieval,
+    "retrieval_relevance",
+    0.0,
+    1.0,
+    {0.0, 1.0},
+    kRetrievalOptions,
+    CostClass::kCpuMicroseconds,
     "1 if a ground-truth relevant chunk is among the top k retrieved, else 0"};
 const JudgeDescriptor MrrJudge::kDescriptor{
-    "mrr", JudgeKind::kRetrieval, "retrieval_relevance", 0.0, 1.0, kRankBuckets,
-    kRetrievalOptions, CostClass::kCpuMicroseconds,
+    "mrr",
+    JudgeKind::kRetrieval,
+    "retrieval_relevance",
+    0.0,
+    1.0,
+    kRankBuckets,
+    kRetrievalOptions,
+    CostClass::kCpuMicroseconds,
     "reciprocal rank of the first relevant chunk within the top k"};
-const JudgeDescriptor NdcgJudge::kDescriptor{
-    "ndcg", JudgeKind::kRetrieval, "retrieval_relevance", 0.0, 1.0,
-    {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0}, kRetrievalOptions,
-    CostClass::kCpuMicroseconds, "nDCG@k with binary relevance and log2 discount"};
+const JudgeDescriptor NdcgJudge::kDescriptor{"ndcg",
+                                             JudgeKind::kRetrieval,
+                                             "retrieval_relevance",
+                                             0.0,
+                                             1.0,
+                                             {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0},
+                                             kRetrievalOptions,
+                                             CostClass::kCpuMicroseconds,
+                                             "nDCG@k with binary relevance and log2 discount"};
 
 std::unique_ptr<Judge> HitRateJudge::create(const JudgeOptionValues& v) {
   return std::make_unique<HitRateJudge>(parseOptions(v));

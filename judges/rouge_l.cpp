@@ -7,8 +7,14 @@
 namespace assay {
 
 const JudgeDescriptor RougeLJudge::kDescriptor{
-    "rouge_l", JudgeKind::kLexical, "answer_correctness", 0.0, 1.0,
-    {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0}, {}, CostClass::kCpuMicroseconds,
+    "rouge_l",
+    JudgeKind::kLexical,
+    "answer_correctness",
+    0.0,
+    1.0,
+    {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0},
+    {},
+    CostClass::kCpuMicroseconds,
     "ROUGE-L F-measure of the answer against the reference (LCS of word tokens)"};
 
 std::size_t lcsLength(const std::vector<std::string>& a, const std::vector<std::string>& b) {

@@ -18,7 +18,8 @@ struct RougeScore {
 
 /// O(|a|·|b|) time, O(min(|a|,|b|)) memory.
 std::size_t lcsLength(const std::vector<std::string>& a, const std::vector<std::string>& b);
-RougeScore rougeL(const std::vector<std::string>& candidate, const std::vector<std::string>& reference);
+RougeScore rougeL(const std::vector<std::string>& candidate,
+                  const std::vector<std::string>& reference);
 
 struct RougeLJudgeOptions {};
 

@@ -8,8 +8,14 @@
 namespace assay {
 
 const JudgeDescriptor TokenF1Judge::kDescriptor{
-    "token_f1", JudgeKind::kLexical, "answer_correctness", 0.0, 1.0,
-    {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0}, {}, CostClass::kCpuMicroseconds,
+    "token_f1",
+    JudgeKind::kLexical,
+    "answer_correctness",
+    0.0,
+    1.0,
+    {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0},
+    {},
+    CostClass::kCpuMicroseconds,
     "SQuAD token F1 of the answer against the reference"};
 
 std::vector<std::string> squadTokens(std::string_view text) {

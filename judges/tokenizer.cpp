@@ -26,6 +26,15 @@ bool isWordChar(UChar32 c) {
 
 bool isApostrophe(UChar32 c) { return c == '\'' || c == 0x2019; }
 
+// French elided articles, pronouns and conjunctions: l'école, d'un, qu'il, jusqu'à.
+bool isFrenchElision(std::string_view w) {
+  static constexpr std::string_view kElisions[] = {
+      "l", "d", "j", "m", "n", "s", "t", "c", "qu", "jusqu", "lorsqu", "puisqu", "quoiqu"};
+  for (auto e : kElisions)
+    if (w == e) return true;
+  return false;
+}
+
 void append(std::string& out, UChar32 c) {
   char buf[U8_MAX_LENGTH];
   int32_t n = 0;
@@ -85,8 +94,11 @@ std::vector<Token> tokenizeDetailed(std::string_view text) {
     // Separators that may stay inside a word or a number.
     if (in_word) {
       const UChar32 next = peek(i);
-      if (isApostrophe(c) && next >= 0 && u_isalpha(next) && !cur.text.empty() &&
-          !cur.numeric) {
+      if (isApostrophe(c) && next >= 0 && u_isalpha(next) && !cur.text.empty() && !cur.numeric) {
+        if (isFrenchElision(cur.text)) {  // "l'école" → "l" "école"
+          flush();
+          continue;
+        }
         continue;  // "don't" → "dont"
       }
       if ((c == '.' || c == ',') && cur.numeric && next >= 0 && u_isdigit(next) &&
@@ -111,6 +123,25 @@ std::vector<std::string> tokenize(std::string_view text) {
   return out;
 }
 
+std::string toLowerUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  const auto len = static_cast<int32_t>(text.size());
+  int32_t i = 0;
+  while (i < len) {
+    const int32_t start = i;
+    UChar32 c;
+    U8_NEXT(s, i, len, c);
+    if (c < 0) {
+      out.append(text.substr(static_cast<size_t>(start), static_cast<size_t>(i - start)));
+      continue;
+    }
+    append(out, u_tolower(c));
+  }
+  return out;
+}
+
 std::size_t codepointCount(std::string_view text) {
   std::size_t n = 0;
   for (unsigned char ch : text) n += (ch & 0xC0) != 0x80;
@@ -122,25 +153,25 @@ bool isStopword(std::string_view w) {
       // English (function words; derived from common IR stop lists)
       "a", "an", "the", "and", "or", "but", "if", "then", "else", "of", "to", "in", "on", "at",
       "by", "for", "with", "about", "as", "into", "through", "over", "from", "up", "down", "out",
-      "off", "than", "so", "too", "very", "is", "are", "was", "were", "be", "been", "being",
-      "am", "do", "does", "did", "doing", "have", "has", "had", "having", "will", "would",
-      "shall", "should", "can", "could", "may", "might", "must", "it", "its", "itself", "this",
-      "that", "these", "those", "there", "here", "i", "me", "my", "we", "our", "us", "you",
-      "your", "he", "him", "his", "she", "her", "they", "them", "their", "what", "which", "who",
-      "whom", "whose", "when", "where", "why", "how", "all", "any", "both", "each", "few",
-      "more", "most", "other", "some", "such", "no", "nor", "not", "only", "own", "same",
-      "just", "also", "s", "t", "dont", "im", "its", "thats", "yes", "well", "oh", "like",
-      "really", "know", "think", "one", "get", "got", "lot", "much", "many", "because",
-      "while", "during", "before", "after", "above", "below", "between", "again", "further",
-      "once", "let", "lets", "yeah", "okay", "ok", "sure", "etc",
+      "off", "than", "so", "too", "very", "is", "are", "was", "were", "be", "been", "being", "am",
+      "do", "does", "did", "doing", "have", "has", "had", "having", "will", "would", "shall",
+      "should", "can", "could", "may", "might", "must", "it", "its", "itself", "this", "that",
+      "these", "those", "there", "here", "i", "me", "my", "we", "our", "us", "you", "your", "he",
+      "him", "his", "she", "her", "they", "them", "their", "what", "which", "who", "whom", "whose",
+      "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other",
+      "some", "such", "no", "nor", "not", "only", "own", "same", "just", "also", "s", "t", "dont",
+      "im", "its", "thats", "yes", "well", "oh", "like", "really", "know", "think", "one", "get",
+      "got", "lot", "much", "many", "because", "while", "during", "before", "after", "above",
+      "below", "between", "again", "further", "once", "let", "lets", "yeah", "okay", "ok", "sure",
+      "etc",
       // French
       "le", "la", "les", "l", "un", "une", "des", "du", "de", "d", "et", "ou", "mais", "donc",
-      "car", "ni", "que", "qu", "qui", "quoi", "dont", "où", "à", "au", "aux", "en", "dans",
-      "par", "pour", "sur", "sous", "avec", "sans", "chez", "ce", "cet", "cette", "ces", "se",
-      "sa", "son", "ses", "leur", "leurs", "il", "elle", "ils", "elles", "on", "nous", "vous",
-      "je", "j", "tu", "me", "m", "te", "lui", "y", "est", "sont", "était", "été", "être",
-      "a", "ont", "avait", "avoir", "pas", "ne", "n", "plus", "très", "aussi", "comme", "si",
-      "c", "s", "ça", "cela", "ceci"};
+      "car", "ni", "que", "qu", "qui", "quoi", "dont", "où", "à", "au", "aux", "en", "dans", "par",
+      "pour", "sur", "sous", "avec", "sans", "chez", "ce", "cet", "cette", "ces", "se", "sa", "son",
+      "ses", "leur", "leurs", "il", "elle", "ils", "elles", "on", "nous", "vous", "je", "j", "tu",
+      "me", "m", "te", "lui", "y", "est", "sont", "était", "été", "être", "a", "ont", "avait",
+      "avoir", "pas", "ne", "n", "plus", "très", "aussi", "comme", "si", "c", "s", "ça", "cela",
+      "ceci"};
   return kStopwords.count(w) > 0;
 }
 

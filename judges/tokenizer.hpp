@@ -7,7 +7,8 @@
 ///  - Han ideographs, Hiragana, Katakana and Bopomofo are one token per character, spaced or
 ///    not ("会议改到周三" → 6 tokens), as ROUGE/BLEU for Chinese and Japanese usually count;
 ///  - an apostrophe between two letters is dropped and the word goes on ("don't" → "dont",
-///    SQuAD-style punctuation removal);
+///    SQuAD-style punctuation removal), except after a French elided word, where it splits
+///    ("l'école" → "l" "école", "qu'il" → "qu" "il");
 ///  - inside a number, "," and "." followed by a digit are kept together: "1,250" → "1250",
 ///    "3.5" → "3.5" (so a figure stays one token and can be compared as such).
 /// Invalid UTF-8 sequences are treated as separators (events are validated upstream).
@@ -19,11 +20,11 @@
 namespace assay {
 
 struct Token {
-  std::string text;          ///< lower-cased
-  bool numeric = false;      ///< contains a digit ("2019", "3.5", "5g")
-  bool capitalized = false;  ///< first letter upper/title-case in the source text
+  std::string text;             ///< lower-cased
+  bool numeric = false;         ///< contains a digit ("2019", "3.5", "5g")
+  bool capitalized = false;     ///< first letter upper/title-case in the source text
   bool sentence_start = false;  ///< first word of the text or after . ! ? : or a newline
-  bool cjk = false;          ///< a single Han/Kana character
+  bool cjk = false;             ///< a single Han/Kana character
 };
 
 /// Tokens with the flags above; used by the reference-free judges.
@@ -32,10 +33,14 @@ std::vector<Token> tokenizeDetailed(std::string_view text);
 /// Lower-cased token strings only; used by ROUGE-L, BLEU and token F1.
 std::vector<std::string> tokenize(std::string_view text);
 
+/// Lower-cases every code point (ICU simple case mapping); invalid bytes are copied as they are.
+std::string toLowerUtf8(std::string_view text);
+
 /// True for English and French function words ("the", "of", "le", "des"…) that carry no content.
 bool isStopword(std::string_view lowered_token);
 
-/// Number of Unicode code points in valid UTF-8 `text` (invalid bytes count one each).
+/// Number of Unicode code points in `text`: bytes that are not UTF-8 continuation bytes
+/// (exact for valid UTF-8; events are validated upstream).
 std::size_t codepointCount(std::string_view text);
 
 }  // namespace assay

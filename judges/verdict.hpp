@@ -27,9 +27,9 @@ std::string_view outcomeName(Outcome o);
 
 struct Verdict {
   Outcome outcome = Outcome::kOk;
-  std::optional<double> score;   ///< present iff outcome == kOk; within [min, max] of the judge
-  std::optional<bool> passed;    ///< checks only: the pass/fail result (score 1 = passed)
-  std::string evidence;          ///< short, human-readable why (may be empty)
+  std::optional<double> score;  ///< present iff outcome == kOk; within [min, max] of the judge
+  std::optional<bool> passed;   ///< checks only: the pass/fail result (score 1 = passed)
+  std::string evidence;         ///< short, human-readable why (may be empty)
 
   static Verdict ok(double score, std::string evidence = {}) {
     return Verdict{Outcome::kOk, score, std::nullopt, std::move(evidence)};

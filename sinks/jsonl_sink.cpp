@@ -11,15 +11,16 @@
 namespace assay {
 
 JsonlSink::JsonlSink(const JsonlSinkOptions& options, Metrics& metrics)
-    : path_(options.path), ok_(metrics.sinkWrites("jsonl", true)),
+    : path_(options.path),
+      ok_(metrics.sinkWrites("jsonl", true)),
       errors_(metrics.sinkWrites("jsonl", false)) {
   std::error_code ec;
   const auto parent = std::filesystem::path(path_).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   file_ = std::fopen(path_.c_str(), "ae");
   if (!file_) {
-    throw std::runtime_error("sinks.jsonl.path: cannot open '" + path_ + "' for appending: " +
-                             std::strerror(errno));
+    throw std::runtime_error("sinks.jsonl.path: cannot open '" + path_ +
+                             "' for appending: " + std::strerror(errno));
   }
 }
 
@@ -39,7 +40,8 @@ void JsonlSink::write(const Judgment&, const std::string& json, DeliveryToken) {
   } else {
     errors_.Increment();
     static std::atomic<int> logged{0};
-    if (logged++ < 10) spdlog::error("jsonl sink: write to '{}' failed: {}", path_, std::strerror(errno));
+    if (logged++ < 10)
+      spdlog::error("jsonl sink: write to '{}' failed: {}", path_, std::strerror(errno));
   }
 }
 

@@ -3,8 +3,8 @@
 /// Each line is handed to the kernel (fflush) before the event's delivery token is released, so
 /// a crash of the daemon loses no judged event whose offset was stored; `flush()` also fsyncs.
 
-#include <cstdio>
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 
 #include "config/options.hpp"

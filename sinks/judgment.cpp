@@ -41,8 +41,10 @@ std::string toJson(const Judgment& j) {
     str("judge", v.judge);
     str("criterion", v.criterion);
     w.Key("score");
-    if (v.verdict.score && std::isfinite(*v.verdict.score)) w.Double(*v.verdict.score);
-    else w.Null();
+    if (v.verdict.score && std::isfinite(*v.verdict.score))
+      w.Double(*v.verdict.score);
+    else
+      w.Null();
     w.Key("min");
     w.Double(v.min_score);
     w.Key("max");
@@ -54,7 +56,8 @@ std::string toJson(const Judgment& j) {
     if (!v.verdict.evidence.empty()) str("evidence", v.verdict.evidence);
     w.Key("latency_ms");
     w.Double(v.latency_ms);
-    if (v.verdict.outcome != Outcome::kOk) str("error", std::string(outcomeName(v.verdict.outcome)));
+    if (v.verdict.outcome != Outcome::kOk)
+      str("error", std::string(outcomeName(v.verdict.outcome)));
     w.EndObject();
   }
   w.EndArray();

@@ -26,15 +26,15 @@ KafkaResultsSink::KafkaResultsSink(rd_kafka_t* producer, std::string topic, Metr
 void KafkaResultsSink::write(const Judgment& j, const std::string& json, DeliveryToken token) {
   auto* pending = new Pending{std::move(token), ok_, errors_};
   const rd_kafka_resp_err_t err = rd_kafka_producev(
-      producer_, RD_KAFKA_V_TOPIC(topic_.c_str()),
-      RD_KAFKA_V_KEY(j.id.data(), j.id.size()),
+      producer_, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_KEY(j.id.data(), j.id.size()),
       RD_KAFKA_V_VALUE(const_cast<char*>(json.data()), json.size()),
       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(pending), RD_KAFKA_V_END);
   if (err) {
     // Queue full or unknown topic: counted; the event still finishes (the file sink has it).
     errors_->Increment();
     static std::atomic<int> logged{0};
-    if (logged++ < 10) spdlog::error("results topic '{}': produce failed: {}", topic_, rd_kafka_err2str(err));
+    if (logged++ < 10)
+      spdlog::error("results topic '{}': produce failed: {}", topic_, rd_kafka_err2str(err));
     delete pending;
   }
 }
@@ -47,7 +47,8 @@ void KafkaResultsSink::deliveryReport(rd_kafka_t*, const rd_kafka_message_t* msg
   if (msg->err) {
     pending->errors->Increment();
     static std::atomic<int> logged{0};
-    if (logged++ < 10) spdlog::error("results topic: delivery failed: {}", rd_kafka_err2str(msg->err));
+    if (logged++ < 10)
+      spdlog::error("results topic: delivery failed: {}", rd_kafka_err2str(msg->err));
   } else {
     pending->ok->Increment();
   }

@@ -24,12 +24,18 @@ prometheus::Family<prometheus::Counter>& counterFamily(prometheus::Registry& r, 
 
 std::string_view invalidReasonName(InvalidReason r) {
   switch (r) {
-    case InvalidReason::kNotJson: return "not_json";
-    case InvalidReason::kNotUtf8: return "not_utf8";
-    case InvalidReason::kMissingField: return "missing_field";
-    case InvalidReason::kWrongType: return "wrong_type";
-    case InvalidReason::kTooLarge: return "too_large";
-    case InvalidReason::kCount_: break;
+    case InvalidReason::kNotJson:
+      return "not_json";
+    case InvalidReason::kNotUtf8:
+      return "not_utf8";
+    case InvalidReason::kMissingField:
+      return "missing_field";
+    case InvalidReason::kWrongType:
+      return "wrong_type";
+    case InvalidReason::kTooLarge:
+      return "too_large";
+    case InvalidReason::kCount_:
+      break;
   }
   return "unknown";
 }
@@ -72,8 +78,8 @@ Metrics::Metrics(const std::string& topic, const std::vector<JudgeMetricSpec>& j
   auto& invalid_family = counterFamily(*registry_, "assay_events_invalid_total",
                                        "Messages that are not valid events, by reason");
   for (int i = 0; i < kInvalidReasonCount; ++i) {
-    invalid[i] =
-        &invalid_family.Add({{"reason", std::string(invalidReasonName(static_cast<InvalidReason>(i)))}});
+    invalid[i] = &invalid_family.Add(
+        {{"reason", std::string(invalidReasonName(static_cast<InvalidReason>(i)))}});
   }
   auto& runs = counterFamily(*registry_, "assay_judge_runs_total",
                              "Judge runs by outcome (ok = a score was produced)");

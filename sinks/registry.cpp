@@ -27,7 +27,8 @@ const SinkEntry kSinks[] = {
 
 }  // namespace
 
-std::vector<std::unique_ptr<Sink>> createSinks(const SinksOptions& options, const SinkContext& ctx) {
+std::vector<std::unique_ptr<Sink>> createSinks(const SinksOptions& options,
+                                               const SinkContext& ctx) {
   std::vector<std::unique_ptr<Sink>> out;
   for (const auto& e : kSinks)
     if (e.enabled(options, ctx)) out.push_back(e.create(options, ctx));

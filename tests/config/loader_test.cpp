@@ -25,7 +25,8 @@ TEST_CASE("the shipped configs load without errors") {
   CHECK(ex.config.sampling.rules[0].tenant == "acme");
   CHECK(ex.config.sampling.rules[0].rate == 0.10);
   CHECK(ex.config.kafka.properties.size() == 6);
-  CHECK(ex.config.kafka.properties[0] == std::pair<std::string, std::string>{"security.protocol", "SASL_SSL"});
+  CHECK(ex.config.kafka.properties[0] ==
+        std::pair<std::string, std::string>{"security.protocol", "SASL_SSL"});
 }
 
 TEST_CASE("defaults apply to an almost empty file") {
@@ -45,20 +46,21 @@ TEST_CASE("defaults apply to an almost empty file") {
 
 TEST_CASE("every error is reported with line, column and key path") {
   const auto r = load(
-      "kafka:\n"                                       // 1
-      "  topik: x\n"                                   // 2
-      "sampling:\n"                                    // 3
-      "  rate: 1.5\n"                                  // 4
-      "judges:\n"                                      // 5
-      "  - {name: a, kind: lexical, metric: rogue}\n"  // 6
-      "  - {name: a, kind: check, check: answer_nonempty}\n"  // 7
+      "kafka:\n"                                                    // 1
+      "  topik: x\n"                                                // 2
+      "sampling:\n"                                                 // 3
+      "  rate: 1.5\n"                                               // 4
+      "judges:\n"                                                   // 5
+      "  - {name: a, kind: lexical, metric: rogue}\n"               // 6
+      "  - {name: a, kind: check, check: answer_nonempty}\n"        // 7
       "  - {name: b, kind: lexical, metric: bleu, max_order: 0}\n"  // 8
-      "  - {name: c, kind: retrieval, metric: ndcg, k: five}\n"  // 9
+      "  - {name: c, kind: retrieval, metric: ndcg, k: five}\n"     // 9
       "  - {name: d, kind: check, check: context_count, mni: 1}\n"  // 10
-      "events: {answer: answer}\n");  // 11
+      "events: {answer: answer}\n");                                // 11
   REQUIRE(r.errors.size() == 8);
   CHECK(r.errors[0].format() == "t.yaml:2:3: kafka.topik: unknown key; did you mean 'topic'?");
-  CHECK(r.errors[1].format() == "t.yaml:11:18: events.answer: expected a JSON Pointer (RFC 6901) starting with '/', or ''");
+  CHECK(r.errors[1].format() ==
+        "t.yaml:11:18: events.answer: expected a JSON Pointer (RFC 6901) starting with '/', or ''");
   CHECK(r.errors[2].format() == "t.yaml:4:9: sampling.rate: must be between 0 and 1");
   CHECK(r.errors[3].line == 6);
   CHECK(r.errors[3].path == "judges[0].metric");
@@ -84,7 +86,8 @@ TEST_CASE("a config without judges, an LLM judge, and bad rules are rejected") {
   const auto llm = load("judges:\n  - {name: f, kind: llm, criterion: faithfulness}\n");
   REQUIRE(llm.errors.size() == 1);
   CHECK(llm.errors[0].path == "judges[0].kind");
-  const auto rules = load(std::string(kJudge) + "sampling:\n  rules:\n    - {rate: 0.5}\n    - {match: {}, rate: 0.5}\n");
+  const auto rules = load(std::string(kJudge) +
+                          "sampling:\n  rules:\n    - {rate: 0.5}\n    - {match: {}, rate: 0.5}\n");
   REQUIRE(rules.errors.size() == 2);
   CHECK(rules.errors[0].path == "sampling.rules[0].match");
   CHECK(rules.errors[1].path == "sampling.rules[1].match");
@@ -100,12 +103,14 @@ TEST_CASE("judge options reach the typed option values") {
       "  - {name: n, kind: check, check: context_count, min: 2, max: 9}\n"
       "  - {name: o, kind: lexical, metric: context_overlap, specific_weight: 2.5, rate: 0.25}\n");
   REQUIRE(r.ok());
-  CHECK(r.config.judges[0].values.getStringList("patterns") == std::vector<std::string>{"Source: \\w+"});
+  CHECK(r.config.judges[0].values.getStringList("patterns") ==
+        std::vector<std::string>{"Source: \\w+"});
   CHECK(r.config.judges[1].values.getInt("min", 0) == 2);
   CHECK(r.config.judges[1].values.getInt("max", 0) == 9);
   CHECK(r.config.judges[2].values.getNumber("specific_weight", 0) == 2.5);
   CHECK(r.config.judges[2].rate == 0.25);
-  const auto bad = load("judges:\n  - {name: c, kind: check, check: cites_source, patterns: ['(']}\n");
+  const auto bad =
+      load("judges:\n  - {name: c, kind: check, check: cites_source, patterns: ['(']}\n");
   REQUIRE(bad.errors.size() == 1);
   CHECK(bad.errors[0].path == "judges[0].patterns");
 }

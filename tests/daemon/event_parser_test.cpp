@@ -16,7 +16,8 @@ TEST_CASE("a full event with object contexts") {
   const auto r = parse(R"({"id":"r1","tenant":"acme","app":"faq","variant":"B","model":"gpt-4o",
     "question":"Q?","answer":"A [1]","reference":"R","expected_format":"json",
     "contexts":[{"id":"c1","text":"T1","source":"http://x"},{"id":7,"text":"T2"}],
-    "relevant_context_ids":["c1",7],"timestamp":"2026-11-29T10:00:00Z"})", e);
+    "relevant_context_ids":["c1",7],"timestamp":"2026-11-29T10:00:00Z"})",
+                       e);
   REQUIRE(r.ok);
   CHECK(e.id == "r1");
   CHECK(e.tenant == "acme");
@@ -33,7 +34,8 @@ TEST_CASE("a full event with object contexts") {
 
 TEST_CASE("string contexts, no id (the Kafka key is used), null reference") {
   Event e;
-  REQUIRE(parse(R"({"question":"q","answer":"a","contexts":["one","two"],"reference":null})", e).ok);
+  REQUIRE(
+      parse(R"({"question":"q","answer":"a","contexts":["one","two"],"reference":null})", e).ok);
   CHECK(e.id == "key-1");
   CHECK(e.contexts.size() == 2);
   CHECK(e.contexts[0].id.empty());
@@ -47,7 +49,11 @@ TEST_CASE("RAGAS-style field locations through JSON Pointers") {
   f.answer = "/response";
   f.id = "/meta/request_id";
   Event e;
-  REQUIRE(parse(R"({"user_input":"q","retrieved_contexts":["c"],"response":"a","meta":{"request_id":"m-9"}})", e, 4096, f).ok);
+  REQUIRE(
+      parse(
+          R"({"user_input":"q","retrieved_contexts":["c"],"response":"a","meta":{"request_id":"m-9"}})",
+          e, 4096, f)
+          .ok);
   CHECK(e.id == "m-9");
   CHECK(e.question == "q");
   CHECK(e.answer == "a");
@@ -65,12 +71,18 @@ TEST_CASE("each invalid message lands in its reason") {
   CHECK(parse(R"({"question":"q"})", e).reason == InvalidReason::kMissingField);
   CHECK(parse(R"({"question":"q","answer":null})", e).reason == InvalidReason::kMissingField);
   CHECK(parse(R"({"question":"q","answer":42})", e).reason == InvalidReason::kWrongType);
-  CHECK(parse(R"({"question":"q","answer":"a","contexts":"c"})", e).reason == InvalidReason::kWrongType);
-  CHECK(parse(R"({"question":"q","answer":"a","contexts":[{"id":"x"}]})", e).reason == InvalidReason::kWrongType);
-  CHECK(parse(R"({"question":"q","answer":"a","contexts":[3]})", e).reason == InvalidReason::kWrongType);
-  CHECK(parse(R"({"question":"q","answer":"a","expected_format":"xml"})", e).reason == InvalidReason::kWrongType);
-  CHECK(parse(R"({"question":"q","answer":"a","tenant":{}})", e).reason == InvalidReason::kWrongType);
-  CHECK(parse(R"({"question":"q","answer":"a","timestamp":true})", e).reason == InvalidReason::kWrongType);
+  CHECK(parse(R"({"question":"q","answer":"a","contexts":"c"})", e).reason ==
+        InvalidReason::kWrongType);
+  CHECK(parse(R"({"question":"q","answer":"a","contexts":[{"id":"x"}]})", e).reason ==
+        InvalidReason::kWrongType);
+  CHECK(parse(R"({"question":"q","answer":"a","contexts":[3]})", e).reason ==
+        InvalidReason::kWrongType);
+  CHECK(parse(R"({"question":"q","answer":"a","expected_format":"xml"})", e).reason ==
+        InvalidReason::kWrongType);
+  CHECK(parse(R"({"question":"q","answer":"a","tenant":{}})", e).reason ==
+        InvalidReason::kWrongType);
+  CHECK(parse(R"({"question":"q","answer":"a","timestamp":true})", e).reason ==
+        InvalidReason::kWrongType);
   const auto r = parse(R"({"question":"q","answer":"a","contexts":[{"text":1}]})", e);
   CHECK(r.detail == "/contexts/0/text: expected a string");
 }

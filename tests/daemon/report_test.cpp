@@ -1,7 +1,6 @@
 #include "daemon/report.hpp"
 
 #include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -41,17 +40,19 @@ TEST_CASE("assay report: outcomes, distributions and AUC from files") {
     // context_overlap: faithful answers high, hallucinated low, one tie across classes.
     const char* rows[][2] = {{"a", "0.9"}, {"b", "0.8"}, {"c", "0.3"}, {"d", "0.5"}, {"e", "0.5"}};
     for (auto& r : rows)
-      j << R"({"id":")" << r[0] << R"(","verdicts":[{"judge":"context_overlap","criterion":"faithfulness","score":)"
-        << r[1] << R"(,"min":0,"max":1,"latency_ms":0.1},{"judge":"citation","criterion":"citation","score":null,"min":0,"max":1,"latency_ms":0.1,"error":"no_context"}]})"
+      j << R"({"id":")" << r[0]
+        << R"(","verdicts":[{"judge":"context_overlap","criterion":"faithfulness","score":)" << r[1]
+        << R"(,"min":0,"max":1,"latency_ms":0.1},{"judge":"citation","criterion":"citation","score":null,"min":0,"max":1,"latency_ms":0.1,"error":"no_context"}]})"
         << "\n";
     j << "not json\n";
     std::ofstream e(dir + "/e.jsonl");
     const char* labels[][3] = {{"a", "false", "x"}, {"b", "false", "x"}, {"c", "true", "x"},
-                               {"d", "true", "y"}, {"e", "false", "y"}, {"f", "true", "y"}};
+                               {"d", "true", "y"},  {"e", "false", "y"}, {"f", "true", "y"}};
     for (auto& l : labels)
       e << R"({"id":")" << l[0] << R"(","labels":{"hallucinated":)" << l[1]
         << R"(,"source_dataset":")" << l[2] << "\"}}\n";
-    e << R"({"id":"g","labels":{"hallucinated":null}})" << "\n";
+    e << R"({"id":"g","labels":{"hallucinated":null}})"
+      << "\n";
   }
   std::ostringstream out;
   ReportOptions o;
@@ -62,10 +63,12 @@ TEST_CASE("assay report: outcomes, distributions and AUC from files") {
   MESSAGE(s);
   CHECK(s.find("judgments: 5 events") != std::string::npos);
   CHECK(s.find("(1 unreadable lines skipped)") != std::string::npos);
-  CHECK(s.find("citation           citation             runs    5: no_context=5") != std::string::npos);
+  CHECK(s.find("citation           citation             runs    5: no_context=5") !=
+        std::string::npos);
   // positives c (0.3), d (0.5) vs negatives a (0.9), b (0.8), e (0.5): ranking by 1 − score,
   // pairs won: c beats all 3, d beats a and b and ties e → (3 + 2.5) / 6 = 0.917.
-  CHECK(s.find("ROC AUC 0.917  (positive 2 / negative 3; 1 labelled events without a score)") != std::string::npos);
+  CHECK(s.find("ROC AUC 0.917  (positive 2 / negative 3; 1 labelled events without a score)") !=
+        std::string::npos);
   CHECK(s.find("x              AUC 1.000  (1 / 2)") != std::string::npos);
   CHECK(s.find("y              AUC 0.500  (1 / 1)") != std::string::npos);
   o.judgments_path = dir + "/missing.jsonl";

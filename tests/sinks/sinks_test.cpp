@@ -19,7 +19,8 @@ Judgment sample() {
   Judgment j{"req-1", "acme", "faq", "B", 1795959725120, {}};
   j.verdicts.push_back({"rouge_l", "answer_correctness", Verdict::ok(0.7272727), 0, 1, 0.012});
   j.verdicts.push_back({"citation", "citation", Verdict::check(false, "no [n]"), 0, 1, 0.001});
-  j.verdicts.push_back({"context_overlap", "faithfulness", Verdict::fail(Outcome::kNoContext), 0, 1, 0.002});
+  j.verdicts.push_back(
+      {"context_overlap", "faithfulness", Verdict::fail(Outcome::kNoContext), 0, 1, 0.002});
   return j;
 }
 }  // namespace
@@ -71,17 +72,22 @@ TEST_CASE("metrics: names, labels, and promtool check metrics accepts the exposi
   CHECK(text.find("assay_events_invalid_total{reason=\"too_large\"} 0") != std::string::npos);
   CHECK(text.find("assay_events_sampled_total{tenant=\"acme\"} 1") != std::string::npos);
   CHECK(text.find("assay_events_sampled_total{tenant=\"other\"} 1") != std::string::npos);
-  CHECK(text.find("assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_l\",outcome=\"ok\"} 1") != std::string::npos);
-  CHECK(text.find("assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_l\",outcome=\"no_reference\"} 0") != std::string::npos);
-  CHECK(text.find("assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\",le=\"1\"} 1") != std::string::npos);
-  CHECK(text.find("assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\",le=\"0.5\"} 0") != std::string::npos);
+  CHECK(text.find("assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_l\","
+                  "outcome=\"ok\"} 1") != std::string::npos);
+  CHECK(text.find("assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_l\","
+                  "outcome=\"no_reference\"} 0") != std::string::npos);
+  CHECK(text.find("assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\",le="
+                  "\"1\"} 1") != std::string::npos);
+  CHECK(text.find("assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\",le="
+                  "\"0.5\"} 0") != std::string::npos);
   CHECK(text.find("assay_build_info{version=\"9.9.9\"} 1") != std::string::npos);
   CHECK(text.find("assay_queue_depth 0") != std::string::npos);
   CHECK(text.find("assay_samples_dropped_total{reason=\"queue_full\"} 0") != std::string::npos);
 
   const std::string path = "/tmp/assay_metrics_" + std::to_string(::getpid()) + ".prom";
   std::ofstream(path) << text;
-  const int rc = std::system(("promtool check metrics < " + path + " > " + path + ".out 2>&1").c_str());
+  const int rc =
+      std::system(("promtool check metrics < " + path + " > " + path + ".out 2>&1").c_str());
   std::ifstream out(path + ".out");
   const std::string report((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
   INFO("promtool said: " << report);
@@ -117,7 +123,8 @@ TEST_CASE("JSONL sink appends one line per judgment and releases the delivery to
     ++lines;
   }
   CHECK(lines == 3);
-  CHECK(m.serialize().find("assay_sink_writes_total{result=\"ok\",sink=\"jsonl\"} 3") != std::string::npos);
+  CHECK(m.serialize().find("assay_sink_writes_total{result=\"ok\",sink=\"jsonl\"} 3") !=
+        std::string::npos);
   std::filesystem::remove_all(dir);
 
   SinksOptions bad;

@@ -1,0 +1,246 @@
+// Compliance test: walks the whole judge registry, so a new judge gets this coverage for free.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "judges/registry.hpp"
+
+namespace assay {
+namespace {
+
+/// An event every judge can judge: contexts with ids and sources, a reference, ground truth,
+/// and a JSON answer expected as JSON.
+Event fixtureEvent() {
+  Event e;
+  e.id = "req-42";
+  e.tenant = "acme";
+  e.app = "support";
+  e.variant = "a";
+  e.model = "gen-model";
+  e.question = "How long does the laptop warranty last and what does it cover?";
+  e.contexts = {
+      Context{"doc-1", "The laptop warranty lasts five years.", "https://example.com/warranty"},
+      Context{"doc-2", "Water damage is covered by the warranty.", "https://example.com/faq"},
+      Context{"doc-3", "Shipping takes 3 days.", ""},
+  };
+  e.answer = R"({"answer": "The laptop warranty lasts five years and covers water damage [1]."})";
+  e.reference = "The warranty lasts five years and covers water damage.";
+  e.relevant_context_ids = std::vector<std::string>{"doc-1", "doc-2"};
+  e.expected_format = AnswerFormat::kJson;
+  return e;
+}
+
+/// A value of a type the option does not accept.
+OptionValue wrongTyped(OptionType t) {
+  switch (t) {
+    case OptionType::kInt:
+    case OptionType::kNumber:
+    case OptionType::kBool:
+      return std::string("not a number");
+    case OptionType::kString:
+      return std::int64_t{7};
+    case OptionType::kStringList:
+      return std::string("a string, not a list");
+  }
+  return std::string("?");
+}
+
+std::string label(const JudgeDescriptor& d) { return std::string(d.type); }
+
+void checkVerdictShape(const JudgeDescriptor& d, const Verdict& v) {
+  // A score iff ok; never a stand-in value for "could not judge".
+  CHECK(v.score.has_value() == (v.outcome == Outcome::kOk));
+  if (v.outcome != Outcome::kOk) CHECK_FALSE(v.passed.has_value());
+  if (v.score) {
+    CHECK(std::isfinite(*v.score));
+    CHECK(*v.score >= d.min_score);
+    CHECK(*v.score <= d.max_score);
+  }
+  if (v.passed) {
+    REQUIRE(v.score.has_value());
+    CHECK(*v.score == (*v.passed ? d.max_score : d.min_score));
+  }
+  CHECK(static_cast<int>(v.outcome) >= 0);
+  CHECK(static_cast<int>(v.outcome) < kOutcomeCount);
+  CHECK(outcomeName(v.outcome) != "unknown");
+}
+
+}  // namespace
+
+TEST_CASE("registry: descriptors are complete and well-formed") {
+  const auto registry = judgeRegistry();
+  REQUIRE(registry.size() >= 14);
+  std::set<std::pair<JudgeKind, std::string>> seen;
+  for (const auto& f : registry) {
+    REQUIRE(f.descriptor != nullptr);
+    const bool has_factory = f.create != nullptr;
+    REQUIRE(has_factory);
+    const auto& d = *f.descriptor;
+    CAPTURE(label(d));
+    CHECK_FALSE(d.type.empty());
+    CHECK_FALSE(d.criterion.empty());
+    CHECK_FALSE(d.summary.empty());
+    CHECK(judgeKindName(d.kind) != "unknown");
+    CHECK(d.min_score < d.max_score);
+    CHECK(seen.insert({d.kind, std::string(d.type)}).second);  // unique per kind
+
+    REQUIRE_FALSE(d.buckets.empty());
+    CHECK(std::is_sorted(d.buckets.begin(), d.buckets.end()));
+    CHECK(std::adjacent_find(d.buckets.begin(), d.buckets.end()) == d.buckets.end());
+    CHECK(d.buckets.front() >= d.min_score);
+    CHECK(d.buckets.back() == d.max_score);
+
+    std::set<std::string_view> names;
+    for (const auto& o : d.options) {
+      CHECK_FALSE(o.name.empty());
+      CHECK_FALSE(o.description.empty());
+      CHECK(names.insert(o.name).second);
+    }
+    // The registry finds each judge by its kind and type.
+    CHECK(findJudgeFactory(d.kind, d.type) == &f);
+  }
+  CHECK(findJudgeFactory(JudgeKind::kLexical, "no_such_judge") == nullptr);
+  CHECK(findJudgeFactory(JudgeKind::kCheck, "rouge_l") == nullptr);  // wrong kind
+}
+
+TEST_CASE("registry: the issue's judges are all listed") {
+  const std::pair<JudgeKind, const char*> expected[] = {
+      {JudgeKind::kCheck, "answer_nonempty"},   {JudgeKind::kCheck, "json_valid"},
+      {JudgeKind::kCheck, "cites_source"},      {JudgeKind::kCheck, "context_count"},
+      {JudgeKind::kCheck, "answer_length"},     {JudgeKind::kCheck, "refusal"},
+      {JudgeKind::kLexical, "rouge_l"},         {JudgeKind::kLexical, "bleu"},
+      {JudgeKind::kLexical, "token_f1"},        {JudgeKind::kRetrieval, "hit_rate"},
+      {JudgeKind::kRetrieval, "mrr"},           {JudgeKind::kRetrieval, "ndcg"},
+      {JudgeKind::kLexical, "context_overlap"}, {JudgeKind::kLexical, "question_overlap"},
+  };
+  for (const auto& [kind, type] : expected) {
+    CAPTURE(type);
+    CHECK(findJudgeFactory(kind, type) != nullptr);
+  }
+}
+
+TEST_CASE("registry: every judge is created from empty options and judges the fixture") {
+  const Event e = fixtureEvent();
+  for (const auto& f : judgeRegistry()) {
+    const auto& d = *f.descriptor;
+    CAPTURE(label(d));
+    std::unique_ptr<Judge> j;
+    REQUIRE_NOTHROW(j = f.create(JudgeOptionValues{}));
+    REQUIRE(j != nullptr);
+    Verdict v;
+    REQUIRE_NOTHROW(v = j->judge(e));
+    CHECK(v.outcome == Outcome::kOk);
+    REQUIRE(v.score.has_value());
+    checkVerdictShape(d, v);
+    // Checks report pass/fail, except refusal which is a label.
+    if (d.kind == JudgeKind::kCheck && d.type != "refusal") CHECK(v.passed.has_value());
+    if (d.kind != JudgeKind::kCheck) CHECK_FALSE(v.passed.has_value());
+    // Judging is deterministic.
+    CHECK(j->judge(e).score == v.score);
+  }
+}
+
+TEST_CASE("registry: every judge survives an empty event and hostile input") {
+  Event empty;
+  Event hostile = fixtureEvent();
+  hostile.answer = "\xFF\xFE [ ] [[ ]] [999999999999999999999] \xE2\x82 \u0301 {\"a\":";
+  hostile.question = "\xC3";
+  hostile.reference = "\xF0\x9F";
+  hostile.contexts.push_back(Context{"", "", ""});  // one context without id or text
+  for (const auto& f : judgeRegistry()) {
+    const auto& d = *f.descriptor;
+    CAPTURE(label(d));
+    const auto j = f.create(JudgeOptionValues{});
+    for (const Event* ev : {&empty, &hostile}) {
+      Verdict v;
+      CHECK_NOTHROW(v = j->judge(*ev));
+      checkVerdictShape(d, v);
+    }
+  }
+}
+
+TEST_CASE("registry: an empty event yields each judge's 'cannot judge' outcome") {
+  const Event empty;
+  const std::pair<const char*, Outcome> expected[] = {
+      {"json_valid", Outcome::kNotApplicable},  {"cites_source", Outcome::kNoContext},
+      {"rouge_l", Outcome::kNoReference},       {"bleu", Outcome::kNoReference},
+      {"token_f1", Outcome::kNoReference},      {"hit_rate", Outcome::kNoGroundTruth},
+      {"mrr", Outcome::kNoGroundTruth},         {"ndcg", Outcome::kNoGroundTruth},
+      {"context_overlap", Outcome::kNoContext}, {"question_overlap", Outcome::kEmptyInput},
+  };
+  for (const auto& [type, outcome] : expected) {
+    CAPTURE(type);
+    const JudgeFactory* f = nullptr;
+    for (const auto& candidate : judgeRegistry())
+      if (candidate.descriptor->type == type) f = &candidate;
+    REQUIRE(f != nullptr);
+    CHECK(f->create(JudgeOptionValues{})->judge(empty).outcome == outcome);
+  }
+}
+
+TEST_CASE("registry: a wrong-typed option value throws OptionError naming the key") {
+  int options_checked = 0;
+  for (const auto& f : judgeRegistry()) {
+    const auto& d = *f.descriptor;
+    for (const auto& spec : d.options) {
+      CAPTURE(label(d));
+      CAPTURE(spec.name);
+      JudgeOptionValues values;
+      values.set(std::string(spec.name), wrongTyped(spec.type));
+      try {
+        f.create(values);
+        FAIL("create() accepted a wrong-typed value");
+      } catch (const OptionError& e) {
+        CHECK(e.key == spec.name);
+        CHECK(std::string(e.what()).size() > 0);
+      }
+      ++options_checked;
+    }
+  }
+  CHECK(options_checked >= 10);
+}
+
+TEST_CASE("registry: out-of-range option values throw OptionError naming the key") {
+  struct Bad {
+    const char* type;
+    std::vector<std::pair<std::string, OptionValue>> values;
+    const char* key;
+  };
+  const Bad cases[] = {
+      {"bleu", {{"max_order", std::int64_t{0}}}, "max_order"},
+      {"bleu", {{"max_order", std::int64_t{9}}}, "max_order"},
+      {"hit_rate", {{"k", std::int64_t{0}}}, "k"},
+      {"mrr", {{"k", std::int64_t{0}}}, "k"},
+      {"ndcg", {{"k", std::int64_t{-1}}}, "k"},
+      {"context_count", {{"min", std::int64_t{3}}, {"max", std::int64_t{2}}}, "max"},
+      {"context_count", {{"min", std::int64_t{-1}}}, "min"},
+      {"answer_length",
+       {{"min_chars", std::int64_t{9}}, {"max_chars", std::int64_t{3}}},
+       "max_chars"},
+      {"context_overlap", {{"specific_weight", 0.5}}, "specific_weight"},
+      {"cites_source", {{"patterns", std::vector<std::string>{"("}}}, "patterns"},
+      {"refusal", {{"patterns", std::vector<std::string>{"a{2,1}"}}}, "patterns"},
+      {"json_valid", {{"schema_file", std::string("/nonexistent/schema.json")}}, "schema_file"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.type);
+    CAPTURE(c.key);
+    const JudgeFactory* f = nullptr;
+    for (const auto& candidate : judgeRegistry())
+      if (candidate.descriptor->type == c.type) f = &candidate;
+    REQUIRE(f != nullptr);
+    JudgeOptionValues values;
+    for (const auto& [k, v] : c.values) values.set(k, v);
+    try {
+      f->create(values);
+      FAIL("create() accepted an out-of-range value");
+    } catch (const OptionError& e) {
+      CHECK(e.key == c.key);
+    }
+  }
+}
+
+}  // namespace assay
