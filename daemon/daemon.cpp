@@ -190,7 +190,12 @@ int runDaemon(const Config& config, const RunOptions& run) {
       last_activity = Clock::now();
     }
     if (m) {
-      if (m->err) {
+      if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+        spdlog::critical("kafka: fatal consumer error: {}; stopping", rd_kafka_message_errstr(m));
+        exit_code = 1;
+        rd_kafka_message_destroy(m);
+        break;
+      } else if (m->err) {
         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && kafka_log.allow())
           spdlog::warn("kafka: {}", rd_kafka_message_errstr(m));
       } else {
