@@ -7,6 +7,8 @@
 /// (names) — weigh `specific_weight` (default 4) instead of 1, because a hallucinated figure or
 /// name is the commonest RAG fault and a shared "the"/"is" must not hide it.
 ///   score = Σ w(t)·[t supported] / Σ w(t)  ∈ [0, 1]
+/// Citation markers in the answer (`[1]`, `[2, 3]`, `[doc-7]`: brackets holding a digit) are
+/// not claims and are left out.
 /// Outcomes: `no_context` when the event has no context text (empty contexts must never yield
 /// faithfulness 1), `empty_input` when the answer has no content token.
 ///

@@ -226,4 +226,17 @@ TEST_CASE("context_overlap: an inflected word is supported by its base form") {
   CHECK(d.score == doctest::Approx(1.0));
 }
 
+TEST_CASE("context_overlap: citation markers are not unsupported numbers") {
+  const std::vector<std::string> ctx = {"Paris is the capital of France."};
+  const auto cited = contextOverlap("The capital of France is Paris [1].", ctx, 4.0);
+  CHECK(cited.score == doctest::Approx(1.0));
+  CHECK(cited.unsupported_specific.empty());
+  CHECK(contextOverlap("Paris [1][2] is the capital [2, 3] of France [doc-7].", ctx, 4.0).score ==
+        doctest::Approx(1.0));
+  // A bracketed word without a digit is text, and a real figure still counts.
+  const auto d =
+      contextOverlap("The capital of France is Paris [citation needed], 2 million.", ctx, 4.0);
+  CHECK(d.unsupported_specific == std::vector<std::string>{"2"});
+}
+
 }  // namespace assay
