@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -28,8 +29,16 @@ std::size_t editDistance(std::string_view a, std::string_view b) {
 
 class Reader {
  public:
-  Reader(std::string file, std::vector<ConfigError>& errors)
-      : file_(std::move(file)), errors_(errors) {}
+  Reader(std::string file, std::vector<ConfigError>& errors, std::vector<ConfigError>& warnings)
+      : file_(std::move(file)), errors_(errors), warnings_(warnings) {}
+
+  /// A key that is accepted (CONTRACT.md names it) but does nothing in this version.
+  void inert(const YAML::Node& n, const std::string& path, const std::string& why) {
+    const auto m = n.Mark();
+    warnings_.push_back(
+        ConfigError{file_, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1, path,
+                    "warning: accepted, but has no effect in this version (" + why + ")"});
+  }
 
   void error(const YAML::Mark& m, const std::string& path, const std::string& message) {
     errors_.push_back(ConfigError{file_, m.is_null() ? 0 : m.line + 1,
@@ -142,6 +151,7 @@ class Reader {
 
   std::string file_;
   std::vector<ConfigError>& errors_;
+  std::vector<ConfigError>& warnings_;
 };
 
 void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
@@ -154,6 +164,8 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
   r.get(n, "topic", p, o.topic);
   r.get(n, "group_id", p, o.group_id);
   r.get(n, "feedback_topic", p, o.feedback_topic);
+  if (n["feedback_topic"])
+    r.inert(n["feedback_topic"], p + ".feedback_topic", "feedback events are not consumed yet");
   r.get(n, "results_topic", p, o.results_topic);
   r.get(n, "dead_letter_topic", p, o.dead_letter_topic);
   r.getRange(n, "partitions", p, o.partitions, 1, 256);
@@ -247,6 +259,7 @@ void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
   r.getRange(n, "alert_ratio", p, o.alert_ratio, 0.0, 1.0);
   r.get(n, "timezone", p, o.timezone);
   r.get(n, "store", p, o.store);
+  r.inert(n, p, "the budget applies to LLM judges, which this version does not have");
 }
 
 void loadJudgeOptions(Reader& r, const YAML::Node& n, const std::string& p, JudgeConfig& j) {
@@ -381,6 +394,8 @@ void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
   r.getRange(n, "window", p, o.window, 10, 1'000'000);
   r.getRange(n, "leniency_max_ratio", p, o.leniency_max_ratio, 0.0, 1.0);
   r.getRange(n, "max_label_values", p, o.max_label_values, 1, 10'000);
+  for (const char* key : {"window", "leniency_max_ratio"})
+    if (n[key]) r.inert(n[key], p + "." + key, "score-distribution tracking is not built yet");
 }
 
 void loadAdmin(Reader& r, const YAML::Node& n, AdminOptions& o) {
@@ -388,8 +403,12 @@ void loadAdmin(Reader& r, const YAML::Node& n, AdminOptions& o) {
   if (!r.checkMap(n, p, {"listen"})) return;
   r.get(n, "listen", p, o.listen);
   const auto colon = o.listen.rfind(':');
-  if (colon == std::string::npos || colon + 1 == o.listen.size())
-    r.error(n["listen"] ? n["listen"] : n, p + ".listen", "expected HOST:PORT");
+  const std::string port = colon == std::string::npos ? "" : o.listen.substr(colon + 1);
+  const bool digits = !port.empty() && port.size() <= 5 &&
+                      port.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoi(port) > 65535)
+    r.error(n["listen"] ? n["listen"] : n, p + ".listen",
+            "expected HOST:PORT with a port from 0 to 65535 (0 = any free port)");
 }
 
 void loadSinks(Reader& r, const YAML::Node& n, SinksOptions& o) {
@@ -425,7 +444,7 @@ std::string ConfigError::format() const {
 LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   LoadResult res;
   res.config.file = file;
-  Reader r(file, res.errors);
+  Reader r(file, res.errors, res.warnings);
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
@@ -433,7 +452,11 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
     r.error(e.mark, "", "YAML syntax error: " + e.msg);
     return res;
   }
-  if (root.IsNull()) return res;  // empty file: every default
+  if (root.IsNull()) {
+    r.error(YAML::Mark(), "",
+            "empty configuration: at least one judge is needed (see config/demo.yaml)");
+    return res;
+  }
   if (!r.checkMap(root, "",
                   {"kafka", "events", "sampling", "limits", "budget", "judges", "tracking", "admin",
                    "sinks", "log"}))
@@ -455,6 +478,13 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
 }
 
 LoadResult loadConfigFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    LoadResult res;
+    res.config.file = path;
+    res.errors.push_back(ConfigError{path, 0, 0, "", "is a directory, not a configuration file"});
+    return res;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     LoadResult res;

@@ -2,6 +2,7 @@
 /// Loads and validates the YAML configuration. Every error is collected (not just the first)
 /// with its position, so `assayd --check-config` can print them all at once.
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,17 @@ struct ConfigError {
 struct LoadResult {
   Config config;
   std::vector<ConfigError> errors;  ///< empty = valid
+  /// Keys that are valid but have no effect in this version (e.g. `budget`, used by LLM
+  /// judges, which are not built yet). Printed as warnings; they do not fail the load.
+  std::vector<ConfigError> warnings;
   bool ok() const { return errors.empty(); }
+};
+
+/// A configuration problem found after loading (e.g. a Kafka property librdkafka rejects):
+/// assayd exits 2 on it, as for a load error. Other start-up failures (a port in use, an
+/// unwritable file) are environment failures and exit 1.
+struct ConfigurationError : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 /// Reads `path`. Never throws: an unreadable file or a YAML syntax error is an error entry.

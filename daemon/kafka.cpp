@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "config/loader.hpp"
 #include "daemon/event_parser.hpp"
 #include "sinks/kafka_results_sink.hpp"
 
@@ -17,7 +18,7 @@ void set(rd_kafka_conf_t* conf, const std::string& key, const std::string& value
   char err[512];
   if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
     rd_kafka_conf_destroy(conf);
-    throw std::runtime_error("kafka.properties." + key + ": " + err);
+    throw ConfigurationError("kafka.properties." + key + ": " + err);
   }
 }
 
@@ -108,10 +109,11 @@ KafkaProducer::~KafkaProducer() {
 std::size_t KafkaProducer::replay(const std::string& path, const std::string& topic,
                                   const EventParser& parser) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("--replay: cannot read '" + path + "'");
+  if (!in) throw ConfigurationError("--replay: cannot read '" + path + "'");
   std::string line;
-  std::size_t n = 0;
+  std::size_t n = 0, line_no = 0, rejected = 0;
   while (std::getline(in, line)) {
+    ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     const std::string key = parser.extractId(line);
@@ -125,15 +127,23 @@ std::size_t KafkaProducer::replay(const std::string& path, const std::string& to
         rd_kafka_poll(rk_, 100);
         continue;
       }
+      if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+        // Larger than the producer's message.max.bytes: the broker would refuse it too.
+        spdlog::warn("--replay: {}:{}: {} bytes is larger than message.max.bytes; skipped", path,
+                     line_no, line.size());
+        ++rejected;
+        break;
+      }
       if (err)
         throw std::runtime_error("--replay: produce to '" + topic +
                                  "' failed: " + rd_kafka_err2str(err));
+      ++n;
       break;
     }
-    ++n;
     rd_kafka_poll(rk_, 0);
   }
   if (in.bad()) throw std::runtime_error("--replay: error reading '" + path + "'");
+  if (rejected) spdlog::warn("--replay: {} line(s) too large to produce were skipped", rejected);
   if (rd_kafka_flush(rk_, 60000) != RD_KAFKA_RESP_ERR_NO_ERROR)
     throw std::runtime_error("--replay: the broker did not acknowledge every message within 60 s");
   return n;

@@ -24,6 +24,8 @@ constexpr const char* kUsage =
   --replay FILE            first produce FILE's JSON Lines events into kafka.topic (key = id)
   --exit-when-idle SECONDS stop cleanly once nothing was consumed for SECONDS, after the first
                            partition assignment, flushing every sink
+  --version                print the version
+  --help                   print this help
 exit codes: 0 clean stop, 1 runtime failure, 2 bad configuration or arguments
 )";
 
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
   if (!check_path.empty()) {
     const auto res = assay::loadConfigFile(check_path);
     for (const auto& e : res.errors) std::cerr << e.format() << "\n";
+    for (const auto& w : res.warnings) std::cerr << w.format() << "\n";
     if (!res.ok()) return 2;
     std::cout << check_path << ": OK (" << res.config.judges.size() << " judges)\n";
     return 0;
@@ -104,11 +107,16 @@ int main(int argc, char** argv) {
 
   spdlog::info("assayd {} starting with {} ({} judges, sampling rate {})", assay::kAssayVersion,
                config_path, res.config.judges.size(), res.config.sampling.rate);
+  for (const auto& w : res.warnings) spdlog::warn("{}", w.format());
   try {
     return assay::runDaemon(res.config, run);
-  } catch (const std::exception& e) {
-    // Start-up failures (cannot bind, cannot open a sink, bad Kafka property) are config errors.
-    spdlog::critical("{}", e.what());
+  } catch (const assay::ConfigurationError& e) {
+    spdlog::critical("{}", e.what());  // e.g. a Kafka property librdkafka rejects
     return 2;
+  } catch (const std::exception& e) {
+    // The environment failed us (port in use, unwritable file, broker rejected the replay):
+    // exit 1, so systemd restarts the service.
+    spdlog::critical("{}", e.what());
+    return 1;
   }
 }

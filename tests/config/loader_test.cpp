@@ -114,3 +114,29 @@ TEST_CASE("judge options reach the typed option values") {
   REQUIRE(bad.errors.size() == 1);
   CHECK(bad.errors[0].path == "judges[0].patterns");
 }
+
+TEST_CASE("a directory, an empty file and a bad port are errors; inert keys are warnings") {
+  const auto dir = loadConfigFile("/tmp");
+  REQUIRE(dir.errors.size() == 1);
+  CHECK(dir.errors[0].message == "is a directory, not a configuration file");
+  const auto empty = load("");
+  REQUIRE(empty.errors.size() == 1);
+  CHECK(empty.errors[0].format() ==
+        "t.yaml:1:1: empty configuration: at least one judge is needed (see config/demo.yaml)");
+  for (const char* listen : {"127.0.0.1:99999", "127.0.0.1:", "nope", "h:12a"}) {
+    const auto r = load(std::string(kJudge) + "admin: {listen: \"" + listen + "\"}\n");
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].path == "admin.listen");
+  }
+  CHECK(load(std::string(kJudge) + "admin: {listen: \"127.0.0.1:0\"}\n").ok());
+  const auto inert = load(std::string(kJudge) +
+                          "budget: {daily_limit_eur: 5}\n"
+                          "kafka: {feedback_topic: fb}\n"
+                          "tracking: {window: 100}\n");
+  CHECK(inert.ok());
+  REQUIRE(inert.warnings.size() == 3);
+  CHECK(inert.warnings[0].path == "kafka.feedback_topic");
+  CHECK(inert.warnings[1].format().rfind("t.yaml:3:9: budget: warning: accepted, but has no effect",
+                                         0) == 0);
+  CHECK(inert.warnings[2].path == "tracking.window");
+}
