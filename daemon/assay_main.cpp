@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
   bool auc_given = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
     if (i + 1 >= argc) return usage(a + " needs a value");
     const std::string v = argv[++i];
     if (a == "--judgments")

@@ -50,21 +50,33 @@ std::int64_t nowEpochMs() {
       .count();
 }
 
-/// Logs at most `burst` lines per minute for one kind of event (data-path failures).
+/// Allows at most 5 log lines per minute for one kind of data-path failure; the first line of
+/// the next minute says how many were suppressed (every one is counted in a metric anyway).
 class RateLimitedLog {
  public:
-  bool allow() {
+  /// True when the caller may log; `suppressed` is then the number held back since.
+  bool allow(long& suppressed) {
     const auto now = Clock::now();
     std::lock_guard lock(mu_);
     if (now - window_start_ > std::chrono::minutes(1)) window_start_ = now, count_ = 0;
-    return ++count_ <= 5;
+    if (++count_ > 5) {
+      ++suppressed_;
+      return false;
+    }
+    suppressed = std::exchange(suppressed_, 0);
+    return true;
   }
 
  private:
   std::mutex mu_;
   Clock::time_point window_start_ = Clock::now();
   int count_ = 0;
+  long suppressed_ = 0;
 };
+
+std::string suppressedNote(long n) {
+  return n ? fmt::format(" ({} similar message(s) suppressed before this one)", n) : "";
+}
 
 }  // namespace
 
@@ -171,9 +183,15 @@ int runDaemon(const Config& config, const RunOptions& run) {
 
   auto finishInvalid = [&](const rd_kafka_message_t* m, const ParseOutcome& po) {
     metrics.invalid[static_cast<int>(po.reason)]->Increment();
-    if (invalid_log.allow())
-      spdlog::warn("invalid event at {}/{}/{}: {}: {}", topic, m->partition, m->offset,
-                   invalidReasonName(po.reason), po.detail);
+    long suppressed = 0;
+    if (invalid_log.allow(suppressed))
+      spdlog::warn("invalid message at topic {} partition {} offset {}{}: {}: {}{}", topic,
+                   m->partition, m->offset,
+                   m->key ? fmt::format(" (key '{}')",
+                                        std::string_view(static_cast<const char*>(m->key),
+                                                         std::min<std::size_t>(m->key_len, 64)))
+                          : "",
+                   invalidReasonName(po.reason), po.detail, suppressedNote(suppressed));
     if (!config.kafka.dead_letter_topic.empty()) {
       if (producer.produceDeadLetter(config.kafka.dead_letter_topic, m->payload, m->len, m->key,
                                      m->key_len, invalidReasonName(po.reason)))
@@ -196,8 +214,9 @@ int runDaemon(const Config& config, const RunOptions& run) {
         rd_kafka_message_destroy(m);
         break;
       } else if (m->err) {
-        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && kafka_log.allow())
-          spdlog::warn("kafka: {}", rd_kafka_message_errstr(m));
+        long suppressed = 0;
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && kafka_log.allow(suppressed))
+          spdlog::warn("kafka: {}{}", rd_kafka_message_errstr(m), suppressedNote(suppressed));
       } else {
         last_activity = Clock::now();
         if (first_consumed_ns == 0) first_consumed_ns = steadyNs();
@@ -245,6 +264,7 @@ int runDaemon(const Config& config, const RunOptions& run) {
     }
   }
 
+  if (g_stop) spdlog::info("stop requested (SIGTERM or SIGINT): stopping");
   // ---- Shutdown, in reverse: stop polling (done), drain the queue, flush sinks, commit.
   queue.close();
   const auto deadline = Clock::now() + std::chrono::milliseconds(config.limits.drain_timeout_ms);

@@ -89,8 +89,8 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
   d.Parse(payload.data(), payload.size());
   if (d.HasParseError()) {
     return {false, InvalidReason::kNotJson,
-            std::string(rapidjson::GetParseError_En(d.GetParseError())) + " at offset " +
-                std::to_string(d.GetErrorOffset())};
+            std::string(rapidjson::GetParseError_En(d.GetParseError())) + " (at byte " +
+                std::to_string(d.GetErrorOffset()) + " of the message)"};
   }
   if (!d.IsObject()) return {false, InvalidReason::kNotJson, "top-level value is not an object"};
 
@@ -107,7 +107,7 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
   Event e;
   for (const auto* f : {&p_->question, &p_->answer}) {
     const Value* v = f->get(d);
-    if (!v) return {false, InvalidReason::kMissingField, f->path + " is missing"};
+    if (!v) return {false, InvalidReason::kMissingField, f->path + " is missing or null"};
     if (!v->IsString()) return {false, InvalidReason::kWrongType, f->path + ": expected a string"};
   }
   e.question = str(*p_->question.get(d));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <numeric>
@@ -86,19 +87,21 @@ void printDistribution(const JudgeSummary& s, std::ostream& out) {
 }  // namespace
 
 int runReport(const ReportOptions& o, std::ostream& out) {
+  std::error_code ec;
   std::ifstream in(o.judgments_path);
-  if (!in) {
-    std::cerr << "assay report: cannot read '" << o.judgments_path << "'\n";
+  if (!std::filesystem::is_regular_file(o.judgments_path, ec) || !in) {
+    std::cerr << "assay report: cannot read '" << o.judgments_path << "' (not a readable file)\n";
     return 2;
   }
-  std::vector<JudgeSummary> judges;
-  std::unordered_map<std::string, std::size_t> judge_index;
-  // score per (judge, event id), for the label analysis
-  std::unordered_map<std::string, std::unordered_map<std::string, double>> score_by_id;
-  long events = 0, bad_lines = 0;
+  // The JSON Lines sink appends across runs and Kafka may redeliver: the last judgment of an
+  // id wins, and duplicates are reported.
+  std::vector<rapidjson::Document> docs;
+  std::unordered_map<std::string, std::size_t> last_by_id;
+  long bad_lines = 0, lines_read = 0;
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
+    ++lines_read;
     rapidjson::Document d;
     d.Parse(line.c_str());
     if (d.HasParseError() || !d.IsObject() || !d.HasMember("verdicts") ||
@@ -106,8 +109,25 @@ int runReport(const ReportOptions& o, std::ostream& out) {
       ++bad_lines;
       continue;
     }
-    ++events;
+    last_by_id[d["id"].GetString()] = docs.size();
+    docs.push_back(std::move(d));
+  }
+  if (docs.empty()) {
+    std::cerr << "assay report: '" << o.judgments_path << "' holds no judgment (" << lines_read
+              << " non-empty lines, none a judgment object with id and verdicts)\n";
+    return 2;
+  }
+  const long duplicates = static_cast<long>(docs.size() - last_by_id.size());
+  std::vector<JudgeSummary> judges;
+  std::unordered_map<std::string, std::size_t> judge_index;
+  // score per (judge, event id), for the label analysis
+  std::unordered_map<std::string, std::unordered_map<std::string, double>> score_by_id;
+  long events = 0;
+  for (std::size_t di = 0; di < docs.size(); ++di) {
+    const auto& d = docs[di];
     const std::string id = d["id"].GetString();
+    if (last_by_id[id] != di) continue;
+    ++events;
     for (const auto& v : d["verdicts"].GetArray()) {
       if (!v.IsObject() || !v.HasMember("judge") || !v["judge"].IsString()) continue;
       const std::string name = v["judge"].GetString();
@@ -122,19 +142,23 @@ int runReport(const ReportOptions& o, std::ostream& out) {
         judges.push_back(std::move(s));
       }
       auto& s = judges[it->second];
-      const bool has_score = v.HasMember("score") && v["score"].IsNumber();
       const std::string outcome =
           v.HasMember("error") && v["error"].IsString() ? v["error"].GetString() : "ok";
       ++s.outcomes[outcome];
-      if (has_score) {
+      if (v.HasMember("score") && v["score"].IsNumber()) {
         s.scores.push_back(v["score"].GetDouble());
         score_by_id[name][id] = v["score"].GetDouble();
       }
     }
   }
-  out << fmt::format("judgments: {} events in {}{}\n", events, o.judgments_path,
-                     bad_lines ? fmt::format(" ({} unreadable lines skipped)", bad_lines) : "");
-  out << "per judge (outcomes; score distribution of ok runs):\n";
+  out << fmt::format(
+      "judgments: {} events in {}{}{}\n", events, o.judgments_path,
+      bad_lines ? fmt::format(" ({} unreadable lines skipped)", bad_lines) : "",
+      duplicates ? fmt::format(" ({} repeated ids: the last judgment of each kept)", duplicates)
+                 : "");
+  out << "per judge: runs by outcome (ok = scored; any other outcome = could not judge), then\n"
+         "the score distribution of ok runs (p10/p90 = 10th/90th percentile; top-score share =\n"
+         "runs at the judge's maximum score):\n";
   for (const auto& s : judges) printDistribution(s, out);
 
   if (o.events_path.empty()) return 0;
@@ -163,7 +187,11 @@ int runReport(const ReportOptions& o, std::ostream& out) {
   }
   for (const auto& judge : o.auc_judges) {
     auto sit = score_by_id.find(judge);
-    if (sit == score_by_id.end()) continue;
+    if (sit == score_by_id.end()) {
+      std::cerr << "assay report: --auc " << judge << ": no scored verdict of that judge in '"
+                << o.judgments_path << "'\n";
+      continue;
+    }
     // A faithfulness score is high for faithful answers, so rank by (max − score) to detect
     // the positive class "hallucinated".
     const double top = judges[judge_index[judge]].max_score;
@@ -185,7 +213,10 @@ int runReport(const ReportOptions& o, std::ostream& out) {
     const long pos = std::count(all_labels.begin(), all_labels.end(), true);
     const long neg = static_cast<long>(all_labels.size()) - pos;
     const auto auc = rocAuc(all_scores, all_labels);
-    out << fmt::format("{} vs human label {} (true = positive class):\n", judge, o.label_pointer);
+    out << fmt::format(
+        "{} vs label {} (true = positive class; a LOW score predicts it, so AUC = P(a positive "
+        "scores below a negative); 0.5 = chance, 1 = perfect):\n",
+        judge, o.label_pointer);
     out << fmt::format(
         "  ROC AUC {}  (positive {} / negative {}; {} labelled events without a score)\n",
         auc ? fmt::format("{:.3f}", *auc) : "n/a", pos, neg, not_judged);
