@@ -8,8 +8,10 @@ namespace assay {
 namespace {
 
 constexpr OptionSpec kContextOverlapOptions[] = {
-    {"specific_weight", OptionType::kNumber,
-     "weight of numbers, dates and names relative to other content words, >= 1; default 4"},
+    {"number_weight", OptionType::kNumber,
+     "weight of numbers and dates relative to other content words, 1..100; default 4"},
+    {"name_weight", OptionType::kNumber,
+     "weight of names (capitalised words inside a sentence), 1..100; default 2"},
 };
 
 const std::vector<double> kUnitBuckets = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
@@ -70,7 +72,7 @@ std::string lightStem(std::string_view t) {
 }
 
 OverlapDetail contextOverlap(std::string_view answer, const std::vector<std::string>& contexts,
-                             double specific_weight) {
+                             const ContextOverlapOptions& weights) {
   std::unordered_set<std::string> supported;
   for (const auto& c : contexts) {
     for (auto& s : stemSet(c)) supported.insert(std::move(s));
@@ -78,8 +80,9 @@ OverlapDetail contextOverlap(std::string_view answer, const std::vector<std::str
   OverlapDetail d;
   for (const auto& tok : tokenizeDetailed(withoutCitationMarkers(answer))) {
     if (!tok.cjk && isStopword(tok.text)) continue;
-    const bool specific = tok.numeric || (tok.capitalized && !tok.sentence_start);
-    const double w = specific ? specific_weight : 1.0;
+    const bool name = !tok.numeric && tok.capitalized && !tok.sentence_start;
+    const bool specific = tok.numeric || name;
+    const double w = tok.numeric ? weights.number_weight : name ? weights.name_weight : 1.0;
     d.total_weight += w;
     if (supported.count(lightStem(tok.text))) {
       d.supported_weight += w;
@@ -104,9 +107,11 @@ const JudgeDescriptor ContextOverlapJudge::kDescriptor{
 
 std::unique_ptr<Judge> ContextOverlapJudge::create(const JudgeOptionValues& values) {
   ContextOverlapOptions o;
-  o.specific_weight = values.getNumber("specific_weight", 4.0);
-  if (!(o.specific_weight >= 1.0 && o.specific_weight <= 100.0))
-    throw OptionError("specific_weight", "must be between 1 and 100");
+  o.number_weight = values.getNumber("number_weight", o.number_weight);
+  o.name_weight = values.getNumber("name_weight", o.name_weight);
+  for (auto [key, w] :
+       {std::pair{"number_weight", o.number_weight}, {"name_weight", o.name_weight}})
+    if (!(w >= 1.0 && w <= 100.0)) throw OptionError(key, "must be between 1 and 100");
   return std::make_unique<ContextOverlapJudge>(o);
 }
 
@@ -115,7 +120,7 @@ Verdict ContextOverlapJudge::judge(const Event& e) const {
   for (const auto& c : e.contexts)
     if (!c.text.empty()) texts.push_back(c.text);
   if (texts.empty()) return Verdict::fail(Outcome::kNoContext);
-  const auto d = contextOverlap(e.answer, texts, options_.specific_weight);
+  const auto d = contextOverlap(e.answer, texts, options_);
   if (d.total_weight == 0) return Verdict::fail(Outcome::kEmptyInput, "no content words");
   std::string evidence;
   if (!d.unsupported_specific.empty()) {

@@ -3,10 +3,15 @@
 ///
 /// `context_overlap` (criterion faithfulness): the weighted share of the answer's content tokens
 /// (stopwords removed, light suffix stemming) that occur somewhere in the retrieved contexts.
-/// "Specific" tokens — numbers, dates, and capitalised words that do not start a sentence
-/// (names) — weigh `specific_weight` (default 4) instead of 1, because a hallucinated figure or
-/// name is the commonest RAG fault and a shared "the"/"is" must not hide it.
+/// Numbers and dates weigh `number_weight` (default 4) and names — capitalised words that do
+/// not start a sentence — `name_weight` (default 2), other words 1: a hallucinated figure is the
+/// commonest RAG fault, and a shared "the"/"is" must not hide it.
 ///   score = Σ w(t)·[t supported] / Σ w(t)  ∈ [0, 1]
+/// The defaults were chosen on the labelled dev events (ROC AUC for hallucinated answers,
+/// pooled over 437 events): weights (number, name) (1, 1) 0.826, (4, 1) 0.820, (4, 2) 0.816,
+/// (4, 4) 0.807; per dataset, numbers at 4 help (BEGIN 0.927 → 0.931, ExpertQA 0.640 → 0.648)
+/// while names at 4 hurt (capitalisation is a noisy name detector); (4, 2) keeps the figures'
+/// weight the issue asks for at a small pooled cost.
 /// Citation markers in the answer (`[1]`, `[2, 3]`, `[doc-7]`: brackets holding a digit) are
 /// not claims and are left out.
 /// Outcomes: `no_context` when the event has no context text (empty contexts must never yield
@@ -30,7 +35,8 @@ namespace assay {
 std::string lightStem(std::string_view token);
 
 struct ContextOverlapOptions {
-  double specific_weight = 4.0;  ///< weight of numbers and names, ≥ 1
+  double number_weight = 4.0;  ///< weight of a token with a digit, in [1, 100]
+  double name_weight = 2.0;    ///< weight of a capitalised word that does not start a sentence
 };
 
 struct OverlapDetail {
@@ -41,7 +47,7 @@ struct OverlapDetail {
 
 /// Core of `context_overlap`; `total_weight` is 0 when the answer has no content token.
 OverlapDetail contextOverlap(std::string_view answer, const std::vector<std::string>& contexts,
-                             double specific_weight);
+                             const ContextOverlapOptions& weights);
 
 class ContextOverlapJudge final : public Judge {
  public:

@@ -101,13 +101,13 @@ TEST_CASE("judge options reach the typed option values") {
       "judges:\n"
       "  - {name: c, kind: check, check: cites_source, patterns: ['Source: \\w+']}\n"
       "  - {name: n, kind: check, check: context_count, min: 2, max: 9}\n"
-      "  - {name: o, kind: lexical, metric: context_overlap, specific_weight: 2.5, rate: 0.25}\n");
+      "  - {name: o, kind: lexical, metric: context_overlap, number_weight: 2.5, rate: 0.25}\n");
   REQUIRE(r.ok());
   CHECK(r.config.judges[0].values.getStringList("patterns") ==
         std::vector<std::string>{"Source: \\w+"});
   CHECK(r.config.judges[1].values.getInt("min", 0) == 2);
   CHECK(r.config.judges[1].values.getInt("max", 0) == 9);
-  CHECK(r.config.judges[2].values.getNumber("specific_weight", 0) == 2.5);
+  CHECK(r.config.judges[2].values.getNumber("number_weight", 0) == 2.5);
   CHECK(r.config.judges[2].rate == 0.25);
   const auto bad =
       load("judges:\n  - {name: c, kind: check, check: cites_source, patterns: ['(']}\n");

@@ -23,9 +23,11 @@ Event withQuestion(std::string question, std::string answer) {
   return e;
 }
 
-std::unique_ptr<Judge> overlapJudge(double specific_weight) {
+// Both weights at once (numbers and names), as the tests below were written for.
+std::unique_ptr<Judge> overlapJudge(double weight) {
   JudgeOptionValues o;
-  o.set("specific_weight", specific_weight);
+  o.set("number_weight", weight);
+  o.set("name_weight", weight);
   return ContextOverlapJudge::create(o);
 }
 
@@ -93,23 +95,23 @@ TEST_CASE("context_overlap: a hallucinated number scores lower than the right on
   CHECK(wrong.evidence == "not in any context: 45");
   CHECK(right.evidence.empty());
 
-  const auto d = contextOverlap("The plan costs 45 euros.", kPlanContext, 4.0);
+  const auto d = contextOverlap("The plan costs 45 euros.", kPlanContext, {4.0, 4.0});
   CHECK(d.supported_weight == 3.0);
   CHECK(d.total_weight == 7.0);
   CHECK(d.unsupported_specific == std::vector<std::string>{"45"});
 }
 
-TEST_CASE("context_overlap: specific_weight sets how much a wrong figure costs") {
+TEST_CASE("context_overlap: number_weight sets how much a wrong figure costs") {
   const auto e = withContexts("The plan costs 45 euros.", kPlanContext);
   CHECK(*overlapJudge(1.0)->judge(e).score == doctest::Approx(3.0 / 4.0).epsilon(1e-12));
   CHECK(*overlapJudge(4.0)->judge(e).score == doctest::Approx(3.0 / 7.0).epsilon(1e-12));
   CHECK(*overlapJudge(10.0)->judge(e).score == doctest::Approx(3.0 / 13.0).epsilon(1e-12));
-  // The default is 4.
+  // The default number weight is 4.
   CHECK(*ContextOverlapJudge::create({})->judge(e).score ==
         doctest::Approx(3.0 / 7.0).epsilon(1e-12));
   // An integer option value converts.
   JudgeOptionValues o;
-  o.set("specific_weight", std::int64_t{1});
+  o.set("number_weight", std::int64_t{1});
   CHECK(*ContextOverlapJudge::create(o)->judge(e).score ==
         doctest::Approx(3.0 / 4.0).epsilon(1e-12));
 }
@@ -118,16 +120,16 @@ TEST_CASE(
     "context_overlap: a capitalised word mid-sentence is a name, at sentence start it is not") {
   const std::vector<std::string> ctx = {"The contract was signed by Dupont in Lyon."};
   // contract, sign(ed), Lyon supported; Martin (a name, weight 4) not: (1 + 1 + 4) / 10.
-  const auto d = contextOverlap("The contract was signed by Martin in Lyon.", ctx, 4.0);
+  const auto d = contextOverlap("The contract was signed by Martin in Lyon.", ctx, {4.0, 4.0});
   CHECK(d.score == doctest::Approx(0.6).epsilon(1e-12));
   CHECK(d.unsupported_specific == std::vector<std::string>{"martin"});
 
   const std::vector<std::string> water = {"The policy covers water damage."};
   // "Nobody" starts the sentence: an ordinary word of weight 1 → 3 / 4.
-  CHECK(contextOverlap("Nobody covers water damage.", water, 4.0).score ==
+  CHECK(contextOverlap("Nobody covers water damage.", water, {4.0, 4.0}).score ==
         doctest::Approx(0.75).epsilon(1e-12));
   // The same word mid-sentence and capitalised weighs 4 → 3 / 7.
-  CHECK(contextOverlap("Water damage covers Nobody.", water, 4.0).score ==
+  CHECK(contextOverlap("Water damage covers Nobody.", water, {4.0, 4.0}).score ==
         doctest::Approx(3.0 / 7.0).epsilon(1e-12));
 }
 
@@ -140,14 +142,14 @@ TEST_CASE("context_overlap: support may come from any context, numbers normalise
   CHECK(*v.score == 1.0);
 
   // "1,250" and "1250" are the same figure; "company" is unsupported (weight 1).
-  const auto d =
-      contextOverlap("The company has 1,250 employees.", {"It has 1250 employees in total."}, 4.0);
+  const auto d = contextOverlap("The company has 1,250 employees.",
+                                {"It has 1250 employees in total."}, {4.0, 4.0});
   CHECK(d.score == doctest::Approx(5.0 / 6.0).epsilon(1e-12));
   CHECK(d.unsupported_specific.empty());
 }
 
 TEST_CASE("context_overlap: CJK answers are compared per character") {
-  const auto d = contextOverlap("会议改到周三", {"会议改到周四"}, 4.0);
+  const auto d = contextOverlap("会议改到周三", {"会议改到周四"}, {4.0, 4.0});
   CHECK(d.total_weight == 6.0);
   CHECK(d.supported_weight == 5.0);
   CHECK(d.score == doctest::Approx(5.0 / 6.0).epsilon(1e-12));
@@ -161,17 +163,21 @@ TEST_CASE("context_overlap: empty answer or only stopwords is empty_input") {
     CHECK(v.outcome == Outcome::kEmptyInput);
     CHECK_FALSE(v.score.has_value());
   }
-  CHECK(contextOverlap("", kPlanContext, 4.0).total_weight == 0.0);
+  CHECK(contextOverlap("", kPlanContext, {4.0, 4.0}).total_weight == 0.0);
 }
 
-TEST_CASE("context_overlap: specific_weight must be within [1, 100]") {
-  for (double bad : {0.5, 0.0, -1.0, 101.0}) {
-    CAPTURE(bad);
-    try {
-      overlapJudge(bad);
-      FAIL("expected OptionError");
-    } catch (const OptionError& e) {
-      CHECK(e.key == "specific_weight");
+TEST_CASE("context_overlap: weights must be within [1, 100]") {
+  for (const char* key : {"number_weight", "name_weight"}) {
+    for (double bad : {0.5, 0.0, -1.0, 101.0}) {
+      CAPTURE(bad);
+      JudgeOptionValues o;
+      o.set(key, bad);
+      try {
+        ContextOverlapJudge::create(o);
+        FAIL("expected OptionError");
+      } catch (const OptionError& e) {
+        CHECK(e.key == key);
+      }
     }
   }
   CHECK_NOTHROW(overlapJudge(1.0));
@@ -221,21 +227,31 @@ TEST_CASE("question_overlap: empty answer scores 0, question without content is 
 }
 
 TEST_CASE("context_overlap: an inflected word is supported by its base form") {
-  const auto d =
-      contextOverlap("The warranty expires in 2027.", {"The warranty will expire in 2027."}, 4.0);
+  const auto d = contextOverlap("The warranty expires in 2027.",
+                                {"The warranty will expire in 2027."}, {4.0, 4.0});
   CHECK(d.score == doctest::Approx(1.0));
+}
+
+TEST_CASE("context_overlap: names weigh name_weight (default 2), numbers number_weight (4)") {
+  const std::vector<std::string> ctx = {"The contract was signed by Dupont in Lyon."};
+  // contract, sign(ed), Lyon (2) supported; Martin (2) not: (1 + 1 + 2) / 6.
+  const auto d = ContextOverlapJudge::create({})->judge(
+      withContexts("The contract was signed by Martin in Lyon.", ctx));
+  CHECK(*d.score == doctest::Approx(4.0 / 6.0).epsilon(1e-12));
+  CHECK(contextOverlap("Signed in 1999 by Martin.", ctx, {4.0, 2.0}).unsupported_specific ==
+        std::vector<std::string>{"1999", "martin"});
 }
 
 TEST_CASE("context_overlap: citation markers are not unsupported numbers") {
   const std::vector<std::string> ctx = {"Paris is the capital of France."};
-  const auto cited = contextOverlap("The capital of France is Paris [1].", ctx, 4.0);
+  const auto cited = contextOverlap("The capital of France is Paris [1].", ctx, {4.0, 4.0});
   CHECK(cited.score == doctest::Approx(1.0));
   CHECK(cited.unsupported_specific.empty());
-  CHECK(contextOverlap("Paris [1][2] is the capital [2, 3] of France [doc-7].", ctx, 4.0).score ==
-        doctest::Approx(1.0));
+  CHECK(contextOverlap("Paris [1][2] is the capital [2, 3] of France [doc-7].", ctx, {4.0, 4.0})
+            .score == doctest::Approx(1.0));
   // A bracketed word without a digit is text, and a real figure still counts.
-  const auto d =
-      contextOverlap("The capital of France is Paris [citation needed], 2 million.", ctx, 4.0);
+  const auto d = contextOverlap("The capital of France is Paris [citation needed], 2 million.", ctx,
+                                {4.0, 4.0});
   CHECK(d.unsupported_specific == std::vector<std::string>{"2"});
 }
 
