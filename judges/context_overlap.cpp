@@ -11,7 +11,7 @@ constexpr OptionSpec kContextOverlapOptions[] = {
     {"number_weight", OptionType::kNumber,
      "weight of numbers and dates relative to other content words, 1..100; default 4"},
     {"name_weight", OptionType::kNumber,
-     "weight of names (capitalised words inside a sentence), 1..100; default 2"},
+     "weight of names (capitalised words inside a sentence), 1..100; default 1"},
 };
 
 const std::vector<double> kUnitBuckets = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};

@@ -232,12 +232,16 @@ TEST_CASE("context_overlap: an inflected word is supported by its base form") {
   CHECK(d.score == doctest::Approx(1.0));
 }
 
-TEST_CASE("context_overlap: names weigh name_weight (default 2), numbers number_weight (4)") {
+TEST_CASE("context_overlap: defaults: numbers weigh 4, names 1 (name_weight)") {
   const std::vector<std::string> ctx = {"The contract was signed by Dupont in Lyon."};
-  // contract, sign(ed), Lyon (2) supported; Martin (2) not: (1 + 1 + 2) / 6.
+  // contract, sign(ed), Lyon supported; Martin (weight 1 by default) not: 3 / 4.
   const auto d = ContextOverlapJudge::create({})->judge(
       withContexts("The contract was signed by Martin in Lyon.", ctx));
-  CHECK(*d.score == doctest::Approx(4.0 / 6.0).epsilon(1e-12));
+  CHECK(*d.score == doctest::Approx(3.0 / 4.0).epsilon(1e-12));
+  // In 1999 (4) unsupported as well: 3 / 8.
+  CHECK(*ContextOverlapJudge::create({})
+             ->judge(withContexts("The contract was signed by Martin in Lyon in 1999.", ctx))
+             .score == doctest::Approx(3.0 / 8.0).epsilon(1e-12));
   CHECK(contextOverlap("Signed in 1999 by Martin.", ctx, {4.0, 2.0}).unsupported_specific ==
         std::vector<std::string>{"1999", "martin"});
 }
