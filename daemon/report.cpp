@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -43,7 +44,7 @@ std::optional<double> rocAuc(const std::vector<double>& scores, const std::vecto
 namespace {
 
 std::string bar(double share, int width = 30) {
-  const int n = static_cast<int>(share * width + 0.5);
+  const long n = std::lround(share * width);
   return std::string(static_cast<std::size_t>(n), '#');
 }
 
@@ -59,7 +60,9 @@ void printDistribution(const JudgeSummary& s, std::ostream& out) {
   auto sorted = s.scores;
   std::sort(sorted.begin(), sorted.end());
   auto q = [&](double p) {
-    return sorted[static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1) + 0.5)];
+    // Nearest-rank on the sorted sample (round half away from zero).
+    return sorted[static_cast<std::size_t>(
+        std::lround(p * static_cast<double>(sorted.size() - 1)))];
   };
   out << fmt::format(
       "  {:<18} mean {:.3f}  p10 {:.3f}  median {:.3f}  p90 {:.3f}  top-score share {:.1f} %\n", "",
