@@ -1,5 +1,6 @@
 #include "config/loader.hpp"
 
+#include <librdkafka/rdkafka.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -59,8 +60,13 @@ class Reader {
       error(map, path, "expected a mapping");
       return false;
     }
+    std::set<std::string> seen;
     for (const auto& kv : map) {
       const auto key = kv.first.as<std::string>("");
+      if (!seen.insert(key).second) {
+        error(kv.first, join(path, key), "duplicate key (YAML would silently keep one of them)");
+        continue;
+      }
       if (std::find(known.begin(), known.end(), key) != known.end()) continue;
       std::string msg = "unknown key";
       std::string_view best;
@@ -176,14 +182,30 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
     if (!props.IsMap()) {
       r.error(props, p + ".properties", "expected a mapping of librdkafka properties");
     } else {
+      // librdkafka itself says whether a property exists and its value is valid.
+      rd_kafka_conf_t* probe = rd_kafka_conf_new();
+      std::set<std::string> seen;
       for (const auto& kv : props) {
         const auto key = kv.first.as<std::string>("");
-        if (!kv.second.IsScalar()) {
-          r.error(kv.second, p + ".properties." + key, "expected a scalar value");
+        const std::string kp = p + ".properties." + key;
+        if (!seen.insert(key).second) {
+          r.error(kv.first, kp, "duplicate key");
           continue;
         }
-        o.properties.emplace_back(key, kv.second.as<std::string>());
+        if (!kv.second.IsScalar()) {
+          r.error(kv.second, kp, "expected a scalar value");
+          continue;
+        }
+        const auto value = kv.second.as<std::string>();
+        char err[512];
+        if (rd_kafka_conf_set(probe, key.c_str(), value.c_str(), err, sizeof err) !=
+            RD_KAFKA_CONF_OK) {
+          r.error(kv.first, kp, std::string("librdkafka: ") + err);
+          continue;
+        }
+        o.properties.emplace_back(key, value);
       }
+      rd_kafka_conf_destroy(probe);
     }
   }
 }
@@ -426,9 +448,13 @@ void loadLog(Reader& r, const YAML::Node& n, LogOptions& o) {
   const std::string p = "log";
   if (!r.checkMap(n, p, {"level"})) return;
   r.get(n, "level", p, o.level);
-  static const std::vector<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
+  // spdlog's names (as printed in the log) and their short forms.
+  static const std::vector<std::string> kLevels = {"trace",   "debug", "info",     "warn",
+                                                   "warning", "error", "critical", "off"};
   if (std::find(kLevels.begin(), kLevels.end(), o.level) == kLevels.end())
-    r.error(n["level"], p + ".level", "expected one of trace, debug, info, warn, error");
+    r.error(n["level"], p + ".level",
+            "expected one of trace, debug, info, warning (warn), error, critical, off");
+  if (o.level == "warn") o.level = "warning";
 }
 
 }  // namespace

@@ -81,7 +81,7 @@ struct SinksOptions {
 };
 
 struct LogOptions {
-  std::string level = "info";  ///< trace, debug, info, warn, error
+  std::string level = "info";  ///< spdlog level: trace, debug, info, warning, error, critical, off
 };
 
 struct Config {

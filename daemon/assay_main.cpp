@@ -2,9 +2,11 @@
 //   assay report --judgments FILE [--events FILE] [--label POINTER] [--group POINTER] [--auc
 //   JUDGE]...
 
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "daemon/report.hpp"
 #include "daemon/version.hpp"
@@ -50,6 +52,10 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
+    static const std::vector<std::string> kFlags = {"--judgments", "--events", "--label", "--group",
+                                                    "--auc"};
+    if (std::find(kFlags.begin(), kFlags.end(), a) == kFlags.end())
+      return usage("unknown argument '" + a + "'");
     if (i + 1 >= argc) return usage(a + " needs a value");
     const std::string v = argv[++i];
     if (a == "--judgments")

@@ -66,6 +66,11 @@ class RateLimitedLog {
     suppressed = std::exchange(suppressed_, 0);
     return true;
   }
+  /// Held back since the last line that was logged.
+  long pendingSuppressed() {
+    std::lock_guard lock(mu_);
+    return suppressed_;
+  }
 
  private:
   std::mutex mu_;
@@ -265,6 +270,11 @@ int runDaemon(const Config& config, const RunOptions& run) {
   }
 
   if (g_stop) spdlog::info("stop requested (SIGTERM or SIGINT): stopping");
+  if (const long n = invalid_log.pendingSuppressed())
+    spdlog::warn(
+        "{} more invalid-message log line(s) were suppressed (every invalid message is "
+        "counted in assay_events_invalid_total)",
+        n);
   // ---- Shutdown, in reverse: stop polling (done), drain the queue, flush sinks, commit.
   queue.close();
   const auto deadline = Clock::now() + std::chrono::milliseconds(config.limits.drain_timeout_ms);

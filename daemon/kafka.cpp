@@ -23,6 +23,14 @@ void set(rd_kafka_conf_t* conf, const std::string& key, const std::string& value
 }
 
 void logCb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
+  // kafka.properties go to both clients; librdkafka warns about the half that does not apply.
+  const std::string_view msg(buf);
+  if (std::string_view(fac) == "CONFWARN" &&
+      (msg.find("will be ignored by this producer") != std::string_view::npos ||
+       msg.find("will be ignored by this consumer") != std::string_view::npos)) {
+    spdlog::debug("librdkafka {}: {}", fac, buf);
+    return;
+  }
   if (level <= 3)
     spdlog::error("librdkafka {}: {}", fac, buf);
   else if (level <= 4)

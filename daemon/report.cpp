@@ -91,6 +91,10 @@ void printDistribution(const JudgeSummary& s, std::ostream& out) {
 
 int runReport(const ReportOptions& o, std::ostream& out) {
   std::error_code ec;
+  if (!o.events_path.empty() && !std::filesystem::is_regular_file(o.events_path, ec)) {
+    std::cerr << "assay report: cannot read '" << o.events_path << "' (not a readable file)\n";
+    return 2;
+  }
   std::ifstream in(o.judgments_path);
   if (!std::filesystem::is_regular_file(o.judgments_path, ec) || !in) {
     std::cerr << "assay report: cannot read '" << o.judgments_path << "' (not a readable file)\n";
@@ -177,16 +181,30 @@ int runReport(const ReportOptions& o, std::ostream& out) {
     bool label;
   };
   std::vector<Labelled> labelled;
+  long non_boolean = 0;
   while (std::getline(ev, line)) {
     rapidjson::Document d;
     d.Parse(line.c_str());
     if (d.HasParseError() || !d.IsObject() || !d.HasMember("id") || !d["id"].IsString()) continue;
     const auto* l = label_ptr.Get(d);
-    if (!l || !l->IsBool()) continue;  // unlabelled (null) events are left out
+    if (!l || l->IsNull()) continue;  // unlabelled events are left out
+    if (!l->IsBool()) {
+      ++non_boolean;
+      continue;
+    }
     std::string group;
     if (!o.group_pointer.empty())
       if (const auto* g = group_ptr.Get(d); g && g->IsString()) group = g->GetString();
     labelled.push_back({d["id"].GetString(), group, l->GetBool()});
+  }
+  if (labelled.empty()) {
+    std::cerr << "assay report: no event in '" << o.events_path << "' has a boolean at "
+              << o.label_pointer
+              << (non_boolean
+                      ? " (" + std::to_string(non_boolean) + " have a non-boolean value there)"
+                      : std::string())
+              << ": no AUC\n";
+    return 2;
   }
   for (const auto& judge : o.auc_judges) {
     auto sit = score_by_id.find(judge);

@@ -84,9 +84,10 @@ std::unique_ptr<Judge> BleuJudge::create(const JudgeOptionValues& values) {
 
 Verdict BleuJudge::judge(const Event& e) const {
   if (!e.reference) return Verdict::fail(Outcome::kNoReference);
-  auto ref = tokenize(*e.reference);
+  auto ref = tokenize(stripCitationMarkers(*e.reference));
   if (ref.empty()) return Verdict::fail(Outcome::kNoReference, "reference has no tokens");
-  return Verdict::ok(sentenceBleu({ref}, tokenize(e.answer), options_.max_order));
+  return Verdict::ok(
+      sentenceBleu({ref}, tokenize(stripCitationMarkers(e.answer)), options_.max_order));
 }
 
 }  // namespace assay

@@ -23,6 +23,7 @@ struct BleuJudgeOptions {
 };
 
 /// Score = sentence BLEU of the answer against the reference, in [0, 1];
+/// Citation markers ("[1]") are removed from both sides first (`stripCitationMarkers`).
 /// outcome `no_reference` without a non-empty reference.
 class BleuJudge final : public Judge {
  public:

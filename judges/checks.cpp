@@ -193,7 +193,7 @@ std::unique_ptr<Judge> ContextCountJudge::create(const JudgeOptionValues& values
 Verdict ContextCountJudge::judge(const Event& e) const {
   const auto n = static_cast<long>(e.contexts.size());
   const bool ok = n >= options_.min && (options_.max == 0 || n <= options_.max);
-  return Verdict::check(ok, std::to_string(n) + " contexts");
+  return Verdict::check(ok, std::to_string(n) + (n == 1 ? " context" : " contexts"));
 }
 
 // ---- answer_length -----------------------------------------------------------------------------

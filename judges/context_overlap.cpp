@@ -20,33 +20,6 @@ bool endsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// Citation markers ("[1]", "[2, 3]", "[doc-7]") point at a context; they are not claims and
-// must not count as unsupported numbers.
-std::string withoutCitationMarkers(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '[') {
-      const std::size_t close = text.find(']', i + 1);
-      if (close != std::string_view::npos && close - i <= 24 && close > i + 1) {
-        const std::string_view inside = text.substr(i + 1, close - i - 1);
-        const bool marker =
-            inside.find_first_not_of(
-                "0123456789, ;-_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") ==
-                std::string_view::npos &&
-            inside.find_first_of("0123456789") != std::string_view::npos;
-        if (marker) {
-          out.push_back(' ');
-          i = close;
-          continue;
-        }
-      }
-    }
-    out.push_back(text[i]);
-  }
-  return out;
-}
-
 std::unordered_set<std::string> stemSet(std::string_view text) {
   std::unordered_set<std::string> out;
   for (const auto& t : tokenize(text)) out.insert(lightStem(t));
@@ -78,7 +51,7 @@ OverlapDetail contextOverlap(std::string_view answer, const std::vector<std::str
     supported.merge(stemSet(c));  // moves the nodes, no string copies
   }
   OverlapDetail d;
-  for (const auto& tok : tokenizeDetailed(withoutCitationMarkers(answer))) {
+  for (const auto& tok : tokenizeDetailed(stripCitationMarkers(answer))) {
     if (!tok.cjk && isStopword(tok.text)) continue;
     const bool name = !tok.numeric && tok.capitalized && !tok.sentence_start;
     const bool specific = tok.numeric || name;

@@ -50,9 +50,9 @@ std::unique_ptr<Judge> RougeLJudge::create(const JudgeOptionValues&) {
 
 Verdict RougeLJudge::judge(const Event& e) const {
   if (!e.reference) return Verdict::fail(Outcome::kNoReference);
-  auto ref = tokenize(*e.reference);
+  auto ref = tokenize(stripCitationMarkers(*e.reference));
   if (ref.empty()) return Verdict::fail(Outcome::kNoReference, "reference has no tokens");
-  const auto s = rougeL(tokenize(e.answer), ref);
+  const auto s = rougeL(tokenize(stripCitationMarkers(e.answer)), ref);
   return Verdict::ok(s.f, "lcs " + std::to_string(s.lcs));
 }
 

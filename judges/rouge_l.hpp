@@ -24,6 +24,7 @@ RougeScore rougeL(const std::vector<std::string>& candidate,
 struct RougeLJudgeOptions {};
 
 /// Score = ROUGE-L F in [0, 1]; outcome `no_reference` without a non-empty reference.
+/// Citation markers ("[1]") are removed from both sides first (`stripCitationMarkers`).
 /// An empty answer scores 0 (a real, bad answer), not an outcome.
 class RougeLJudge final : public Judge {
  public:

@@ -48,9 +48,9 @@ std::unique_ptr<Judge> TokenF1Judge::create(const JudgeOptionValues&) {
 
 Verdict TokenF1Judge::judge(const Event& e) const {
   if (!e.reference) return Verdict::fail(Outcome::kNoReference);
-  auto truth = squadTokens(*e.reference);
+  auto truth = squadTokens(stripCitationMarkers(*e.reference));
   if (truth.empty()) return Verdict::fail(Outcome::kNoReference, "reference has no tokens");
-  return Verdict::ok(tokenF1(squadTokens(e.answer), truth));
+  return Verdict::ok(tokenF1(squadTokens(stripCitationMarkers(e.answer)), truth));
 }
 
 }  // namespace assay

@@ -19,6 +19,7 @@ double tokenF1(const std::vector<std::string>& prediction, const std::vector<std
 std::vector<std::string> squadTokens(std::string_view text);
 
 /// Score = token F1 of the answer against the reference; outcome `no_reference` without one.
+/// Citation markers ("[1]") are removed from both sides first (`stripCitationMarkers`).
 class TokenF1Judge final : public Judge {
  public:
   static const JudgeDescriptor kDescriptor;

@@ -142,6 +142,31 @@ std::string toLowerUtf8(std::string_view text) {
   return out;
 }
 
+std::string stripCitationMarkers(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '[') {
+      const std::size_t close = text.find(']', i + 1);
+      if (close != std::string_view::npos && close - i <= 24 && close > i + 1) {
+        const std::string_view inside = text.substr(i + 1, close - i - 1);
+        const bool marker =
+            inside.find_first_not_of(
+                "0123456789, ;-_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") ==
+                std::string_view::npos &&
+            inside.find_first_of("0123456789") != std::string_view::npos;
+        if (marker) {
+          out.push_back(' ');
+          i = close;
+          continue;
+        }
+      }
+    }
+    out.push_back(text[i]);
+  }
+  return out;
+}
+
 std::size_t codepointCount(std::string_view text) {
   std::size_t n = 0;
   for (unsigned char ch : text) n += (ch & 0xC0) != 0x80;

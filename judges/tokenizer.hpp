@@ -33,6 +33,11 @@ std::vector<Token> tokenizeDetailed(std::string_view text);
 /// Lower-cased token strings only; used by ROUGE-L, BLEU and token F1.
 std::vector<std::string> tokenize(std::string_view text);
 
+/// Replaces citation markers — brackets of at most 22 characters holding a digit and only
+/// letters, digits, ',', ';', '-', '_' and spaces: "[1]", "[2, 3]", "[doc-7]" — by a space.
+/// They point at a context; they are not words of the answer.
+std::string stripCitationMarkers(std::string_view text);
+
 /// Lower-cases every code point (ICU simple case mapping); invalid bytes are copied as they are.
 std::string toLowerUtf8(std::string_view text);
 

@@ -23,7 +23,6 @@ std::string formatRfc3339(std::int64_t epoch_ms) {
 std::string toJson(const Judgment& j) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  w.SetMaxDecimalPlaces(6);
   auto str = [&](const char* key, const std::string& v) {
     w.Key(key);
     w.String(v.data(), static_cast<rapidjson::SizeType>(v.size()));

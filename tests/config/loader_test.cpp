@@ -140,3 +140,22 @@ TEST_CASE("a directory, an empty file and a bad port are errors; inert keys are 
                                          0) == 0);
   CHECK(inert.warnings[2].path == "tracking.window");
 }
+
+TEST_CASE("duplicate keys and properties librdkafka rejects are load errors") {
+  const auto dup = load(std::string(kJudge) + "kafka: {topic: first}\nkafka: {topic: second}\n");
+  REQUIRE(dup.errors.size() == 1);
+  CHECK(dup.errors[0].format() ==
+        "t.yaml:4:1: kafka: duplicate key (YAML would silently keep one of them)");
+  const auto props =
+      load(std::string(kJudge) +
+           "kafka:\n  properties:\n    no.such.property: 5\n    fetch.wait.max.ms: x\n"
+           "    partition.assignment.strategy: cooperative-sticky\n");
+  REQUIRE(props.errors.size() == 2);
+  CHECK(
+      props.errors[0].format() ==
+      "t.yaml:5:5: kafka.properties.no.such.property: librdkafka: No such configuration property: "
+      "\"no.such.property\"");
+  CHECK(props.errors[1].path == "kafka.properties.fetch.wait.max.ms");
+  REQUIRE(props.config.kafka.properties.size() == 1);
+  CHECK(props.config.kafka.properties[0].first == "partition.assignment.strategy");
+}

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "judges/registry.hpp"
+#include "judges/tokenizer.hpp"
 
 namespace assay {
 namespace {
@@ -242,6 +243,25 @@ TEST_CASE("registry: out-of-range option values throw OptionError naming the key
       CHECK(e.key == c.key);
     }
   }
+}
+
+TEST_CASE("lexical judges ignore citation markers on both sides") {
+  Event plain;
+  plain.question = std::string("q");
+  plain.answer = std::string("The warranty lasts two years.");
+  plain.reference = std::string("The warranty lasts two years.");
+  Event cited = plain;
+  cited.answer = std::string("The warranty lasts two years [1].");
+  Event both = cited;
+  both.reference = std::string("The warranty lasts [2, 3] two years.");
+  for (const char* type : {"rouge_l", "bleu", "token_f1"}) {
+    CAPTURE(type);
+    const auto j = findJudgeFactory(JudgeKind::kLexical, type)->create({});
+    CHECK(*j->judge(plain).score == doctest::Approx(1.0));
+    CHECK(*j->judge(cited).score == doctest::Approx(1.0));
+    CHECK(*j->judge(both).score == doctest::Approx(1.0));
+  }
+  CHECK(stripCitationMarkers("a [1] b [doc-7] c [see below] d") == "a   b   c [see below] d");
 }
 
 }  // namespace assay
