@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
-#include <map>
+#include <string_view>
+#include <unordered_map>
 
 #include "judges/tokenizer.hpp"
 
@@ -14,13 +16,29 @@ constexpr OptionSpec kBleuOptions[] = {
     {"max_order", OptionType::kInt, "highest n-gram order N (BLEU-N), 1..8; default 4"},
 };
 
-using NgramCounts = std::map<std::vector<std::string>, int>;
+// N-grams are counted over token ids (one vocabulary for hypothesis and references), each
+// n-gram keyed by the bytes of its ids: a short string hashed once, instead of a vector of
+// strings compared token by token.
+using Ids = std::vector<std::uint32_t>;
+using NgramCounts = std::unordered_map<std::string, int>;
 
-NgramCounts countNgrams(const std::vector<std::string>& tokens, int n) {
+Ids toIds(const std::vector<std::string>& tokens,
+          std::unordered_map<std::string_view, std::uint32_t>& vocab) {
+  Ids ids;
+  ids.reserve(tokens.size());
+  for (const auto& t : tokens) {
+    ids.push_back(vocab.emplace(t, static_cast<std::uint32_t>(vocab.size())).first->second);
+  }
+  return ids;
+}
+
+NgramCounts countNgrams(const Ids& ids, int n) {
   NgramCounts counts;
-  if (tokens.size() < static_cast<std::size_t>(n)) return counts;
-  for (std::size_t i = 0; i + n <= tokens.size(); ++i) {
-    ++counts[std::vector<std::string>(tokens.begin() + i, tokens.begin() + i + n)];
+  if (ids.size() < static_cast<std::size_t>(n)) return counts;
+  counts.reserve(ids.size());
+  const std::size_t width = sizeof(std::uint32_t) * static_cast<std::size_t>(n);
+  for (std::size_t i = 0; i + n <= ids.size(); ++i) {
+    ++counts[std::string(reinterpret_cast<const char*>(ids.data() + i), width)];
   }
   return counts;
 }
@@ -41,11 +59,16 @@ const JudgeDescriptor BleuJudge::kDescriptor{
 double sentenceBleu(const std::vector<std::vector<std::string>>& references,
                     const std::vector<std::string>& hypothesis, int max_order) {
   if (hypothesis.empty() || references.empty()) return 0.0;
+  std::unordered_map<std::string_view, std::uint32_t> vocab;
+  const Ids hyp_ids = toIds(hypothesis, vocab);
+  std::vector<Ids> ref_ids;
+  ref_ids.reserve(references.size());
+  for (const auto& ref : references) ref_ids.push_back(toIds(ref, vocab));
   double log_sum = 0.0;
   for (int n = 1; n <= max_order; ++n) {
-    const NgramCounts hyp = countNgrams(hypothesis, n);
-    std::map<std::vector<std::string>, int> max_ref;
-    for (const auto& ref : references) {
+    const NgramCounts hyp = countNgrams(hyp_ids, n);
+    NgramCounts max_ref;
+    for (const auto& ref : ref_ids) {
       for (const auto& [g, c] : countNgrams(ref, n)) {
         auto& m = max_ref[g];
         m = std::max(m, c);
