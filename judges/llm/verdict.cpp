@@ -1,0 +1,152 @@
+#include "judges/llm/verdict.hpp"
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/schema.h>
+#include <rapidjson/stringbuffer.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+
+namespace assay::llm {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  const auto ws = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  };
+  while (!s.empty() && ws(s.front())) s.remove_prefix(1);
+  while (!s.empty() && ws(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+/// Removes one markdown fence around the whole text: ```json\n … \n``` (any info string).
+std::string_view stripFence(std::string_view s) {
+  s = trim(s);
+  if (s.size() < 6 || s.substr(0, 3) != "```" || s.substr(s.size() - 3) != "```") return s;
+  const auto first_newline = s.find('\n');
+  if (first_newline == std::string_view::npos) return s;
+  const std::string_view info = trim(s.substr(3, first_newline - 3));
+  if (!info.empty() && info != "json" && info != "JSON") return s;
+  std::string_view inner = s.substr(first_newline + 1, s.size() - 3 - (first_newline + 1));
+  if (inner.find("```") != std::string_view::npos) return s;  // more than one fence: as is
+  return trim(inner);
+}
+
+bool looksLikeRefusal(std::string_view text) {
+  std::string lower(text.substr(0, 400));
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (std::size_t at; (at = lower.find("\xE2\x80\x99")) != std::string::npos;)
+    lower.replace(at, 3, "'");  // U+2019 typographic apostrophe
+  static constexpr std::array<std::string_view, 9> kPhrases = {
+      "i can't help",    "i cannot help", "i can't assist", "i cannot assist", "i'm sorry, but",
+      "i am sorry, but", "i won't",       "i will not",     "unable to comply"};
+  for (auto p : kPhrases)
+    if (lower.find(p) != std::string::npos) return true;
+  return false;
+}
+
+LlmVerdict fail(LlmOutcome o, std::string why) {
+  LlmVerdict v;
+  v.outcome = o;
+  v.justification = std::move(why);
+  return v;
+}
+
+}  // namespace
+
+std::string_view llmOutcomeName(LlmOutcome o) {
+  switch (o) {
+    case LlmOutcome::kOk:
+      return "ok";
+    case LlmOutcome::kSchemaError:
+      return "schema_error";
+    case LlmOutcome::kTruncated:
+      return "truncated";
+    case LlmOutcome::kRefused:
+      return "refused";
+    case LlmOutcome::kRateLimited:
+      return "rate_limited";
+    case LlmOutcome::kTimeout:
+      return "timeout";
+    case LlmOutcome::kProviderError:
+      return "provider_error";
+    case LlmOutcome::kSkippedBudget:
+      return "skipped_budget";
+    case LlmOutcome::kContextTooLong:
+      return "context_too_long";
+  }
+  return "unknown";
+}
+
+std::string verdictSchema(int min_score, int max_score) {
+  const std::string lo = std::to_string(min_score), hi = std::to_string(max_score);
+  return R"({"type":"object",)"
+         R"("required":["score","justification"],)"
+         R"("properties":{)"
+         R"("score":{"oneOf":[{"type":"integer","minimum":)" +
+         lo + R"(,"maximum":)" + hi +
+         R"(},{"type":"string","pattern":"^[0-9]{1,6}$"}]},)"
+         R"("justification":{"type":"string"},)"
+         R"("unsupported_claim":{"type":["string","null"]}}})";
+}
+
+LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_score,
+                        int max_score) {
+  if (finish == FinishReason::kLength)
+    return fail(LlmOutcome::kTruncated, "reply cut at max_tokens");
+  if (finish == FinishReason::kRefusal)
+    return fail(LlmOutcome::kRefused, "the provider flagged a refusal");
+  const std::string_view body = stripFence(content);
+  if (body.empty()) return fail(LlmOutcome::kSchemaError, "empty reply");
+  if (body.front() != '{') {
+    if (body.find('{') == std::string_view::npos && looksLikeRefusal(body))
+      return fail(LlmOutcome::kRefused, std::string(body.substr(0, 200)));
+    return fail(LlmOutcome::kSchemaError, "reply is not a JSON object");
+  }
+  rapidjson::Document d;
+  // kParseStopWhenDoneFlag is not used: text after the object is an error, not ignored.
+  d.Parse(body.data(), body.size());
+  if (d.HasParseError()) {
+    return fail(LlmOutcome::kSchemaError, std::string("not JSON: ") +
+                                              rapidjson::GetParseError_En(d.GetParseError()) +
+                                              " at byte " + std::to_string(d.GetErrorOffset()));
+  }
+  rapidjson::Document schema_doc;
+  schema_doc.Parse(verdictSchema(min_score, max_score).c_str());
+  const rapidjson::SchemaDocument schema(schema_doc);
+  rapidjson::SchemaValidator validator(schema);
+  if (!d.Accept(validator)) {
+    rapidjson::StringBuffer where;
+    validator.GetInvalidDocumentPointer().StringifyUriFragment(where);
+    return fail(LlmOutcome::kSchemaError, std::string("violates the verdict schema ('") +
+                                              validator.GetInvalidSchemaKeyword() + "' at " +
+                                              where.GetString() + ")");
+  }
+  const auto& s = d["score"];
+  long score = 0;
+  if (s.IsString()) {
+    const std::string_view digits(s.GetString(), s.GetStringLength());
+    std::from_chars(digits.data(), digits.data() + digits.size(), score);
+  } else {
+    score = static_cast<long>(s.GetInt64());
+  }
+  if (score < min_score || score > max_score) {
+    return fail(LlmOutcome::kSchemaError, "score " + std::to_string(score) + " outside " +
+                                              std::to_string(min_score) + ".." +
+                                              std::to_string(max_score));
+  }
+  LlmVerdict v;
+  v.outcome = LlmOutcome::kOk;
+  v.score = static_cast<int>(score);
+  v.justification.assign(d["justification"].GetString(), d["justification"].GetStringLength());
+  if (d.HasMember("unsupported_claim") && d["unsupported_claim"].IsString())
+    v.unsupported_claim.emplace(d["unsupported_claim"].GetString(),
+                                d["unsupported_claim"].GetStringLength());
+  return v;
+}
+
+}  // namespace assay::llm

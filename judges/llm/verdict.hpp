@@ -1,0 +1,58 @@
+#pragma once
+/// Reading an LLM judge's reply into a verdict. The reply must be one JSON object
+///   {"score": <integer in the rubric's range>, "justification": <string>,
+///    "unsupported_claim": <string or null>}
+/// validated with RapidJSON's JSON Schema validator (draft-04). Only the top-level `score` of
+/// the parsed object counts: a score planted anywhere else (nested objects, the justification,
+/// the judged answer itself) is never read.
+///
+/// Accepted leniency, and nothing more: one markdown fence around the whole object
+/// (```json … ``` or ``` … ```), surrounding white space, and a score given as a string of
+/// ASCII digits ("3"). Rejected as `schema_error`, never coerced: "3/4", "three", 0.8 or 3.0 on
+/// an integer scale, 7.5e30, an out-of-range integer, a missing justification, text around the
+/// object, several objects.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace assay::llm {
+
+/// Why an LLM verdict has (or has no) score. Failures never enter a score distribution.
+enum class LlmOutcome {
+  kOk,
+  kSchemaError,    ///< the reply is not a valid verdict object
+  kTruncated,      ///< the reply hit max_tokens (finish_reason "length" / stop_reason "max_tokens")
+  kRefused,        ///< the judge model declined to judge
+  kRateLimited,    ///< 429/529 and the provider asked to wait longer than max_retry_wait_ms
+  kTimeout,        ///< no reply within timeout_ms (every attempt)
+  kProviderError,  ///< other HTTP or connection failure after retries, or an error body
+  kSkippedBudget,  ///< the daily budget (or its store) did not allow the call
+  kContextTooLong,  ///< question + answer alone exceed max_input_tokens; no call made
+};
+
+std::string_view llmOutcomeName(LlmOutcome o);
+
+struct LlmVerdict {
+  LlmOutcome outcome = LlmOutcome::kSchemaError;
+  std::optional<int> score;   ///< iff outcome == kOk
+  std::string justification;  ///< the judge's words (kOk), or what was wrong
+  std::optional<std::string> unsupported_claim;
+};
+
+/// How the provider said the reply ended, normalised across APIs.
+enum class FinishReason { kStop, kLength, kRefusal, kOther };
+
+/// Parses `content` (the assistant message text) for a rubric scoring `min_score`..`max_score`.
+/// `finish`: kLength → kTruncated whatever the text (a cut reply, even all white space, is not
+/// judged), kRefusal → kRefused. A reply with no JSON object that reads as a refusal
+/// ("I can't help with that") → kRefused; anything else invalid → kSchemaError with the reason
+/// in `justification`.
+LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_score,
+                        int max_score);
+
+/// The JSON Schema (draft-04) a verdict must satisfy for a min..max rubric, as text; also sent
+/// to providers that accept a schema.
+std::string verdictSchema(int min_score, int max_score);
+
+}  // namespace assay::llm

@@ -1,0 +1,102 @@
+#include "judges/llm/verdict.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace assay::llm;
+
+namespace {
+LlmVerdict parse(std::string_view reply, FinishReason f = FinishReason::kStop) {
+  return parseVerdict(reply, f, 1, 4);
+}
+}  // namespace
+
+TEST_CASE("a plain verdict object") {
+  const auto v = parse(
+      R"({"score": 3, "justification": "Mostly supported.", "unsupported_claim": "the 1987 date"})");
+  REQUIRE(v.outcome == LlmOutcome::kOk);
+  CHECK(v.score == 3);
+  CHECK(v.justification == "Mostly supported.");
+  CHECK(v.unsupported_claim == "the 1987 date");
+  const auto null_claim = parse(R"({"score":4,"justification":"ok","unsupported_claim":null})");
+  REQUIRE(null_claim.outcome == LlmOutcome::kOk);
+  CHECK_FALSE(null_claim.unsupported_claim.has_value());
+}
+
+TEST_CASE("one markdown fence is stripped, no retry needed") {
+  const auto v = parse("```json\n{\"score\": 2, \"justification\": \"x\"}\n```\n");
+  CHECK(v.outcome == LlmOutcome::kOk);
+  CHECK(v.score == 2);
+  CHECK(parse("  ```\n{\"score\": 1, \"justification\": \"x\"}\n```").score == 1);
+  // Two fences, or prose around the object: not a verdict.
+  CHECK(parse("```json\n{\"score\": 2, \"justification\": \"x\"}\n```\n```json\n{}\n```").outcome ==
+        LlmOutcome::kSchemaError);
+  CHECK(parse("Here is my verdict: {\"score\": 2, \"justification\": \"x\"}").outcome ==
+        LlmOutcome::kSchemaError);
+  CHECK(parse("{\"score\": 2, \"justification\": \"x\"} Hope this helps!").outcome ==
+        LlmOutcome::kSchemaError);
+}
+
+TEST_CASE("a score of digits in a string is read; anything else is schema_error") {
+  const auto v = parse(R"({"score": "3", "justification": "x"})");
+  REQUIRE(v.outcome == LlmOutcome::kOk);
+  CHECK(v.score == 3);
+  for (const char* bad : {R"({"score": "3/4", "justification": "x"})",
+                          R"({"score": "three", "justification": "x"})",
+                          R"({"score": 0.8, "justification": "x"})",
+                          R"({"score": 3.0, "justification": "x"})",
+                          R"({"score": 7.5e30, "justification": "x"})",
+                          R"({"score": 5, "justification": "x"})",
+                          R"({"score": 0, "justification": "x"})",
+                          R"({"score": "9", "justification": "x"})",
+                          R"({"score": -1, "justification": "x"})",
+                          R"({"score": " 3", "justification": "x"})",
+                          R"({"score": true, "justification": "x"})",
+                          R"({"score": null, "justification": "x"})",
+                          R"({"score": 3})",
+                          R"({"justification": "x"})",
+                          R"({"score": 3, "justification": 7})",
+                          R"({"score": 3, "justification": "x", "unsupported_claim": 5})",
+                          R"([{"score": 3, "justification": "x"}])",
+                          R"({"score": 3, "justification": "x")",
+                          "",
+                          "   \n"}) {
+    CAPTURE(bad);
+    const auto r = parse(bad);
+    CHECK(r.outcome == LlmOutcome::kSchemaError);
+    CHECK_FALSE(r.score.has_value());
+    CHECK_FALSE(r.justification.empty());  // says what was wrong
+  }
+}
+
+TEST_CASE("only the top-level score counts") {
+  const auto v = parse(
+      R"({"justification": "The answer claims {\"score\": 4}.", "details": {"score": 4}, "score": 1})");
+  REQUIRE(v.outcome == LlmOutcome::kOk);
+  CHECK(v.score == 1);
+}
+
+TEST_CASE("a reply cut at max_tokens is truncated, even when it is only white space") {
+  CHECK(parse(R"({"score": 3, "justif)", FinishReason::kLength).outcome == LlmOutcome::kTruncated);
+  CHECK(parse("   \n", FinishReason::kLength).outcome == LlmOutcome::kTruncated);
+  // Even a complete object: a cut reply is not judged.
+  CHECK(parse(R"({"score": 3, "justification": "x"})", FinishReason::kLength).outcome ==
+        LlmOutcome::kTruncated);
+}
+
+TEST_CASE("refusals") {
+  CHECK(parse("", FinishReason::kRefusal).outcome == LlmOutcome::kRefused);
+  CHECK(parse("I'm sorry, but I can't help with evaluating this content.").outcome ==
+        LlmOutcome::kRefused);
+  CHECK(parse("I can\xE2\x80\x99t assist with that.").outcome == LlmOutcome::kRefused);
+  CHECK(parse("The answer is good.").outcome == LlmOutcome::kSchemaError);
+}
+
+TEST_CASE("other rubric ranges and outcome names") {
+  CHECK(parseVerdict(R"({"score": 10, "justification": "x"})", FinishReason::kStop, 1, 10).score ==
+        10);
+  CHECK(parseVerdict(R"({"score": 0, "justification": "x"})", FinishReason::kStop, 0, 1).score ==
+        0);
+  CHECK(llmOutcomeName(LlmOutcome::kSchemaError) == "schema_error");
+  CHECK(llmOutcomeName(LlmOutcome::kSkippedBudget) == "skipped_budget");
+  CHECK(llmOutcomeName(LlmOutcome::kContextTooLong) == "context_too_long");
+}
