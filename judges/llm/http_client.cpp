@@ -1,0 +1,232 @@
+#include "judges/llm/http_client.hpp"
+
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <deque>
+#include <future>
+#include <thread>
+#include <unordered_map>
+#include <utility>  // before boost/asio: asio::awaitable needs it on g++ 12
+
+namespace assay::llm {
+
+namespace asio = boost::asio;
+namespace ssl = asio::ssl;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+struct Url {
+  bool tls = false;
+  std::string host, port, target;
+};
+
+bool parseUrl(const std::string& url, Url& u) {
+  std::string_view rest = url;
+  if (rest.rfind("https://", 0) == 0) {
+    u.tls = true;
+    rest.remove_prefix(8);
+  } else if (rest.rfind("http://", 0) == 0) {
+    rest.remove_prefix(7);
+  } else {
+    return false;
+  }
+  const auto slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  u.target = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  if (authority.empty()) return false;
+  if (authority.front() == '[') {  // [::1]:8080
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos) return false;
+    u.host = std::string(authority.substr(1, close - 1));
+    authority.remove_prefix(close + 1);
+    u.port = authority.rfind(':', 0) == 0 ? std::string(authority.substr(1)) : "";
+  } else {
+    const auto colon = authority.rfind(':');
+    u.host = std::string(authority.substr(0, colon));
+    u.port = colon == std::string_view::npos ? "" : std::string(authority.substr(colon + 1));
+  }
+  if (u.port.empty()) u.port = u.tls ? "443" : "80";
+  return !u.host.empty();
+}
+
+struct Conn {
+  std::unique_ptr<beast::tcp_stream> tcp;                     // plain HTTP
+  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;  // HTTPS
+  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *tcp; }
+};
+
+}  // namespace
+
+struct HttpClient::Impl {
+  HttpClientOptions options;
+  asio::io_context io{1};
+  asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
+  ssl::context ssl_ctx{ssl::context::tls_client};
+  std::unordered_map<std::string, std::deque<std::unique_ptr<Conn>>> idle;  // io thread only
+  std::thread thread;
+
+  asio::awaitable<std::unique_ptr<Conn>> connect(const Url& u, Steady::time_point deadline) {
+    tcp::resolver resolver(io);
+    asio::steady_timer resolve_timer(io, deadline);
+    resolve_timer.async_wait([&resolver](const boost::system::error_code& ec) {
+      if (!ec) resolver.cancel();  // a DNS lookup must not outlive the deadline
+    });
+    auto endpoints = co_await resolver.async_resolve(u.host, u.port, asio::use_awaitable);
+    resolve_timer.cancel();
+    auto conn = std::make_unique<Conn>();
+    if (!u.tls) {
+      conn->tcp = std::make_unique<beast::tcp_stream>(io);
+      conn->tcp->expires_at(deadline);
+      co_await conn->tcp->async_connect(endpoints, asio::use_awaitable);
+      co_return conn;
+    }
+    conn->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(io, ssl_ctx);
+    // SNI, so virtual-hosted endpoints present the right certificate.
+    if (!SSL_set_tlsext_host_name(conn->tls->native_handle(), u.host.c_str()))
+      throw boost::system::system_error(boost::system::error_code(
+          static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category()));
+    if (options.verify_peer) {
+      conn->tls->set_verify_mode(ssl::verify_peer);
+      conn->tls->set_verify_callback(ssl::host_name_verification(u.host));
+    } else {
+      conn->tls->set_verify_mode(ssl::verify_none);
+    }
+    beast::get_lowest_layer(*conn->tls).expires_at(deadline);
+    co_await beast::get_lowest_layer(*conn->tls).async_connect(endpoints, asio::use_awaitable);
+    co_await conn->tls->async_handshake(ssl::stream_base::client, asio::use_awaitable);
+    co_return conn;
+  }
+
+  template <typename Stream>
+  asio::awaitable<bool> exchange(Stream& stream, Conn& conn, http::request<http::string_body>& req,
+                                 HttpResponse& res, Steady::time_point deadline) {
+    conn.lowest().expires_at(deadline);
+    co_await http::async_write(stream, req, asio::use_awaitable);
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(16u << 20);
+    conn.lowest().expires_at(deadline);
+    co_await http::async_read(stream, buffer, parser, asio::use_awaitable);
+    auto& msg = parser.get();
+    res.status = static_cast<int>(msg.result_int());
+    res.body = std::move(msg.body());
+    for (const auto& f : msg) {
+      std::string name(f.name_string());
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      res.headers[name] = std::string(f.value());
+    }
+    co_return msg.keep_alive();
+  }
+
+  asio::awaitable<HttpResponse> run(HttpRequest request) {
+    const auto start = Steady::now();
+    const auto deadline = start + request.timeout;
+    HttpResponse res;
+    Url u;
+    if (!parseUrl(request.url, u)) {
+      res.error = "invalid URL '" + request.url + "'";
+      co_return res;
+    }
+    http::request<http::string_body> req{http::string_to_verb(request.method), u.target, 11};
+    const bool default_port = (u.tls && u.port == "443") || (!u.tls && u.port == "80");
+    req.set(http::field::host, default_port ? u.host : u.host + ":" + u.port);
+    req.set(http::field::user_agent, "assayd");
+    req.set(http::field::content_type, "application/json");
+    for (const auto& [k, v] : request.headers) req.set(k, v);
+    req.body() = std::move(request.body);
+    req.keep_alive(true);
+    req.prepare_payload();
+    const std::string key = (u.tls ? "https://" : "http://") + u.host + ":" + u.port;
+
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      std::unique_ptr<Conn> conn;
+      auto& pool = idle[key];
+      if (!pool.empty()) {
+        conn = std::move(pool.back());
+        pool.pop_back();
+      }
+      const bool reused = conn != nullptr;
+      try {
+        if (!conn) conn = co_await connect(u, deadline);
+        const bool keep = conn->tls ? co_await exchange(*conn->tls, *conn, req, res, deadline)
+                                    : co_await exchange(*conn->tcp, *conn, req, res, deadline);
+        res.reused_connection = reused;
+        res.error.clear();
+        if (keep && idle[key].size() < options.max_idle_per_host) {
+          conn->lowest().expires_never();
+          idle[key].push_back(std::move(conn));
+        }
+        break;
+      } catch (const boost::system::system_error& e) {
+        res.timed_out = e.code() == beast::error::timeout ||
+                        (e.code() == asio::error::operation_aborted && Steady::now() >= deadline);
+        res.error = e.code().message();
+        res.status = 0;
+        // A pooled connection the server closed meanwhile fails at once: try a fresh one.
+        if (reused && !res.timed_out && Steady::now() < deadline) continue;
+        break;
+      }
+    }
+    res.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - start);
+    co_return res;
+  }
+};
+
+HttpClient::HttpClient(HttpClientOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  if (!impl_->options.ca_file.empty()) {
+    boost::system::error_code ec;
+    impl_->ssl_ctx.load_verify_file(impl_->options.ca_file, ec);
+    if (ec) throw std::runtime_error("ca_file '" + impl_->options.ca_file + "': " + ec.message());
+  } else {
+    impl_->ssl_ctx.set_default_verify_paths();
+  }
+  impl_->ssl_ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                             ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                             ssl::context::no_tlsv1_1);
+  impl_->thread = std::thread([this] { impl_->io.run(); });
+}
+
+HttpClient::~HttpClient() {
+  impl_->guard.reset();
+  impl_->io.stop();  // in-flight requests are abandoned: their callbacks do not run
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void HttpClient::submit(HttpRequest request, std::function<void(HttpResponse)> done) {
+  asio::co_spawn(impl_->io, impl_->run(std::move(request)),
+                 [done = std::move(done)](std::exception_ptr e, HttpResponse r) {
+                   if (e) {
+                     try {
+                       std::rethrow_exception(e);
+                     } catch (const std::exception& ex) {
+                       r.error = ex.what();
+                     }
+                   }
+                   done(std::move(r));
+                 });
+}
+
+HttpResponse HttpClient::send(HttpRequest request) {
+  std::promise<HttpResponse> p;
+  auto f = p.get_future();
+  submit(std::move(request), [&p](HttpResponse r) { p.set_value(std::move(r)); });
+  return f.get();
+}
+
+}  // namespace assay::llm

@@ -1,0 +1,60 @@
+#pragma once
+/// HTTP/1.1 client for LLM providers: HTTPS (OpenSSL) with certificate and host-name
+/// verification on by default, SNI, a keep-alive connection pool per host, and a deadline on
+/// every step (resolve, connect, TLS handshake, write, read). Requests run as C++20 coroutines
+/// on one io_context thread owned by the client; `submit` never blocks the caller. Boost.Beast
+/// stays inside http_client.cpp.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace assay::llm {
+
+struct HttpRequest {
+  std::string url;  ///< http://host[:port]/path or https://host[:port]/path
+  std::string method = "POST";
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::chrono::milliseconds timeout{30'000};  ///< the whole exchange, every step included
+};
+
+struct HttpResponse {
+  int status = 0;  ///< 0: no response (see error / timed_out)
+  std::string body;
+  std::map<std::string, std::string> headers;  ///< names lower-cased
+  bool timed_out = false;
+  std::string error;  ///< connection/TLS/protocol error, empty on success
+  std::chrono::milliseconds elapsed{0};
+  bool reused_connection = false;
+};
+
+struct HttpClientOptions {
+  std::string ca_file;      ///< PEM bundle to trust instead of the system store ("" = system)
+  bool verify_peer = true;  ///< certificate chain and host name; off only for local tests
+  std::size_t max_idle_per_host = 8;
+};
+
+class HttpClient {
+ public:
+  /// Throws std::runtime_error when `ca_file` cannot be loaded (start-up only).
+  explicit HttpClient(HttpClientOptions options = {});
+  ~HttpClient();  ///< cancels in-flight requests (their callbacks get an error) and joins
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  /// Starts `request`; `done` runs on the client's thread with the response or the failure.
+  void submit(HttpRequest request, std::function<void(HttpResponse)> done);
+  /// Blocking form of submit, for tools and tests.
+  HttpResponse send(HttpRequest request);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace assay::llm

@@ -1,0 +1,313 @@
+// A fake LLM provider for tests: the only fake in assay's tests. It speaks the OpenAI
+// chat-completions API (POST /v1/chat/completions) and the Anthropic Messages API
+// (POST /v1/messages) with real response bodies, usage fields, error bodies, status codes and
+// Retry-After, over HTTP or HTTPS (--cert/--key, e.g. signed by a test CA).
+//
+//   fake_llm_server [--port N] [--cert PEM --key PEM] [--api-key KEY]
+// Prints "LISTENING <port>" on stdout, serves until SIGTERM/SIGINT or stdin closes.
+//
+// What it answers, first match wins:
+//   1. the next queued response, if any (POST /_fake/script with a JSON array of
+//      {"status", "retry_after"?, "delay_ms"?, "kind"?, "score"?, "content"?} objects;
+//      kind: "verdict" (default), "truncated", "fenced", "refusal", "error", "overloaded",
+//      "no_usage", "null_details");
+//   2. markers in the prompt: [[fake-status:429]] [[fake-retry-after:45]] [[fake-delay-ms:300]]
+//      [[fake-score:3]] [[fake-kind:truncated]];
+//   3. a verdict with score 1 + (FNV-1a of the prompt) mod 4: deterministic per event.
+// GET /_fake/stats returns {"requests": N, "chat": N, "messages": N}.
+
+#include <poll.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace asio = boost::asio;
+namespace ssl = asio::ssl;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+std::atomic<long> g_requests{0}, g_chat{0}, g_messages{0};
+std::string g_api_key;
+
+struct Scripted {
+  int status = 200;
+  std::optional<std::string> retry_after;
+  int delay_ms = 0;
+  std::string kind = "verdict";
+  int score = 3;
+  std::optional<std::string> content;
+};
+std::mutex g_mu;
+std::deque<Scripted> g_script;
+
+std::string jsonString(const std::string& s) {
+  rapidjson::StringBuffer b;
+  rapidjson::Writer<rapidjson::StringBuffer> w(b);
+  w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
+  return b.GetString();
+}
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+std::optional<std::string> marker(const std::string& text, const std::string& name) {
+  const std::string open = "[[fake-" + name + ":";
+  const auto at = text.find(open);
+  if (at == std::string::npos) return std::nullopt;
+  const auto end = text.find("]]", at);
+  if (end == std::string::npos) return std::nullopt;
+  return text.substr(at + open.size(), end - at - open.size());
+}
+
+std::string promptText(const rapidjson::Document& d) {
+  std::string out;
+  if (d.HasMember("system") && d["system"].IsString()) out += d["system"].GetString();
+  if (d.HasMember("messages") && d["messages"].IsArray())
+    for (const auto& m : d["messages"].GetArray())
+      if (m.IsObject() && m.HasMember("content") && m["content"].IsString())
+        out += m["content"].GetString();
+  return out;
+}
+
+http::response<http::string_body> reply(const http::request<http::string_body>& req) {
+  http::response<http::string_body> res{http::status::ok, req.version()};
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(req.keep_alive());
+  const std::string target(req.target());
+  const bool anthropic = target == "/v1/messages";
+  auto finish = [&](int status, std::string body) {
+    res.result(static_cast<unsigned>(status));
+    res.body() = std::move(body);
+    res.prepare_payload();
+    return res;
+  };
+  if (target == "/_fake/stats") {
+    return finish(200, "{\"requests\":" + std::to_string(g_requests.load()) +
+                           ",\"chat\":" + std::to_string(g_chat.load()) +
+                           ",\"messages\":" + std::to_string(g_messages.load()) + "}");
+  }
+  if (target == "/_fake/script") {
+    rapidjson::Document d;
+    d.Parse(req.body().c_str());
+    if (d.HasParseError() || !d.IsArray()) return finish(400, "{\"error\":\"expected an array\"}");
+    std::lock_guard lock(g_mu);
+    for (const auto& v : d.GetArray()) {
+      Scripted s;
+      if (v.HasMember("status")) s.status = v["status"].GetInt();
+      if (v.HasMember("retry_after")) s.retry_after = v["retry_after"].GetString();
+      if (v.HasMember("delay_ms")) s.delay_ms = v["delay_ms"].GetInt();
+      if (v.HasMember("kind")) s.kind = v["kind"].GetString();
+      if (v.HasMember("score")) s.score = v["score"].GetInt();
+      if (v.HasMember("content")) s.content = v["content"].GetString();
+      g_script.push_back(s);
+    }
+    return finish(200, "{\"queued\":" + std::to_string(d.Size()) + "}");
+  }
+  if (target != "/v1/chat/completions" && !anthropic) {
+    return finish(404,
+                  R"({"error":{"message":"Unknown request URL: )" + target +
+                      R"(","type":"invalid_request_error","param":null,"code":"unknown_url"}})");
+  }
+  ++g_requests;
+  ++(anthropic ? g_messages : g_chat);
+  if (!g_api_key.empty()) {
+    const std::string auth =
+        anthropic ? std::string(req["x-api-key"]) : std::string(req[http::field::authorization]);
+    if (auth != (anthropic ? g_api_key : "Bearer " + g_api_key)) {
+      return finish(
+          401,
+          anthropic
+              ? R"({"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}})"
+              : R"({"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}})");
+    }
+  }
+  rapidjson::Document d;
+  d.Parse(req.body().c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("model") || !d["model"].IsString()) {
+    return finish(
+        400,
+        anthropic
+            ? R"({"type":"error","error":{"type":"invalid_request_error","message":"model: Field required"}})"
+            : R"({"error":{"message":"you must provide a model parameter","type":"invalid_request_error","param":null,"code":null}})");
+  }
+  const std::string model = d["model"].GetString();
+  const std::string prompt = promptText(d);
+  Scripted s;
+  bool scripted = false;
+  {
+    std::lock_guard lock(g_mu);
+    if (!g_script.empty()) {
+      s = g_script.front();
+      g_script.pop_front();
+      scripted = true;
+    }
+  }
+  if (!scripted) {
+    s.score = 1 + static_cast<int>(fnv1a(prompt) % 4);
+    if (auto m = marker(prompt, "status")) s.status = std::stoi(*m);
+    if (auto m = marker(prompt, "retry-after")) s.retry_after = *m;
+    if (auto m = marker(prompt, "delay-ms")) s.delay_ms = std::stoi(*m);
+    if (auto m = marker(prompt, "score")) s.score = std::stoi(*m);
+    if (auto m = marker(prompt, "kind")) s.kind = *m;
+  }
+  if (s.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.delay_ms));
+  if (s.retry_after) res.set(http::field::retry_after, *s.retry_after);
+  if (s.kind == "overloaded") {
+    return finish(529,
+                  R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})");
+  }
+  if (s.status != 200 || s.kind == "error") {
+    const int status = s.status == 200 ? 500 : s.status;
+    if (anthropic) {
+      const char* type = status == 429   ? "rate_limit_error"
+                         : status >= 500 ? "api_error"
+                                         : "invalid_request_error";
+      return finish(status, std::string(R"({"type":"error","error":{"type":")") + type +
+                                R"(","message":"fake error )" + std::to_string(status) + "\"}}");
+    }
+    if (status == 429) {
+      res.set("x-ratelimit-limit-requests", "500");
+      res.set("x-ratelimit-remaining-requests", "0");
+      return finish(
+          429,
+          R"({"error":{"message":"Rate limit reached for )" + model +
+              R"( on requests per min (RPM): Limit 500, Used 500, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}})");
+    }
+    return finish(
+        status,
+        R"({"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}})");
+  }
+  std::string content =
+      s.content.value_or("{\"score\": " + std::to_string(s.score) +
+                         ", \"justification\": \"Fake verdict.\", \"unsupported_claim\": null}");
+  const bool truncated = s.kind == "truncated";
+  if (truncated) content = content.substr(0, content.size() / 2);
+  if (s.kind == "fenced") content = "```json\n" + content + "\n```";
+  if (s.kind == "refusal") content = "I'm sorry, but I can't help with that.";
+  const long prompt_tokens = static_cast<long>(prompt.size() / 4 + 7);
+  const long completion_tokens = static_cast<long>(content.size() / 4 + 1);
+  std::string usage;
+  if (anthropic) {
+    usage = R"(,"usage":{"input_tokens":)" + std::to_string(prompt_tokens) +
+            R"(,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":)" +
+            std::to_string(completion_tokens) + "}";
+    if (s.kind == "no_usage") usage.clear();
+    return finish(200, R"({"id":"msg_fake)" + std::to_string(g_requests.load()) +
+                           R"(","type":"message","role":"assistant","model":")" + model +
+                           R"(","content":[{"type":"text","text":)" + jsonString(content) +
+                           R"(}],"stop_reason":")" + (truncated ? "max_tokens" : "end_turn") +
+                           R"(","stop_sequence":null)" + usage + "}");
+  }
+  const std::string details =
+      s.kind == "null_details"
+          ? R"("prompt_tokens_details":null,"completion_tokens_details":null)"
+          : R"("prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0})";
+  usage = R"(,"usage":{"prompt_tokens":)" + std::to_string(prompt_tokens) +
+          R"(,"completion_tokens":)" + std::to_string(completion_tokens) + R"(,"total_tokens":)" +
+          std::to_string(prompt_tokens + completion_tokens) + "," + details + "}";
+  if (s.kind == "no_usage") usage.clear();
+  return finish(200, R"({"id":"chatcmpl-fake)" + std::to_string(g_requests.load()) +
+                         R"(","object":"chat.completion","created":1795959725,"model":")" + model +
+                         R"(","choices":[{"index":0,"message":{"role":"assistant","content":)" +
+                         jsonString(content) +
+                         R"(,"refusal":null},"logprobs":null,"finish_reason":")" +
+                         (truncated ? "length" : "stop") + "\"}]" + usage +
+                         R"(,"system_fingerprint":"fp_fake"})");
+}
+
+template <typename Stream>
+void serve(Stream& stream) {
+  beast::flat_buffer buffer;
+  for (;;) {
+    http::request<http::string_body> req;
+    beast::error_code ec;
+    http::read(stream, buffer, req, ec);
+    if (ec) return;
+    auto res = reply(req);
+    http::write(stream, res, ec);
+    if (ec || !req.keep_alive()) return;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  unsigned short port = 0;
+  std::string cert, key;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--port")
+      port = static_cast<unsigned short>(std::stoi(argv[i + 1]));
+    else if (a == "--cert")
+      cert = argv[i + 1];
+    else if (a == "--key")
+      key = argv[i + 1];
+    else if (a == "--api-key")
+      g_api_key = argv[i + 1];
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  asio::io_context io;
+  std::optional<ssl::context> ctx;
+  if (!cert.empty()) {
+    ctx.emplace(ssl::context::tls_server);
+    ctx->use_certificate_chain_file(cert);
+    ctx->use_private_key_file(key, ssl::context::pem);
+  }
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  std::printf("LISTENING %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
+  std::fflush(stdout);
+  std::thread watchdog([&] {  // stop when the parent closes our stdin
+    for (;;) {
+      pollfd p{STDIN_FILENO, POLLIN, 0};
+      if (::poll(&p, 1, 200) > 0) {
+        char buf[64];
+        if (::read(STDIN_FILENO, buf, sizeof buf) <= 0) break;
+      }
+    }
+    g_stop = true;
+    beast::error_code ec;
+    acceptor.close(ec);
+  });
+  watchdog.detach();
+  while (!g_stop) {
+    beast::error_code ec;
+    tcp::socket socket(io);
+    acceptor.accept(socket, ec);
+    if (ec) break;
+    std::thread([s = std::move(socket), &ctx]() mutable {
+      if (ctx) {
+        beast::ssl_stream<tcp::socket> tls(std::move(s), *ctx);
+        beast::error_code hec;
+        tls.handshake(ssl::stream_base::server, hec);
+        if (!hec) serve(tls);
+      } else {
+        serve(s);
+      }
+    }).detach();
+  }
+  return 0;
+}
