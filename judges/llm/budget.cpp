@@ -1,0 +1,362 @@
+// Budget ledger: euro/nano-euro conversion, local budget days (ICU), argument checks shared by the
+// stores, and the in-process store. The Redis store is in budget_redis.cpp.
+#include "judges/llm/budget.hpp"
+
+#include <unicode/ucal.h>
+#include <unicode/utypes.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <unordered_set>
+
+namespace assay::llm {
+
+std::int64_t eurosToNano(double eur) {
+  if (!std::isfinite(eur) || eur < 0 || eur > kMaxLedgerEuros) {
+    throw std::invalid_argument("budget: amount " + std::to_string(eur) +
+                                " € is not a finite number in [0, 1e6]");
+  }
+  return std::llround(eur * static_cast<double>(kNanoEurosPerEuro));
+}
+
+double nanoToEuros(std::int64_t nano) {
+  return static_cast<double>(nano) / static_cast<double>(kNanoEurosPerEuro);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Budget days (ICU i18n C API)
+
+namespace {
+
+struct CalendarCloser {
+  void operator()(UCalendar* c) const { ucal_close(c); }
+};
+using Calendar = std::unique_ptr<UCalendar, CalendarCloser>;
+
+[[noreturn]] void unknownZone(std::string_view tz, const char* why) {
+  throw std::invalid_argument("budget.timezone: unknown time zone '" + std::string(tz) + "' (" +
+                              why + "; expected an IANA name such as Europe/Paris or UTC)");
+}
+
+/// A proleptic Gregorian calendar in zone `tz`, set to `epoch_ms`.
+Calendar openCalendar(std::string_view tz, std::int64_t epoch_ms) {
+  // IANA ids are short ASCII; anything else cannot name a zone.
+  if (tz.empty() || tz.size() > 64) unknownZone(tz, "empty or too long");
+  std::u16string id;
+  for (char c : tz) {
+    if (static_cast<unsigned char>(c) < 0x21 || static_cast<unsigned char>(c) > 0x7e) {
+      unknownZone(tz, "not printable ASCII");
+    }
+    id.push_back(static_cast<char16_t>(c));
+  }
+  const auto* uid = reinterpret_cast<const UChar*>(id.data());
+  const auto len = static_cast<int32_t>(id.size());
+
+  // ucal_open() silently falls back to "Etc/Unknown" (= GMT) for an id it does not know, which
+  // would move every budget day boundary to UTC midnight; ask for the canonical id first.
+  UErrorCode status = U_ZERO_ERROR;
+  UChar canonical[128];
+  UBool is_system = false;
+  const int32_t clen = ucal_getCanonicalTimeZoneID(uid, len, canonical, 128, &is_system, &status);
+  if (U_FAILURE(status) || !is_system) unknownZone(tz, "not in ICU's time zone data");
+  static constexpr std::u16string_view kUnknown = u"Etc/Unknown";
+  if (std::u16string_view(reinterpret_cast<const char16_t*>(canonical), clen) == kUnknown) {
+    unknownZone(tz, "Etc/Unknown");
+  }
+
+  status = U_ZERO_ERROR;
+  Calendar cal(ucal_open(uid, len, "en_US_POSIX", UCAL_GREGORIAN, &status));
+  if (U_FAILURE(status) || !cal) {
+    throw std::runtime_error(std::string("budget: ICU ucal_open failed: ") + u_errorName(status));
+  }
+  // Pure Gregorian, also before 1582, so "YYYY-MM-DD" means the same thing as ISO 8601.
+  ucal_setGregorianChange(cal.get(), -U_DATE_MAX, &status);
+  ucal_setMillis(cal.get(), static_cast<UDate>(epoch_ms), &status);
+  if (U_FAILURE(status)) {
+    throw std::invalid_argument("budget: ICU cannot represent instant " + std::to_string(epoch_ms) +
+                                " ms: " + u_errorName(status));
+  }
+  return cal;
+}
+
+struct LocalDate {
+  int year, month, day;  // month 1..12
+};
+
+LocalDate localDate(UCalendar* cal) {
+  UErrorCode status = U_ZERO_ERROR;
+  LocalDate d{ucal_get(cal, UCAL_EXTENDED_YEAR, &status), ucal_get(cal, UCAL_MONTH, &status) + 1,
+              ucal_get(cal, UCAL_DATE, &status)};
+  if (U_FAILURE(status)) {
+    throw std::runtime_error(std::string("budget: ICU ucal_get failed: ") + u_errorName(status));
+  }
+  if (d.year < 1 || d.year > 9999) {
+    throw std::invalid_argument("budget: year " + std::to_string(d.year) +
+                                " is outside 1..9999 and has no YYYY-MM-DD budget day");
+  }
+  return d;
+}
+
+}  // namespace
+
+std::string budgetDay(std::string_view iana_timezone, std::int64_t epoch_ms) {
+  const Calendar cal = openCalendar(iana_timezone, epoch_ms);
+  const LocalDate d = localDate(cal.get());
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d", d.year, d.month, d.day);
+  return buf;
+}
+
+std::int64_t msUntilNextDay(std::string_view iana_timezone, std::int64_t epoch_ms) {
+  const Calendar cal = openCalendar(iana_timezone, epoch_ms);
+  const LocalDate d = localDate(cal.get());
+  // Local 00:00:00.000 of the next day (the calendar is lenient: day 32 rolls over the month).
+  // A skipped midnight (DST at 00:00) resolves with the offset before the transition, i.e. to
+  // the first wall time that exists (ICU's default UCAL_WALLTIME_LAST for skipped times).
+  UErrorCode status = U_ZERO_ERROR;
+  ucal_clear(cal.get());
+  ucal_setDateTime(cal.get(), d.year, d.month - 1, d.day + 1, 0, 0, 0, &status);
+  const UDate next = ucal_getMillis(cal.get(), &status);
+  if (U_FAILURE(status)) {
+    throw std::runtime_error(std::string("budget: ICU cannot compute the next midnight: ") +
+                             u_errorName(status));
+  }
+  return static_cast<std::int64_t>(next) - epoch_ms;
+}
+
+// ---------------------------------------------------------------------------------------------
+// BudgetStore: argument checks, then the store's implementation
+
+namespace {
+
+void checkDay(std::string_view day) {
+  bool ok = day.size() == 10 && day[4] == '-' && day[7] == '-';
+  for (std::size_t i = 0; ok && i < day.size(); ++i) {
+    if (i != 4 && i != 7) ok = day[i] >= '0' && day[i] <= '9';
+  }
+  if (!ok) throw std::invalid_argument("budget: day '" + std::string(day) + "' is not YYYY-MM-DD");
+}
+
+void checkId(std::string_view id, const char* what) {
+  if (id.empty()) throw std::invalid_argument(std::string("budget: empty ") + what);
+}
+
+void checkTtl(std::int64_t ttl_ms) {
+  if (ttl_ms <= 0) {
+    throw std::invalid_argument("budget: ttl_ms " + std::to_string(ttl_ms) + " must be > 0");
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Templated on BudgetStore::ScopeNano (protected) so that only the store can instantiate it.
+template <class ScopeNano>
+std::vector<ScopeNano> checkScopes(const std::vector<ScopeLimit>& scopes) {
+  if (scopes.empty()) throw std::invalid_argument("budget: no scope to charge");
+  std::vector<ScopeNano> out;
+  out.reserve(scopes.size());
+  std::unordered_set<std::string_view> seen;
+  for (const ScopeLimit& s : scopes) {
+    if (s.scope.empty()) throw std::invalid_argument("budget: empty scope name");
+    if (!seen.insert(s.scope).second) {
+      throw std::invalid_argument("budget: scope '" + s.scope + "' given twice");
+    }
+    std::int64_t limit = 0;
+    try {
+      limit = eurosToNano(s.daily_limit_eur);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("budget: limit of scope '" + s.scope + "': " + e.what());
+    }
+    out.push_back({s.scope, limit});
+  }
+  return out;
+}
+
+}  // namespace
+
+ReserveResult BudgetStore::reserve(const std::vector<ScopeLimit>& scopes, double amount_eur,
+                                   std::string_view day, std::string_view reservation_id,
+                                   std::int64_t ttl_ms) {
+  const auto checked = checkScopes<ScopeNano>(scopes);
+  const std::int64_t amount = eurosToNano(amount_eur);
+  checkDay(day);
+  checkId(reservation_id, "reservation id");
+  checkTtl(ttl_ms);
+  return doReserve(checked, amount, day, reservation_id, ttl_ms);
+}
+
+bool BudgetStore::settle(std::string_view reservation_id, std::string_view day,
+                         const std::vector<ScopeLimit>& scopes, double actual_eur) {
+  const auto checked = checkScopes<ScopeNano>(scopes);
+  const std::int64_t actual = eurosToNano(actual_eur);
+  checkDay(day);
+  checkId(reservation_id, "reservation id");
+  return doSettle(reservation_id, day, checked, actual);
+}
+
+bool BudgetStore::release(std::string_view reservation_id, std::string_view day,
+                          const std::vector<ScopeLimit>& scopes) {
+  const auto checked = checkScopes<ScopeNano>(scopes);
+  checkDay(day);
+  checkId(reservation_id, "reservation id");
+  return doRelease(reservation_id, day, checked);
+}
+
+Snapshot BudgetStore::spent(std::string_view scope, std::string_view day) {
+  checkId(scope, "scope name");
+  checkDay(day);
+  return doSpent(scope, day);
+}
+
+bool BudgetStore::markJudged(std::string_view event_id, std::string_view judge,
+                             std::int64_t ttl_ms) {
+  checkId(event_id, "event id");
+  checkId(judge, "judge name");
+  checkTtl(ttl_ms);
+  return doMarkJudged(event_id, judge, ttl_ms);
+}
+
+// ---------------------------------------------------------------------------------------------
+// MemoryBudgetStore
+
+namespace {
+constexpr std::size_t kMemoryKeptDays = 3;         // today, yesterday, and one spare
+constexpr std::uint64_t kJudgedSweepEvery = 1024;  // markJudged calls between expiry sweeps
+}  // namespace
+
+std::string MemoryBudgetStore::describe() const {
+  return "memory (not shared between instances, not kept across restarts)";
+}
+
+MemoryBudgetStore::DayState& MemoryBudgetStore::dayLocked(std::string_view day) {
+  auto [it, inserted] = days_.try_emplace(std::string(day));
+  while (inserted && days_.size() > kMemoryKeptDays) {
+    auto victim = days_.begin();  // the oldest day ("YYYY-MM-DD" sorts by date)
+    if (victim == it) ++victim;
+    days_.erase(victim);
+  }
+  return it->second;
+}
+
+void MemoryBudgetStore::reclaimLocked(ScopeState& s, Clock::time_point now) {
+  std::erase_if(s.reservations, [now](const auto& r) { return r.second.expires <= now; });
+}
+
+std::int64_t MemoryBudgetStore::outstandingLocked(const ScopeState& s) {
+  std::int64_t total = 0;
+  for (const auto& [id, r] : s.reservations) total += r.nano;
+  return total;
+}
+
+ReserveResult MemoryBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
+                                           std::int64_t amount_nano, std::string_view day,
+                                           std::string_view reservation_id, std::int64_t ttl_ms) {
+  std::lock_guard lock(mu_);
+  const Clock::time_point now = Clock::now();
+  DayState& d = dayLocked(day);
+  std::vector<ScopeState*> states;
+  states.reserve(scopes.size());
+  for (const ScopeNano& s : scopes) {
+    ScopeState& state = d.scopes.try_emplace(std::string(s.scope)).first->second;
+    reclaimLocked(state, now);
+    states.push_back(&state);
+  }
+  if (states.front()->reservations.contains(reservation_id))
+    return {ReserveStatus::kReserved, {}, {}};
+  for (std::size_t i = 0; i < scopes.size(); ++i) {
+    if (states[i]->spent_nano + outstandingLocked(*states[i]) + amount_nano >
+        scopes[i].limit_nano) {
+      return {ReserveStatus::kExhausted, std::string(scopes[i].scope), {}};
+    }
+  }
+  const Clock::time_point expires = now + std::chrono::milliseconds(ttl_ms);
+  for (ScopeState* state : states) {
+    state->reservations.insert_or_assign(std::string(reservation_id),
+                                         Reservation{amount_nano, expires});
+  }
+  return {ReserveStatus::kReserved, {}, {}};
+}
+
+bool MemoryBudgetStore::doSettle(std::string_view reservation_id, std::string_view day,
+                                 const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) {
+  std::lock_guard lock(mu_);
+  DayState& d = dayLocked(day);
+  if (!d.settled.emplace(reservation_id).second) return true;  // already charged once
+  for (const ScopeNano& s : scopes) {
+    ScopeState& state = d.scopes.try_emplace(std::string(s.scope)).first->second;
+    if (auto it = state.reservations.find(reservation_id); it != state.reservations.end()) {
+      state.reservations.erase(it);
+    }
+    state.spent_nano += actual_nano;
+  }
+  return true;
+}
+
+bool MemoryBudgetStore::doRelease(std::string_view reservation_id, std::string_view day,
+                                  const std::vector<ScopeNano>& scopes) {
+  std::lock_guard lock(mu_);
+  auto d = days_.find(day);
+  if (d == days_.end()) return true;
+  for (const ScopeNano& s : scopes) {
+    auto state = d->second.scopes.find(s.scope);
+    if (state == d->second.scopes.end()) continue;
+    auto& reservations = state->second.reservations;
+    if (auto it = reservations.find(reservation_id); it != reservations.end()) {
+      reservations.erase(it);
+    }
+  }
+  return true;
+}
+
+Snapshot MemoryBudgetStore::doSpent(std::string_view scope, std::string_view day) {
+  std::lock_guard lock(mu_);
+  Snapshot snap;
+  snap.available = true;
+  auto d = days_.find(day);
+  if (d == days_.end()) return snap;
+  auto state = d->second.scopes.find(scope);
+  if (state == d->second.scopes.end()) return snap;
+  reclaimLocked(state->second, Clock::now());
+  snap.spent_nano = state->second.spent_nano;
+  snap.outstanding_nano = outstandingLocked(state->second);
+  snap.spent_eur = nanoToEuros(snap.spent_nano);
+  snap.outstanding_eur = nanoToEuros(snap.outstanding_nano);
+  return snap;
+}
+
+bool MemoryBudgetStore::doMarkJudged(std::string_view event_id, std::string_view judge,
+                                     std::int64_t ttl_ms) {
+  std::string key;
+  key.reserve(judge.size() + 1 + event_id.size());
+  key.append(judge).push_back('\0');  // judge names never contain NUL: no ambiguity
+  key.append(event_id);
+  std::lock_guard lock(mu_);
+  const Clock::time_point now = Clock::now();
+  if (++judged_ops_ % kJudgedSweepEvery == 0) {
+    std::erase_if(judged_, [now](const auto& j) { return j.second <= now; });
+  }
+  const Clock::time_point expires = now + std::chrono::milliseconds(ttl_ms);
+  auto [it, inserted] = judged_.try_emplace(std::move(key), expires);
+  if (inserted) return true;
+  if (it->second > now) return false;  // seen within the TTL: a redelivery
+  it->second = expires;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::unique_ptr<BudgetStore> makeBudgetStore(std::string_view store) {
+  if (store == "memory") return std::make_unique<MemoryBudgetStore>();
+  if (store.starts_with("redis://") || store.starts_with("rediss://")) {
+    return std::make_unique<RedisBudgetStore>(parseRedisUrl(store));
+  }
+  throw std::invalid_argument("budget.store: expected 'memory' or redis://host:port/db, got '" +
+                              std::string(store) + "'");
+}
+
+}  // namespace assay::llm

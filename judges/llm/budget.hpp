@@ -1,0 +1,328 @@
+#pragma once
+/// The daily budget ledger of the LLM judges (issue 3, "Money"; CONTRACT.md §5 `budget:`).
+///
+/// Before each call a judge *reserves* its worst-case cost in every scope it is charged to (the
+/// global cap and its own `daily_limit_eur`), makes the call, then *settles* with the real cost (or
+/// *releases* the reservation when no call was made). A reservation succeeds only if, in every
+/// scope, `spent + outstanding reservations + amount <= limit`, checked and recorded atomically, so
+/// N concurrent callers, in one or several daemons, can never commit more than the cap between
+/// them. The overshoot is bounded by how much the settled cost of the calls in flight exceeds their
+/// reservations (zero when the reservation really is the worst case).
+///
+/// Money inside the ledger is integer nano-euros (1 € = 10^9 n€): several processes adding the
+/// same amounts agree to the last digit, with no float drift. Euros as `double` appear only at the
+/// edges of this API and are rounded to the nearest nano-euro.
+///
+/// Days are local calendar days in `budget.timezone` ("YYYY-MM-DD", see `budgetDay()`); a cap
+/// resets at local midnight. Settle and release must pass the day the reservation was made on,
+/// not the day they run on (a call in flight at midnight is charged to the day it was reserved).
+///
+/// Two stores: `MemoryBudgetStore` (`store: memory`, one process) and `RedisBudgetStore`
+/// (`store: redis://…`, shared by every daemon on that Redis and kept across restarts). Both pass
+/// the same behavioural test (tests/llm/budget_test.cpp).
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct redisContext;
+
+namespace assay::llm {
+
+/// Nano-euros per euro: the ledger's integer unit.
+inline constexpr std::int64_t kNanoEurosPerEuro = 1'000'000'000;
+/// Largest amount or limit accepted, in euros (10^6 €): sums of a day's reservations stay exact in
+/// the double-precision numbers of Redis' Lua (< 2^53 n€ ≈ 9.0 × 10^6 €).
+inline constexpr double kMaxLedgerEuros = 1e6;
+/// How long a day's ledger keys and a judged (event, judge) mark live: 48 h, in milliseconds.
+inline constexpr std::int64_t kLedgerTtlMs = 48LL * 3600 * 1000;
+
+/// Euros → nano-euros, rounded to the nearest nano-euro.
+/// Throws std::invalid_argument unless `eur` is finite and within [0, kMaxLedgerEuros].
+std::int64_t eurosToNano(double eur);
+/// Nano-euros → euros (exact for |nano| < 2^53).
+double nanoToEuros(std::int64_t nano);
+
+/// The local calendar day, "YYYY-MM-DD" (proleptic Gregorian), of the instant `epoch_ms`
+/// (milliseconds since 1970-01-01T00:00Z, negative allowed) in the IANA time zone `iana_timezone`
+/// (e.g. "Europe/Paris", "America/New_York", "UTC"), with that zone's DST rules from ICU's tz data.
+/// Example: Europe/Paris at 2026-11-29T23:30Z → "2026-11-30".
+/// Throws std::invalid_argument for a zone ICU does not know (ICU itself would silently fall back
+/// to "Etc/Unknown", i.e. GMT) and for a year outside 1..9999.
+std::string budgetDay(std::string_view iana_timezone, std::int64_t epoch_ms);
+
+/// Milliseconds from `epoch_ms` until the next local midnight in `iana_timezone`, in
+/// [1, 25 h] (a local day is 23 h or 25 h long on DST changes). When the zone skips midnight
+/// itself, the next day starts at the first local time that exists. Throws like `budgetDay()`.
+std::int64_t msUntilNextDay(std::string_view iana_timezone, std::int64_t epoch_ms);
+
+/// One scope a call is charged to, with its daily cap: "global" (`budget.daily_limit_eur`) or
+/// "judge:<name>" (the judge's `daily_limit_eur`). Scope names are used verbatim in store keys.
+struct ScopeLimit {
+  std::string scope;           ///< non-empty, unique within one request
+  double daily_limit_eur = 0;  ///< euros per local day, in [0, kMaxLedgerEuros]; 0 = nothing
+};
+
+enum class ReserveStatus {
+  kReserved,     ///< the amount is held in every scope; settle or release it later
+  kExhausted,    ///< some scope cannot take the amount; nothing was reserved anywhere
+  kUnavailable,  ///< the store did not answer (Redis down): fail closed, make no call
+};
+
+struct ReserveResult {
+  ReserveStatus status = ReserveStatus::kUnavailable;
+  /// kExhausted: the first scope, in request order, whose limit the amount would exceed.
+  std::string exhausted_scope;
+  /// kUnavailable: why, for a rate-limited log line (never a metric label).
+  std::string error;
+
+  bool ok() const { return status == ReserveStatus::kReserved; }
+};
+
+/// One scope's ledger for one day.
+struct Snapshot {
+  bool available = false;             ///< false: the store did not answer; the numbers are 0
+  std::int64_t spent_nano = 0;        ///< settled cost, n€
+  std::int64_t outstanding_nano = 0;  ///< live (unexpired, unsettled) reservations, n€
+  double spent_eur = 0;               ///< `spent_nano` in euros
+  double outstanding_eur = 0;         ///< `outstanding_nano` in euros
+};
+
+/// The ledger interface. All methods are safe to call from several threads at once.
+///
+/// Argument errors (a negative or NaN amount, an empty scope list or scope name, duplicate scopes,
+/// a day not shaped "YYYY-MM-DD", an empty id, a TTL <= 0) are programming errors and throw
+/// std::invalid_argument. Store failures never throw: they are return values (fail closed).
+class BudgetStore {
+ public:
+  virtual ~BudgetStore() = default;
+
+  /// Atomically reserves `amount_eur` (the call's worst case, in [0, kMaxLedgerEuros] €) in every
+  /// scope on `day`, provided that in every scope spent + outstanding + amount <= daily_limit_eur;
+  /// otherwise reserves nothing and names the first exhausted scope. Reservations older than their
+  /// `ttl_ms` (milliseconds, > 0; a little over the call's timeout including retries) are
+  /// reclaimed first: a daemon that crashed mid-call does not hold budget forever.
+  /// `reservation_id` must be unique per call (e.g. "<event id>/<judge>/<attempt>"); reserving an
+  /// id that is already live is a no-op that returns kReserved (so a retried request is safe).
+  ReserveResult reserve(const std::vector<ScopeLimit>& scopes, double amount_eur,
+                        std::string_view day, std::string_view reservation_id, std::int64_t ttl_ms);
+
+  /// Removes the reservation from every scope and adds `actual_eur` (the cost the API reported,
+  /// in [0, kMaxLedgerEuros] €) to each scope's spent on `day`. The actual cost is charged even if
+  /// it exceeds the reservation or the reservation has already expired. Idempotent per
+  /// (day, reservation id): settling twice charges once. Limits in `scopes` are ignored.
+  /// Returns false if the store did not answer (the cost is then not recorded).
+  bool settle(std::string_view reservation_id, std::string_view day,
+              const std::vector<ScopeLimit>& scopes, double actual_eur);
+
+  /// Removes the reservation from every scope without spending anything (no call was made).
+  /// Releasing an unknown or settled reservation is a no-op. Returns false if the store did not
+  /// answer (the reservation then expires after its TTL).
+  bool release(std::string_view reservation_id, std::string_view day,
+               const std::vector<ScopeLimit>& scopes);
+
+  /// `scope`'s spent and outstanding euros on `day` (expired reservations excluded).
+  Snapshot spent(std::string_view scope, std::string_view day);
+
+  /// True the first time the pair (event id, judge) is seen within `ttl_ms` (milliseconds, > 0;
+  /// normally kLedgerTtlMs), false on a redelivery, so a redelivered event is not paid twice.
+  /// When the store does not answer this returns true ("not known to be judged"): the caller's
+  /// next step, `reserve()`, then fails closed with kUnavailable.
+  bool markJudged(std::string_view event_id, std::string_view judge, std::int64_t ttl_ms);
+
+  /// True if the store answers now (for /readyz).
+  virtual bool ping() = 0;
+  /// True if the ledger is shared between daemons and kept across restarts.
+  virtual bool shared() const = 0;
+  /// One line for the start-up log, e.g. "redis 127.0.0.1:6379 db 0 (shared …)"; no secrets.
+  virtual std::string describe() const = 0;
+
+ protected:
+  /// A validated scope: name and limit in n€.
+  struct ScopeNano {
+    std::string_view scope;
+    std::int64_t limit_nano;
+  };
+  virtual ReserveResult doReserve(const std::vector<ScopeNano>& scopes, std::int64_t amount_nano,
+                                  std::string_view day, std::string_view reservation_id,
+                                  std::int64_t ttl_ms) = 0;
+  virtual bool doSettle(std::string_view reservation_id, std::string_view day,
+                        const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) = 0;
+  virtual bool doRelease(std::string_view reservation_id, std::string_view day,
+                         const std::vector<ScopeNano>& scopes) = 0;
+  virtual Snapshot doSpent(std::string_view scope, std::string_view day) = 0;
+  virtual bool doMarkJudged(std::string_view event_id, std::string_view judge,
+                            std::int64_t ttl_ms) = 0;
+};
+
+/// `store: memory`: the ledger in this process, guarded by one mutex. Not shared between
+/// instances and forgotten on restart (the start-up log says so). Keeps the three most recent days.
+class MemoryBudgetStore final : public BudgetStore {
+ public:
+  bool ping() override { return true; }
+  bool shared() const override { return false; }
+  std::string describe() const override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Reservation {
+    std::int64_t nano = 0;
+    Clock::time_point expires{};
+  };
+  struct ScopeState {
+    std::int64_t spent_nano = 0;
+    std::map<std::string, Reservation, std::less<>> reservations;
+  };
+  struct DayState {
+    std::map<std::string, ScopeState, std::less<>> scopes;
+    std::set<std::string, std::less<>> settled;  // reservation ids already settled
+  };
+
+  ReserveResult doReserve(const std::vector<ScopeNano>& scopes, std::int64_t amount_nano,
+                          std::string_view day, std::string_view reservation_id,
+                          std::int64_t ttl_ms) override;
+  bool doSettle(std::string_view reservation_id, std::string_view day,
+                const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) override;
+  bool doRelease(std::string_view reservation_id, std::string_view day,
+                 const std::vector<ScopeNano>& scopes) override;
+  Snapshot doSpent(std::string_view scope, std::string_view day) override;
+  bool doMarkJudged(std::string_view event_id, std::string_view judge,
+                    std::int64_t ttl_ms) override;
+
+  DayState& dayLocked(std::string_view day);
+  static void reclaimLocked(ScopeState& s, Clock::time_point now);
+  static std::int64_t outstandingLocked(const ScopeState& s);
+
+  std::mutex mu_;
+  std::map<std::string, DayState, std::less<>> days_;
+  std::map<std::string, Clock::time_point, std::less<>> judged_;  // "judge\0event" → expiry
+  std::uint64_t judged_ops_ = 0;
+};
+
+/// Where and how to reach Redis, from `budget.store: redis://[[user]:password@]host[:port][/db]`.
+struct RedisOptions {
+  std::string host = "127.0.0.1";
+  int port = 6379;                         ///< 1..65535
+  int db = 0;                              ///< SELECTed after connecting, >= 0
+  std::string username;                    ///< ACL user (Redis 6+); empty = the default user
+  std::string password;                    ///< empty = no AUTH
+  std::int64_t connect_timeout_ms = 250;   ///< per connection attempt, > 0
+  std::int64_t command_timeout_ms = 1000;  ///< per command round trip, > 0
+  /// After a failed connection attempt, calls fail at once (kUnavailable) for this long before
+  /// the next attempt, so an outage costs callers no time. >= 0.
+  std::int64_t reconnect_backoff_ms = 1000;
+};
+
+/// Parses `redis://[[user]:password@]host[:port][/db]` (user and password percent-decoded; host a
+/// name, an IPv4 address or a bracketed IPv6 address; port 6379 and db 0 by default).
+/// Throws std::invalid_argument with the reason otherwise (including `rediss://`: no TLS yet).
+RedisOptions parseRedisUrl(std::string_view url);
+
+/// `store: redis://…`: the ledger in Redis, shared by every daemon using that Redis and kept across
+/// restarts. Synchronous hiredis on one connection guarded by a mutex (calls are serialised, one
+/// round trip each: reserve, settle and release are one script each). The connection is made on
+/// first use, dropped on any I/O error or timeout and made again on the next call (after
+/// `reconnect_backoff_ms` if the attempt failed); a command that failed on a reused connection is
+/// retried once on a fresh one, which is safe because every script below is idempotent. Writing to
+/// a connection the server closed may raise SIGPIPE: the process must ignore it (assayd does).
+///
+/// Keys (`{day}` is literally in braces: a Redis Cluster hash tag putting one day's keys in one
+/// slot, so the multi-scope scripts stay single-slot):
+///   assay:budget:{DAY}:SCOPE:spent    string, integer n€ settled (INCRBY)
+///   assay:budget:{DAY}:SCOPE:res      hash, reservation id → n€ reserved
+///   assay:budget:{DAY}:SCOPE:resexp   sorted set, reservation id → expiry (Redis server ms)
+///   assay:budget:{DAY}:settled        set of reservation ids already settled (idempotent settle)
+///   assay:judged:JUDGE:EVENT_ID       string, a per-call token (SET NX PX)
+/// Every key is given a 48 h expiry (kLedgerTtlMs) on each write; judged marks expire after the
+/// caller's TTL.
+///
+/// Lua scripts (loaded with SCRIPT LOAD on connect, run with EVALSHA, EVAL on NOSCRIPT); time is
+/// the Redis server's `TIME`, so daemons with skewed clocks agree on expiry:
+///   reserve  KEYS = (spent, res, resexp) per scope; ARGV = amount, id, ttl_ms, key_ttl_ms,
+///            limit per scope. Reclaims expired reservations in every scope (ZRANGEBYSCORE
+///            resexp -inf now → HDEL res, ZREMRANGEBYSCORE); if the id is live in the first scope
+///            returns {1, 0}; if any scope has GET spent + sum(HVALS res) + amount > limit returns
+///            {0, index of that scope}; else HSET res id amount + ZADD resexp now+ttl id in every
+///            scope, PEXPIRE all, returns {1, 0}. Index is 1-based, in request order.
+///   settle   KEYS = settled, then (spent, res, resexp) per scope; ARGV = id, actual, key_ttl_ms.
+///            SADD settled id; if it was already there returns 0 (charged once); else HDEL res,
+///            ZREM resexp, INCRBY spent actual in every scope, PEXPIRE all, returns 1.
+///   release  KEYS = (spent, res, resexp) per scope; ARGV = id. HDEL res, ZREM resexp everywhere.
+///   snapshot KEYS = spent, res, resexp; reclaims expired reservations, returns {spent (string),
+///   sum}. judged   KEYS = the mark; ARGV = token, ttl_ms. SET NX PX; returns 1 if set, or if the
+///   mark
+///            already holds this call's token (a retried request), else 0.
+class RedisBudgetStore final : public BudgetStore {
+ public:
+  explicit RedisBudgetStore(RedisOptions options);  ///< does not connect yet; never throws on I/O
+  ~RedisBudgetStore() override;
+  RedisBudgetStore(const RedisBudgetStore&) = delete;
+  RedisBudgetStore& operator=(const RedisBudgetStore&) = delete;
+
+  bool ping() override;
+  bool shared() const override { return true; }
+  std::string describe() const override;
+
+ private:
+  struct Script {
+    std::string body;  // Lua source
+    std::string sha;   // from SCRIPT LOAD; empty until the first connection
+  };
+  struct ReplyDeleter {
+    void operator()(void* reply) const;
+  };
+  using Reply = std::unique_ptr<void, ReplyDeleter>;  // a redisReply*
+  struct ContextDeleter {
+    void operator()(redisContext* c) const;
+  };
+
+  ReserveResult doReserve(const std::vector<ScopeNano>& scopes, std::int64_t amount_nano,
+                          std::string_view day, std::string_view reservation_id,
+                          std::int64_t ttl_ms) override;
+  bool doSettle(std::string_view reservation_id, std::string_view day,
+                const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) override;
+  bool doRelease(std::string_view reservation_id, std::string_view day,
+                 const std::vector<ScopeNano>& scopes) override;
+  Snapshot doSpent(std::string_view scope, std::string_view day) override;
+  bool doMarkJudged(std::string_view event_id, std::string_view judge,
+                    std::int64_t ttl_ms) override;
+
+  // All *Locked functions expect mu_ held.
+  /// Runs `script` (EVALSHA, EVAL on NOSCRIPT) with `keys` and `args` via runLocked().
+  Reply evalLocked(const Script& script, const std::vector<std::string>& keys,
+                   const std::vector<std::string>& args, std::string& error);
+  /// Connects if needed and runs `argv` (argv[0..1] become EVALSHA/EVAL and the SHA/body when
+  /// `script` is set); a failure on a reused connection is retried once on a fresh one. Returns
+  /// null and sets `error` if the store did not answer or answered with an error reply.
+  Reply runLocked(std::vector<std::string>& argv, const Script* script, std::string& error);
+  /// One command on the current connection; null (and the connection dropped) on I/O failure.
+  Reply commandLocked(const std::vector<std::string>& argv, std::string& error);
+  /// Connects, AUTHs, SELECTs and loads the scripts unless connected or backing off.
+  bool ensureConnectedLocked(std::string& error);
+  /// Drops the connection, starts the reconnect backoff, logs an outage once.
+  void connectFailedLocked(const std::string& why, std::string& error);
+  void dropConnectionLocked();
+
+  const RedisOptions options_;
+  const std::uint64_t instance_token_;  // random, identifies this store's judged marks
+
+  std::mutex mu_;  // guards everything below
+  std::unique_ptr<redisContext, ContextDeleter> context_;
+  std::chrono::steady_clock::time_point next_connect_attempt_{};
+  std::string last_error_;      // why the last connection attempt failed
+  bool reported_down_ = false;  // an outage is logged once, and its end once
+  std::uint64_t judged_counter_ = 0;
+  Script reserve_script_, settle_script_, release_script_, snapshot_script_, judged_script_;
+};
+
+/// The store named by `budget.store`: "memory" or a redis:// URL (see `parseRedisUrl()`).
+/// Throws std::invalid_argument for anything else.
+std::unique_ptr<BudgetStore> makeBudgetStore(std::string_view store);
+
+}  // namespace assay::llm

@@ -1,0 +1,497 @@
+// The Redis budget store: URL parsing, the connection, and the Lua scripts documented in
+// budget.hpp (keep the two in step).
+#include <hiredis/hiredis.h>
+#include <spdlog/spdlog.h>
+#include <sys/time.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+
+#include "judges/llm/budget.hpp"
+
+namespace assay::llm {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Lua scripts. Times are the Redis server's (TIME), in milliseconds. Amounts are integer
+// nano-euros; Lua numbers are doubles, exact below 2^53 n€ (kMaxLedgerEuros keeps sums there).
+
+// Drops the reservations of scope i (0-based, KEYS laid out as spent, res, resexp per scope)
+// whose expiry is <= now. Shared prefix of the reserve and snapshot scripts.
+constexpr const char* kLuaPrelude = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function reclaim(i)
+  local res, resexp = KEYS[3 * i + 2], KEYS[3 * i + 3]
+  local expired = redis.call('ZRANGEBYSCORE', resexp, '-inf', now)
+  for _, id in ipairs(expired) do redis.call('HDEL', res, id) end
+  if #expired > 0 then redis.call('ZREMRANGEBYSCORE', resexp, '-inf', now) end
+end
+local function held(i)
+  local total = 0
+  for _, v in ipairs(redis.call('HVALS', KEYS[3 * i + 2])) do total = total + tonumber(v) end
+  return total
+end
+)lua";
+
+// KEYS: (spent, res, resexp) per scope. ARGV: amount, id, ttl_ms, key_ttl_ms, limit per scope.
+// Returns {1, 0} reserved (or already live), {0, i} scope i (1-based) exhausted.
+constexpr const char* kLuaReserve = R"lua(
+local n = #KEYS / 3
+local amount, id = tonumber(ARGV[1]), ARGV[2]
+for i = 0, n - 1 do reclaim(i) end
+if redis.call('HEXISTS', KEYS[2], id) == 1 then return {1, 0} end
+for i = 0, n - 1 do
+  local spent = tonumber(redis.call('GET', KEYS[3 * i + 1]) or '0')
+  if spent + held(i) + amount > tonumber(ARGV[5 + i]) then return {0, i + 1} end
+end
+local expiry = now + tonumber(ARGV[3])
+for i = 0, n - 1 do
+  redis.call('HSET', KEYS[3 * i + 2], id, ARGV[1])
+  redis.call('ZADD', KEYS[3 * i + 3], expiry, id)
+  for k = 1, 3 do redis.call('PEXPIRE', KEYS[3 * i + k], ARGV[4]) end
+end
+return {1, 0}
+)lua";
+
+// KEYS: settled, then (spent, res, resexp) per scope. ARGV: id, actual, key_ttl_ms.
+// Returns 1 charged now, 0 already charged before.
+constexpr const char* kLuaSettle = R"lua(
+if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+for i = 2, #KEYS, 3 do
+  redis.call('HDEL', KEYS[i + 1], ARGV[1])
+  redis.call('ZREM', KEYS[i + 2], ARGV[1])
+  redis.call('INCRBY', KEYS[i], ARGV[2])
+  for k = 0, 2 do redis.call('PEXPIRE', KEYS[i + k], ARGV[3]) end
+end
+return 1
+)lua";
+
+// KEYS: (spent, res, resexp) per scope. ARGV: id.
+constexpr const char* kLuaRelease = R"lua(
+for i = 1, #KEYS, 3 do
+  redis.call('HDEL', KEYS[i + 1], ARGV[1])
+  redis.call('ZREM', KEYS[i + 2], ARGV[1])
+end
+return 1
+)lua";
+
+// KEYS: spent, res, resexp. Returns {spent as a string (exact int64), outstanding}.
+constexpr const char* kLuaSnapshot = R"lua(
+reclaim(0)
+return {redis.call('GET', KEYS[1]) or '0', held(0)}
+)lua";
+
+// KEYS: the mark. ARGV: this call's token, ttl_ms. 1 first time (or our own retried SET), else 0.
+constexpr const char* kLuaJudged = R"lua(
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
+return 0
+)lua";
+
+// ---------------------------------------------------------------------------------------------
+// Keys
+
+std::string dayPrefix(std::string_view day) {
+  // The braces are a Redis Cluster hash tag: one day's keys share a slot.
+  std::string k = "assay:budget:{";
+  k.append(day).append("}:");
+  return k;
+}
+
+void appendScopeKeys(std::vector<std::string>& keys, std::string_view day, std::string_view scope) {
+  std::string base = dayPrefix(day);
+  base.append(scope);
+  keys.push_back(base + ":spent");
+  keys.push_back(base + ":res");
+  keys.push_back(base + ":resexp");
+}
+
+// ---------------------------------------------------------------------------------------------
+// URL
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+[[noreturn]] void badUrl(const std::string& why) {
+  throw std::invalid_argument("budget.store: " + why +
+                              " (expected redis://[[user]:password@]host[:port][/db])");
+}
+
+std::string percentDecode(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out.push_back(s[i]);
+      continue;
+    }
+    if (i + 2 >= s.size()) badUrl("truncated %-escape");
+    const int hi = hexValue(s[i + 1]), lo = hexValue(s[i + 2]);
+    if (hi < 0 || lo < 0) badUrl("bad %-escape");
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return out;
+}
+
+int parseNumber(std::string_view s, int min, int max, const char* what) {
+  int v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < min || v > max) {
+    badUrl(std::string(what) + " '" + std::string(s) + "' is not an integer in [" +
+           std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  return v;
+}
+
+timeval toTimeval(std::int64_t ms) {
+  timeval tv{};
+  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms / 1000);
+  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ms % 1000) * 1000);
+  return tv;
+}
+
+std::string endpoint(const RedisOptions& o) {
+  const bool v6 = o.host.find(':') != std::string::npos;
+  return (v6 ? "[" + o.host + "]" : o.host) + ":" + std::to_string(o.port);
+}
+
+std::uint64_t randomToken() {
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+}  // namespace
+
+RedisOptions parseRedisUrl(std::string_view url) {
+  constexpr std::string_view kScheme = "redis://";
+  if (url.starts_with("rediss://")) badUrl("TLS (rediss://) is not supported yet");
+  if (!url.starts_with(kScheme)) badUrl("'" + std::string(url) + "' is not a redis:// URL");
+  std::string_view rest = url.substr(kScheme.size());
+  if (rest.find_first_of("?#") != std::string_view::npos) badUrl("query or fragment not supported");
+
+  RedisOptions o;
+  const std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  if (slash != std::string_view::npos) {
+    const std::string_view path = rest.substr(slash + 1);
+    if (!path.empty()) o.db = parseNumber(path, 0, 1'000'000, "database number");
+  }
+  if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    const std::string_view userinfo = authority.substr(0, at);
+    const std::size_t colon = userinfo.find(':');
+    if (colon == std::string_view::npos)
+      badUrl("credentials need ':password@' or 'user:password@'");
+    o.username = percentDecode(userinfo.substr(0, colon));
+    o.password = percentDecode(userinfo.substr(colon + 1));
+    authority = authority.substr(at + 1);
+  }
+  std::string_view port;
+  if (authority.starts_with('[')) {  // [IPv6]:port
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) badUrl("unclosed '[' in host");
+    o.host = std::string(authority.substr(1, close - 1));
+    const std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') badUrl("unexpected text after ']'");
+      port = after.substr(1);
+      if (port.empty()) badUrl("empty port");
+    }
+  } else {
+    const std::size_t colon = authority.find(':');
+    if (colon != std::string_view::npos) {
+      port = authority.substr(colon + 1);
+      if (port.find(':') != std::string_view::npos) badUrl("an IPv6 host needs [brackets]");
+      if (port.empty()) badUrl("empty port");
+    }
+    o.host = std::string(authority.substr(0, colon));
+  }
+  if (o.host.empty()) badUrl("no host in '" + std::string(url) + "'");
+  if (!port.empty()) o.port = parseNumber(port, 1, 65535, "port");
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// RedisBudgetStore
+
+void RedisBudgetStore::ReplyDeleter::operator()(void* reply) const { freeReplyObject(reply); }
+void RedisBudgetStore::ContextDeleter::operator()(redisContext* c) const { redisFree(c); }
+
+RedisBudgetStore::RedisBudgetStore(RedisOptions options)
+    : options_(std::move(options)),
+      instance_token_(randomToken()),
+      reserve_script_{std::string(kLuaPrelude) + kLuaReserve, {}},
+      settle_script_{kLuaSettle, {}},
+      release_script_{kLuaRelease, {}},
+      snapshot_script_{std::string(kLuaPrelude) + kLuaSnapshot, {}},
+      judged_script_{kLuaJudged, {}} {
+  if (options_.host.empty() || options_.port < 1 || options_.port > 65535 || options_.db < 0 ||
+      options_.connect_timeout_ms <= 0 || options_.command_timeout_ms <= 0 ||
+      options_.reconnect_backoff_ms < 0) {
+    throw std::invalid_argument("budget.store: invalid Redis options for " + endpoint(options_));
+  }
+}
+
+RedisBudgetStore::~RedisBudgetStore() = default;
+
+std::string RedisBudgetStore::describe() const {
+  std::string d = "redis " + endpoint(options_) + " db " + std::to_string(options_.db);
+  if (!options_.password.empty()) {
+    d += options_.username.empty() ? " with password" : " as user " + options_.username;
+  }
+  return d + " (shared between instances, kept across restarts)";
+}
+
+void RedisBudgetStore::dropConnectionLocked() { context_.reset(); }
+
+void RedisBudgetStore::connectFailedLocked(const std::string& why, std::string& error) {
+  dropConnectionLocked();
+  next_connect_attempt_ =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.reconnect_backoff_ms);
+  last_error_ = why;
+  error = why;
+  if (!reported_down_) {
+    reported_down_ = true;
+    spdlog::warn("budget store: {}; LLM judges are skipped (fail closed) until Redis answers", why);
+  }
+}
+
+RedisBudgetStore::Reply RedisBudgetStore::commandLocked(const std::vector<std::string>& argv,
+                                                        std::string& error) {
+  std::vector<const char*> ptrs;
+  std::vector<std::size_t> lens;
+  ptrs.reserve(argv.size());
+  lens.reserve(argv.size());
+  for (const std::string& a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  void* raw =
+      redisCommandArgv(context_.get(), static_cast<int>(argv.size()), ptrs.data(), lens.data());
+  if (raw == nullptr) {
+    // An I/O error or timeout leaves the context unusable: drop it, the next call reconnects.
+    error = "redis " + endpoint(options_) + ": " +
+            (context_->errstr[0] != '\0' ? context_->errstr : "I/O error");
+    dropConnectionLocked();
+  }
+  return Reply(raw);
+}
+
+bool RedisBudgetStore::ensureConnectedLocked(std::string& error) {
+  if (context_) return true;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_connect_attempt_) {
+    error = last_error_ + " (next attempt within " + std::to_string(options_.reconnect_backoff_ms) +
+            " ms)";
+    return false;
+  }
+  const std::string where = "redis " + endpoint(options_);
+  redisContext* raw = redisConnectWithTimeout(options_.host.c_str(), options_.port,
+                                              toTimeval(options_.connect_timeout_ms));
+  if (raw == nullptr || raw->err != 0) {
+    const std::string why = where + " unreachable: " + (raw ? raw->errstr : "out of memory");
+    if (raw) redisFree(raw);
+    connectFailedLocked(why, error);
+    return false;
+  }
+  context_.reset(raw);
+  if (redisSetTimeout(raw, toTimeval(options_.command_timeout_ms)) != REDIS_OK) {
+    connectFailedLocked(where + ": cannot set the command timeout", error);
+    return false;
+  }
+  redisEnableKeepAlive(raw);
+
+  // One set-up command; null (with the connection dropped) on failure or an error reply.
+  auto setup = [&](const std::vector<std::string>& argv, const char* what) -> Reply {
+    std::string io_error;
+    Reply reply = commandLocked(argv, io_error);
+    if (!reply) {
+      connectFailedLocked(io_error, error);
+      return nullptr;
+    }
+    const auto* r = static_cast<const redisReply*>(reply.get());
+    if (r->type == REDIS_REPLY_ERROR) {
+      connectFailedLocked(where + ": " + what + " failed: " + std::string(r->str, r->len), error);
+      return nullptr;
+    }
+    return reply;
+  };
+  if (!options_.password.empty()) {
+    std::vector<std::string> auth = {"AUTH"};
+    if (!options_.username.empty()) auth.push_back(options_.username);
+    auth.push_back(options_.password);
+    if (!setup(auth, "AUTH")) return false;
+  }
+  if (options_.db != 0 && !setup({"SELECT", std::to_string(options_.db)}, "SELECT")) return false;
+  for (Script* s :
+       {&reserve_script_, &settle_script_, &release_script_, &snapshot_script_, &judged_script_}) {
+    Reply reply = setup({"SCRIPT", "LOAD", s->body}, "SCRIPT LOAD");
+    if (!reply) return false;
+    const auto* r = static_cast<const redisReply*>(reply.get());
+    if (r->type != REDIS_REPLY_STRING) {
+      connectFailedLocked(where + ": SCRIPT LOAD returned no SHA", error);
+      return false;
+    }
+    s->sha.assign(r->str, r->len);
+  }
+  if (reported_down_) {
+    reported_down_ = false;
+    spdlog::info("budget store: {} answers again", where);
+  }
+  return true;
+}
+
+RedisBudgetStore::Reply RedisBudgetStore::runLocked(std::vector<std::string>& argv,
+                                                    const Script* script, std::string& error) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const bool reused = context_ != nullptr;
+    if (!ensureConnectedLocked(error)) return nullptr;
+    if (script != nullptr) {
+      argv[0] = "EVALSHA";
+      argv[1] = script->sha;
+    }
+    Reply reply = commandLocked(argv, error);
+    if (reply && script != nullptr) {
+      const auto* r = static_cast<const redisReply*>(reply.get());
+      // The script cache was flushed (SCRIPT FLUSH, a restart or failover behind the same
+      // address): EVAL sends the body and caches it again under the same SHA.
+      if (r->type == REDIS_REPLY_ERROR &&
+          std::string_view(r->str, r->len).starts_with("NOSCRIPT")) {
+        argv[0] = "EVAL";
+        argv[1] = script->body;
+        reply = commandLocked(argv, error);
+      }
+    }
+    if (reply) {
+      const auto* r = static_cast<const redisReply*>(reply.get());
+      if (r->type == REDIS_REPLY_ERROR) {
+        error = "redis " + endpoint(options_) + ": " + std::string(r->str, r->len);
+        return nullptr;
+      }
+      return reply;
+    }
+    // An I/O failure on a connection made earlier (the server restarted, an idle connection was
+    // cut) deserves one fresh connection; every command here is idempotent, so a retry is safe.
+    if (!reused) return nullptr;
+  }
+  return nullptr;
+}
+
+RedisBudgetStore::Reply RedisBudgetStore::evalLocked(const Script& script,
+                                                     const std::vector<std::string>& keys,
+                                                     const std::vector<std::string>& args,
+                                                     std::string& error) {
+  std::vector<std::string> argv;
+  argv.reserve(3 + keys.size() + args.size());
+  argv.emplace_back("EVALSHA");
+  argv.emplace_back();  // SHA or body, filled in by runLocked
+  argv.push_back(std::to_string(keys.size()));
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runLocked(argv, &script, error);
+}
+
+bool RedisBudgetStore::ping() {
+  std::lock_guard lock(mu_);
+  std::string error;
+  std::vector<std::string> argv = {"PING"};
+  Reply reply = runLocked(argv, nullptr, error);
+  return reply != nullptr;
+}
+
+ReserveResult RedisBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
+                                          std::int64_t amount_nano, std::string_view day,
+                                          std::string_view reservation_id, std::int64_t ttl_ms) {
+  std::vector<std::string> keys;
+  keys.reserve(3 * scopes.size());
+  std::vector<std::string> args = {std::to_string(amount_nano), std::string(reservation_id),
+                                   std::to_string(ttl_ms), std::to_string(kLedgerTtlMs)};
+  for (const ScopeNano& s : scopes) {
+    appendScopeKeys(keys, day, s.scope);
+    args.push_back(std::to_string(s.limit_nano));
+  }
+  ReserveResult result;
+  std::lock_guard lock(mu_);
+  Reply reply = evalLocked(reserve_script_, keys, args, result.error);
+  if (!reply) return result;  // kUnavailable with the error
+  const auto* r = static_cast<const redisReply*>(reply.get());
+  if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+      r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER) {
+    const long long index = r->element[1]->integer;
+    if (r->element[0]->integer == 1) return {ReserveStatus::kReserved, {}, {}};
+    if (index >= 1 && index <= static_cast<long long>(scopes.size())) {
+      return {ReserveStatus::kExhausted, std::string(scopes[index - 1].scope), {}};
+    }
+  }
+  result.error = "redis " + endpoint(options_) + ": unexpected reply to the reserve script";
+  return result;
+}
+
+bool RedisBudgetStore::doSettle(std::string_view reservation_id, std::string_view day,
+                                const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) {
+  std::vector<std::string> keys = {dayPrefix(day) + "settled"};
+  for (const ScopeNano& s : scopes) appendScopeKeys(keys, day, s.scope);
+  const std::vector<std::string> args = {std::string(reservation_id), std::to_string(actual_nano),
+                                         std::to_string(kLedgerTtlMs)};
+  std::string error;
+  std::lock_guard lock(mu_);
+  return evalLocked(settle_script_, keys, args, error) != nullptr;
+}
+
+bool RedisBudgetStore::doRelease(std::string_view reservation_id, std::string_view day,
+                                 const std::vector<ScopeNano>& scopes) {
+  std::vector<std::string> keys;
+  for (const ScopeNano& s : scopes) appendScopeKeys(keys, day, s.scope);
+  std::string error;
+  std::lock_guard lock(mu_);
+  return evalLocked(release_script_, keys, {std::string(reservation_id)}, error) != nullptr;
+}
+
+Snapshot RedisBudgetStore::doSpent(std::string_view scope, std::string_view day) {
+  std::vector<std::string> keys;
+  appendScopeKeys(keys, day, scope);
+  std::string error;
+  std::lock_guard lock(mu_);
+  Reply reply = evalLocked(snapshot_script_, keys, {}, error);
+  Snapshot snap;
+  if (!reply) return snap;
+  const auto* r = static_cast<const redisReply*>(reply.get());
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+      r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_INTEGER) {
+    return snap;
+  }
+  const std::string_view spent(r->element[0]->str, r->element[0]->len);
+  const auto [end, ec] =
+      std::from_chars(spent.data(), spent.data() + spent.size(), snap.spent_nano);
+  if (ec != std::errc() || end != spent.data() + spent.size()) return snap;
+  snap.outstanding_nano = r->element[1]->integer;
+  snap.spent_eur = nanoToEuros(snap.spent_nano);
+  snap.outstanding_eur = nanoToEuros(snap.outstanding_nano);
+  snap.available = true;
+  return snap;
+}
+
+bool RedisBudgetStore::doMarkJudged(std::string_view event_id, std::string_view judge,
+                                    std::int64_t ttl_ms) {
+  std::string key = "assay:judged:";
+  key.append(judge).append(":").append(event_id);
+  std::string error;
+  std::lock_guard lock(mu_);
+  // A token unique to this call, so a retried SET NX recognises its own mark.
+  const std::string token =
+      std::to_string(instance_token_) + "-" + std::to_string(++judged_counter_);
+  Reply reply = evalLocked(judged_script_, {key}, {token, std::to_string(ttl_ms)}, error);
+  if (!reply) return true;  // unknown: reserve() fails closed next (see budget.hpp)
+  const auto* r = static_cast<const redisReply*>(reply.get());
+  return !(r->type == REDIS_REPLY_INTEGER && r->integer == 0);
+}
+
+}  // namespace assay::llm

@@ -1,0 +1,150 @@
+#include "daemon/estimate.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace assay;
+
+namespace {
+
+doctest::Approx money(double v) { return doctest::Approx(v).epsilon(1e-12); }
+
+Estimate estimate(const std::vector<std::string>& args) {
+  return computeEstimate(parseEstimateArgs(args));
+}
+
+std::string printed(const Estimate& e) {
+  std::ostringstream out;
+  printEstimate(e, out);
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("2,000 gpt-4o calls a day at 800/200: $8.00/day, $240.00/month, EUR 220.80/month") {
+  const Estimate e =
+      estimate({"--requests-per-day", "2000", "--sample-rate", "1", "--judge", "gpt-4o"});
+  REQUIRE(e.rows.size() == 1);
+  const EstimateRow& r = e.rows[0];
+  CHECK(r.judge.input_tokens == 800);
+  CHECK(r.judge.output_tokens == 200);
+  CHECK(r.calls_per_day == money(2000));
+  CHECK(r.usd_per_call == money(0.00400));
+  CHECK(r.usd_per_day == money(8.00));
+  CHECK(r.usd_per_month == money(240.00));
+  CHECK(r.eur_per_day == money(7.36));
+  CHECK(r.eur_per_month == money(220.80));
+  CHECK(e.usd_per_month == money(240.00));
+  CHECK(e.eur_per_month == money(220.80));
+
+  const std::string text = printed(e);
+  CAPTURE(text);
+  // One row for the judge and one for the total, with the figures at cent precision.
+  CHECK(text.find("\n1      gpt-4o     1        800/200       2000  0.004000     8.00     240.00  "
+                  "0.003680     7.36     220.80\n") != std::string::npos);
+  CHECK(text.find("\ntotal                                    2000               8.00     240.00   "
+                  "            7.36     220.80\n") != std::string::npos);
+  CHECK(text.find("2.50 / 1.25 / 10.00") != std::string::npos);
+}
+
+TEST_CASE("the same 2,000 calls from a traffic rate and a sample rate") {
+  // 40,000 requests/day sampled at 5 %; or 0.4630 requests/s ≈ 40,003 a day.
+  const Estimate per_day = estimate(
+      {"--requests-per-day", "40000", "--sample-rate", "0.05", "--judge", "gpt-4o:1:800:200"});
+  CHECK(per_day.calls_per_day == money(2000));
+  CHECK(per_day.eur_per_month == money(220.80));
+  const Estimate per_second =
+      estimate({"--requests-per-second", "2", "--sample-rate", "0.05", "--judge", "gpt-4o"});
+  CHECK(per_second.options.requests_per_day == money(172800));
+  CHECK(per_second.calls_per_day == money(8640));
+}
+
+TEST_CASE("several judges: rates, token sizes, totals, EUR rate") {
+  const Estimate e =
+      estimate({"--requests-per-day", "30000", "--sample-rate", "0.05", "--judge", "gpt-4o-mini",
+                "--judge", "gpt-4o:0.2:1500:100", "--usd-to-eur", "0.9"});
+  REQUIRE(e.rows.size() == 2);
+  // 1,500 gpt-4o-mini calls = $0.36 a day.
+  CHECK(e.rows[0].calls_per_day == money(1500));
+  CHECK(e.rows[0].usd_per_day == money(0.36));
+  CHECK(e.rows[0].eur_per_day == money(0.324));
+  // 300 gpt-4o calls of 1,500/100 tokens = 300 × $0.00475.
+  CHECK(e.rows[1].calls_per_day == money(300));
+  CHECK(e.rows[1].usd_per_call == money(0.00475));
+  CHECK(e.calls_per_day == money(1800));
+  CHECK(e.usd_per_day == money(0.36 + 1.425));
+  CHECK(e.usd_per_month == money(30 * (0.36 + 1.425)));
+  CHECK(e.eur_per_month == money(0.9 * 30 * (0.36 + 1.425)));
+}
+
+TEST_CASE("--price overrides a built-in price or prices an unknown model") {
+  const Estimate e = estimate({"--requests-per-day", "1000", "--sample-rate", "1", "--judge",
+                               "llama3.1:8b", "--price", "llama3.1:8b=0.20/0.40", "--judge",
+                               "gpt-4o-2024-11-20", "--price", "gpt-4o=2/1/8"});
+  REQUIRE(e.rows.size() == 2);
+  CHECK(e.rows[0].judge.model == "llama3.1:8b");  // the colon in the name is the model's
+  CHECK(e.rows[0].judge.rate == 1.0);
+  CHECK(e.rows[0].price.cached_input_usd_per_mtok == 0.20);
+  CHECK(e.rows[0].usd_per_call == money((800 * 0.20 + 200 * 0.40) / 1e6));
+  CHECK(e.rows[1].priced_as == "gpt-4o");
+  CHECK(e.rows[1].price_overridden);
+  CHECK(e.rows[1].usd_per_call == money(0.0032));
+  const std::string text = printed(e);
+  CAPTURE(text);
+  CHECK(text.find("(--price, as gpt-4o)") != std::string::npos);
+}
+
+TEST_CASE("an unpriced model is refused with a message naming it") {
+  const auto args = std::vector<std::string>{
+      "--requests-per-day", "1000", "--sample-rate", "1", "--judge", "my-azure-deployment"};
+  CHECK_THROWS_WITH_AS(
+      estimate(args), doctest::Contains("no price for model 'my-azure-deployment'"), EstimateError);
+  // A name that merely starts like a priced model is not priced by its prefix.
+  CHECK_THROWS_AS(estimate({"--requests-per-day", "1", "--sample-rate", "1", "--judge", "o3-pro"}),
+                  EstimateError);
+}
+
+TEST_CASE("bad arguments are errors with a clear message") {
+  const std::vector<std::string> ok = {"--sample-rate", "0.1", "--judge", "gpt-4o-mini"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), ok.begin(), ok.end());
+    return extra;
+  };
+  CHECK_THROWS_WITH_AS(parseEstimateArgs(ok), doctest::Contains("--requests-per-day N is required"),
+                       EstimateError);
+  CHECK_THROWS_WITH_AS(
+      parseEstimateArgs(with({"--requests-per-day", "1", "--requests-per-second", "1"})),
+      doctest::Contains("not both"), EstimateError);
+  CHECK_THROWS_WITH_AS(parseEstimateArgs(with({"--requests-per-day", "many"})),
+                       doctest::Contains("'many' is not a number"), EstimateError);
+  CHECK_THROWS_AS(parseEstimateArgs(with({"--requests-per-day", "-5"})), EstimateError);
+  CHECK_THROWS_AS(parseEstimateArgs(with({"--requests-per-day", "nan"})), EstimateError);
+  CHECK_THROWS_AS(parseEstimateArgs(with({"--requests-per-day", "10", "--frobnicate", "1"})),
+                  EstimateError);
+  CHECK_THROWS_AS(parseEstimateArgs(with({"--requests-per-day"})), EstimateError);
+  CHECK_THROWS_AS(parseEstimateArgs({"--requests-per-day", "1", "--judge", "gpt-4o"}),
+                  EstimateError);  // no sample rate
+  CHECK_THROWS_AS(
+      parseEstimateArgs({"--requests-per-day", "1", "--sample-rate", "1.5", "--judge", "gpt-4o"}),
+      EstimateError);
+  CHECK_THROWS_AS(parseEstimateArgs({"--requests-per-day", "1", "--sample-rate", "1"}),
+                  EstimateError);  // no judge
+  CHECK_THROWS_AS(parseEstimateArgs(with({"--requests-per-day", "1", "--usd-to-eur", "0"})),
+                  EstimateError);
+  for (const char* judge : {"gpt-4o:0", "gpt-4o:2", "gpt-4o:0.5:800", "gpt-4o:1:800:-1",
+                            "gpt-4o:1:800.5:200", ":0.5", ""}) {
+    CAPTURE(judge);
+    CHECK_THROWS_AS(
+        parseEstimateArgs({"--requests-per-day", "1", "--sample-rate", "1", "--judge", judge}),
+        EstimateError);
+  }
+  for (const char* price :
+       {"gpt-4o", "=1/2/3", "gpt-4o=1", "gpt-4o=1/2/3/4", "gpt-4o=a/b", "gpt-4o=-1/2"}) {
+    CAPTURE(price);
+    CHECK_THROWS_AS(parseEstimateArgs(with({"--requests-per-day", "1", "--price", price})),
+                    EstimateError);
+  }
+}

@@ -1,0 +1,711 @@
+// The budget ledger (judges/llm/budget.hpp): local budget days, and the memory and Redis stores
+// put through the same behavioural test against a real redis-server started here on a free
+// loopback port. Ends with the issue-3 case: a €0.010 cap, 64 calls in flight, two daemons.
+#include "judges/llm/budget.hpp"
+
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <latch>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace assay::llm {
+namespace {
+
+using namespace std::chrono_literals;
+using Ms = std::chrono::milliseconds;
+
+/// Milliseconds since the epoch of a UTC date and time.
+std::int64_t utcMs(int y, unsigned mo, unsigned d, int h = 0, int mi = 0, int s = 0, int ms = 0) {
+  const std::chrono::sys_days day = std::chrono::year{y} / std::chrono::month{mo} / d;
+  return std::chrono::duration_cast<Ms>(day.time_since_epoch()).count() +
+         ((h * 60LL + mi) * 60 + s) * 1000 + ms;
+}
+
+constexpr std::int64_t kHourMs = 3'600'000;
+
+// ---------------------------------------------------------------------------------------------
+// A real redis-server for the tests.
+
+/// A loopback port nothing listens on (bound to port 0, then closed).
+int freePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  REQUIRE(ok);
+  return ntohs(addr.sin_port);
+}
+
+/// Sends inline commands ("PING", "SELECT 3") on one loopback connection; returns the first line
+/// of the last reply ("+PONG", ":1"), or "" if the server does not answer.
+std::string rawCommands(int port, const std::vector<std::string>& commands) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  timeval tv{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  std::string line;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    for (const std::string& c : commands) {
+      const std::string wire = c + "\r\n";
+      if (::send(fd, wire.data(), wire.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(wire.size())) {
+        line.clear();
+        break;
+      }
+      line.clear();
+      char ch = 0;
+      while (::recv(fd, &ch, 1, 0) == 1 && ch != '\n') {
+        if (ch != '\r') line.push_back(ch);
+      }
+      // Bulk replies ("$5"): read the payload line too, so the next reply starts clean.
+      if (line.size() > 1 && line[0] == '$' && line != "$-1") {
+        std::string payload;
+        while (::recv(fd, &ch, 1, 0) == 1 && ch != '\n') {
+          if (ch != '\r') payload.push_back(ch);
+        }
+        line = payload;
+      }
+    }
+  }
+  ::close(fd);
+  return line;
+}
+
+/// One redis-server process in a temporary directory, on a loopback port, persisting nothing.
+/// A missing binary FAILS the test that asked for the server (it does not skip).
+class RedisServer {
+ public:
+  static constexpr const char* kBinary = "/usr/bin/redis-server";
+
+  explicit RedisServer(std::vector<std::string> extra_args = {})
+      : extra_args_(std::move(extra_args)) {
+    std::signal(SIGPIPE, SIG_IGN);  // as assayd does: a closed connection is an error, not death
+    if (::access(kBinary, X_OK) != 0) {
+      FAIL("redis-server not found at " << kBinary
+                                        << ": install the Debian package redis-server (run "
+                                           "scripts/setup); the budget tests need a real Redis");
+    }
+    char dir[] = "/tmp/assay-budget-redis-XXXXXX";
+    REQUIRE_MESSAGE(::mkdtemp(dir) != nullptr, "mkdtemp: " << std::strerror(errno));
+    dir_ = dir;
+    port_ = freePort();
+    start();
+  }
+  ~RedisServer() {
+    stop();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  /// Starts the server on port() and waits until it answers PING (10 s at most).
+  void start() {
+    REQUIRE(pid_ == 0);
+    std::vector<std::string> args = {kBinary,  "--port",       std::to_string(port_),
+                                     "--bind", "127.0.0.1",    "--save",
+                                     "",       "--appendonly", "no",
+                                     "--dir",  dir_.string(),  "--logfile",
+                                     log(),    "--daemonize",  "no"};
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+    std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    REQUIRE_MESSAGE(pid >= 0, "fork: " << std::strerror(errno));
+    if (pid == 0) {
+      // Dies with the test binary even if it crashes before stop().
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(1);
+      ::execv(kBinary, argv.data());
+      ::_exit(127);
+    }
+    pid_ = pid;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    // With --requirepass, PING answers -NOAUTH: the server is up all the same.
+    for (std::string pong;
+         (pong = rawCommands(port_, {"PING"})) != "+PONG" && !pong.starts_with("-NOAUTH");) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = 0;
+        FAIL("redis-server exited at start-up (status " << status << "); log:\n" << logText());
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        stop();
+        FAIL("redis-server did not answer PING on port " << port_ << " within 10 s; log:\n"
+                                                         << logText());
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+
+  /// SIGTERM, then SIGKILL after 5 s; reaps the process.
+  void stop() {
+    if (pid_ == 0) return;
+    ::kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    int status = 0;
+    while (::waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    pid_ = 0;
+  }
+
+  int port() const { return port_; }
+  std::string url(int db = 0) const {
+    return "redis://127.0.0.1:" + std::to_string(port_) + "/" + std::to_string(db);
+  }
+  bool flushAll() { return rawCommands(port_, {"FLUSHALL"}) == "+OK"; }
+
+ private:
+  std::string log() const { return (dir_ / "redis.log").string(); }
+  std::string logText() const {
+    std::ifstream in(log());
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  std::vector<std::string> extra_args_;
+  std::filesystem::path dir_;
+  int port_ = 0;
+  pid_t pid_ = 0;
+};
+
+/// The server most tests share, started on first use and stopped when the test binary exits.
+RedisServer& sharedRedis() {
+  static std::unique_ptr<RedisServer> server;
+  if (!server) server = std::make_unique<RedisServer>();
+  return *server;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const std::string kDay = "2026-11-30";
+
+std::vector<ScopeLimit> globalOnly(double limit) { return {{"global", limit}}; }
+
+/// What a crowd of callers looping reserve → (call) → settle until refused did.
+struct Race {
+  std::int64_t settled_nano = 0;
+  int calls = 0;
+  int peak_in_flight = 0;
+  std::vector<ReserveResult> refusals;  // one per thread: why it stopped
+};
+
+/// `threads` callers, thread i on stores[i % stores.size()], each looping: reserve `worst_eur`,
+/// hold it for a simulated 1 ms call, settle `actual_eur`; until its reserve is refused.
+Race race(const std::vector<BudgetStore*>& stores, int threads,
+          const std::vector<ScopeLimit>& scopes, const std::string& day, double worst_eur,
+          double actual_eur) {
+  std::atomic<std::int64_t> settled{0};
+  std::atomic<int> calls{0}, in_flight{0}, peak{0};
+  std::mutex mu;
+  Race out;
+  std::latch start(threads);
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(threads));
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      BudgetStore& store = *stores[static_cast<std::size_t>(t) % stores.size()];
+      start.arrive_and_wait();  // all 64 compete from the first call
+      for (int n = 0;; ++n) {
+        const std::string id = "t" + std::to_string(t) + "/c" + std::to_string(n);
+        ReserveResult r = store.reserve(scopes, worst_eur, day, id, 60'000);
+        if (!r.ok()) {
+          std::lock_guard lock(mu);
+          out.refusals.push_back(std::move(r));
+          return;
+        }
+        const int now = ++in_flight;
+        for (int p = peak.load(); now > p && !peak.compare_exchange_weak(p, now);) {
+        }
+        std::this_thread::sleep_for(1ms);  // the LLM call
+        --in_flight;
+        if (store.settle(id, day, scopes, actual_eur)) settled += eurosToNano(actual_eur);
+        ++calls;
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  out.settled_nano = settled.load();
+  out.calls = calls.load();
+  out.peak_in_flight = peak.load();
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Budget days
+
+TEST_CASE("budgetDay: the local calendar day in the budget's IANA time zone") {
+  SUBCASE("Europe/Paris, winter (UTC+1): 23:30Z is already tomorrow") {
+    CHECK(budgetDay("Europe/Paris", utcMs(2026, 11, 29, 23, 30)) == "2026-11-30");
+    CHECK(budgetDay("Europe/Paris", utcMs(2026, 11, 29, 22, 59, 59, 999)) == "2026-11-29");
+    CHECK(budgetDay("Europe/Paris", utcMs(2026, 11, 29, 23, 0)) == "2026-11-30");
+    CHECK(msUntilNextDay("Europe/Paris", utcMs(2026, 11, 29, 22, 59, 59, 999)) == 1);
+  }
+  SUBCASE("Europe/Paris, summer (UTC+2)") {
+    CHECK(budgetDay("Europe/Paris", utcMs(2026, 7, 14, 21, 59, 59, 999)) == "2026-07-14");
+    CHECK(budgetDay("Europe/Paris", utcMs(2026, 7, 14, 22, 0)) == "2026-07-15");
+  }
+  SUBCASE("Europe/Paris, spring forward on 2026-03-29: a 23-hour day") {
+    const std::int64_t start = utcMs(2026, 3, 28, 23, 0);  // 00:00 CET
+    CHECK(budgetDay("Europe/Paris", start - 1) == "2026-03-28");
+    CHECK(budgetDay("Europe/Paris", start) == "2026-03-29");
+    CHECK(budgetDay("Europe/Paris", utcMs(2026, 3, 29, 1, 30)) == "2026-03-29");  // 03:30 CEST
+    CHECK(budgetDay("Europe/Paris", utcMs(2026, 3, 29, 21, 59, 59, 999)) == "2026-03-29");
+    CHECK(budgetDay("Europe/Paris", utcMs(2026, 3, 29, 22, 0)) == "2026-03-30");
+    CHECK(msUntilNextDay("Europe/Paris", start) == 23 * kHourMs);
+  }
+  SUBCASE("America/New_York: midnight is 05:00Z in winter, 04:00Z in summer") {
+    CHECK(budgetDay("America/New_York", utcMs(2026, 11, 30, 4, 59, 59, 999)) == "2026-11-29");
+    CHECK(budgetDay("America/New_York", utcMs(2026, 11, 30, 5, 0)) == "2026-11-30");
+    CHECK(budgetDay("America/New_York", utcMs(2026, 7, 4, 3, 59, 59, 999)) == "2026-07-03");
+    CHECK(budgetDay("America/New_York", utcMs(2026, 7, 4, 4, 0)) == "2026-07-04");
+  }
+  SUBCASE("America/New_York, fall back on 2026-11-01: a 25-hour day") {
+    const std::int64_t start = utcMs(2026, 11, 1, 4, 0);  // 00:00 EDT
+    CHECK(budgetDay("America/New_York", start - 1) == "2026-10-31");
+    CHECK(budgetDay("America/New_York", utcMs(2026, 11, 1, 5, 30)) == "2026-11-01");  // 01:30 EDT
+    CHECK(budgetDay("America/New_York", utcMs(2026, 11, 1, 6, 30)) == "2026-11-01");  // 01:30 EST
+    CHECK(budgetDay("America/New_York", utcMs(2026, 11, 2, 4, 59, 59, 999)) == "2026-11-01");
+    CHECK(budgetDay("America/New_York", utcMs(2026, 11, 2, 5, 0)) == "2026-11-02");
+    CHECK(msUntilNextDay("America/New_York", start) == 25 * kHourMs);
+    CHECK(msUntilNextDay("America/New_York", utcMs(2026, 11, 1, 6, 30)) ==
+          22 * kHourMs + 1'800'000);
+  }
+  SUBCASE("UTC across midnight, a year end and a leap day") {
+    CHECK(budgetDay("UTC", utcMs(2026, 12, 31, 23, 59, 59, 999)) == "2026-12-31");
+    CHECK(budgetDay("UTC", utcMs(2027, 1, 1)) == "2027-01-01");
+    CHECK(budgetDay("Etc/UTC", utcMs(2028, 2, 29, 12, 0)) == "2028-02-29");
+    CHECK(msUntilNextDay("UTC", utcMs(2026, 12, 31, 23, 59, 59, 999)) == 1);
+    CHECK(msUntilNextDay("UTC", utcMs(2027, 1, 1)) == 24 * kHourMs);
+    CHECK(budgetDay("UTC", 0) == "1970-01-01");
+    CHECK(budgetDay("UTC", -1) == "1969-12-31");
+  }
+  SUBCASE("an unknown zone throws instead of silently becoming GMT") {
+    for (const char* bad : {"Mars/Olympus_Mons", "", "Etc/Unknown", "Europe/Paris ", "Paris"}) {
+      CAPTURE(bad);
+      CHECK_THROWS_AS(budgetDay(bad, 0), std::invalid_argument);
+      CHECK_THROWS_AS(msUntilNextDay(bad, 0), std::invalid_argument);
+    }
+    CHECK_THROWS_WITH(budgetDay("Mars/Olympus_Mons", 0),
+                      doctest::Contains("unknown time zone 'Mars/Olympus_Mons'"));
+  }
+}
+
+TEST_CASE("euros are kept as integer nano-euros") {
+  CHECK(eurosToNano(0.0015) == 1'500'000);
+  CHECK(eurosToNano(0.001) == 1'000'000);
+  CHECK(eurosToNano(0.3) == 300'000'000);
+  CHECK(nanoToEuros(300'000'000) == 0.3);
+  std::int64_t total = 0;
+  for (int i = 0; i < 10; ++i) total += eurosToNano(0.1);
+  CHECK(total == eurosToNano(1.0));  // where 0.1 + … + 0.1 in doubles is 0.9999999999999999
+  CHECK_THROWS_AS(eurosToNano(-0.01), std::invalid_argument);
+  CHECK_THROWS_AS(eurosToNano(std::numeric_limits<double>::quiet_NaN()), std::invalid_argument);
+  CHECK_THROWS_AS(eurosToNano(std::numeric_limits<double>::infinity()), std::invalid_argument);
+  CHECK_THROWS_AS(eurosToNano(2e6), std::invalid_argument);
+}
+
+TEST_CASE("budget.store URLs") {
+  SUBCASE("host, port and db") {
+    const RedisOptions o = parseRedisUrl("redis://10.1.2.3:6380/2");
+    CHECK(o.host == "10.1.2.3");
+    CHECK(o.port == 6380);
+    CHECK(o.db == 2);
+    CHECK(o.password.empty());
+  }
+  SUBCASE("defaults") {
+    const RedisOptions o = parseRedisUrl("redis://cache.internal");
+    CHECK(o.host == "cache.internal");
+    CHECK(o.port == 6379);
+    CHECK(o.db == 0);
+    CHECK(parseRedisUrl("redis://h/").db == 0);
+  }
+  SUBCASE("password, user and percent-escapes") {
+    const RedisOptions p = parseRedisUrl("redis://:p%40ss%2Fw@127.0.0.1:6379/0");
+    CHECK(p.username.empty());
+    CHECK(p.password == "p@ss/w");
+    const RedisOptions u = parseRedisUrl("redis://assay:secret@[::1]:7000/1");
+    CHECK(u.username == "assay");
+    CHECK(u.password == "secret");
+    CHECK(u.host == "::1");
+    CHECK(u.port == 7000);
+    CHECK(u.db == 1);
+  }
+  SUBCASE("errors") {
+    for (const char* bad :
+         {"rediss://h:6379/0", "http://h:6379", "redis://", "redis://:6379/0", "redis://h:0/0",
+          "redis://h:70000", "redis://h:port", "redis://h:6379/x", "redis://h:6379/-1",
+          "redis://secret@h", "redis://:p%4@h", "redis://h?timeout=1", "redis://::1:6379",
+          "redis://[::1"}) {
+      CAPTURE(bad);
+      CHECK_THROWS_AS(parseRedisUrl(bad), std::invalid_argument);
+    }
+    CHECK_THROWS_WITH(parseRedisUrl("rediss://h"), doctest::Contains("TLS"));
+  }
+  SUBCASE("the factory") {
+    const auto memory = makeBudgetStore("memory");
+    CHECK_FALSE(memory->shared());
+    CHECK(memory->describe() == "memory (not shared between instances, not kept across restarts)");
+    const auto redis = makeBudgetStore("redis://:hunter2@127.0.0.1:6379/4");
+    CHECK(redis->shared());
+    CHECK(redis->describe().find("127.0.0.1:6379 db 4") != std::string::npos);
+    CHECK(redis->describe().find("hunter2") == std::string::npos);  // no secret in the log
+    CHECK_THROWS_AS(makeBudgetStore("redis"), std::invalid_argument);
+    CHECK_THROWS_AS(makeBudgetStore("file:///var/lib/assay"), std::invalid_argument);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One behavioural test, two stores.
+
+struct MemoryStoreKind {
+  static std::unique_ptr<BudgetStore> make() { return std::make_unique<MemoryBudgetStore>(); }
+};
+struct RedisStoreKind {
+  static std::unique_ptr<BudgetStore> make() {
+    RedisServer& server = sharedRedis();
+    REQUIRE(server.flushAll());
+    return std::make_unique<RedisBudgetStore>(parseRedisUrl(server.url()));
+  }
+};
+
+}  // namespace
+}  // namespace assay::llm
+
+TYPE_TO_STRING(assay::llm::MemoryStoreKind);
+TYPE_TO_STRING(assay::llm::RedisStoreKind);
+
+namespace assay::llm {
+namespace {
+
+void checkSnapshot(BudgetStore& store, const std::string& scope, const std::string& day,
+                   std::int64_t spent_nano, std::int64_t outstanding_nano) {
+  const Snapshot s = store.spent(scope, day);
+  CAPTURE(scope);
+  REQUIRE(s.available);
+  CHECK(s.spent_nano == spent_nano);
+  CHECK(s.outstanding_nano == outstanding_nano);
+  CHECK(s.spent_eur == doctest::Approx(nanoToEuros(spent_nano)).epsilon(1e-12));
+  CHECK(s.outstanding_eur == doctest::Approx(nanoToEuros(outstanding_nano)).epsilon(1e-12));
+}
+
+constexpr std::int64_t kLongTtl = 60'000;
+
+TEST_CASE_TEMPLATE("budget store behaviour", Kind, MemoryStoreKind, RedisStoreKind) {
+  const std::unique_ptr<BudgetStore> store = Kind::make();
+  REQUIRE(store->ping());
+
+  SUBCASE("reserve, settle and release add up to the nano-euro") {
+    const auto scopes = globalOnly(1.0);
+    REQUIRE(store->reserve(scopes, 0.3, kDay, "r1", kLongTtl).ok());
+    checkSnapshot(*store, "global", kDay, 0, 300'000'000);
+    REQUIRE(store->reserve(scopes, 0.5, kDay, "r2", kLongTtl).ok());
+    checkSnapshot(*store, "global", kDay, 0, 800'000'000);
+
+    const ReserveResult refused = store->reserve(scopes, 0.3, kDay, "r3", kLongTtl);
+    CHECK(refused.status == ReserveStatus::kExhausted);
+    CHECK(refused.exhausted_scope == "global");
+    checkSnapshot(*store, "global", kDay, 0, 800'000'000);  // nothing held for r3
+
+    CHECK(store->settle("r1", kDay, scopes, 0.4));  // more than reserved: still charged
+    checkSnapshot(*store, "global", kDay, 400'000'000, 500'000'000);
+    CHECK(store->release("r2", kDay, scopes));
+    checkSnapshot(*store, "global", kDay, 400'000'000, 0);
+
+    CHECK(store->reserve(scopes, 0.6, kDay, "r4", kLongTtl).ok());  // exactly up to the limit
+    CHECK(store->reserve(scopes, 1e-9, kDay, "r5", kLongTtl).status == ReserveStatus::kExhausted);
+    CHECK(store->settle("r4", kDay, scopes, 0.7));
+    checkSnapshot(*store, "global", kDay, 1'100'000'000, 0);
+    CHECK(store->settle("r4", kDay, scopes, 0.7));  // a retried settle charges once
+    CHECK(store->release("r1", kDay, scopes));      // releasing a settled call changes nothing
+    checkSnapshot(*store, "global", kDay, 1'100'000'000, 0);
+    CHECK(store->reserve(scopes, 0.0, kDay, "r6", kLongTtl).status == ReserveStatus::kExhausted);
+    CHECK(store->release("never-reserved", kDay, scopes));
+  }
+
+  SUBCASE("a call is charged to the global scope and to its judge's scope") {
+    const std::vector<ScopeLimit> a = {{"global", 1.0}, {"judge:a", 0.2}};
+    const std::vector<ScopeLimit> b = {{"global", 1.0}, {"judge:b", 0.5}};
+    const std::vector<ScopeLimit> c = {{"global", 1.0}, {"judge:c", 5.0}};
+    REQUIRE(store->reserve(a, 0.15, kDay, "a1", kLongTtl).ok());
+    const ReserveResult judge_full = store->reserve(a, 0.1, kDay, "a2", kLongTtl);
+    CHECK(judge_full.status == ReserveStatus::kExhausted);
+    CHECK(judge_full.exhausted_scope == "judge:a");
+    checkSnapshot(*store, "global", kDay, 0, 150'000'000);  // a2 held nothing in global either
+
+    REQUIRE(store->reserve(b, 0.5, kDay, "b1", kLongTtl).ok());
+    const ReserveResult global_full = store->reserve(c, 0.4, kDay, "c1", kLongTtl);
+    CHECK(global_full.status == ReserveStatus::kExhausted);
+    CHECK(global_full.exhausted_scope == "global");
+    checkSnapshot(*store, "judge:c", kDay, 0, 0);  // nothing held in judge:c
+
+    // Both full: the first scope in request order is named.
+    const std::vector<ScopeLimit> both = {{"judge:a", 0.2}, {"global", 0.5}};
+    CHECK(store->reserve(both, 0.9, kDay, "x", kLongTtl).exhausted_scope == "judge:a");
+
+    CHECK(store->settle("a1", kDay, a, 0.2));
+    CHECK(store->settle("b1", kDay, b, 0.25));
+    checkSnapshot(*store, "judge:a", kDay, 200'000'000, 0);
+    checkSnapshot(*store, "judge:b", kDay, 250'000'000, 0);
+    checkSnapshot(*store, "global", kDay, 450'000'000, 0);
+    CHECK(store->reserve(a, 1e-9, kDay, "a3", kLongTtl).exhausted_scope == "judge:a");
+    CHECK(store->reserve(c, 0.55, kDay, "c2", kLongTtl).ok());
+  }
+
+  SUBCASE("each day is its own ledger") {
+    const auto scopes = globalOnly(0.01);
+    REQUIRE(store->reserve(scopes, 0.01, "2026-11-30", "d1", kLongTtl).ok());
+    CHECK(store->settle("d1", "2026-11-30", scopes, 0.01));
+    CHECK(store->reserve(scopes, 0.001, "2026-11-30", "d2", kLongTtl).status ==
+          ReserveStatus::kExhausted);
+    CHECK(store->reserve(scopes, 0.001, "2026-12-01", "d3", kLongTtl).ok());
+    checkSnapshot(*store, "global", "2026-12-01", 0, 1'000'000);
+    checkSnapshot(*store, "global", "2026-11-29", 0, 0);
+  }
+
+  SUBCASE("reserving a live id again holds the amount once") {
+    const auto scopes = globalOnly(1.0);
+    REQUIRE(store->reserve(scopes, 0.4, kDay, "same", kLongTtl).ok());
+    REQUIRE(store->reserve(scopes, 0.4, kDay, "same", kLongTtl).ok());
+    checkSnapshot(*store, "global", kDay, 0, 400'000'000);
+  }
+
+  SUBCASE("a reservation is reclaimed after its ttl (the caller crashed mid-call)") {
+    const auto scopes = globalOnly(0.01);
+    REQUIRE(store->reserve(scopes, 0.01, kDay, "crashed", 100).ok());
+    CHECK(store->reserve(scopes, 0.001, kDay, "blocked", kLongTtl).status ==
+          ReserveStatus::kExhausted);
+    std::this_thread::sleep_for(250ms);
+    checkSnapshot(*store, "global", kDay, 0, 0);
+    CHECK(store->reserve(scopes, 0.001, kDay, "after", kLongTtl).ok());
+    checkSnapshot(*store, "global", kDay, 0, 1'000'000);
+    // A late settle of the expired reservation still charges what was spent.
+    CHECK(store->settle("crashed", kDay, scopes, 0.002));
+    checkSnapshot(*store, "global", kDay, 2'000'000, 1'000'000);
+  }
+
+  SUBCASE("markJudged: first time true, a redelivery false") {
+    CHECK(store->markJudged("evt-1", "faithfulness_llm", kLedgerTtlMs));
+    CHECK_FALSE(store->markJudged("evt-1", "faithfulness_llm", kLedgerTtlMs));
+    CHECK(store->markJudged("evt-1", "relevancy_llm", kLedgerTtlMs));
+    CHECK(store->markJudged("evt-2", "faithfulness_llm", kLedgerTtlMs));
+    CHECK(store->markJudged("evt-3", "faithfulness_llm", 100));
+    std::this_thread::sleep_for(250ms);
+    CHECK(store->markJudged("evt-3", "faithfulness_llm", 100));  // remembered only for its TTL
+    CHECK_FALSE(store->markJudged("evt-1", "faithfulness_llm", kLedgerTtlMs));
+  }
+
+  SUBCASE("64 concurrent callers never commit past the cap") {
+    const auto scopes = globalOnly(0.010);
+    const Race r = race({store.get()}, 64, scopes, kDay, 0.0015, 0.001);
+    CHECK(r.settled_nano <= eurosToNano(0.010));
+    CHECK(r.settled_nano >= eurosToNano(0.010 - 0.0015));  // and it did use the budget
+    checkSnapshot(*store, "global", kDay, r.settled_nano, 0);
+    for (const ReserveResult& refusal : r.refusals) {
+      CHECK(refusal.status == ReserveStatus::kExhausted);
+    }
+  }
+
+  SUBCASE("argument errors are programming errors and throw") {
+    const auto scopes = globalOnly(1.0);
+    CHECK_THROWS_AS(store->reserve(scopes, -0.1, kDay, "x", kLongTtl), std::invalid_argument);
+    CHECK_THROWS_AS(
+        store->reserve(scopes, std::numeric_limits<double>::quiet_NaN(), kDay, "x", kLongTtl),
+        std::invalid_argument);
+    CHECK_THROWS_AS(store->reserve({}, 0.1, kDay, "x", kLongTtl), std::invalid_argument);
+    CHECK_THROWS_AS(store->reserve({{"global", 1.0}, {"global", 2.0}}, 0.1, kDay, "x", kLongTtl),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(store->reserve({{"", 1.0}}, 0.1, kDay, "x", kLongTtl), std::invalid_argument);
+    CHECK_THROWS_AS(store->reserve({{"global", -1.0}}, 0.1, kDay, "x", kLongTtl),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(store->reserve(scopes, 0.1, "30/11/2026", "x", kLongTtl),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(store->reserve(scopes, 0.1, kDay, "", kLongTtl), std::invalid_argument);
+    CHECK_THROWS_AS(store->reserve(scopes, 0.1, kDay, "x", 0), std::invalid_argument);
+    CHECK_THROWS_AS(store->settle("x", kDay, scopes, -1.0), std::invalid_argument);
+    CHECK_THROWS_AS(store->markJudged("", "j", 1000), std::invalid_argument);
+    checkSnapshot(*store, "global", kDay, 0, 0);  // nothing reached the store
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Redis specifics
+
+TEST_CASE("redis: the documented keys, each with a 48 h expiry") {
+  RedisServer& server = sharedRedis();
+  REQUIRE(server.flushAll());
+  RedisBudgetStore store(parseRedisUrl(server.url()));
+  const std::vector<ScopeLimit> scopes = {{"global", 1.0}, {"judge:faithfulness_llm", 0.5}};
+  REQUIRE(store.reserve(scopes, 0.2, kDay, "k1", kLongTtl).ok());
+  const std::string prefix = "assay:budget:{" + kDay + "}:";
+  for (const char* key : {"global:res", "global:resexp", "judge:faithfulness_llm:res",
+                          "judge:faithfulness_llm:resexp"}) {
+    CAPTURE(key);
+    CHECK(rawCommands(server.port(), {"EXISTS " + prefix + key}) == ":1");
+  }
+  CHECK(rawCommands(server.port(), {"HGET " + prefix + "global:res k1"}) == "200000000");
+  REQUIRE(store.settle("k1", kDay, scopes, 0.1));
+  CHECK(rawCommands(server.port(), {"GET " + prefix + "global:spent"}) == "100000000");
+  CHECK(rawCommands(server.port(), {"SISMEMBER " + prefix + "settled k1"}) == ":1");
+  for (const char* key : {"global:spent", "judge:faithfulness_llm:spent", "settled"}) {
+    CAPTURE(key);
+    const std::string pttl = rawCommands(server.port(), {"PTTL " + prefix + key});
+    REQUIRE(pttl.size() > 1);
+    const long long ms = std::stoll(pttl.substr(1));
+    CHECK(ms > kLedgerTtlMs - 60'000);
+    CHECK(ms <= kLedgerTtlMs);
+  }
+  REQUIRE(store.markJudged("evt-9", "faithfulness_llm", kLedgerTtlMs));
+  const std::string pttl = rawCommands(server.port(), {"PTTL assay:judged:faithfulness_llm:evt-9"});
+  REQUIRE(pttl.size() > 1);
+  CHECK(std::stoll(pttl.substr(1)) > kLedgerTtlMs - 60'000);
+}
+
+TEST_CASE("redis: scripts survive SCRIPT FLUSH (EVALSHA falls back to EVAL on NOSCRIPT)") {
+  RedisServer& server = sharedRedis();
+  REQUIRE(server.flushAll());
+  RedisBudgetStore store(parseRedisUrl(server.url()));
+  REQUIRE(store.reserve(globalOnly(1.0), 0.1, kDay, "s1", kLongTtl).ok());
+  REQUIRE(rawCommands(server.port(), {"SCRIPT FLUSH"}) == "+OK");
+  CHECK(store.reserve(globalOnly(1.0), 0.1, kDay, "s2", kLongTtl).ok());
+  CHECK(store.settle("s1", kDay, globalOnly(1.0), 0.1));
+  checkSnapshot(store, "global", kDay, 100'000'000, 100'000'000);
+}
+
+TEST_CASE("redis: password and database from the URL") {
+  RedisServer server({"--requirepass", "s3cr@t"});
+  RedisBudgetStore store(
+      parseRedisUrl("redis://:s3cr%40t@127.0.0.1:" + std::to_string(server.port()) + "/3"));
+  REQUIRE(store.ping());
+  REQUIRE(store.reserve(globalOnly(1.0), 0.1, kDay, "p1", kLongTtl).ok());
+  CHECK(rawCommands(server.port(), {"AUTH s3cr@t", "SELECT 3", "DBSIZE"}) == ":2");
+  CHECK(rawCommands(server.port(), {"AUTH s3cr@t", "DBSIZE"}) == ":0");  // db 0 untouched
+
+  RedisBudgetStore wrong(
+      parseRedisUrl("redis://:nope@127.0.0.1:" + std::to_string(server.port()) + "/3"));
+  const ReserveResult r = wrong.reserve(globalOnly(1.0), 0.1, kDay, "p2", kLongTtl);
+  CHECK(r.status == ReserveStatus::kUnavailable);
+  CHECK(r.error.find("AUTH") != std::string::npos);
+}
+
+TEST_CASE("redis: unreachable → unavailable within the connect timeout, never a throw") {
+  RedisOptions options;
+  options.port = freePort();  // nothing listens there
+  options.connect_timeout_ms = 200;
+  RedisBudgetStore store(options);
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the first connects, the second backs off
+    CAPTURE(attempt);
+    const auto t0 = std::chrono::steady_clock::now();
+    ReserveResult r;
+    CHECK_NOTHROW(r = store.reserve(globalOnly(1.0), 0.1, kDay, "u1", kLongTtl));
+    const auto elapsed = std::chrono::steady_clock::now() - t0;
+    CHECK(r.status == ReserveStatus::kUnavailable);
+    CHECK_FALSE(r.ok());
+    CHECK(r.error.find("127.0.0.1:" + std::to_string(options.port)) != std::string::npos);
+    CHECK(elapsed < Ms(options.connect_timeout_ms + 300));
+  }
+  CHECK_FALSE(store.ping());
+  CHECK_FALSE(store.spent("global", kDay).available);
+  CHECK_FALSE(store.settle("u1", kDay, globalOnly(1.0), 0.1));
+  CHECK_FALSE(store.release("u1", kDay, globalOnly(1.0)));
+  CHECK(store.markJudged("evt", "j", kLedgerTtlMs));  // "not known": reserve fails closed next
+}
+
+TEST_CASE("redis: a restarted Redis is reconnected to") {
+  RedisServer server;
+  RedisOptions options = parseRedisUrl(server.url());
+  options.reconnect_backoff_ms = 50;
+  RedisBudgetStore store(options);
+  REQUIRE(store.reserve(globalOnly(1.0), 0.1, kDay, "c1", kLongTtl).ok());
+  server.stop();
+  CHECK(store.reserve(globalOnly(1.0), 0.1, kDay, "c2", kLongTtl).status ==
+        ReserveStatus::kUnavailable);
+  server.start();  // same port; this test server keeps nothing on disk, so its ledger is empty
+  std::this_thread::sleep_for(100ms);
+  CHECK(store.reserve(globalOnly(1.0), 0.1, kDay, "c3", kLongTtl).ok());
+  checkSnapshot(store, "global", kDay, 0, 100'000'000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 3, "Cases that must come out right": budget €0.010, each call €0.001 (reserved at its
+// worst case €0.0015), 64 calls in flight, two daemons on one Redis.
+
+TEST_CASE("issue 3: two daemons, 64 calls in flight, one €0.010 cap") {
+  constexpr double kLimit = 0.010, kWorst = 0.0015, kActual = 0.001;
+  RedisServer& server = sharedRedis();
+  REQUIRE(server.flushAll());
+  const std::vector<ScopeLimit> scopes = {{"global", kLimit}, {"judge:faithfulness_llm", 2.00}};
+  RedisBudgetStore daemon_a(parseRedisUrl(server.url()));  // each with its own connection
+  RedisBudgetStore daemon_b(parseRedisUrl(server.url()));
+
+  const Race r = race({&daemon_a, &daemon_b}, 64, scopes, kDay, kWorst, kActual);
+
+  REQUIRE(r.refusals.size() == 64);
+  for (const ReserveResult& refusal : r.refusals) {
+    CHECK(refusal.status == ReserveStatus::kExhausted);  // never unavailable
+    CHECK(refusal.exhausted_scope == "global");
+  }
+  checkSnapshot(daemon_a, "global", kDay, r.settled_nano, 0);
+  checkSnapshot(daemon_b, "judge:faithfulness_llm", kDay, r.settled_nano, 0);
+  CHECK(r.settled_nano <= eurosToNano(kLimit + kWorst));
+  CHECK(r.settled_nano <= eurosToNano(kLimit));  // reservations are worst cases: no overshoot
+  const double settled = nanoToEuros(r.settled_nano);
+  MESSAGE("two daemons x 32 threads: "
+          << r.calls << " calls settled EUR " << settled << " against a EUR " << kLimit
+          << " cap; overshoot (settled - limit) = EUR " << settled - kLimit << " (allowed: EUR "
+          << kWorst << "); peak calls in flight " << r.peak_in_flight);
+
+  // Exhausted for the rest of the day, in both daemons…
+  for (BudgetStore* d :
+       {static_cast<BudgetStore*>(&daemon_a), static_cast<BudgetStore*>(&daemon_b)}) {
+    const ReserveResult again = d->reserve(scopes, kWorst, kDay, "after", kLongTtl);
+    CHECK(again.status == ReserveStatus::kExhausted);
+    CHECK(again.exhausted_scope == "global");
+  }
+  // …and in a restarted daemon (a new store instance, a new connection) the same day…
+  RedisBudgetStore restarted(parseRedisUrl(server.url()));
+  CHECK(restarted.reserve(scopes, kWorst, kDay, "restarted", kLongTtl).status ==
+        ReserveStatus::kExhausted);
+  // …until the next day's key.
+  CHECK(restarted.reserve(scopes, kWorst, "2026-12-01", "tomorrow", kLongTtl).ok());
+}
+
+}  // namespace
+}  // namespace assay::llm
