@@ -222,6 +222,13 @@ void HttpClient::submit(HttpRequest request, std::function<void(HttpResponse)> d
                  });
 }
 
+void HttpClient::schedule(std::chrono::milliseconds delay, std::function<void()> fn) {
+  auto timer = std::make_shared<asio::steady_timer>(impl_->io, delay);
+  timer->async_wait([timer, fn = std::move(fn)](const boost::system::error_code& ec) {
+    if (!ec) fn();
+  });
+}
+
 HttpResponse HttpClient::send(HttpRequest request) {
   std::promise<HttpResponse> p;
   auto f = p.get_future();

@@ -51,6 +51,9 @@ class HttpClient {
   void submit(HttpRequest request, std::function<void(HttpResponse)> done);
   /// Blocking form of submit, for tools and tests.
   HttpResponse send(HttpRequest request);
+  /// Runs `fn` on the client's thread after `delay` (retry backoff, rate-limit waits), without
+  /// blocking any thread meanwhile. Abandoned, like requests, when the client is destroyed.
+  void schedule(std::chrono::milliseconds delay, std::function<void()> fn);
 
  private:
   struct Impl;

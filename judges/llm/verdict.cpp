@@ -78,6 +78,8 @@ std::string_view llmOutcomeName(LlmOutcome o) {
       return "skipped_budget";
     case LlmOutcome::kContextTooLong:
       return "context_too_long";
+    case LlmOutcome::kNoContext:
+      return "no_context";
   }
   return "unknown";
 }

@@ -29,6 +29,7 @@ enum class LlmOutcome {
   kProviderError,  ///< other HTTP or connection failure after retries, or an error body
   kSkippedBudget,  ///< the daily budget (or its store) did not allow the call
   kContextTooLong,  ///< question + answer alone exceed max_input_tokens; no call made
+  kNoContext,       ///< the rubric judges contexts and the event has none; no call made
 };
 
 std::string_view llmOutcomeName(LlmOutcome o);

@@ -1,0 +1,210 @@
+#include "judges/llm/llm_judge.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <future>
+
+#include "fake_server.hpp"
+
+using namespace assay;
+using namespace assay::llm;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Fixture {
+  test::FakeLlmServer server;
+  HttpClient client;
+  MemoryBudgetStore budget;
+
+  LlmJudgeSettings settings(Provider p = Provider::kOpenAi) {
+    LlmJudgeSettings s;
+    s.name = "faithfulness_llm";
+    s.rubric = *builtinRubric("faithfulness");
+    s.provider = p;
+    s.endpoint = server.url("/v1");
+    s.model = "gpt-4o-mini";
+    s.api_key = "k";
+    s.price = *PriceTable::builtin().find("gpt-4o-mini");
+    s.global_daily_limit_eur = 5.0;
+    s.timeout = 5s;
+    s.retry.base_delay = 10ms;
+    s.retry.max_delay = 50ms;
+    return s;
+  }
+  void script(const std::string& json) {
+    HttpRequest r;
+    r.url = server.url("/_fake/script");
+    r.body = json;
+    REQUIRE(client.send(r).status == 200);
+  }
+  long requests() {
+    HttpRequest r;
+    r.url = server.url("/_fake/stats");
+    r.method = "GET";
+    const auto res = client.send(r);
+    return std::stol(res.body.substr(res.body.find(':') + 1));
+  }
+  std::string today() {
+    return budgetDay("UTC", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
+  }
+};
+
+Event event() {
+  Event e;
+  e.id = "req-1";
+  e.question = std::string("How long is the warranty?");
+  e.answer = std::string("Two years.");
+  e.contexts.push_back(Context{"1", "The warranty lasts two years.", ""});
+  return e;
+}
+
+LlmCallResult run(LlmJudge& j, const Event& e = event()) {
+  std::promise<LlmCallResult> p;
+  auto f = p.get_future();
+  j.judge(e, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
+  return f.get();
+}
+
+}  // namespace
+
+TEST_CASE("a verdict, its tokens and its cost in euros; the budget is settled") {
+  Fixture fx;
+  LlmJudge j(fx.settings(), fx.client, fx.budget);
+  fx.script(R"([{"score": 3}])");
+  const auto r = run(j);
+  REQUIRE(r.verdict.outcome == LlmOutcome::kOk);
+  CHECK(r.verdict.score == 3);
+  CHECK(r.attempts == 1);
+  CHECK(r.usage_reported);
+  CHECK(r.usage.prompt_tokens > 100);
+  const double expected_usd =
+      (r.usage.prompt_tokens * 0.15 + r.usage.completion_tokens * 0.60) / 1e6;
+  CHECK(r.cost_usd == doctest::Approx(expected_usd).epsilon(1e-12));
+  CHECK(r.cost_eur == doctest::Approx(expected_usd * 0.92).epsilon(1e-12));
+  const auto snap = fx.budget.spent("global", fx.today());
+  CHECK(snap.spent_eur == doctest::Approx(r.cost_eur).epsilon(1e-6));
+  CHECK(snap.outstanding_eur == 0.0);
+  // Anthropic speaks its own API.
+  LlmJudge a(fx.settings(Provider::kAnthropic), fx.client, fx.budget);
+  fx.script(R"([{"score": 1}])");
+  CHECK(run(a).verdict.score == 1);
+}
+
+TEST_CASE("429 with Retry-After: 1 → retried no sooner than 1 s later, then judged") {
+  Fixture fx;
+  LlmJudge j(fx.settings(), fx.client, fx.budget);
+  fx.script(R"([{"status": 429, "retry_after": "1"}, {"score": 2}])");
+  const auto r = run(j);
+  CHECK(r.verdict.outcome == LlmOutcome::kOk);
+  CHECK(r.attempts == 2);
+  CHECK(r.latency >= 1000ms);
+}
+
+TEST_CASE("Retry-After 600 s with max_retry_wait 60 s → rate_limited at once, nothing charged") {
+  Fixture fx;
+  auto s = fx.settings();
+  s.retry.max_retry_wait = 60'000ms;
+  LlmJudge j(s, fx.client, fx.budget);
+  fx.script(R"([{"status": 429, "retry_after": "600"}])");
+  const auto r = run(j);
+  CHECK(r.verdict.outcome == LlmOutcome::kRateLimited);
+  CHECK(r.attempts == 1);
+  CHECK(r.latency < 1000ms);
+  CHECK(r.cost_eur == 0.0);
+  const auto snap = fx.budget.spent("global", fx.today());
+  CHECK(snap.spent_eur == 0.0);
+  CHECK(snap.outstanding_eur == 0.0);  // the reservation was released
+}
+
+TEST_CASE("5xx until attempts run out → provider_error; timeouts → timeout") {
+  Fixture fx;
+  auto s = fx.settings();
+  s.retry.max_attempts = 3;
+  LlmJudge j(s, fx.client, fx.budget);
+  fx.script(R"([{"status": 500}, {"status": 502}, {"status": 503}])");
+  const auto r = run(j);
+  CHECK(r.verdict.outcome == LlmOutcome::kProviderError);
+  CHECK(r.attempts == 3);
+  s.timeout = 200ms;
+  s.retry.max_attempts = 2;
+  LlmJudge slow(s, fx.client, fx.budget);
+  fx.script(R"([{"delay_ms": 1500}, {"delay_ms": 1500}])");
+  const auto t = run(slow);
+  CHECK(t.verdict.outcome == LlmOutcome::kTimeout);
+  CHECK(t.attempts == 2);
+}
+
+TEST_CASE("outcomes decided before any call: no_context, context_too_long, skipped_budget") {
+  Fixture fx;
+  const long before = fx.requests();
+  LlmJudge j(fx.settings(), fx.client, fx.budget);
+  Event empty = event();
+  empty.contexts.clear();
+  CHECK(run(j, empty).verdict.outcome == LlmOutcome::kNoContext);
+  Event huge = event();
+  huge.answer = std::string(200'000, 'z');
+  CHECK(run(j, huge).verdict.outcome == LlmOutcome::kContextTooLong);
+  auto s = fx.settings();
+  s.global_daily_limit_eur = 0.000001;  // less than one call's worst case
+  LlmJudge poor(s, fx.client, fx.budget);
+  const auto b = run(poor);
+  CHECK(b.verdict.outcome == LlmOutcome::kSkippedBudget);
+  CHECK(b.verdict.justification.find("global") != std::string::npos);
+  CHECK(fx.requests() == before);  // none of these reached the provider
+}
+
+TEST_CASE("truncated and usage-less replies are still charged") {
+  Fixture fx;
+  LlmJudge j(fx.settings(), fx.client, fx.budget);
+  fx.script(R"([{"kind": "truncated"}])");
+  const auto t = run(j);
+  CHECK(t.verdict.outcome == LlmOutcome::kTruncated);
+  CHECK(t.cost_eur > 0.0);
+  fx.script(R"([{"kind": "no_usage", "score": 4}])");
+  const auto n = run(j);
+  CHECK(n.verdict.score == 4);
+  CHECK_FALSE(n.usage_reported);
+  CHECK(n.usage.completion_tokens == 300);  // the estimate charges max_tokens of output
+  CHECK(n.cost_eur > t.cost_eur);
+}
+
+TEST_CASE("the circuit breaker stops calling a failing endpoint") {
+  Fixture fx;
+  auto s = fx.settings();
+  s.retry.max_attempts = 1;
+  s.breaker_failures = 2;
+  s.breaker_open = 60'000ms;
+  LlmJudge j(s, fx.client, fx.budget);
+  fx.script(R"([{"status": 500}, {"status": 500}, {"score": 4}])");
+  CHECK(run(j).verdict.outcome == LlmOutcome::kProviderError);
+  CHECK(run(j).verdict.outcome == LlmOutcome::kProviderError);
+  const long before = fx.requests();
+  const auto r = run(j);
+  CHECK(r.verdict.outcome == LlmOutcome::kProviderError);
+  CHECK(r.verdict.justification.find("circuit breaker open") == 0);
+  CHECK(fx.requests() == before);
+}
+
+TEST_CASE("max_in_flight bounds concurrent calls; every call completes") {
+  Fixture fx;
+  auto s = fx.settings();
+  s.max_in_flight = 2;
+  LlmJudge j(s, fx.client, fx.budget);
+  fx.script(
+      R"([{"delay_ms":200},{"delay_ms":200},{"delay_ms":200},{"delay_ms":200},{"delay_ms":200},{"delay_ms":200}])");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::future<LlmCallResult>> futures;
+  std::vector<std::promise<LlmCallResult>> promises(6);
+  for (auto& p : promises) {
+    futures.push_back(p.get_future());
+    j.judge(event(), [&p](LlmCallResult r) { p.set_value(std::move(r)); });
+    CHECK(j.inFlight() <= 2);
+  }
+  for (auto& f : futures) CHECK(f.get().verdict.outcome == LlmOutcome::kOk);
+  CHECK(std::chrono::steady_clock::now() - t0 >= 600ms);  // 6 calls, 2 at a time, 200 ms each
+  CHECK(j.inFlight() == 0);
+}
