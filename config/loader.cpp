@@ -9,6 +9,10 @@
 #include <set>
 #include <sstream>
 
+#include "judges/llm/budget.hpp"
+#include "judges/llm/pricing.hpp"
+#include "judges/llm/rubric.hpp"
+
 namespace assay {
 namespace {
 
@@ -274,14 +278,47 @@ void loadLimits(Reader& r, const YAML::Node& n, LimitsOptions& o) {
 
 void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
   const std::string p = "budget";
-  if (!r.checkMap(n, p, {"usd_to_eur", "daily_limit_eur", "alert_ratio", "timezone", "store"}))
+  if (!r.checkMap(n, p,
+                  {"usd_to_eur", "daily_limit_eur", "alert_ratio", "timezone", "store", "prices"}))
     return;
   r.getRange(n, "usd_to_eur", p, o.usd_to_eur, 0.0001, 10000.0);
   r.getRange(n, "daily_limit_eur", p, o.daily_limit_eur, 0.0, 1e9);
   r.getRange(n, "alert_ratio", p, o.alert_ratio, 0.0, 1.0);
   r.get(n, "timezone", p, o.timezone);
   r.get(n, "store", p, o.store);
-  r.inert(n, p, "the budget applies to LLM judges, which this version does not have");
+  if (o.store != "memory" && o.store.rfind("redis://", 0) != 0)
+    r.error(n["store"], p + ".store", "expected memory or redis://[:password@]host[:port][/db]");
+  try {
+    (void)llm::budgetDay(o.timezone, 0);
+  } catch (const std::exception&) {
+    r.error(n["timezone"] ? n["timezone"] : n, p + ".timezone",
+            "unknown time zone '" + o.timezone + "' (an IANA name such as Europe/Paris)");
+  }
+  if (const auto prices = n["prices"]) {
+    if (!prices.IsMap()) {
+      r.error(prices, p + ".prices",
+              "expected {model: {input, cached_input?, output}} in USD per million tokens");
+    } else {
+      for (const auto& kv : prices) {
+        const auto model = kv.first.as<std::string>("");
+        const std::string mp = p + ".prices." + model;
+        if (!r.checkMap(kv.second, mp, {"input", "cached_input", "output"})) continue;
+        PriceOverride po;
+        po.model = model;
+        po.input = po.cached_input = -1;
+        po.output = -1;
+        r.getRange(kv.second, "input", mp, po.input, 0.0, 10000.0);
+        r.getRange(kv.second, "output", mp, po.output, 0.0, 10000.0);
+        po.cached_input = po.input;
+        r.getRange(kv.second, "cached_input", mp, po.cached_input, 0.0, 10000.0);
+        if (po.input < 0 || po.output < 0) {
+          r.error(kv.second, mp, "needs input and output (USD per million tokens)");
+          continue;
+        }
+        o.prices.push_back(po);
+      }
+    }
+  }
 }
 
 void loadJudgeOptions(Reader& r, const YAML::Node& n, const std::string& p, JudgeConfig& j) {
@@ -341,6 +378,90 @@ void loadJudgeOptions(Reader& r, const YAML::Node& n, const std::string& p, Judg
   }
 }
 
+void loadRunIf(Reader& r, const YAML::Node& j, const std::string& jp, JudgeConfig& jc,
+               const std::vector<JudgeConfig>& earlier) {
+  const auto n = j["run_if"];
+  if (!n) return;
+  const std::string p = jp + ".run_if";
+  if (!n.IsSequence()) {
+    r.error(n, p, "expected a list of {judge, below?, above?, passed?}");
+    return;
+  }
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const auto c = n[i];
+    const std::string cp = p + "[" + std::to_string(i) + "]";
+    if (!r.checkMap(c, cp, {"judge", "below", "above", "passed"})) continue;
+    RunIfCondition rc;
+    r.get(c, "judge", cp, rc.judge);
+    const bool found = std::any_of(earlier.begin(), earlier.end(),
+                                   [&](const JudgeConfig& e) { return e.name == rc.judge; });
+    if (!found) {
+      r.error(c["judge"] ? c["judge"] : c, cp + ".judge",
+              rc.judge.empty() ? "missing"
+                               : "'" + rc.judge + "' is not a judge listed before this one");
+      continue;
+    }
+    if (c["below"]) {
+      double v = 0;
+      r.get(c, "below", cp, v);
+      rc.below = v;
+    }
+    if (c["above"]) {
+      double v = 0;
+      r.get(c, "above", cp, v);
+      rc.above = v;
+    }
+    if (c["passed"]) {
+      bool v = false;
+      r.get(c, "passed", cp, v);
+      rc.passed = v;
+    }
+    if (!rc.below && !rc.above && !rc.passed) r.error(c, cp, "needs below, above or passed");
+    jc.run_if.push_back(rc);
+  }
+}
+
+void loadLlmJudge(Reader& r, const YAML::Node& j, const std::string& jp, JudgeConfig& jc) {
+  jc.llm = true;
+  auto& o = jc.llm_options;
+  r.checkMap(j, jp,
+             {"name", "kind", "criterion", "provider", "endpoint", "model", "api_key_env", "rate",
+              "daily_limit_eur", "max_tokens", "max_input_tokens", "timeout_ms", "max_in_flight",
+              "requests_per_minute", "tokens_per_minute", "max_retries", "max_retry_wait_ms",
+              "ca_file", "run_if"});
+  r.getRate(j, "rate", jp, jc.rate, /*allow_zero=*/false);
+  r.get(j, "criterion", jp, o.criterion);
+  if (!llm::builtinRubric(o.criterion)) {
+    std::string known;
+    for (const auto& c : llm::builtinCriteria()) known += (known.empty() ? "" : ", ") + c;
+    r.error(j["criterion"] ? j["criterion"] : j, jp + ".criterion",
+            (o.criterion.empty() ? std::string("missing") : "no rubric for '" + o.criterion + "'") +
+                " (one of: " + known + ")");
+  }
+  r.get(j, "provider", jp, o.provider);
+  if (o.provider != "openai" && o.provider != "anthropic")
+    r.error(j["provider"], jp + ".provider", "expected openai or anthropic");
+  r.get(j, "endpoint", jp, o.endpoint);
+  if (o.endpoint.empty())
+    o.endpoint =
+        o.provider == "anthropic" ? "https://api.anthropic.com" : "https://api.openai.com/v1";
+  if (o.endpoint.rfind("https://", 0) != 0 && o.endpoint.rfind("http://", 0) != 0)
+    r.error(j["endpoint"], jp + ".endpoint", "expected an http:// or https:// URL");
+  r.get(j, "model", jp, o.model);
+  if (o.model.empty()) r.error(j, jp + ".model", "missing");
+  r.get(j, "api_key_env", jp, o.api_key_env);
+  r.getRange(j, "daily_limit_eur", jp, o.daily_limit_eur, 0.0, 1e6);
+  r.getRange(j, "max_tokens", jp, o.max_tokens, 16, 100000);
+  r.getRange<std::int64_t>(j, "max_input_tokens", jp, o.max_input_tokens, 256, 10'000'000);
+  r.getRange(j, "timeout_ms", jp, o.timeout_ms, 100, 600'000);
+  r.getRange(j, "max_in_flight", jp, o.max_in_flight, 1, 1024);
+  r.getRange(j, "requests_per_minute", jp, o.requests_per_minute, 0.0, 1e7);
+  r.getRange(j, "tokens_per_minute", jp, o.tokens_per_minute, 0.0, 1e10);
+  r.getRange(j, "max_retries", jp, o.max_retries, 0, 10);
+  r.getRange(j, "max_retry_wait_ms", jp, o.max_retry_wait_ms, 0, 3'600'000);
+  r.get(j, "ca_file", jp, o.ca_file);
+}
+
 void loadJudges(Reader& r, const YAML::Node& n, std::vector<JudgeConfig>& out) {
   const std::string p = "judges";
   if (!n.IsSequence()) {
@@ -372,14 +493,14 @@ void loadJudges(Reader& r, const YAML::Node& n, std::vector<JudgeConfig>& out) {
     else if (kind == "retrieval")
       k = JudgeKind::kRetrieval;
     else if (kind == "llm") {
-      r.error(
-          j["kind"], jp + ".kind",
-          "LLM judges are not available in this version yet (kinds: check, lexical, retrieval)");
+      loadLlmJudge(r, j, jp, jc);
+      loadRunIf(r, j, jp, jc, out);
+      out.push_back(std::move(jc));
       continue;
     } else {
       r.error(j["kind"] ? j["kind"] : j, jp + ".kind",
-              kind.empty() ? "missing (check, lexical or retrieval)"
-                           : "unknown kind '" + kind + "' (check, lexical, retrieval)");
+              kind.empty() ? "missing (check, lexical, retrieval or llm)"
+                           : "unknown kind '" + kind + "' (check, lexical, retrieval, llm)");
       continue;
     }
     std::string type;
@@ -395,7 +516,7 @@ void loadJudges(Reader& r, const YAML::Node& n, std::vector<JudgeConfig>& out) {
                   " (one of: " + known + ")");
       continue;
     }
-    std::vector<std::string_view> known = {"name", "kind", type_key, "rate"};
+    std::vector<std::string_view> known = {"name", "kind", type_key, "rate", "run_if"};
     for (const auto& spec : jc.factory->descriptor->options) known.push_back(spec.name);
     r.checkMap(j, jp, known);
     r.getRate(j, "rate", jp, jc.rate, /*allow_zero=*/false);
@@ -406,6 +527,7 @@ void loadJudges(Reader& r, const YAML::Node& n, std::vector<JudgeConfig>& out) {
       const auto at = e.key.empty() ? j : j[e.key];
       r.error(at ? at : j, e.key.empty() ? jp : jp + "." + e.key, e.what());
     }
+    loadRunIf(r, j, jp, jc, out);
     out.push_back(std::move(jc));
   }
 }
@@ -498,6 +620,24 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   if (auto n = root["admin"]) loadAdmin(r, n, c.admin);
   if (auto n = root["sinks"]) loadSinks(r, n, c.sinks);
   if (auto n = root["log"]) loadLog(r, n, c.log);
+  // Every LLM judge needs a price (an unpriced model must not bypass the cap).
+  auto prices = llm::PriceTable::builtin();
+  for (const auto& po : c.budget.prices)
+    prices.set(po.model, llm::ModelPrice{po.input, po.cached_input, po.output});
+  bool any_llm = false;
+  for (std::size_t i = 0; i < c.judges.size(); ++i) {
+    const auto& jc = c.judges[i];
+    if (!jc.llm) continue;
+    any_llm = true;
+    if (!jc.llm_options.model.empty() && !prices.find(jc.llm_options.model)) {
+      const auto at = root["judges"][i]["model"];
+      r.error(at ? at : root["judges"][i], "judges[" + std::to_string(i) + "].model",
+              "no price for model '" + jc.llm_options.model +
+                  "': add it under budget.prices (USD per million tokens) so the cap can hold");
+    }
+  }
+  if (!any_llm && root["budget"])
+    r.inert(root["budget"], "budget", "it applies to LLM judges, and none is configured");
   if (c.judges.empty() && res.errors.empty())
     r.error(root, "judges", "no judge configured: nothing would be judged");
   return res;

@@ -3,6 +3,8 @@
 /// only config/loader.cpp knows YAML. Units are in the names (`_ms`, `_bytes`, `_eur`).
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,20 +47,57 @@ struct LimitsOptions {
   int drain_timeout_ms = 10000;           ///< on shutdown, time allowed to finish the queue
 };
 
-/// Accepted now so a production file validates; the LLM budget itself is issue #3's.
+/// A model price override, USD per million tokens (CONTRACT.md §6).
+struct PriceOverride {
+  std::string model;
+  double input = 0, cached_input = 0, output = 0;
+};
+
+/// The LLM judges' daily budget. Caps are euros per local day in `timezone`.
 struct BudgetOptions {
   double usd_to_eur = 0.92;
-  double daily_limit_eur = 5.0;
-  double alert_ratio = 0.8;
-  std::string timezone = "UTC";
-  std::string store = "memory";
+  double daily_limit_eur = 5.0;       ///< global cap, every LLM judge together
+  double alert_ratio = 0.8;           ///< warn when spent ≥ ratio × cap
+  std::string timezone = "UTC";       ///< IANA name, e.g. Europe/Paris
+  std::string store = "memory";       ///< "memory" or redis://[:password@]host[:port][/db]
+  std::vector<PriceOverride> prices;  ///< add or override built-in model prices
+};
+
+/// `run_if`: a judge runs only when every condition holds on an earlier verdict of the same
+/// event (a verdict that has no score fails every condition).
+struct RunIfCondition {
+  std::string judge;            ///< name of an earlier judge in the list
+  std::optional<double> below;  ///< score < below
+  std::optional<double> above;  ///< score > above
+  std::optional<bool> passed;   ///< a check's pass/fail
+};
+
+/// Settings of a `kind: llm` judge.
+struct LlmJudgeConfig {
+  std::string criterion;            ///< a built-in rubric: faithfulness, answer_relevancy, …
+  std::string provider = "openai";  ///< openai | anthropic
+  std::string endpoint;  ///< default https://api.openai.com/v1 or https://api.anthropic.com
+  std::string model;
+  std::string api_key_env;     ///< environment variable holding the key ("" = none)
+  double daily_limit_eur = 0;  ///< this judge's cap (0 = only the global cap)
+  int max_tokens = 300;
+  std::int64_t max_input_tokens = 16000;
+  int timeout_ms = 30000;
+  int max_in_flight = 8;
+  double requests_per_minute = 0, tokens_per_minute = 0;  ///< 0 = unlimited
+  int max_retries = 3;
+  int max_retry_wait_ms = 60000;
+  std::string ca_file;  ///< PEM bundle of a private CA ("" = system store)
 };
 
 struct JudgeConfig {
-  std::string name;  ///< unique; the `judge` metric label
-  const JudgeFactory* factory = nullptr;
-  double rate = 1.0;  ///< share of sampled events this judge sees, (0, 1]
+  std::string name;                       ///< unique; the `judge` metric label
+  const JudgeFactory* factory = nullptr;  ///< cheap judges; nullptr for an LLM judge
+  double rate = 1.0;                      ///< share of sampled events this judge sees, (0, 1]
   JudgeOptionValues values;
+  std::vector<RunIfCondition> run_if;
+  bool llm = false;
+  LlmJudgeConfig llm_options;  ///< when llm
 };
 
 struct TrackingOptions {

@@ -12,6 +12,7 @@
 #include "daemon/admin_server.hpp"
 #include "daemon/event_parser.hpp"
 #include "daemon/kafka.hpp"
+#include "daemon/llm_stage.hpp"
 #include "daemon/offset_tracker.hpp"
 #include "daemon/version.hpp"
 #include "sampling/bounded_queue.hpp"
@@ -36,12 +37,42 @@ struct WorkItem {
   double rate = 1.0;  ///< the event's sampling rate (for nested per-judge rates)
 };
 
-/// A configured judge, ready to run.
+/// A configured judge, ready to run (an LLM judge has no `judge`: the LlmStage runs it).
 struct ActiveJudge {
   std::string name;
-  const JudgeDescriptor* descriptor;
+  std::string criterion;
+  double min_score, max_score;
   double rate;
   std::unique_ptr<Judge> judge;
+  const std::vector<RunIfCondition>* run_if;
+  bool llm = false;
+};
+
+/// Whether every run_if condition holds on the verdicts already produced for this event.
+bool runIfHolds(const std::vector<RunIfCondition>& conditions,
+                const std::vector<std::optional<JudgedVerdict>>& slots,
+                const std::vector<ActiveJudge>& judges) {
+  for (const auto& c : conditions) {
+    const JudgedVerdict* v = nullptr;
+    for (std::size_t i = 0; i < judges.size(); ++i)
+      if (judges[i].name == c.judge && slots[i]) v = &*slots[i];
+    if (!v || !v->verdict.score) return false;
+    const double score = *v->verdict.score;
+    if (c.below && !(score < *c.below)) return false;
+    if (c.above && !(score > *c.above)) return false;
+    if (c.passed && v->verdict.passed != c.passed) return false;
+  }
+  return true;
+}
+
+/// An event whose LLM verdicts are still on their way; the last one to arrive writes it.
+struct PendingJudgment {
+  Judgment judgment;                                // id, tenant… (verdicts filled at the end)
+  std::vector<std::optional<JudgedVerdict>> slots;  // one per configured judge, config order
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::mutex mu;
+  int remaining = 0;
 };
 
 std::int64_t nowEpochMs() {
@@ -94,16 +125,26 @@ int runDaemon(const Config& config, const RunOptions& run) {
   std::vector<ActiveJudge> judges;
   std::vector<JudgeMetricSpec> judge_specs;
   for (const auto& jc : config.judges) {
-    judges.push_back({jc.name, jc.factory->descriptor, jc.rate, jc.factory->create(jc.values)});
-    judge_specs.push_back(
-        {jc.name, std::string(jc.factory->descriptor->criterion), jc.factory->descriptor->buckets});
+    if (jc.llm) {
+      judges.push_back(
+          {jc.name, jc.llm_options.criterion, 1, 4, jc.rate, nullptr, &jc.run_if, true});
+      judge_specs.push_back({jc.name, jc.llm_options.criterion, {1, 2, 3, 4}});
+      continue;
+    }
+    const auto* d = jc.factory->descriptor;
+    judges.push_back({jc.name, std::string(d->criterion), d->min_score, d->max_score, jc.rate,
+                      jc.factory->create(jc.values), &jc.run_if, false});
+    judge_specs.push_back({jc.name, std::string(d->criterion), d->buckets});
   }
   Metrics metrics(config.kafka.topic, judge_specs,
                   static_cast<std::size_t>(config.tracking.max_label_values), kAssayVersion);
   OffsetTracker tracker;
   std::atomic<bool> consumer_ready{false};
-  AdminServer admin(config.admin.listen,
-                    {[&] { return metrics.serialize(); }, [&] { return consumer_ready.load(); }});
+  // Declared before the sinks and the consumer: destroyed after them, its HTTP threads stop
+  // first thing in its destructor, so abandoned calls never reach a destroyed sink.
+  LlmStage llm(config, metrics);
+  AdminServer admin(config.admin.listen, {[&] { return metrics.serialize(); },
+                                          [&] { return consumer_ready.load() && llm.ready(); }});
   spdlog::info("admin: http://{}:{}/metrics, /healthz, /readyz",
                config.admin.listen.substr(0, config.admin.listen.rfind(':')), admin.port());
 
@@ -146,33 +187,71 @@ int runDaemon(const Config& config, const RunOptions& run) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
         .count();
   };
+  // Writes a finished judgment to every sink; the event's offset is finished when the last
+  // sink lets go of the token.
+  auto deliver = [&](Judgment& j, std::vector<std::optional<JudgedVerdict>>& slots,
+                     std::int32_t partition, std::int64_t offset) {
+    for (auto& s : slots)
+      if (s) j.verdicts.push_back(std::move(*s));
+    const std::string json = toJson(j);
+    DeliveryToken token(
+        nullptr, [&tracker, partition, offset](void*) { tracker.finish(partition, offset); });
+    for (auto& sink : sinks) sink->write(j, json, token);
+    token.reset();
+    metrics.judged.Increment();
+    last_judged_ns = steadyNs();
+  };
+  auto record = [&](std::size_t i, Verdict v, double secs) {
+    auto& stats = metrics.judge[i];
+    stats.runs[static_cast<int>(v.outcome)]->Increment();
+    stats.latency->Observe(secs);
+    if (v.outcome == Outcome::kOk && v.score) stats.score->Observe(*v.score);
+    const auto& aj = judges[i];
+    return JudgedVerdict{aj.name,      aj.criterion, std::move(v),
+                         aj.min_score, aj.max_score, secs * 1000.0};
+  };
   auto worker = [&] {
     while (auto item = queue.pop()) {
       ++busy_workers;
       metrics.queue_depth.Set(static_cast<double>(queue.size()));
-      Judgment j{item->event.id,      item->event.tenant, item->event.app,
-                 item->event.variant, nowEpochMs(),       {}};
+      auto pending = std::make_shared<PendingJudgment>();
+      pending->judgment = Judgment{item->event.id,      item->event.tenant, item->event.app,
+                                   item->event.variant, nowEpochMs(),       {}};
+      pending->slots.resize(judges.size());
+      pending->partition = item->partition;
+      pending->offset = item->offset;
+      std::vector<std::size_t> llm_to_run;
+      // Cheap judges in config order, then the LLM judges (their run_if sees every cheap verdict).
       for (std::size_t i = 0; i < judges.size(); ++i) {
         const auto& aj = judges[i];
         if (!Sampler::judgeRuns(item->hash, item->rate, aj.rate)) continue;
+        if (aj.llm) {
+          llm_to_run.push_back(i);
+          continue;
+        }
+        if (!runIfHolds(*aj.run_if, pending->slots, judges)) continue;
         const auto t0 = Clock::now();
         Verdict v = aj.judge->judge(item->event);
-        const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-        auto& stats = metrics.judge[i];
-        stats.runs[static_cast<int>(v.outcome)]->Increment();
-        stats.latency->Observe(secs);
-        if (v.outcome == Outcome::kOk && v.score) stats.score->Observe(*v.score);
-        j.verdicts.push_back({aj.name, std::string(aj.descriptor->criterion), std::move(v),
-                              aj.descriptor->min_score, aj.descriptor->max_score, secs * 1000.0});
+        pending->slots[i] =
+            record(i, std::move(v), std::chrono::duration<double>(Clock::now() - t0).count());
       }
-      const std::string json = toJson(j);
-      DeliveryToken token(nullptr, [&tracker, p = item->partition, o = item->offset](void*) {
-        tracker.finish(p, o);
+      std::erase_if(llm_to_run, [&](std::size_t i) {
+        return !runIfHolds(*judges[i].run_if, pending->slots, judges);
       });
-      for (auto& sink : sinks) sink->write(j, json, token);
-      token.reset();
-      metrics.judged.Increment();
-      last_judged_ns = steadyNs();
+      if (llm_to_run.empty()) {
+        deliver(pending->judgment, pending->slots, pending->partition, pending->offset);
+      } else {
+        pending->remaining = static_cast<int>(llm_to_run.size());
+        for (std::size_t i : llm_to_run) {
+          llm.judge(i, item->event, [&, pending, i](Verdict v, double secs) {
+            auto jv = record(i, std::move(v), secs);
+            std::lock_guard lock(pending->mu);
+            pending->slots[i] = std::move(jv);
+            if (--pending->remaining == 0)
+              deliver(pending->judgment, pending->slots, pending->partition, pending->offset);
+          });
+        }
+      }
       --busy_workers;
     }
   };
@@ -183,6 +262,7 @@ int runDaemon(const Config& config, const RunOptions& run) {
   KafkaConsumer consumer(config.kafka, bootstrap, tracker);
   RateLimitedLog invalid_log, kafka_log;
   std::optional<Clock::time_point> last_activity;  // starts at the first assignment
+  Clock::time_point last_budget_refresh{};
   const auto& topic = config.kafka.topic;
   int exit_code = 0;
 
@@ -261,8 +341,12 @@ int runDaemon(const Config& config, const RunOptions& run) {
       rd_kafka_message_destroy(m);
     }
     consumer.storeFinishedOffsets();
+    if (llm.enabled() && Clock::now() - last_budget_refresh > std::chrono::seconds(5)) {
+      llm.refreshBudget();
+      last_budget_refresh = Clock::now();
+    }
     if (run.exit_when_idle_s && last_activity && queue.size() == 0 && busy_workers == 0 &&
-        tracker.pending() == 0 &&
+        tracker.pending() == 0 && llm.pending() == 0 &&
         Clock::now() - *last_activity >= std::chrono::duration<double>(*run.exit_when_idle_s)) {
       spdlog::info("idle for {} s: stopping", *run.exit_when_idle_s);
       break;
@@ -278,7 +362,7 @@ int runDaemon(const Config& config, const RunOptions& run) {
   // ---- Shutdown, in reverse: stop polling (done), drain the queue, flush sinks, commit.
   queue.close();
   const auto deadline = Clock::now() + std::chrono::milliseconds(config.limits.drain_timeout_ms);
-  while ((queue.size() > 0 || busy_workers > 0) && Clock::now() < deadline) {
+  while ((queue.size() > 0 || busy_workers > 0 || llm.pending() > 0) && Clock::now() < deadline) {
     producer.poll();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -291,6 +375,12 @@ int runDaemon(const Config& config, const RunOptions& run) {
         left.size());
   }
   for (auto& w : workers) w.join();
+  if (llm.pending() > 0)
+    spdlog::warn(
+        "shutdown: {} LLM call(s) still running after drain_timeout_ms; their events "
+        "are not committed and will be judged again",
+        llm.pending());
+  if (llm.enabled()) llm.refreshBudget();
   for (auto& sink : sinks) sink->flush();
   producer.flush(10000);
   consumer.close();

@@ -18,6 +18,22 @@ std::string_view outcomeName(Outcome o) {
       return "empty_input";
     case Outcome::kNotApplicable:
       return "not_applicable";
+    case Outcome::kSchemaError:
+      return "schema_error";
+    case Outcome::kTruncated:
+      return "truncated";
+    case Outcome::kRefused:
+      return "refused";
+    case Outcome::kRateLimited:
+      return "rate_limited";
+    case Outcome::kTimeout:
+      return "timeout";
+    case Outcome::kProviderError:
+      return "provider_error";
+    case Outcome::kSkippedBudget:
+      return "skipped_budget";
+    case Outcome::kContextTooLong:
+      return "context_too_long";
     case Outcome::kCount_:
       break;
   }

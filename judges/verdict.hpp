@@ -1,6 +1,7 @@
 #pragma once
 /// What one judge concluded about one event (CONTRACT.md §3, one element of `verdicts`).
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,7 +18,16 @@ enum class Outcome {
   kNoContextIds,   ///< retrieval judge, contexts carry no ids to match
   kEmptyInput,     ///< the text to judge is empty (or has no content tokens)
   kNotApplicable,  ///< the judge does not apply to this event (e.g. json_valid on a text answer)
-  kCount_,         // number of outcomes; keep last
+  // LLM judges (judges/llm/verdict.hpp has the details)
+  kSchemaError,     ///< the judge's reply is not a valid verdict object
+  kTruncated,       ///< the reply hit max_tokens
+  kRefused,         ///< the judge model declined
+  kRateLimited,     ///< the provider asked to wait longer than max_retry_wait_ms
+  kTimeout,         ///< no reply within timeout_ms, every attempt
+  kProviderError,   ///< HTTP or connection failure after retries
+  kSkippedBudget,   ///< the daily budget (or its store) did not allow the call
+  kContextTooLong,  ///< question + answer exceed max_input_tokens; no call made
+  kCount_,          // number of outcomes; keep last
 };
 
 inline constexpr int kOutcomeCount = static_cast<int>(Outcome::kCount_);
@@ -30,15 +40,28 @@ struct Verdict {
   std::optional<double> score;  ///< present iff outcome == kOk; within [min, max] of the judge
   std::optional<bool> passed;   ///< checks only: the pass/fail result (score 1 = passed)
   std::string evidence;         ///< short, human-readable why (may be empty)
+  /// LLM judges only: the call's model and cost (CONTRACT.md §3 `model`, `input_tokens`,
+  /// `output_tokens`, `cost_eur`); `model` empty for other judges.
+  std::string model;
+  std::int64_t input_tokens = 0, output_tokens = 0;
+  double cost_eur = 0;
 
   static Verdict ok(double score, std::string evidence = {}) {
-    return Verdict{Outcome::kOk, score, std::nullopt, std::move(evidence)};
+    Verdict v;
+    v.score = score;
+    v.evidence = std::move(evidence);
+    return v;
   }
   static Verdict check(bool passed, std::string evidence = {}) {
-    return Verdict{Outcome::kOk, passed ? 1.0 : 0.0, passed, std::move(evidence)};
+    Verdict v = ok(passed ? 1.0 : 0.0, std::move(evidence));
+    v.passed = passed;
+    return v;
   }
   static Verdict fail(Outcome why, std::string evidence = {}) {
-    return Verdict{why, std::nullopt, std::nullopt, std::move(evidence)};
+    Verdict v;
+    v.outcome = why;
+    v.evidence = std::move(evidence);
+    return v;
   }
 };
 

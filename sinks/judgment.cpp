@@ -52,7 +52,17 @@ std::string toJson(const Judgment& j) {
       w.Key("passed");
       w.Bool(*v.verdict.passed);
     }
-    if (!v.verdict.evidence.empty()) str("evidence", v.verdict.evidence);
+    if (!v.verdict.evidence.empty())
+      str(v.verdict.model.empty() ? "evidence" : "justification", v.verdict.evidence);
+    if (!v.verdict.model.empty()) {
+      str("model", v.verdict.model);
+      w.Key("input_tokens");
+      w.Int64(v.verdict.input_tokens);
+      w.Key("output_tokens");
+      w.Int64(v.verdict.output_tokens);
+      w.Key("cost_eur");
+      w.Double(v.verdict.cost_eur);
+    }
     w.Key("latency_ms");
     w.Double(v.latency_ms);
     if (v.verdict.outcome != Outcome::kOk)

@@ -49,8 +49,9 @@ std::vector<ScopeLimit> LlmJudge::scopes() const {
 
 void LlmJudge::judge(const Event& event, std::function<void(LlmCallResult)> done) {
   const auto t0 = Steady::now();
-  auto early = [&](LlmOutcome o, std::string why) {
+  auto early = [&](LlmOutcome o, std::string why, std::string scope = {}) {
     LlmCallResult r;
+    r.exhausted_scope = std::move(scope);
     r.verdict.outcome = o;
     r.verdict.justification = std::move(why);
     r.latency = std::chrono::duration_cast<Millis>(Steady::now() - t0);
@@ -86,7 +87,8 @@ void LlmJudge::judge(const Event& event, std::function<void(LlmCallResult)> done
   const auto r =
       budget_.reserve(scopes(), call->reserved_eur, call->day, call->reservation_id, ttl);
   if (r.status == ReserveStatus::kExhausted)
-    return early(LlmOutcome::kSkippedBudget, "daily budget exhausted (" + r.exhausted_scope + ")");
+    return early(LlmOutcome::kSkippedBudget, "daily budget exhausted (" + r.exhausted_scope + ")",
+                 r.exhausted_scope);
   if (r.status == ReserveStatus::kUnavailable)
     return early(LlmOutcome::kSkippedBudget, "budget store unavailable: " + r.error);
   call->done = std::move(done);

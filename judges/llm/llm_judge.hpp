@@ -62,6 +62,7 @@ struct LlmCallResult {
   Millis latency{0};  ///< from judge() to the result, waits included
   int attempts = 0;   ///< HTTP attempts made
   bool contexts_truncated = false;
+  std::string exhausted_scope;  ///< skipped_budget because this scope's cap was reached
 };
 
 class LlmJudge {

@@ -85,7 +85,7 @@ TEST_CASE("a config without judges, an LLM judge, and bad rules are rejected") {
   CHECK(load("kafka: {topic: x}\n").errors.at(0).path == "judges");
   const auto llm = load("judges:\n  - {name: f, kind: llm, criterion: faithfulness}\n");
   REQUIRE(llm.errors.size() == 1);
-  CHECK(llm.errors[0].path == "judges[0].kind");
+  CHECK(llm.errors[0].path == "judges[0].model");
   const auto rules = load(std::string(kJudge) +
                           "sampling:\n  rules:\n    - {rate: 0.5}\n    - {match: {}, rate: 0.5}\n");
   REQUIRE(rules.errors.size() == 2);
@@ -136,9 +136,9 @@ TEST_CASE("a directory, an empty file and a bad port are errors; inert keys are 
   CHECK(inert.ok());
   REQUIRE(inert.warnings.size() == 3);
   CHECK(inert.warnings[0].path == "kafka.feedback_topic");
-  CHECK(inert.warnings[1].format().rfind("t.yaml:3:9: budget: warning: accepted, but has no effect",
+  CHECK(inert.warnings[1].path == "tracking.window");
+  CHECK(inert.warnings[2].format().rfind("t.yaml:3:9: budget: warning: accepted, but has no effect",
                                          0) == 0);
-  CHECK(inert.warnings[2].path == "tracking.window");
 }
 
 TEST_CASE("duplicate keys and properties librdkafka rejects are load errors") {
@@ -158,4 +158,51 @@ TEST_CASE("duplicate keys and properties librdkafka rejects are load errors") {
   CHECK(props.errors[1].path == "kafka.properties.fetch.wait.max.ms");
   REQUIRE(props.config.kafka.properties.size() == 1);
   CHECK(props.config.kafka.properties[0].first == "partition.assignment.strategy");
+}
+
+TEST_CASE("LLM judges: defaults, prices, criteria, run_if") {
+  const auto ok = load(
+      "budget: {daily_limit_eur: 2, timezone: Europe/Paris, prices: {my-model: {input: 1, output: "
+      "2}}}\n"
+      "judges:\n"
+      "  - {name: overlap, kind: lexical, metric: context_overlap}\n"
+      "  - name: f\n"
+      "    kind: llm\n"
+      "    criterion: faithfulness\n"
+      "    model: gpt-4o-mini-2024-07-18\n"
+      "    api_key_env: OPENAI_API_KEY\n"
+      "    rate: 0.2\n"
+      "    run_if: [{judge: overlap, below: 0.8}]\n"
+      "  - {name: g, kind: llm, criterion: answer_relevancy, provider: anthropic, model: "
+      "my-model}\n");
+  for (const auto& e : ok.errors) MESSAGE(e.format());
+  REQUIRE(ok.ok());
+  CHECK(ok.warnings.empty());  // budget is in use
+  const auto& f = ok.config.judges[1];
+  CHECK(f.llm);
+  CHECK(f.factory == nullptr);
+  CHECK(f.rate == 0.2);
+  CHECK(f.llm_options.endpoint == "https://api.openai.com/v1");
+  CHECK(f.llm_options.max_tokens == 300);
+  REQUIRE(f.run_if.size() == 1);
+  CHECK(f.run_if[0].judge == "overlap");
+  CHECK(f.run_if[0].below == 0.8);
+  CHECK(ok.config.judges[2].llm_options.endpoint == "https://api.anthropic.com");
+  CHECK(ok.config.budget.prices.at(0).cached_input == 1.0);  // defaults to the input price
+
+  const auto bad = load(
+      "budget: {timezone: Mars/Olympus}\n"
+      "judges:\n"
+      "  - {name: a, kind: llm, criterion: tone, model: gpt-4o}\n"
+      "  - {name: b, kind: llm, criterion: faithfulness, model: unpriced-model}\n"
+      "  - {name: c, kind: llm, criterion: faithfulness, model: gpt-4o, provider: azure}\n"
+      "  - {name: d, kind: llm, criterion: faithfulness, model: gpt-4o, run_if: [{judge: e, below: "
+      "1}]}\n"
+      "  - {name: e, kind: check, check: answer_nonempty}\n");
+  std::vector<std::string> paths;
+  for (const auto& e : bad.errors) paths.push_back(e.path);
+  CHECK(paths == std::vector<std::string>{"budget.timezone", "judges[0].criterion",
+                                          "judges[2].provider", "judges[3].run_if[0].judge",
+                                          "judges[1].model"});
+  CHECK(bad.errors.back().message.find("add it under budget.prices") != std::string::npos);
 }
