@@ -181,13 +181,13 @@ std::vector<ScopeNano> checkScopes(const std::vector<ScopeLimit>& scopes) {
 
 ReserveResult BudgetStore::reserve(const std::vector<ScopeLimit>& scopes, double amount_eur,
                                    std::string_view day, std::string_view reservation_id,
-                                   std::int64_t ttl_ms) {
+                                   std::int64_t ttl_ms, bool close_on_refusal) {
   const auto checked = checkScopes<ScopeNano>(scopes);
   const std::int64_t amount = eurosToNano(amount_eur);
   checkDay(day);
   checkId(reservation_id, "reservation id");
   checkTtl(ttl_ms);
-  return doReserve(checked, amount, day, reservation_id, ttl_ms);
+  return doReserve(checked, amount, day, reservation_id, ttl_ms, close_on_refusal);
 }
 
 bool BudgetStore::settle(std::string_view reservation_id, std::string_view day,
@@ -255,7 +255,8 @@ std::int64_t MemoryBudgetStore::outstandingLocked(const ScopeState& s) {
 
 ReserveResult MemoryBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
                                            std::int64_t amount_nano, std::string_view day,
-                                           std::string_view reservation_id, std::int64_t ttl_ms) {
+                                           std::string_view reservation_id, std::int64_t ttl_ms,
+                                           bool close_on_refusal) {
   std::lock_guard lock(mu_);
   const Clock::time_point now = Clock::now();
   DayState& d = dayLocked(day);
@@ -269,8 +270,18 @@ ReserveResult MemoryBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
   if (states.front()->reservations.contains(reservation_id))
     return {ReserveStatus::kReserved, {}, {}};
   for (std::size_t i = 0; i < scopes.size(); ++i) {
+    if (states[i]->exhausted) return {ReserveStatus::kExhausted, std::string(scopes[i].scope), {}};
+  }
+  for (std::size_t i = 0; i < scopes.size(); ++i) {
     if (states[i]->spent_nano + outstandingLocked(*states[i]) + amount_nano >
         scopes[i].limit_nano) {
+      // Closed for the rest of the day only when the settled spend alone leaves no room; a
+      // refusal caused by reservations in flight is "busy".
+      if (close_on_refusal) {
+        if (states[i]->spent_nano + amount_nano <= scopes[i].limit_nano)
+          return {ReserveStatus::kBusy, std::string(scopes[i].scope), {}};
+        states[i]->exhausted = true;
+      }
       return {ReserveStatus::kExhausted, std::string(scopes[i].scope), {}};
     }
   }

@@ -71,8 +71,11 @@ struct ScopeLimit {
 
 enum class ReserveStatus {
   kReserved,     ///< the amount is held in every scope; settle or release it later
-  kExhausted,    ///< some scope cannot take the amount; nothing was reserved anywhere
+  kExhausted,    ///< some scope cannot take the amount, or was closed for the day by an earlier
+                 ///< refusal (close_on_refusal); nothing was reserved anywhere
   kUnavailable,  ///< the store did not answer (Redis down): fail closed, make no call
+  kBusy,         ///< close_on_refusal only: the amount fits the settled spend, but not with the
+                 ///< reservations in flight; retry when some settle (nothing was reserved)
 };
 
 struct ReserveResult {
@@ -110,8 +113,15 @@ class BudgetStore {
   /// reclaimed first: a daemon that crashed mid-call does not hold budget forever.
   /// `reservation_id` must be unique per call (e.g. "<event id>/<judge>/<attempt>"); reserving an
   /// id that is already live is a no-op that returns kReserved (so a retried request is safe).
+  ///
+  /// `close_on_refusal`: when the settled spend alone leaves no room for `amount`, the refusal
+  /// closes the scope for the rest of `day` (in the store, so for every daemon, restarted or
+  /// not): every later reserve there is refused, even a smaller one. A refusal caused only by
+  /// reservations in flight stays transient. The LLM judges use it, so "exhausted" means
+  /// exhausted until the next day.
   ReserveResult reserve(const std::vector<ScopeLimit>& scopes, double amount_eur,
-                        std::string_view day, std::string_view reservation_id, std::int64_t ttl_ms);
+                        std::string_view day, std::string_view reservation_id, std::int64_t ttl_ms,
+                        bool close_on_refusal = false);
 
   /// Removes the reservation from every scope and adds `actual_eur` (the cost the API reported,
   /// in [0, kMaxLedgerEuros] €) to each scope's spent on `day`. The actual cost is charged even if
@@ -151,7 +161,7 @@ class BudgetStore {
   };
   virtual ReserveResult doReserve(const std::vector<ScopeNano>& scopes, std::int64_t amount_nano,
                                   std::string_view day, std::string_view reservation_id,
-                                  std::int64_t ttl_ms) = 0;
+                                  std::int64_t ttl_ms, bool close_on_refusal) = 0;
   virtual bool doSettle(std::string_view reservation_id, std::string_view day,
                         const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) = 0;
   virtual bool doRelease(std::string_view reservation_id, std::string_view day,
@@ -177,6 +187,7 @@ class MemoryBudgetStore final : public BudgetStore {
   };
   struct ScopeState {
     std::int64_t spent_nano = 0;
+    bool exhausted = false;  // a reservation was refused today: the scope stays closed
     std::map<std::string, Reservation, std::less<>> reservations;
   };
   struct DayState {
@@ -186,7 +197,7 @@ class MemoryBudgetStore final : public BudgetStore {
 
   ReserveResult doReserve(const std::vector<ScopeNano>& scopes, std::int64_t amount_nano,
                           std::string_view day, std::string_view reservation_id,
-                          std::int64_t ttl_ms) override;
+                          std::int64_t ttl_ms, bool close_on_refusal) override;
   bool doSettle(std::string_view reservation_id, std::string_view day,
                 const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) override;
   bool doRelease(std::string_view reservation_id, std::string_view day,
@@ -284,7 +295,7 @@ class RedisBudgetStore final : public BudgetStore {
 
   ReserveResult doReserve(const std::vector<ScopeNano>& scopes, std::int64_t amount_nano,
                           std::string_view day, std::string_view reservation_id,
-                          std::int64_t ttl_ms) override;
+                          std::int64_t ttl_ms, bool close_on_refusal) override;
   bool doSettle(std::string_view reservation_id, std::string_view day,
                 const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) override;
   bool doRelease(std::string_view reservation_id, std::string_view day,

@@ -37,16 +37,32 @@ local function held(i)
 end
 )lua";
 
-// KEYS: (spent, res, resexp) per scope. ARGV: amount, id, ttl_ms, key_ttl_ms, limit per scope.
-// Returns {1, 0} reserved (or already live), {0, i} scope i (1-based) exhausted.
+// KEYS: (spent, res, resexp) per scope. ARGV: amount, id, ttl_ms, key_ttl_ms, limit per scope,
+// close_on_refusal ("1"/"0").
+// Returns {1, 0} reserved (or already live), {0, i} scope i (1-based) exhausted, {2, i} scope i
+// busy (close_on_refusal only).
 constexpr const char* kLuaReserve = R"lua(
 local n = #KEYS / 3
 local amount, id = tonumber(ARGV[1]), ARGV[2]
 for i = 0, n - 1 do reclaim(i) end
 if redis.call('HEXISTS', KEYS[2], id) == 1 then return {1, 0} end
 for i = 0, n - 1 do
+  if redis.call('ZSCORE', KEYS[3 * i + 3], '__exhausted__') then return {0, i + 1} end
+end
+for i = 0, n - 1 do
   local spent = tonumber(redis.call('GET', KEYS[3 * i + 1]) or '0')
-  if spent + held(i) + amount > tonumber(ARGV[5 + i]) then return {0, i + 1} end
+  if spent + held(i) + amount > tonumber(ARGV[5 + i]) then
+    -- With close_on_refusal: when the settled spend alone leaves no room for this call the
+    -- scope is closed for the day (a member that never expires marks it, so every later call,
+    -- from any daemon, restarted or not, is refused until the next day's keys); when only the
+    -- reservations in flight stand in the way, the answer is "busy" (retry after they settle).
+    if ARGV[5 + n] == '1' then
+      if spent + amount <= tonumber(ARGV[5 + i]) then return {2, i + 1} end
+      redis.call('ZADD', KEYS[3 * i + 3], '+inf', '__exhausted__')
+      redis.call('PEXPIRE', KEYS[3 * i + 3], ARGV[4])
+    end
+    return {0, i + 1}
+  end
 end
 local expiry = now + tonumber(ARGV[3])
 for i = 0, n - 1 do
@@ -409,7 +425,8 @@ bool RedisBudgetStore::ping() {
 
 ReserveResult RedisBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
                                           std::int64_t amount_nano, std::string_view day,
-                                          std::string_view reservation_id, std::int64_t ttl_ms) {
+                                          std::string_view reservation_id, std::int64_t ttl_ms,
+                                          bool close_on_refusal) {
   std::vector<std::string> keys;
   keys.reserve(3 * scopes.size());
   std::vector<std::string> args = {std::to_string(amount_nano), std::string(reservation_id),
@@ -418,6 +435,7 @@ ReserveResult RedisBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
     appendScopeKeys(keys, day, s.scope);
     args.push_back(std::to_string(s.limit_nano));
   }
+  args.push_back(close_on_refusal ? "1" : "0");
   ReserveResult result;
   std::lock_guard lock(mu_);
   Reply reply = evalLocked(reserve_script_, keys, args, result.error);
@@ -427,6 +445,8 @@ ReserveResult RedisBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
       r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER) {
     const long long index = r->element[1]->integer;
     if (r->element[0]->integer == 1) return {ReserveStatus::kReserved, {}, {}};
+    if (r->element[0]->integer == 2 && index >= 1 && index <= static_cast<long long>(scopes.size()))
+      return {ReserveStatus::kBusy, std::string(scopes[index - 1].scope), {}};
     if (index >= 1 && index <= static_cast<long long>(scopes.size())) {
       return {ReserveStatus::kExhausted, std::string(scopes[index - 1].scope), {}};
     }

@@ -17,6 +17,7 @@ struct LlmJudge::Call {
   Steady::time_point started = Steady::now();
   int attempts = 0;
   bool answered = false;  // a 2xx reply arrived (billed by the provider)
+  std::int64_t ttl_ms = 0;
 };
 
 LlmJudge::LlmJudge(LlmJudgeSettings settings, HttpClient& client, BudgetStore& budget)
@@ -81,27 +82,68 @@ void LlmJudge::judge(const Event& event, std::function<void(LlmCallResult)> done
   call->day = budgetDay(settings_.timezone, now_ms);
   call->reservation_id = event.id + "/" + settings_.name + "/" + std::to_string(now_ms) + "/" +
                          std::to_string(sequence_++);
-  const std::int64_t ttl = settings_.timeout.count() * (settings_.retry.max_attempts + 1) +
-                           settings_.retry.max_retry_wait.count() * settings_.retry.max_attempts +
-                           60'000;
-  const auto r =
-      budget_.reserve(scopes(), call->reserved_eur, call->day, call->reservation_id, ttl);
-  if (r.status == ReserveStatus::kExhausted)
-    return early(LlmOutcome::kSkippedBudget, "daily budget exhausted (" + r.exhausted_scope + ")",
-                 r.exhausted_scope);
-  if (r.status == ReserveStatus::kUnavailable)
-    return early(LlmOutcome::kSkippedBudget, "budget store unavailable: " + r.error);
+  call->ttl_ms = settings_.timeout.count() * (settings_.retry.max_attempts + 1) +
+                 settings_.retry.max_retry_wait.count() * settings_.retry.max_attempts + 60'000;
   call->done = std::move(done);
+  reserveThenStart(std::move(call), false);
+}
 
+void LlmJudge::finishEarly(const std::shared_ptr<Call>& call, LlmOutcome o, std::string why,
+                           std::string scope) {
+  LlmCallResult r;
+  r.exhausted_scope = std::move(scope);
+  r.verdict.outcome = o;
+  r.verdict.justification = std::move(why);
+  r.latency = std::chrono::duration_cast<Millis>(Steady::now() - call->started);
+  call->done(std::move(r));
+}
+
+ReserveStatus LlmJudge::reserveThenStart(std::shared_ptr<Call> call, bool from_queue) {
+  const auto r = budget_.reserve(scopes(), call->reserved_eur, call->day, call->reservation_id,
+                                 call->ttl_ms, /*close_on_refusal=*/true);
+  switch (r.status) {
+    case ReserveStatus::kExhausted:
+      finishEarly(call, LlmOutcome::kSkippedBudget,
+                  "daily budget exhausted (" + r.exhausted_scope + ")", r.exhausted_scope);
+      return r.status;
+    case ReserveStatus::kUnavailable:
+      finishEarly(call, LlmOutcome::kSkippedBudget, "budget store unavailable: " + r.error);
+      return r.status;
+    case ReserveStatus::kBusy: {
+      // The cap has room for this call once the calls in flight settle (they reserved their
+      // worst case): wait, in arrival order, for one of ours to finish, or poll when the holds
+      // are another judge's or daemon's.
+      if (Steady::now() - call->started > kMaxBudgetWait) {
+        finishEarly(call, LlmOutcome::kSkippedBudget,
+                    "budget held by calls in flight for too long (" + r.exhausted_scope + ")");
+        return ReserveStatus::kExhausted;
+      }
+      {
+        std::lock_guard lock(mu_);
+        if (in_flight_ > 0) {
+          if (from_queue)
+            budget_waiting_.push_front(std::move(call));
+          else
+            budget_waiting_.push_back(std::move(call));
+          return r.status;
+        }
+      }
+      client_.schedule(kBusyPoll, [this, call] { reserveThenStart(call, false); });
+      return r.status;
+    }
+    case ReserveStatus::kReserved:
+      break;
+  }
   {
     std::lock_guard lock(mu_);
     if (in_flight_ >= settings_.max_in_flight) {
       waiting_.push_back(call);
-      return;
+      return ReserveStatus::kReserved;
     }
     ++in_flight_;
   }
   start(std::move(call));
+  return ReserveStatus::kReserved;
 }
 
 void LlmJudge::start(std::shared_ptr<Call> call) { attempt(std::move(call)); }
@@ -202,6 +244,7 @@ void LlmJudge::finish(std::shared_ptr<Call> call, LlmVerdict verdict,
   r.verdict = std::move(verdict);
   r.latency = std::chrono::duration_cast<Millis>(Steady::now() - call->started);
   std::shared_ptr<Call> next;
+  std::deque<std::shared_ptr<Call>> retry_budget;
   {
     std::lock_guard lock(mu_);
     if (!waiting_.empty()) {
@@ -210,9 +253,21 @@ void LlmJudge::finish(std::shared_ptr<Call> call, LlmVerdict verdict,
     } else {
       --in_flight_;
     }
+    retry_budget.swap(budget_waiting_);  // this call's hold is gone: try their reservations again
   }
   call->done(std::move(r));
   if (next) start(std::move(next));
+  // In arrival order; stop at the first that is still "busy" (it goes back to the front).
+  while (!retry_budget.empty()) {
+    auto c = std::move(retry_budget.front());
+    retry_budget.pop_front();
+    if (reserveThenStart(std::move(c), /*from_queue=*/true) == ReserveStatus::kBusy) break;
+  }
+  if (!retry_budget.empty()) {
+    std::lock_guard lock(mu_);
+    for (auto it = retry_budget.rbegin(); it != retry_budget.rend(); ++it)
+      budget_waiting_.push_front(std::move(*it));
+  }
 }
 
 }  // namespace assay::llm

@@ -4,7 +4,9 @@
 ///   no contexts for a context rubric → no_context; prompt over max_input_tokens even without
 ///   contexts → context_too_long (no call) → reserve the worst case (prompt estimate +
 ///   max_tokens, priced) in the budget scopes "global" and "judge:<name>" → skipped_budget when
-///   refused or when the store does not answer (fail closed) → wait for a slot (max_in_flight)
+///   the day's cap is reached (then closed for the day, for every daemon) or when the store does
+///   not answer (fail closed); when only the reservations of calls in flight stand in the way,
+///   wait until they settle → wait for a slot (max_in_flight)
 ///   and the rate limits (requests and tokens per minute) → call, retrying 429/5xx/529/timeouts
 ///   with capped full-jitter backoff and Retry-After as a floor (retry.hpp), behind a circuit
 ///   breaker → parse the verdict (verdict.hpp) → settle the reservation with the reported usage
@@ -81,6 +83,13 @@ class LlmJudge {
 
  private:
   struct Call;
+  static constexpr Millis kMaxBudgetWait{60'000};  ///< longest wait for in-flight holds
+  static constexpr Millis kBusyPoll{250};          ///< when the holds are another daemon's
+  /// Reserves and starts (or queues) the call, or finishes it with skipped_budget. Returns the
+  /// reservation status; kBusy means the call was queued again (front when `from_queue`).
+  ReserveStatus reserveThenStart(std::shared_ptr<Call> call, bool from_queue);
+  void finishEarly(const std::shared_ptr<Call>& call, LlmOutcome o, std::string why,
+                   std::string scope = {});
   void start(std::shared_ptr<Call> call);
   void attempt(std::shared_ptr<Call> call);
   void onResponse(std::shared_ptr<Call> call, HttpResponse response);
@@ -95,7 +104,8 @@ class LlmJudge {
   CircuitBreaker breaker_;
   std::optional<TokenBucket> rpm_, tpm_;
   int in_flight_ = 0;
-  std::deque<std::shared_ptr<Call>> waiting_;
+  std::deque<std::shared_ptr<Call>> waiting_;         // reserved, waiting for a slot
+  std::deque<std::shared_ptr<Call>> budget_waiting_;  // "busy": retried when a call finishes
   std::atomic<std::uint64_t> sequence_{0};
 };
 

@@ -432,6 +432,28 @@ TEST_CASE_TEMPLATE("budget store behaviour", Kind, MemoryStoreKind, RedisStoreKi
   const std::unique_ptr<BudgetStore> store = Kind::make();
   REQUIRE(store->ping());
 
+  SUBCASE("close_on_refusal: once refused, the scope stays closed for the day, for everyone") {
+    const auto scopes = globalOnly(1.0);
+    REQUIRE(store->reserve(scopes, 0.7, kDay, "c1", kLongTtl, true).ok());
+    CHECK(store->settle("c1", kDay, scopes, 0.7));
+    // 0.3 is left; a 0.5 worst case is refused and closes the scope...
+    CHECK(store->reserve(scopes, 0.5, kDay, "c2", kLongTtl, true).status ==
+          ReserveStatus::kExhausted);
+    // ...so even a call that would fit is refused now, with or without the flag,
+    CHECK(store->reserve(scopes, 0.01, kDay, "c3", kLongTtl, true).status ==
+          ReserveStatus::kExhausted);
+    CHECK(store->reserve(scopes, 0.01, kDay, "c4", kLongTtl).status == ReserveStatus::kExhausted);
+    // while another scope and the next day are untouched.
+    CHECK(store->reserve(globalOnly(1.0), 0.01, "2026-12-01", "c5", kLongTtl, true).ok());
+    CHECK(store->reserve({{"judge:x", 1.0}}, 0.01, kDay, "c6", kLongTtl, true).ok());
+    // A refusal caused by reservations in flight does not close the scope.
+    REQUIRE(store->reserve({{"judge:y", 1.0}}, 0.8, kDay, "y1", kLongTtl, true).ok());
+    CHECK(store->reserve({{"judge:y", 1.0}}, 0.5, kDay, "y2", kLongTtl, true).status ==
+          ReserveStatus::kBusy);
+    CHECK(store->settle("y1", kDay, {{"judge:y", 1.0}}, 0.1));
+    CHECK(store->reserve({{"judge:y", 1.0}}, 0.5, kDay, "y3", kLongTtl, true).ok());
+  }
+
   SUBCASE("reserve, settle and release add up to the nano-euro") {
     const auto scopes = globalOnly(1.0);
     REQUIRE(store->reserve(scopes, 0.3, kDay, "r1", kLongTtl).ok());

@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+"""The whole daemon with an LLM judge against the fake provider, and a budget that runs out.
+
+  1. a real redis-server on a free loopback port (the shared budget ledger);
+  2. a test CA made with openssl, and the fake OpenAI-compatible provider over HTTPS
+     (tests/tools/fake_llm_server.cpp) trusting nothing but that CA (`ca_file`);
+  3. assayd on its embedded broker replays the dev data with a `kind: llm` faithfulness judge
+     (gpt-4o-mini prices) and a global cap of EUR 0.02 per day in Redis;
+  4. a second assayd (a restart, another consumer group) replays the data again the same day.
+
+Asserts: the first run judged some events with the LLM and then skipped the rest with
+`skipped_budget`; settled spend in Redis <= cap (+ at most one call's worst case) and equals
+the sum of cost_eur in the JSON Lines and assay_judge_cost_euros_total; assay_budget_exhausted 1;
+self-judging counted (gpt-judged GPT answers); the restarted daemon makes no LLM call at all
+(every LLM verdict skipped_budget, the provider's request count unchanged).
+Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
+"""
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_pipeline as tp  # noqa: E402
+
+CAP_EUR = 0.02
+
+
+def start_redis(workdir):
+    port = tp.free_loopback_port()
+    proc = subprocess.Popen(["/usr/bin/redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no", "--dir", workdir],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    for _ in range(100):
+        if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True,
+                          text=True).stdout.strip() == "PONG":
+            return proc, port
+        time.sleep(0.1)
+    raise tp.TestFailure("redis-server did not answer PING")
+
+
+def make_ca(workdir):
+    d = workdir
+    cmds = [
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key "
+        "-out ca.pem -days 2 -subj '/CN=assay test CA'",
+        "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key "
+        "-out server.csr -subj '/CN=localhost'",
+        "printf 'subjectAltName=DNS:localhost\\nbasicConstraints=CA:FALSE\\nextendedKeyUsage=serverAuth\\n' > ext.cnf",
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem "
+        "-days 2 -extfile ext.cnf",
+    ]
+    for c in cmds:
+        subprocess.run(c, shell=True, cwd=d, check=True, capture_output=True)
+    return os.path.join(d, "ca.pem"), os.path.join(d, "server.pem"), os.path.join(d, "server.key")
+
+
+def start_fake(fake_bin, cert, key):
+    proc = subprocess.Popen([fake_bin, "--port", "0", "--cert", cert, "--key", key, "--api-key", "sk-fake"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+    line = proc.stdout.readline().decode().split()
+    if len(line) != 2 or line[0] != "LISTENING":
+        raise tp.TestFailure(f"fake provider did not start: {line}")
+    return proc, int(line[1])
+
+
+def fake_requests(port, ca):
+    import ssl
+    import urllib.request
+    ctx = ssl.create_default_context(cafile=ca)
+    with urllib.request.urlopen(f"https://localhost:{port}/_fake/stats", context=ctx, timeout=5) as r:
+        return json.loads(r.read())["requests"]
+
+
+def write_config(path, group, redis_port, fake_port, ca, admin_port, jsonl):
+    with open(path, "w") as f:
+        f.write(f"""kafka: {{brokers: embedded, topic: rag.events, group_id: {group}}}
+sampling: {{rate: 1.0}}
+budget:
+  daily_limit_eur: {CAP_EUR}
+  usd_to_eur: 0.92
+  timezone: Europe/Paris
+  store: redis://127.0.0.1:{redis_port}/0
+judges:
+  - {{name: citation, kind: check, check: cites_source}}
+  - name: faithfulness_llm
+    kind: llm
+    criterion: faithfulness
+    provider: openai
+    endpoint: https://localhost:{fake_port}/v1
+    ca_file: {json.dumps(ca)}
+    model: gpt-4o-mini
+    api_key_env: ASSAY_TEST_LLM_KEY
+    max_in_flight: 4
+    timeout_ms: 10000
+admin: {{listen: "127.0.0.1:{admin_port}"}}
+sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
+""")
+
+
+def run_daemon(args, cfg, port, workdir, name, events):
+    log = open(os.path.join(workdir, name + ".log"), "wb")
+    env = dict(os.environ, ASSAY_TEST_LLM_KEY="sk-fake")
+    proc = subprocess.Popen([args.assayd, "--config", cfg, "--replay", args.data, "--exit-when-idle", "7"],
+                            stdout=log, stderr=log, env=env, start_new_session=True)
+    log.close()
+    samples = None
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        status, text = tp.http_get(f"http://127.0.0.1:{port}/metrics")
+        if status == 200:
+            s = tp.parse_metrics(text)
+            if tp.metric(s, "assay_events_judged_total") == events and \
+                    tp.metric(s, "assay_budget_exhausted", scope="global") == 1:
+                samples = s
+                break
+        time.sleep(0.3)
+    rc = proc.wait(timeout=120)
+    return rc, samples
+
+
+def llm_verdicts(path):
+    out = []
+    with open(path) as f:
+        for line in f:
+            for v in json.loads(line)["verdicts"]:
+                if v["judge"] == "faithfulness_llm":
+                    out.append(v)
+    return out
+
+
+def redis_spent(redis_port):
+    keys = subprocess.run(["redis-cli", "-p", str(redis_port), "--scan", "--pattern", "assay:budget:*:global:spent"],
+                          capture_output=True, text=True).stdout.split()
+    total = 0
+    for k in keys:
+        total += int(subprocess.run(["redis-cli", "-p", str(redis_port), "get", k],
+                                    capture_output=True, text=True).stdout.strip() or 0)
+    return total / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--assayd", required=True)
+    ap.add_argument("--mock-broker")
+    ap.add_argument("--data", required=True)
+    args = ap.parse_args()
+    fake_bin = os.path.join(os.path.dirname(os.path.dirname(args.assayd)), "tests", "assay_fake_llm_server")
+    workdir = tempfile.mkdtemp(prefix="assay_llm_")
+    checks = tp.Checks()
+    redis = fake = None
+    try:
+        with open(args.data) as f:
+            events = sum(1 for l in f if l.strip())
+        redis, redis_port = start_redis(workdir)
+        ca, cert, key = make_ca(workdir)
+        fake, fake_port = start_fake(fake_bin, cert, key)
+
+        port1 = tp.free_loopback_port()
+        cfg1 = os.path.join(workdir, "a.yaml")
+        jsonl1 = os.path.join(workdir, "a.jsonl")
+        write_config(cfg1, "llm-a", redis_port, fake_port, ca, port1, jsonl1)
+        rc, samples = run_daemon(args, cfg1, port1, workdir, "a", events)
+        checks.eq("first run exit code", 0, rc)
+        checks.true("first run: /metrics showed all events judged and the budget exhausted", samples is not None)
+        verdicts = llm_verdicts(jsonl1)
+        ok = [v for v in verdicts if "error" not in v]
+        skipped = [v for v in verdicts if v.get("error") == "skipped_budget"]
+        tp.log(f"first run: {len(verdicts)} LLM verdicts, {len(ok)} scored, {len(skipped)} skipped_budget, "
+               f"others {len(verdicts) - len(ok) - len(skipped)}")
+        checks.true("some events got an LLM score", len(ok) > 10, len(ok))
+        checks.true("the budget ran out part-way (skipped_budget)", len(skipped) > 50, len(skipped))
+        checks.true("scores are within the rubric", all(1 <= v["score"] <= 4 for v in ok))
+        jsonl_cost = sum(v.get("cost_eur", 0) for v in verdicts)
+        spent = redis_spent(redis_port)
+        worst = max(v["cost_eur"] for v in ok) * 3 if ok else 0  # a generous one-call worst case
+        tp.log(f"settled in Redis EUR {spent:.6f}, JSON Lines EUR {jsonl_cost:.6f}, cap EUR {CAP_EUR}; "
+               f"overshoot EUR {spent - CAP_EUR:.6f}")
+        checks.true("settled spend <= cap + one call's worst case", spent <= CAP_EUR + worst, spent)
+        checks.true("Redis spend == sum of cost_eur in the JSON Lines", abs(spent - jsonl_cost) < 1e-6,
+                    f"{spent} vs {jsonl_cost}")
+        if samples:
+            checks.true("assay_judge_cost_euros_total == JSON Lines cost",
+                        abs(tp.metric(samples, "assay_judge_cost_euros_total") - jsonl_cost) < 1e-6)
+            checks.eq("assay_budget_exhausted{scope=global}", 1, tp.metric(samples, "assay_budget_exhausted", scope="global"))
+            checks.eq("assay_budget_limit_euros{scope=global}", CAP_EUR, tp.metric(samples, "assay_budget_limit_euros", scope="global"))
+            checks.true("self-judging counted (GPT answers judged by gpt-4o-mini)",
+                        (tp.metric(samples, "assay_judge_self_judging_total") or 0) > 0)
+            checks.eq("skipped_budget runs in metrics == in JSON Lines", len(skipped),
+                      tp.metric(samples, "assay_judge_runs_total", judge="faithfulness_llm", outcome="skipped_budget"))
+            checks.true("input tokens counted", (tp.metric(samples, "assay_judge_tokens_total", direction="input") or 0) > 1000)
+
+        before = fake_requests(fake_port, ca)
+        port2 = tp.free_loopback_port()
+        cfg2 = os.path.join(workdir, "b.yaml")
+        jsonl2 = os.path.join(workdir, "b.jsonl")
+        write_config(cfg2, "llm-b", redis_port, fake_port, ca, port2, jsonl2)
+        rc2, _ = run_daemon(args, cfg2, port2, workdir, "b", events)
+        checks.eq("restarted daemon exit code", 0, rc2)
+        v2 = llm_verdicts(jsonl2)
+        import collections
+        outcomes2 = collections.Counter(v.get("error", "ok") for v in v2)
+        tp.log(f"restarted daemon: LLM outcomes {dict(outcomes2)}")
+        # Events without contexts are no_context (decided before the budget); every other one
+        # must be skipped_budget: the day's cap was reached in the first run.
+        checks.true("restarted daemon: no LLM score, every call skipped_budget",
+                    v2 and set(outcomes2) <= {"skipped_budget", "no_context"}
+                    and outcomes2["skipped_budget"] > 0, dict(outcomes2))
+        checks.eq("restarted daemon made no provider call", before, fake_requests(fake_port, ca))
+    except (tp.TestFailure, subprocess.CalledProcessError) as e:
+        checks.true("test ran to the end", False, str(e))
+    finally:
+        for p, n in ((fake, "fake provider"), (redis, "redis")):
+            tp.stop_process(p, n)
+        checks.report()
+        if checks.failed():
+            for n in ("a", "b"):
+                print(f"--- {n}.log\n{tp.tail(os.path.join(workdir, n + '.log'))}")
+        shutil.rmtree(workdir, ignore_errors=True)
+    if checks.failed():
+        print(f"FAILED: {len(checks.failed())} check(s)")
+        return 1
+    print("PASSED: the LLM judge stayed within its daily budget, shared through Redis")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
