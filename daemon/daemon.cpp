@@ -128,7 +128,7 @@ int runDaemon(const Config& config, const RunOptions& run) {
     if (jc.llm) {
       judges.push_back(
           {jc.name, jc.llm_options.criterion, 1, 4, jc.rate, nullptr, &jc.run_if, true});
-      judge_specs.push_back({jc.name, jc.llm_options.criterion, {1, 2, 3, 4}});
+      judge_specs.push_back({jc.name, jc.llm_options.criterion, {1, 2, 3, 4}, true});
       continue;
     }
     const auto* d = jc.factory->descriptor;
@@ -203,7 +203,7 @@ int runDaemon(const Config& config, const RunOptions& run) {
   };
   auto record = [&](std::size_t i, Verdict v, double secs) {
     auto& stats = metrics.judge[i];
-    stats.runs[static_cast<int>(v.outcome)]->Increment();
+    metrics.countRun(i, v.outcome);
     stats.latency->Observe(secs);
     if (v.outcome == Outcome::kOk && v.score) stats.score->Observe(*v.score);
     const auto& aj = judges[i];

@@ -83,6 +83,8 @@ Metrics::Metrics(const std::string& topic, const std::vector<JudgeMetricSpec>& j
   }
   auto& runs = counterFamily(*registry_, "assay_judge_runs_total",
                              "Judge runs by outcome (ok = a score was produced)");
+  runs_family_ = &runs;
+  specs_ = judges;
   auto& scores = BuildHistogram()
                      .Name("assay_judge_score")
                      .Help("Scores of successful judge runs, on each judge's own scale")
@@ -92,15 +94,19 @@ Metrics::Metrics(const std::string& topic, const std::vector<JudgeMetricSpec>& j
                       .Help("Wall time of one judge run on one event")
                       .Register(*registry_);
   for (const auto& j : judges) {
-    JudgeStats s;
+    JudgeStats& s = judge.emplace_back();
     for (int o = 0; o < kOutcomeCount; ++o) {
+      const auto outcome = static_cast<Outcome>(o);
+      const bool llm_outcome = outcome >= Outcome::kSchemaError;
+      const bool relevant = outcome == Outcome::kOk || outcome == Outcome::kNoContext ||
+                            (j.llm ? llm_outcome : !llm_outcome);
+      if (!relevant) continue;
       s.runs[o] = &runs.Add({{"judge", j.name},
                              {"criterion", j.criterion},
-                             {"outcome", std::string(outcomeName(static_cast<Outcome>(o)))}});
+                             {"outcome", std::string(outcomeName(outcome))}});
     }
     s.score = &scores.Add({{"judge", j.name}, {"criterion", j.criterion}}, j.buckets);
     s.latency = &latency.Add({{"judge", j.name}}, kLatencyBuckets);
-    judge.push_back(s);
   }
   BuildGauge()
       .Name("assay_build_info")
@@ -119,6 +125,22 @@ void Metrics::countSampled(std::string_view tenant) {
     if (it == sampled_by_tenant_.end())
       it = sampled_by_tenant_.emplace(label, &sampled_family_.Add({{"tenant", label}})).first;
     c = it->second;
+  }
+  c->Increment();
+}
+
+void Metrics::countRun(std::size_t i, Outcome outcome) {
+  auto& slot = judge[i].runs[static_cast<int>(outcome)];
+  prometheus::Counter* c = slot.load();
+  if (!c) {
+    std::lock_guard lock(mu_);
+    c = slot.load();
+    if (!c) {
+      c = &runs_family_->Add({{"judge", specs_[i].name},
+                              {"criterion", specs_[i].criterion},
+                              {"outcome", std::string(outcomeName(outcome))}});
+      slot.store(c);
+    }
   }
   c->Increment();
 }

@@ -9,6 +9,8 @@
 #include <prometheus/registry.h>
 
 #include <array>
+#include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,9 +39,10 @@ class LabelFolder {
   std::map<std::string, bool, std::less<>> seen_;
 };
 
-/// Series of one configured judge; indexes of `runs` are `Outcome` values.
+/// Series of one configured judge; indexes of `runs` are `Outcome` values. Outcomes the
+/// judge's kind can produce exist from the start (exported as 0); use Metrics::countRun.
 struct JudgeStats {
-  std::array<prometheus::Counter*, kOutcomeCount> runs{};
+  std::array<std::atomic<prometheus::Counter*>, kOutcomeCount> runs{};
   prometheus::Histogram* score = nullptr;
   prometheus::Histogram* latency = nullptr;  ///< seconds
 };
@@ -47,6 +50,8 @@ struct JudgeStats {
 struct JudgeMetricSpec {
   std::string name, criterion;
   std::vector<double> buckets;
+  bool llm =
+      false;  ///< decides which outcome series exist from the start (the others on first use)
 };
 
 class Metrics {
@@ -72,15 +77,20 @@ class Metrics {
   prometheus::Counter& dead_lettered;       ///< assay_events_dead_lettered_total
   prometheus::Counter& judged;              ///< assay_events_judged_total
   prometheus::Gauge& queue_depth;           ///< assay_queue_depth
-  std::vector<JudgeStats> judge;            ///< same order as the constructor's `judges`
+  std::deque<JudgeStats> judge;             ///< same order as the constructor's `judges`
 
   /// assay_events_sampled_total{tenant}, tenant folded.
   void countSampled(std::string_view tenant);
+  /// assay_judge_runs_total{judge, criterion, outcome} += 1 (creates an unexpected outcome's
+  /// series on first use).
+  void countRun(std::size_t judge_index, Outcome outcome);
   /// assay_sink_writes_total{sink, result="ok"|"error"}.
   prometheus::Counter& sinkWrites(std::string_view sink, bool ok);
 
  private:
   LabelFolder tenants_;
+  prometheus::Family<prometheus::Counter>* runs_family_ = nullptr;
+  std::vector<JudgeMetricSpec> specs_;
   std::mutex mu_;
   std::map<std::string, prometheus::Counter*, std::less<>> sampled_by_tenant_;
 };

@@ -63,7 +63,7 @@ TEST_CASE("metrics: names, labels, and promtool check metrics accepts the exposi
   m.invalid[static_cast<int>(InvalidReason::kNotUtf8)]->Increment();
   m.countSampled("acme");
   m.countSampled("globex");  // beyond max_label_values = 1 → other
-  m.judge[0].runs[static_cast<int>(Outcome::kOk)]->Increment();
+  m.countRun(0, Outcome::kOk);
   m.judge[0].score->Observe(0.7);
   m.judge[0].latency->Observe(0.0001);
   const std::string text = m.serialize();
@@ -81,6 +81,11 @@ TEST_CASE("metrics: names, labels, and promtool check metrics accepts the exposi
   CHECK(text.find("assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\",le="
                   "\"0.5\"} 0") != std::string::npos);
   CHECK(text.find("assay_build_info{version=\"9.9.9\"} 1") != std::string::npos);
+  // A cheap judge does not export LLM outcomes until one happens.
+  CHECK(text.find("outcome=\"skipped_budget\"") == std::string::npos);
+  m.countRun(0, Outcome::kSkippedBudget);
+  CHECK(m.serialize().find("assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_"
+                           "l\",outcome=\"skipped_budget\"} 1") != std::string::npos);
   CHECK(text.find("assay_queue_depth 0") != std::string::npos);
   CHECK(text.find("assay_samples_dropped_total{reason=\"queue_full\"} 0") != std::string::npos);
 
