@@ -1,0 +1,78 @@
+// What assay adds to an LLM judge call, measured against the fake provider on loopback
+// (tests/tools/fake_llm_server.cpp, plain HTTP, answers at once). Run: scripts/bench.
+//   BM_RawHttpCall:  one chat-completions request with HttpClient alone (keep-alive);
+//   BM_LlmJudgeCall: the same call through LlmJudge: prompt building, budget reservation and
+//                    settlement (memory store), request/reply codecs, verdict parsing.
+// The difference is the added latency per call. Prints numbers; asserts nothing.
+
+#include <benchmark/benchmark.h>
+
+#include <future>
+
+#include "../llm/fake_server.hpp"
+#include "judges/llm/llm_judge.hpp"
+
+using namespace assay;
+using namespace assay::llm;
+
+namespace {
+
+struct Env {
+  test::FakeLlmServer server;
+  HttpClient client;
+  MemoryBudgetStore budget;
+  Event event;
+  Env() {
+    event.id = "bench";
+    event.question = "How long is the warranty?";
+    event.answer = "The warranty lasts two years and covers water damage [1].";
+    event.contexts.push_back(
+        Context{"1", std::string(1500, 'w') + " The warranty lasts two years.", ""});
+  }
+  LlmJudgeSettings settings() {
+    LlmJudgeSettings s;
+    s.name = "bench";
+    s.rubric = *builtinRubric("faithfulness");
+    s.endpoint = server.url("/v1");
+    s.model = "gpt-4o-mini";
+    s.price = *PriceTable::builtin().find("gpt-4o-mini");
+    s.global_daily_limit_eur = 1e6;
+    return s;
+  }
+};
+
+Env& env() {
+  static Env e;
+  return e;
+}
+
+void BM_RawHttpCall(benchmark::State& state) {
+  auto& e = env();
+  const auto prompt = *buildPrompt(*builtinRubric("faithfulness"), e.event, 100000);
+  const auto req =
+      buildRequest(Provider::kOpenAi, e.server.url("/v1"), "k", "gpt-4o-mini", prompt, 300);
+  for (auto _ : state) {
+    auto r = e.client.send(req);
+    benchmark::DoNotOptimize(r);
+    if (r.status != 200) state.SkipWithError("fake provider did not answer 200");
+  }
+}
+BENCHMARK(BM_RawHttpCall)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_LlmJudgeCall(benchmark::State& state) {
+  auto& e = env();
+  LlmJudge judge(e.settings(), e.client, e.budget);
+  for (auto _ : state) {
+    std::promise<LlmCallResult> p;
+    auto f = p.get_future();
+    judge.judge(e.event, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
+    auto r = f.get();
+    if (r.verdict.outcome != LlmOutcome::kOk) state.SkipWithError("verdict not ok");
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_LlmJudgeCall)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
