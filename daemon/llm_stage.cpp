@@ -49,6 +49,8 @@ Outcome toOutcome(llm::LlmOutcome o) {
       return Outcome::kContextTooLong;
     case llm::LlmOutcome::kNoContext:
       return Outcome::kNoContext;
+    case llm::LlmOutcome::kAlreadyJudged:
+      return Outcome::kAlreadyJudged;
   }
   return Outcome::kProviderError;
 }
@@ -269,7 +271,7 @@ void LlmStage::judge(std::size_t config_index, const Event& event,
     if (r.verdict.outcome == llm::LlmOutcome::kOk) v.score = *r.verdict.score;
     v.evidence = r.verdict.justification;
     if (r.verdict.unsupported_claim) v.evidence += " Unsupported: " + *r.verdict.unsupported_claim;
-    if (r.contexts_truncated) v.evidence += " [contexts_truncated]";
+    v.contexts_truncated = r.contexts_truncated;
     v.model = j->model;
     v.input_tokens = r.usage.prompt_tokens;
     v.output_tokens = r.usage.completion_tokens;

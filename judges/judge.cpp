@@ -34,6 +34,8 @@ std::string_view outcomeName(Outcome o) {
       return "skipped_budget";
     case Outcome::kContextTooLong:
       return "context_too_long";
+    case Outcome::kAlreadyJudged:
+      return "already_judged";
     case Outcome::kCount_:
       break;
   }

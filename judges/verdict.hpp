@@ -27,6 +27,7 @@ enum class Outcome {
   kProviderError,   ///< HTTP or connection failure after retries
   kSkippedBudget,   ///< the daily budget (or its store) did not allow the call
   kContextTooLong,  ///< question + answer exceed max_input_tokens; no call made
+  kAlreadyJudged,   ///< a redelivered event this LLM judge already paid for (within 48 h)
   kCount_,          // number of outcomes; keep last
 };
 
@@ -45,6 +46,7 @@ struct Verdict {
   std::string model;
   std::int64_t input_tokens = 0, output_tokens = 0;
   double cost_eur = 0;
+  bool contexts_truncated = false;  ///< LLM: lower-ranked contexts were left out of the prompt
 
   static Verdict ok(double score, std::string evidence = {}) {
     Verdict v;

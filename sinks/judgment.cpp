@@ -62,6 +62,10 @@ std::string toJson(const Judgment& j) {
       w.Int64(v.verdict.output_tokens);
       w.Key("cost_eur");
       w.Double(v.verdict.cost_eur);
+      if (v.verdict.contexts_truncated) {
+        w.Key("contexts_truncated");
+        w.Bool(true);
+      }
     }
     w.Key("latency_ms");
     w.Double(v.latency_ms);

@@ -134,6 +134,14 @@ ReserveStatus LlmJudge::reserveThenStart(std::shared_ptr<Call> call, bool from_q
     case ReserveStatus::kReserved:
       break;
   }
+  // A redelivered event (Kafka at-least-once) is not paid for twice: the first reservation of
+  // a (event id, judge) pair within 48 h marks it.
+  if (!call->event.id.empty() &&
+      !budget_.markJudged(call->event.id, settings_.name, kLedgerTtlMs)) {
+    budget_.release(call->reservation_id, call->day, scopes());
+    finishEarly(call, LlmOutcome::kAlreadyJudged, "already judged within 48 h (redelivery)");
+    return ReserveStatus::kReserved;
+  }
   {
     std::lock_guard lock(mu_);
     if (in_flight_ >= settings_.max_in_flight) {

@@ -80,6 +80,8 @@ std::string_view llmOutcomeName(LlmOutcome o) {
       return "context_too_long";
     case LlmOutcome::kNoContext:
       return "no_context";
+    case LlmOutcome::kAlreadyJudged:
+      return "already_judged";
   }
   return "unknown";
 }

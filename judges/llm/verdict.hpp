@@ -30,6 +30,7 @@ enum class LlmOutcome {
   kSkippedBudget,  ///< the daily budget (or its store) did not allow the call
   kContextTooLong,  ///< question + answer alone exceed max_input_tokens; no call made
   kNoContext,       ///< the rubric judges contexts and the event has none; no call made
+  kAlreadyJudged,   ///< redelivered: this (event id, judge) was paid for within 48 h; no call
 };
 
 std::string_view llmOutcomeName(LlmOutcome o);

@@ -209,9 +209,10 @@ def main():
         outcomes2 = collections.Counter(v.get("error", "ok") for v in v2)
         tp.log(f"restarted daemon: LLM outcomes {dict(outcomes2)}")
         # Events without contexts are no_context (decided before the budget); every other one
-        # must be skipped_budget: the day's cap was reached in the first run.
-        checks.true("restarted daemon: no LLM score, every call skipped_budget",
-                    v2 and set(outcomes2) <= {"skipped_budget", "no_context"}
+        # must be skipped_budget (the day's cap was reached in the first run) or, when the first
+        # run paid for it, already_judged (a replay is not paid twice).
+        checks.true("restarted daemon: no LLM score, every call skipped_budget or already_judged",
+                    v2 and set(outcomes2) <= {"skipped_budget", "already_judged", "no_context"}
                     and outcomes2["skipped_budget"] > 0, dict(outcomes2))
         checks.eq("restarted daemon made no provider call", before, fake_requests(fake_port, ca))
     except (tp.TestFailure, subprocess.CalledProcessError) as e:

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 
@@ -62,7 +63,10 @@ Event event() {
   return e;
 }
 
-LlmCallResult run(LlmJudge& j, const Event& e = event()) {
+// Each call judges a new event id: the same (id, judge) pair is judged once (redelivery guard).
+LlmCallResult run(LlmJudge& j, Event e = event()) {
+  static std::atomic<int> n{0};
+  e.id = "req-" + std::to_string(++n);
   std::promise<LlmCallResult> p;
   auto f = p.get_future();
   j.judge(e, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
@@ -189,6 +193,27 @@ TEST_CASE("the circuit breaker stops calling a failing endpoint") {
   CHECK(fx.requests() == before);
 }
 
+TEST_CASE("a redelivered event is not paid for twice") {
+  Fixture fx;
+  LlmJudge j(fx.settings(), fx.client, fx.budget);
+  Event e = event();
+  e.id = "redelivered-1";
+  auto once = [&] {
+    std::promise<LlmCallResult> p;
+    auto f = p.get_future();
+    j.judge(e, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
+    return f.get();
+  };
+  fx.script(R"([{"score": 3}])");
+  const long before = fx.requests();
+  CHECK(once().verdict.outcome == LlmOutcome::kOk);
+  const auto again = once();
+  CHECK(again.verdict.outcome == LlmOutcome::kAlreadyJudged);
+  CHECK(again.cost_eur == 0.0);
+  CHECK(fx.requests() == before + 1);
+  CHECK(fx.budget.spent("global", fx.today()).outstanding_eur == 0.0);
+}
+
 TEST_CASE("max_in_flight bounds concurrent calls; every call completes") {
   Fixture fx;
   auto s = fx.settings();
@@ -199,9 +224,12 @@ TEST_CASE("max_in_flight bounds concurrent calls; every call completes") {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::future<LlmCallResult>> futures;
   std::vector<std::promise<LlmCallResult>> promises(6);
+  int n = 0;
   for (auto& p : promises) {
     futures.push_back(p.get_future());
-    j.judge(event(), [&p](LlmCallResult r) { p.set_value(std::move(r)); });
+    Event e = event();
+    e.id = "parallel-" + std::to_string(++n);
+    j.judge(e, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
     CHECK(j.inFlight() <= 2);
   }
   for (auto& f : futures) CHECK(f.get().verdict.outcome == LlmOutcome::kOk);
