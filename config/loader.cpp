@@ -421,14 +421,88 @@ void loadRunIf(Reader& r, const YAML::Node& j, const std::string& jp, JudgeConfi
   }
 }
 
+// rubric: {levels: {4: {name, description}}, examples: [{question, contexts, answer, score,
+// justification}]}: overrides of the built-in rubric's wording and few-shot examples.
+void loadRubric(Reader& r, const YAML::Node& n, const std::string& p, LlmJudgeConfig& o) {
+  if (!r.checkMap(n, p, {"levels", "examples"})) return;
+  const llm::Rubric* builtin = llm::builtinRubric(o.criterion);
+  const int lo = builtin ? builtin->minScore() : 1, hi = builtin ? builtin->maxScore() : 4;
+  if (const auto levels = n["levels"]) {
+    if (!levels.IsMap()) {
+      r.error(levels, p + ".levels", "expected {score: {name?, description?}}");
+    } else {
+      for (const auto& kv : levels) {
+        int score = 0;
+        const std::string lp = p + ".levels." + kv.first.as<std::string>("");
+        if (!YAML::convert<int>::decode(kv.first, score) || score < lo || score > hi) {
+          r.error(kv.first, lp,
+                  "expected a score from " + std::to_string(lo) + " to " + std::to_string(hi));
+          continue;
+        }
+        if (!r.checkMap(kv.second, lp, {"name", "description"})) continue;
+        RubricLevelOverride lv;
+        lv.score = score;
+        r.get(kv.second, "name", lp, lv.name);
+        r.get(kv.second, "description", lp, lv.description);
+        o.levels.push_back(lv);
+      }
+    }
+  }
+  if (const auto ex = n["examples"]) {
+    if (!ex.IsSequence()) {
+      r.error(ex, p + ".examples",
+              "expected a list of {question, contexts, answer, score, justification}");
+      return;
+    }
+    std::set<int> seen;
+    for (std::size_t i = 0; i < ex.size(); ++i) {
+      const std::string ep = p + ".examples[" + std::to_string(i) + "]";
+      if (!r.checkMap(ex[i], ep, {"question", "contexts", "answer", "score", "justification"}))
+        continue;
+      RubricExample e;
+      r.get(ex[i], "question", ep, e.question);
+      r.get(ex[i], "answer", ep, e.answer);
+      r.get(ex[i], "justification", ep, e.justification);
+      r.getRange(ex[i], "score", ep, e.score, lo, hi);
+      if (!ex[i]["score"]) r.error(ex[i], ep + ".score", "missing");
+      if (const auto c = ex[i]["contexts"]) {
+        if (!c.IsSequence())
+          r.error(c, ep + ".contexts", "expected a list of strings");
+        else
+          for (const auto& t : c) e.contexts.push_back(t.as<std::string>(""));
+      }
+      if (e.answer.empty()) r.error(ex[i], ep + ".answer", "missing");
+      if (!seen.insert(e.score).second)
+        r.error(ex[i]["score"] ? ex[i]["score"] : ex[i], ep + ".score", "one example per level");
+      o.examples.push_back(e);
+    }
+  }
+}
+
 void loadLlmJudge(Reader& r, const YAML::Node& j, const std::string& jp, JudgeConfig& jc) {
   jc.llm = true;
   auto& o = jc.llm_options;
   r.checkMap(j, jp,
-             {"name", "kind", "criterion", "provider", "endpoint", "model", "api_key_env", "rate",
-              "daily_limit_eur", "max_tokens", "max_input_tokens", "timeout_ms", "max_in_flight",
-              "requests_per_minute", "tokens_per_minute", "max_retries", "max_retry_wait_ms",
-              "ca_file", "run_if"});
+             {"name",
+              "kind",
+              "criterion",
+              "provider",
+              "endpoint",
+              "model",
+              "api_key_env",
+              "rate",
+              "daily_limit_eur",
+              "max_tokens",
+              "max_input_tokens",
+              "timeout_ms",
+              "max_in_flight",
+              "requests_per_minute",
+              "tokens_per_minute",
+              "max_retries",
+              "max_retry_wait_ms",
+              "ca_file",
+              "run_if",
+              "rubric"});
   r.getRate(j, "rate", jp, jc.rate, /*allow_zero=*/false);
   r.get(j, "criterion", jp, o.criterion);
   if (!llm::builtinRubric(o.criterion)) {
@@ -460,6 +534,7 @@ void loadLlmJudge(Reader& r, const YAML::Node& j, const std::string& jp, JudgeCo
   r.getRange(j, "max_retries", jp, o.max_retries, 0, 10);
   r.getRange(j, "max_retry_wait_ms", jp, o.max_retry_wait_ms, 0, 3'600'000);
   r.get(j, "ca_file", jp, o.ca_file);
+  if (const auto rub = j["rubric"]) loadRubric(r, rub, jp + ".rubric", o);
 }
 
 void loadJudges(Reader& r, const YAML::Node& n, std::vector<JudgeConfig>& out) {

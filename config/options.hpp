@@ -72,8 +72,23 @@ struct RunIfCondition {
   std::optional<bool> passed;   ///< a check's pass/fail
 };
 
+/// Config overrides of a built-in rubric level (by score).
+struct RubricLevelOverride {
+  int score = 0;
+  std::string name, description;  ///< empty = keep the built-in wording
+};
+
+/// A few-shot example shown to the judge (at most one per level).
+struct RubricExample {
+  std::string question, answer, justification;
+  std::vector<std::string> contexts;
+  int score = 0;
+};
+
 /// Settings of a `kind: llm` judge.
 struct LlmJudgeConfig {
+  std::vector<RubricLevelOverride> levels;  ///< `rubric.levels`
+  std::vector<RubricExample> examples;      ///< `rubric.examples`
   std::string criterion;            ///< a built-in rubric: faithfulness, answer_relevancy, …
   std::string provider = "openai";  ///< openai | anthropic
   std::string endpoint;  ///< default https://api.openai.com/v1 or https://api.anthropic.com

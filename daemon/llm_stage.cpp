@@ -193,6 +193,15 @@ LlmStage::LlmStage(const Config& config, Metrics& metrics) : impl_(std::make_uni
     llm::LlmJudgeSettings s;
     s.name = jc.name;
     s.rubric = *llm::builtinRubric(o.criterion);
+    for (const auto& lv : o.levels)
+      for (auto& level : s.rubric.levels)
+        if (level.score == lv.score) {
+          if (!lv.name.empty()) level.name = lv.name;
+          if (!lv.description.empty()) level.description = lv.description;
+        }
+    for (const auto& ex : o.examples)
+      s.rubric.examples.push_back(
+          {ex.question, ex.contexts, ex.answer, ex.score, ex.justification});
     s.provider = o.provider == "anthropic" ? llm::Provider::kAnthropic : llm::Provider::kOpenAi;
     s.endpoint = o.endpoint;
     s.model = o.model;

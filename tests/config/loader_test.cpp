@@ -206,3 +206,34 @@ TEST_CASE("LLM judges: defaults, prices, criteria, run_if") {
                                           "judges[1].model"});
   CHECK(bad.errors.back().message.find("add it under budget.prices") != std::string::npos);
 }
+
+TEST_CASE("LLM judges: rubric wording overrides and few-shot examples") {
+  const auto r = load(
+      "judges:\n"
+      "  - name: f\n"
+      "    kind: llm\n"
+      "    criterion: faithfulness\n"
+      "    model: gpt-4o-mini\n"
+      "    rubric:\n"
+      "      levels: {4: {description: Every figure matches the contract text.}}\n"
+      "      examples:\n"
+      "        - {question: q, contexts: [c], answer: a, score: 4, justification: ok}\n"
+      "        - {question: q, contexts: [c], answer: b, score: 1, justification: no}\n");
+  for (const auto& e : r.errors) MESSAGE(e.format());
+  REQUIRE(r.ok());
+  const auto& o = r.config.judges[0].llm_options;
+  REQUIRE(o.levels.size() == 1);
+  CHECK(o.levels[0].score == 4);
+  CHECK(o.levels[0].description == "Every figure matches the contract text.");
+  REQUIRE(o.examples.size() == 2);
+  CHECK(o.examples[1].score == 1);
+  CHECK(o.examples[0].contexts == std::vector<std::string>{"c"});
+  const auto bad = load(
+      "judges:\n"
+      "  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, rubric: {levels: {5: "
+      "{name: x}}, examples: [{answer: a, score: 2}, {answer: b, score: 2}]}}\n");
+  std::vector<std::string> paths;
+  for (const auto& e : bad.errors) paths.push_back(e.path);
+  CHECK(paths == std::vector<std::string>{"judges[0].rubric.levels.5",
+                                          "judges[0].rubric.examples[1].score"});
+}

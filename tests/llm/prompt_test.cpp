@@ -111,3 +111,13 @@ TEST_CASE("built-in rubrics: 1-4, named levels, concise top level") {
         std::string::npos);
   CHECK(builtinRubric("tone") == nullptr);
 }
+
+TEST_CASE("few-shot examples are shown as data with their expected reply") {
+  Rubric r = *builtinRubric("faithfulness");
+  r.examples.push_back({"How long?", {"It lasts two years."}, "Two years.", 4, "Supported."});
+  const auto p = buildPrompt(r, event("Two years."), 100000);
+  REQUIRE(p.has_value());
+  CHECK(p->system.find("Example material:\n{\"question\":\"How long?\"") != std::string::npos);
+  CHECK(p->system.find("Example reply: {\"score\": 4, \"justification\": \"Supported.\"") !=
+        std::string::npos);
+}
