@@ -116,6 +116,7 @@ struct LlmStage::Impl {
   std::mutex mu;  // guards scopes' projection/refusal state
   std::map<std::string, Scope> scopes;
   std::atomic<int> pending{0};
+  prometheus::Counter* store_errors = nullptr;
 
   explicit Impl(const Config& c) : config(c) {}
 };
@@ -151,6 +152,13 @@ LlmStage::LlmStage(const Config& config, Metrics& metrics) : impl_(std::make_uni
                       .Name("assay_judge_usage_missing_total")
                       .Help("LLM replies without usage, charged a conservative estimate")
                       .Register(reg);
+  im.store_errors = &prometheus::BuildCounter()
+                         .Name("assay_budget_store_errors_total")
+                         .Help(
+                             "LLM calls not made because the budget store did not answer "
+                             "(fail closed; cheap judges go on)")
+                         .Register(reg)
+                         .Add({});
   auto& self = prometheus::BuildCounter()
                    .Name("assay_judge_self_judging_total")
                    .Help("Events judged by a model of the same family as the one that answered")
@@ -222,6 +230,7 @@ LlmStage::LlmStage(const Config& config, Metrics& metrics) : impl_(std::make_uni
     s.max_input_tokens = o.max_input_tokens;
     s.timeout = llm::Millis{o.timeout_ms};
     s.max_in_flight = o.max_in_flight;
+    s.max_waiting = config.limits.queue_capacity;
     s.requests_per_minute = o.requests_per_minute;
     s.tokens_per_minute = o.tokens_per_minute;
     s.retry.max_attempts = o.max_retries + 1;
@@ -289,6 +298,7 @@ void LlmStage::judge(std::size_t config_index, const Event& event,
     j->tokens_out->Increment(static_cast<double>(r.usage.completion_tokens));
     j->cost->Increment(r.cost_eur);
     if (!r.usage_reported) j->usage_missing->Increment();
+    if (r.store_unavailable) im.store_errors->Increment();
     {
       std::lock_guard lock(im.mu);
       const auto t = nowMs();

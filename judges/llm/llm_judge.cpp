@@ -58,6 +58,13 @@ void LlmJudge::judge(const Event& event, std::function<void(LlmCallResult)> done
     r.latency = std::chrono::duration_cast<Millis>(Steady::now() - t0);
     done(std::move(r));
   };
+  {
+    std::lock_guard lock(mu_);
+    if (waiting_.size() >= settings_.max_waiting)
+      return early(LlmOutcome::kRateLimited,
+                   "local backlog full: " + std::to_string(settings_.max_waiting) +
+                       " calls already wait for a max_in_flight slot");
+  }
   if (settings_.rubric.needs_contexts && event.contexts.empty())
     return early(LlmOutcome::kNoContext, "the event has no contexts to judge against");
   auto prompt = buildPrompt(settings_.rubric, event, settings_.max_input_tokens);
@@ -89,8 +96,9 @@ void LlmJudge::judge(const Event& event, std::function<void(LlmCallResult)> done
 }
 
 void LlmJudge::finishEarly(const std::shared_ptr<Call>& call, LlmOutcome o, std::string why,
-                           std::string scope) {
+                           std::string scope, bool store_unavailable) {
   LlmCallResult r;
+  r.store_unavailable = store_unavailable;
   r.exhausted_scope = std::move(scope);
   r.verdict.outcome = o;
   r.verdict.justification = std::move(why);
@@ -107,7 +115,8 @@ ReserveStatus LlmJudge::reserveThenStart(std::shared_ptr<Call> call, bool from_q
                   "daily budget exhausted (" + r.exhausted_scope + ")", r.exhausted_scope);
       return r.status;
     case ReserveStatus::kUnavailable:
-      finishEarly(call, LlmOutcome::kSkippedBudget, "budget store unavailable: " + r.error);
+      finishEarly(call, LlmOutcome::kSkippedBudget, "budget store unavailable: " + r.error, {},
+                  /*store_unavailable=*/true);
       return r.status;
     case ReserveStatus::kBusy: {
       // The cap has room for this call once the calls in flight settle (they reserved their
@@ -142,13 +151,25 @@ ReserveStatus LlmJudge::reserveThenStart(std::shared_ptr<Call> call, bool from_q
     finishEarly(call, LlmOutcome::kAlreadyJudged, "already judged within 48 h (redelivery)");
     return ReserveStatus::kReserved;
   }
+  bool overflow = false;
   {
     std::lock_guard lock(mu_);
     if (in_flight_ >= settings_.max_in_flight) {
-      waiting_.push_back(call);
-      return ReserveStatus::kReserved;
+      if (waiting_.size() < settings_.max_waiting) {
+        waiting_.push_back(call);
+        return ReserveStatus::kReserved;
+      }
+      overflow = true;
+    } else {
+      ++in_flight_;
     }
-    ++in_flight_;
+  }
+  if (overflow) {
+    budget_.release(call->reservation_id, call->day, scopes());
+    finishEarly(call, LlmOutcome::kRateLimited,
+                "local backlog full: " + std::to_string(settings_.max_waiting) +
+                    " calls already wait for a max_in_flight slot");
+    return ReserveStatus::kReserved;
   }
   start(std::move(call));
   return ReserveStatus::kReserved;

@@ -49,6 +49,9 @@ struct LlmJudgeSettings {
   std::int64_t max_input_tokens = 16000;
   Millis timeout{30'000};  ///< per attempt
   int max_in_flight = 8;
+  /// Reserved calls waiting for a slot; beyond it new calls end at once as rate_limited (local
+  /// back-pressure: a slow provider must not grow memory without bound).
+  std::size_t max_waiting = 10000;
   double requests_per_minute = 0;  ///< 0 = no limit
   double tokens_per_minute = 0;    ///< 0 = no limit (prompt estimate + max_tokens per call)
   RetryOptions retry;
@@ -64,7 +67,8 @@ struct LlmCallResult {
   Millis latency{0};  ///< from judge() to the result, waits included
   int attempts = 0;   ///< HTTP attempts made
   bool contexts_truncated = false;
-  std::string exhausted_scope;  ///< skipped_budget because this scope's cap was reached
+  std::string exhausted_scope;     ///< skipped_budget because this scope's cap was reached
+  bool store_unavailable = false;  ///< skipped_budget because the budget store did not answer
 };
 
 class LlmJudge {
@@ -89,7 +93,7 @@ class LlmJudge {
   /// reservation status; kBusy means the call was queued again (front when `from_queue`).
   ReserveStatus reserveThenStart(std::shared_ptr<Call> call, bool from_queue);
   void finishEarly(const std::shared_ptr<Call>& call, LlmOutcome o, std::string why,
-                   std::string scope = {});
+                   std::string scope = {}, bool store_unavailable = false);
   void start(std::shared_ptr<Call> call);
   void attempt(std::shared_ptr<Call> call);
   void onResponse(std::shared_ptr<Call> call, HttpResponse response);

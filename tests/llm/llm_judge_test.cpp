@@ -193,6 +193,37 @@ TEST_CASE("the circuit breaker stops calling a failing endpoint") {
   CHECK(fx.requests() == before);
 }
 
+TEST_CASE("a full local backlog ends new calls at once, without reserving") {
+  Fixture fx;
+  auto s = fx.settings();
+  s.max_in_flight = 1;
+  s.max_waiting = 1;
+  LlmJudge j(s, fx.client, fx.budget);
+  fx.script(R"([{"delay_ms": 400}, {"delay_ms": 10}])");
+  std::promise<LlmCallResult> p1, p2;
+  Event e1 = event(), e2 = event();
+  e1.id = "backlog-1";
+  e2.id = "backlog-2";
+  j.judge(e1, [&](LlmCallResult r) { p1.set_value(std::move(r)); });  // in flight
+  j.judge(e2, [&](LlmCallResult r) { p2.set_value(std::move(r)); });  // waits
+  const auto third = run(j);                                          // no room left
+  CHECK(third.verdict.outcome == LlmOutcome::kRateLimited);
+  CHECK(third.verdict.justification.find("local backlog full") == 0);
+  CHECK(p1.get_future().get().verdict.outcome == LlmOutcome::kOk);
+  CHECK(p2.get_future().get().verdict.outcome == LlmOutcome::kOk);
+}
+
+TEST_CASE("a budget store that does not answer: skipped_budget, flagged, no call") {
+  Fixture fx;
+  auto store = makeBudgetStore("redis://127.0.0.1:1/0");  // nothing listens there
+  LlmJudge j(fx.settings(), fx.client, *store);
+  const long before = fx.requests();
+  const auto r = run(j);
+  CHECK(r.verdict.outcome == LlmOutcome::kSkippedBudget);
+  CHECK(r.store_unavailable);
+  CHECK(fx.requests() == before);
+}
+
 TEST_CASE("a redelivered event is not paid for twice") {
   Fixture fx;
   LlmJudge j(fx.settings(), fx.client, fx.budget);
