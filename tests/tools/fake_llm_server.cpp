@@ -258,6 +258,19 @@ void serve(Stream& stream) {
 int main(int argc, char** argv) {
   unsigned short port = 0;
   std::string cert, key;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: assay_fake_llm_server [--port N] [--cert PEM --key PEM] [--api-key KEY]\n"
+          "A fake OpenAI (/v1/chat/completions) and Anthropic (/v1/messages) provider for tests;\n"
+          "prints LISTENING <port>, serves until SIGTERM or stdin closes. Markers in the prompt:\n"
+          "[[fake-status:429]] [[fake-retry-after:45]] [[fake-delay-ms:300]] [[fake-score:3]]\n"
+          "[[fake-kind:truncated|fenced|refusal|error|overloaded|no_usage|null_details]];\n"
+          "POST /_fake/script queues scripted replies, GET /_fake/stats counts requests.\n");
+      return 0;
+    }
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--port")
