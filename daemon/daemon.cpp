@@ -341,7 +341,7 @@ int runDaemon(const Config& config, const RunOptions& run) {
       rd_kafka_message_destroy(m);
     }
     consumer.storeFinishedOffsets();
-    if (llm.enabled() && Clock::now() - last_budget_refresh > std::chrono::seconds(5)) {
+    if (llm.enabled() && Clock::now() - last_budget_refresh > std::chrono::seconds(1)) {
       llm.refreshBudget();
       last_budget_refresh = Clock::now();
     }

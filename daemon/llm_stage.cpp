@@ -128,7 +128,7 @@ LlmStage::LlmStage(const Config& config, Metrics& metrics) : impl_(std::make_uni
   if (im.indexes.empty()) return;
 
   im.budget = llm::makeBudgetStore(config.budget.store);
-  spdlog::info("budget: {} cap €{:.2f}/day ({}), store {}", "global", config.budget.daily_limit_eur,
+  spdlog::info("budget: {} cap €{}/day ({}), store {}", "global", config.budget.daily_limit_eur,
                config.budget.timezone, im.budget->describe());
   if (!im.budget->shared())
     spdlog::warn(
@@ -334,13 +334,13 @@ void LlmStage::refreshBudget() {
     if (s.limit > 0 && snap.spent_eur >= im.config.budget.alert_ratio * s.limit &&
         s.alerted_day != day) {
       s.alerted_day = day;
-      spdlog::warn("budget {}: €{:.4f} spent of €{:.2f} today (alert_ratio {})", name,
-                   snap.spent_eur, s.limit, im.config.budget.alert_ratio);
+      spdlog::warn("budget {}: €{:.6f} spent of €{} today (alert_ratio {})", name, snap.spent_eur,
+                   s.limit, im.config.budget.alert_ratio);
     }
     if (projected && s.limit > 0 && *projected > s.limit && s.projection_alerted_day != day) {
       s.projection_alerted_day = day;
       spdlog::warn(
-          "budget {}: projected €{:.2f}/day exceeds the €{:.2f} cap at the current "
+          "budget {}: projected €{:.4f}/day exceeds the €{} cap at the current "
           "call rate",
           name, *projected, s.limit);
     }

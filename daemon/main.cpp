@@ -83,6 +83,12 @@ int main(int argc, char** argv) {
     for (const auto& e : res.errors) std::cerr << e.format() << "\n";
     for (const auto& w : res.warnings) std::cerr << w.format() << "\n";
     if (!res.ok()) return 2;
+    for (std::size_t i = 0; i < res.config.judges.size(); ++i) {
+      const auto& env = res.config.judges[i].llm_options.api_key_env;
+      if (res.config.judges[i].llm && !env.empty() && !std::getenv(env.c_str()))
+        std::cerr << check_path << ": judges[" << i << "].api_key_env: warning: " << env
+                  << " is not set in this environment; assayd refuses to start without it\n";
+    }
     std::cout << check_path << ": OK (" << res.config.judges.size() << " judges)\n";
     return 0;
   }

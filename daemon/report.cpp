@@ -72,6 +72,17 @@ void printDistribution(const JudgeSummary& s, std::ostream& out) {
   const bool binary = std::all_of(sorted.begin(), sorted.end(),
                                   [&](double x) { return x == s.min_score || x == s.max_score; });
   if (binary) return;  // pass/fail: the outcome line and the top-score share say it all
+  const bool integer_scale =
+      s.max_score - s.min_score <= 10 && s.min_score == std::floor(s.min_score) &&
+      std::all_of(sorted.begin(), sorted.end(), [](double x) { return x == std::floor(x); });
+  if (integer_scale) {  // a rubric: one line per level
+    for (double level = s.min_score; level <= s.max_score; level += 1) {
+      const long n = std::count(sorted.begin(), sorted.end(), level);
+      out << fmt::format("  {:<18}   {:<11} {:>4}  {}\n", "", fmt::format("score {:g}", level), n,
+                         bar(static_cast<double>(n) / static_cast<double>(sorted.size())));
+    }
+    return;
+  }
   constexpr int kBins = 5;
   std::array<long, kBins> bins{};
   for (double x : sorted) {

@@ -68,7 +68,7 @@ std::string toJson(const Judgment& j) {
       }
     }
     w.Key("latency_ms");
-    w.Double(v.latency_ms);
+    w.Double(std::round(v.latency_ms * 1000.0) / 1000.0);  // microsecond resolution
     if (v.verdict.outcome != Outcome::kOk)
       str("error", std::string(outcomeName(v.verdict.outcome)));
     w.EndObject();

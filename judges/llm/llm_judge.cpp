@@ -1,5 +1,7 @@
 #include "judges/llm/llm_judge.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 
 namespace assay::llm {
@@ -237,7 +239,17 @@ void LlmJudge::onResponse(std::shared_ptr<Call> call, HttpResponse res) {
   {
     std::lock_guard lock(mu_);
     // 4xx (429 included) is an answer, not an endpoint down: only 5xx and no-response count.
-    if (res.status == 0 || res.status >= 500) breaker_.onFailure(Steady::now());
+    if (res.status == 0 || res.status >= 500) {
+      const auto now = Steady::now();
+      const bool was_open = breaker_.state(now) != CircuitBreaker::State::kClosed;
+      breaker_.onFailure(now);
+      if (!was_open && breaker_.state(now) == CircuitBreaker::State::kOpen)
+        spdlog::warn(
+            "llm judge '{}': {} failed {} times in a row; circuit breaker open for {} s "
+            "(calls meanwhile end as provider_error)",
+            settings_.name, settings_.endpoint, settings_.breaker_failures,
+            settings_.breaker_open.count() / 1000);
+    }
     d = policy_.decide(call->attempts, ar);
   }
   if (d.retry) {
