@@ -1,0 +1,92 @@
+#include "judges/stats/window.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+namespace assay::stats {
+
+ScoreWindow::ScoreWindow(std::size_t capacity, double min_score, double max_score)
+    : capacity_(std::max<std::size_t>(1, capacity)), min_(min_score), max_(max_score) {}
+
+bool ScoreWindow::add(double score) {
+  if (!std::isfinite(score) || score < min_ || score > max_) return false;
+  scores_.push_back(score);
+  if (scores_.size() > capacity_) scores_.pop_front();
+  return true;
+}
+
+std::optional<WindowSummary> ScoreWindow::summary(double leniency_max_ratio,
+                                                  std::size_t min_samples) const {
+  if (scores_.empty()) return std::nullopt;
+  WindowSummary s;
+  s.n = scores_.size();
+  const double n = static_cast<double>(s.n);
+  s.mean = std::accumulate(scores_.begin(), scores_.end(), 0.0) / n;
+  s.top_share = static_cast<double>(std::count(scores_.begin(), scores_.end(), max_)) / n;
+  s.bottom_share = static_cast<double>(std::count(scores_.begin(), scores_.end(), min_)) / n;
+  std::map<double, int> values;
+  for (double x : scores_) ++values[x];
+  s.distinct = static_cast<int>(values.size());
+  const bool integer_scale =
+      max_ - min_ <= 10 && std::floor(min_) == min_ && std::floor(max_) == max_ &&
+      std::all_of(scores_.begin(), scores_.end(), [](double x) { return std::floor(x) == x; });
+  const int levels = integer_scale ? static_cast<int>(max_ - min_) + 1 : 10;
+  std::vector<int> counts(static_cast<std::size_t>(levels), 0);
+  for (double x : scores_) {
+    const int bin =
+        integer_scale ? static_cast<int>(x - min_)
+                      : std::min(levels - 1, static_cast<int>((x - min_) / (max_ - min_) * levels));
+    ++counts[static_cast<std::size_t>(bin)];
+  }
+  double h = 0;
+  for (int c : counts)
+    if (c > 0) h -= (c / n) * std::log(c / n);
+  s.entropy = levels > 1 ? h / std::log(static_cast<double>(levels)) : 0.0;
+  s.lenient = s.n >= min_samples && s.top_share > leniency_max_ratio;
+  return s;
+}
+
+DriftDetector::DriftDetector(DriftOptions options) : options_(options) {}
+
+void DriftDetector::add(double score) {
+  if (!std::isfinite(score)) return;
+  if (!options_.rolling && !frozen_set_) {
+    frozen_.push_back(score);
+    if (frozen_.size() == options_.baseline_size) frozen_set_ = true;
+    return;
+  }
+  history_.push_back(score);
+  const std::size_t keep = options_.recent_size + (frozen_set_ ? 0 : options_.baseline_size);
+  while (history_.size() > keep) history_.pop_front();
+}
+
+void DriftDetector::setBaseline(std::vector<double> scores) {
+  frozen_ = std::move(scores);
+  frozen_set_ = true;
+  while (history_.size() > options_.recent_size) history_.pop_front();
+}
+
+std::optional<DriftResult> DriftDetector::evaluate() const {
+  std::vector<double> baseline, recent;
+  if (frozen_set_) {
+    if (history_.size() < options_.recent_size) return std::nullopt;
+    baseline = frozen_;
+    recent.assign(history_.end() - static_cast<long>(options_.recent_size), history_.end());
+  } else {
+    if (history_.size() < options_.baseline_size + options_.recent_size) return std::nullopt;
+    baseline.assign(history_.begin(), history_.begin() + static_cast<long>(options_.baseline_size));
+    recent.assign(history_.begin() + static_cast<long>(options_.baseline_size), history_.end());
+  }
+  const auto test = mannWhitneyU(baseline, recent);
+  if (!test) return std::nullopt;
+  const double bm =
+      std::accumulate(baseline.begin(), baseline.end(), 0.0) / static_cast<double>(baseline.size());
+  const double rm =
+      std::accumulate(recent.begin(), recent.end(), 0.0) / static_cast<double>(recent.size());
+  return DriftResult{bm, rm, test->p_value,
+                     test->p_value < options_.alpha && std::abs(rm - bm) >= options_.min_delta};
+}
+
+}  // namespace assay::stats

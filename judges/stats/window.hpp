@@ -1,0 +1,75 @@
+#pragma once
+/// Per judge × criterion score tracking (issue 4): a rolling window of the last successful
+/// scores (failures never enter it) summarised for leniency, and a drift detector comparing a
+/// baseline window with the most recent one.
+
+#include <cstddef>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "judges/stats/stats.hpp"
+
+namespace assay::stats {
+
+struct WindowSummary {
+  std::size_t n = 0;
+  double mean = 0;
+  double top_share = 0;     ///< share of scores at the scale's maximum, [0, 1]
+  double bottom_share = 0;  ///< share at the minimum, [0, 1]
+  int distinct = 0;         ///< distinct values used
+  /// Shannon entropy of the scores over the scale's levels (integer scales of up to 11 levels)
+  /// or 10 equal bins (other scales), divided by log(levels): 0 = one value only, 1 = uniform.
+  double entropy = 0;
+  bool lenient = false;  ///< top_share > leniency_max_ratio over at least min_samples
+};
+
+class ScoreWindow {
+ public:
+  /// `capacity` ≥ 1 scores; the scale is [min_score, max_score].
+  ScoreWindow(std::size_t capacity, double min_score, double max_score);
+  /// A finite score within the scale; anything else is rejected (false) and not counted.
+  bool add(double score);
+  /// nullopt when the window is empty.
+  std::optional<WindowSummary> summary(double leniency_max_ratio, std::size_t min_samples) const;
+  std::size_t size() const { return scores_.size(); }
+
+ private:
+  std::size_t capacity_;
+  double min_, max_;
+  std::deque<double> scores_;
+};
+
+struct DriftOptions {
+  std::size_t baseline_size = 200;  ///< scores in the baseline window
+  std::size_t recent_size = 100;    ///< scores in the recent window
+  double alpha = 0.01;              ///< Mann–Whitney p-value threshold
+  double min_delta = 0.25;          ///< the means must also differ by at least this much
+  bool rolling = false;  ///< false: the first baseline_size scores are frozen as the baseline;
+                         ///< true: the baseline is the baseline_size scores before the recent ones
+};
+
+struct DriftResult {
+  double baseline_mean, recent_mean, p_value;
+  bool drift;  ///< p < alpha and |recent − baseline| ≥ min_delta
+};
+
+/// Two-sided Mann–Whitney U test with tie correction (ordinal scores are full of ties) between
+/// the baseline and the recent window.
+class DriftDetector {
+ public:
+  explicit DriftDetector(DriftOptions options);
+  void add(double score);
+  /// Freezes `scores` as the baseline (e.g. loaded from a file), ignoring `rolling`.
+  void setBaseline(std::vector<double> scores);
+  /// nullopt until both windows are full (or the test is undefined: every score tied).
+  std::optional<DriftResult> evaluate() const;
+
+ private:
+  DriftOptions options_;
+  std::vector<double> frozen_;
+  bool frozen_set_ = false;
+  std::deque<double> history_;  // recent (and, when rolling, the baseline before it)
+};
+
+}  // namespace assay::stats
