@@ -140,8 +140,8 @@ int runDaemon(const Config& config, const RunOptions& run) {
                   static_cast<std::size_t>(config.tracking.max_label_values), kAssayVersion);
   OffsetTracker tracker;
   std::atomic<bool> consumer_ready{false};
-  // Declared before the sinks and the consumer: destroyed after them, its HTTP threads stop
-  // first thing in its destructor, so abandoned calls never reach a destroyed sink.
+  // Its HTTP threads are stopped explicitly at shutdown (llm.stop()), before the sinks and the
+  // callbacks' lambdas below are destroyed; abandoned calls never reach them.
   LlmStage llm(config, metrics);
   AdminServer admin(config.admin.listen, {[&] { return metrics.serialize(); },
                                           [&] { return consumer_ready.load() && llm.ready(); }});
@@ -381,6 +381,7 @@ int runDaemon(const Config& config, const RunOptions& run) {
         "are not committed and will be judged again",
         llm.pending());
   if (llm.enabled()) llm.refreshBudget();
+  llm.stop();  // before the sinks and lambdas its callbacks use are destroyed
   for (auto& sink : sinks) sink->flush();
   producer.flush(10000);
   consumer.close();

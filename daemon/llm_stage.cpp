@@ -255,9 +255,11 @@ LlmStage::LlmStage(const Config& config, Metrics& metrics) : impl_(std::make_uni
   }
 }
 
-LlmStage::~LlmStage() {
+LlmStage::~LlmStage() { stop(); }
+
+void LlmStage::stop() {
   if (!impl_) return;
-  // Stop the HTTP threads first: abandoned calls then never touch the judges below.
+  // The HTTP threads first: abandoned calls then never touch the judges, metrics or sinks.
   impl_->clients.clear();
   impl_->judges.clear();
 }

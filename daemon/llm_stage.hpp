@@ -40,6 +40,10 @@ class LlmStage {
   void refreshBudget();
   /// Calls in flight or waiting, over every LLM judge.
   int pending() const;
+  /// Stops the HTTP threads: calls still running are abandoned and their callbacks never run
+  /// (their events stay uncommitted and are judged again after a restart). Call it before the
+  /// sinks go away; judge() must not be called afterwards.
+  void stop();
 
  private:
   struct Impl;
