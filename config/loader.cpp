@@ -609,12 +609,20 @@ void loadJudges(Reader& r, const YAML::Node& n, std::vector<JudgeConfig>& out) {
 
 void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
   const std::string p = "tracking";
-  if (!r.checkMap(n, p, {"window", "leniency_max_ratio", "max_label_values"})) return;
+  if (!r.checkMap(
+          n, p,
+          {"window", "leniency_max_ratio", "min_samples", "baseline_window", "recent_window",
+           "drift_alpha", "drift_min_delta", "rolling_baseline", "max_label_values"}))
+    return;
   r.getRange(n, "window", p, o.window, 10, 1'000'000);
   r.getRange(n, "leniency_max_ratio", p, o.leniency_max_ratio, 0.0, 1.0);
+  r.getRange(n, "min_samples", p, o.min_samples, 1, 1'000'000);
+  r.getRange(n, "baseline_window", p, o.baseline_window, 10, 1'000'000);
+  r.getRange(n, "recent_window", p, o.recent_window, 10, 1'000'000);
+  r.getRange(n, "drift_alpha", p, o.drift_alpha, 1e-12, 0.5);
+  r.getRange(n, "drift_min_delta", p, o.drift_min_delta, 0.0, 1e6);
+  r.get(n, "rolling_baseline", p, o.rolling_baseline);
   r.getRange(n, "max_label_values", p, o.max_label_values, 1, 10'000);
-  for (const char* key : {"window", "leniency_max_ratio"})
-    if (n[key]) r.inert(n[key], p + "." + key, "score-distribution tracking is not built yet");
 }
 
 void loadAdmin(Reader& r, const YAML::Node& n, AdminOptions& o) {

@@ -115,10 +115,17 @@ struct JudgeConfig {
   LlmJudgeConfig llm_options;  ///< when llm
 };
 
+/// Score tracking per judge × criterion (judges/stats/window.hpp, sinks/tracker.hpp).
 struct TrackingOptions {
-  int window = 500;
-  double leniency_max_ratio = 0.8;
-  int max_label_values = 50;  ///< distinct tenant/app/variant label values before "other"
+  int window = 500;                 ///< last successful scores kept for the distribution
+  double leniency_max_ratio = 0.8;  ///< lenient when the top-score share exceeds it
+  int min_samples = 100;            ///< fewer scores: no leniency verdict
+  int baseline_window = 200;        ///< drift: scores in the baseline (the first ones, frozen)
+  int recent_window = 100;          ///< drift: the most recent scores compared with it
+  double drift_alpha = 0.01;        ///< Mann–Whitney p-value threshold
+  double drift_min_delta = 0.25;    ///< and the means must move at least this much
+  bool rolling_baseline = false;    ///< true: the baseline rolls just before the recent window
+  int max_label_values = 50;        ///< distinct tenant/app/variant label values before "other"
 };
 
 struct AdminOptions {

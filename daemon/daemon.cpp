@@ -20,6 +20,7 @@
 #include "sinks/judgment.hpp"
 #include "sinks/metrics.hpp"
 #include "sinks/registry.hpp"
+#include "sinks/tracker.hpp"
 
 namespace assay {
 namespace {
@@ -138,6 +139,10 @@ int runDaemon(const Config& config, const RunOptions& run) {
   }
   Metrics metrics(config.kafka.topic, judge_specs,
                   static_cast<std::size_t>(config.tracking.max_label_values), kAssayVersion);
+  std::vector<TrackedJudge> tracked;
+  for (const auto& aj : judges)
+    tracked.push_back({aj.name, aj.criterion, aj.min_score, aj.max_score});
+  ScoreTracker tracker_scores(tracked, config.tracking, metrics.registry());
   OffsetTracker tracker;
   std::atomic<bool> consumer_ready{false};
   // Its HTTP threads are stopped explicitly at shutdown (llm.stop()), before the sinks and the
@@ -205,7 +210,10 @@ int runDaemon(const Config& config, const RunOptions& run) {
     auto& stats = metrics.judge[i];
     metrics.countRun(i, v.outcome);
     stats.latency->Observe(secs);
-    if (v.outcome == Outcome::kOk && v.score) stats.score->Observe(*v.score);
+    if (v.outcome == Outcome::kOk && v.score) {
+      stats.score->Observe(*v.score);
+      tracker_scores.record(i, *v.score);
+    }
     const auto& aj = judges[i];
     return JudgedVerdict{aj.name,      aj.criterion, std::move(v),
                          aj.min_score, aj.max_score, secs * 1000.0};
@@ -341,8 +349,9 @@ int runDaemon(const Config& config, const RunOptions& run) {
       rd_kafka_message_destroy(m);
     }
     consumer.storeFinishedOffsets();
-    if (llm.enabled() && Clock::now() - last_budget_refresh > std::chrono::seconds(1)) {
-      llm.refreshBudget();
+    if (Clock::now() - last_budget_refresh > std::chrono::seconds(1)) {
+      if (llm.enabled()) llm.refreshBudget();
+      tracker_scores.refresh();
       last_budget_refresh = Clock::now();
     }
     if (run.exit_when_idle_s && last_activity && queue.size() == 0 && busy_workers == 0 &&
@@ -381,7 +390,8 @@ int runDaemon(const Config& config, const RunOptions& run) {
         "are not committed and will be judged again",
         llm.pending());
   if (llm.enabled()) llm.refreshBudget();
-  llm.stop();  // before the sinks and lambdas its callbacks use are destroyed
+  llm.stop();
+  tracker_scores.refresh();  // before the sinks and lambdas its callbacks use are destroyed
   for (auto& sink : sinks) sink->flush();
   producer.flush(10000);
   consumer.close();
