@@ -27,8 +27,6 @@ constexpr OptionSpec kRefusalOptions[] = {
      "extra regexes (ECMAScript, case-insensitive) that mark a refusal"},
 };
 
-const std::vector<double> kPassFailBuckets = {0.0, 1.0};
-
 // Lower-cases (Unicode) and maps the typographic apostrophe to ', so built-in phrases match
 // "I don’t know", "JE SUIS DÉSOLÉ" and "je ne sais pas" alike.
 std::string normaliseForPhrases(std::string_view text) {

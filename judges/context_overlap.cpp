@@ -14,8 +14,6 @@ constexpr OptionSpec kContextOverlapOptions[] = {
      "weight of names (capitalised words inside a sentence), 1..100; default 1"},
 };
 
-const std::vector<double> kUnitBuckets = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
-
 bool endsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
@@ -73,7 +71,7 @@ const JudgeDescriptor ContextOverlapJudge::kDescriptor{
     "faithfulness",
     0.0,
     1.0,
-    kUnitBuckets,
+    kUnitIntervalBuckets,
     kContextOverlapOptions,
     CostClass::kCpuMicroseconds,
     "faithfulness proxy: weighted share of the answer's content words found in the contexts"};
@@ -109,7 +107,7 @@ const JudgeDescriptor QuestionOverlapJudge::kDescriptor{
     "answer_relevancy",
     0.0,
     1.0,
-    kUnitBuckets,
+    kUnitIntervalBuckets,
     {},
     CostClass::kCpuMicroseconds,
     "answer-relevancy proxy: share of the question's content words the answer repeats"};

@@ -27,7 +27,7 @@ const JudgeDescriptor JsonValidJudge::kDescriptor{
     "format",
     0.0,
     1.0,
-    {0.0, 1.0},
+    kPassFailBuckets,
     kJsonValidOptions,
     CostClass::kCpuMicroseconds,
     "for expected_format json: the answer parses as JSON (and satisfies schema_file)"};

@@ -47,6 +47,12 @@ struct JudgeDescriptor {
   std::string_view summary;  ///< one line for docs and --help
 };
 
+/// `assay_judge_score` buckets shared by the judges of the same scale: deciles of [0, 1], and
+/// pass/fail (0 or 1).
+inline const std::vector<double> kUnitIntervalBuckets = {0.1, 0.2, 0.3, 0.4, 0.5,
+                                                         0.6, 0.7, 0.8, 0.9, 1.0};
+inline const std::vector<double> kPassFailBuckets = {0.0, 1.0};
+
 using OptionValue = std::variant<std::int64_t, double, bool, std::string, std::vector<std::string>>;
 
 /// A configuration error in one judge option, thrown by factories (control plane only).

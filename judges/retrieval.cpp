@@ -68,7 +68,7 @@ const JudgeDescriptor HitRateJudge::kDescriptor{
     "retrieval_relevance",
     0.0,
     1.0,
-    {0.0, 1.0},
+    kPassFailBuckets,
     kRetrievalOptions,
     CostClass::kCpuMicroseconds,
     "1 if a ground-truth relevant chunk is among the top k retrieved, else 0"};
@@ -87,7 +87,7 @@ const JudgeDescriptor NdcgJudge::kDescriptor{"ndcg",
                                              "retrieval_relevance",
                                              0.0,
                                              1.0,
-                                             {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0},
+                                             kUnitIntervalBuckets,
                                              kRetrievalOptions,
                                              CostClass::kCpuMicroseconds,
                                              "nDCG@k with binary relevance and log2 discount"};

@@ -12,7 +12,7 @@ const JudgeDescriptor RougeLJudge::kDescriptor{
     "answer_correctness",
     0.0,
     1.0,
-    {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0},
+    kUnitIntervalBuckets,
     {},
     CostClass::kCpuMicroseconds,
     "ROUGE-L F-measure of the answer against the reference (LCS of word tokens)"};

@@ -13,7 +13,7 @@ const JudgeDescriptor TokenF1Judge::kDescriptor{
     "answer_correctness",
     0.0,
     1.0,
-    {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0},
+    kUnitIntervalBuckets,
     {},
     CostClass::kCpuMicroseconds,
     "SQuAD token F1 of the answer against the reference"};

@@ -17,7 +17,6 @@ Asserts, against expectations computed here with python3-xxhash (rate 0.5):
 Invoked by ctest with --assayd, --mock-broker and --data (see tests/CMakeLists.txt).
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -86,11 +85,7 @@ def ids_in(path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--assayd", required=True)
-    ap.add_argument("--mock-broker", required=True)
-    ap.add_argument("--data", required=True)
-    args = ap.parse_args()
+    args = tp.common_args()
     workdir = tempfile.mkdtemp(prefix="assay_cg_")
     broker = a = b = None
     checks = tp.Checks()
@@ -160,11 +155,7 @@ def main():
             for name in ("A", "B"):
                 print(f"--- {name}.log (tail)\n{tp.tail(os.path.join(workdir, name + '.log'))}")
         shutil.rmtree(workdir, ignore_errors=True)
-    if checks.failed():
-        print(f"FAILED: {len(checks.failed())} check(s)")
-        return 1
-    print("PASSED: two instances shared the group without losing or repeating an event")
-    return 0
+    return checks.finish("two instances shared the group without losing or repeating an event")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ self-judging counted (gpt-judged GPT answers); the restarted daemon makes no LLM
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
-import argparse
 import glob
 import json
 import os
@@ -60,15 +59,6 @@ def make_ca(workdir):
     for c in cmds:
         subprocess.run(c, shell=True, cwd=d, check=True, capture_output=True)
     return os.path.join(d, "ca.pem"), os.path.join(d, "server.pem"), os.path.join(d, "server.key")
-
-
-def start_fake(fake_bin, cert, key):
-    proc = subprocess.Popen([fake_bin, "--port", "0", "--cert", cert, "--key", key, "--api-key", "sk-fake"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
-    line = proc.stdout.readline().decode().split()
-    if len(line) != 2 or line[0] != "LISTENING":
-        raise tp.TestFailure(f"fake provider did not start: {line}")
-    return proc, int(line[1])
 
 
 def fake_requests(port, ca):
@@ -147,12 +137,7 @@ def redis_spent(redis_port):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--assayd", required=True)
-    ap.add_argument("--mock-broker")
-    ap.add_argument("--data", required=True)
-    args = ap.parse_args()
-    fake_bin = os.path.join(os.path.dirname(os.path.dirname(args.assayd)), "tests", "assay_fake_llm_server")
+    args = tp.common_args()
     workdir = tempfile.mkdtemp(prefix="assay_llm_")
     checks = tp.Checks()
     redis = fake = None
@@ -161,7 +146,8 @@ def main():
             events = sum(1 for l in f if l.strip())
         redis, redis_port = start_redis(workdir)
         ca, cert, key = make_ca(workdir)
-        fake, fake_port = start_fake(fake_bin, cert, key)
+        fake, fake_port = tp.start_fake_provider(args.assayd, "--cert", cert, "--key", key,
+                                                 "--api-key", "sk-fake")
 
         port1 = tp.free_loopback_port()
         cfg1 = os.path.join(workdir, "a.yaml")
@@ -225,11 +211,7 @@ def main():
             for n in ("a", "b"):
                 print(f"--- {n}.log\n{tp.tail(os.path.join(workdir, n + '.log'))}")
         shutil.rmtree(workdir, ignore_errors=True)
-    if checks.failed():
-        print(f"FAILED: {len(checks.failed())} check(s)")
-        return 1
-    print("PASSED: the LLM judge stayed within its daily budget, shared through Redis")
-    return 0
+    return checks.finish("the LLM judge stayed within its daily budget, shared through Redis")
 
 
 if __name__ == "__main__":

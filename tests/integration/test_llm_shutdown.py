@@ -9,7 +9,6 @@ came (those events stay uncommitted, so they are judged again after a restart).
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -24,19 +23,12 @@ import test_pipeline as tp  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--assayd", required=True)
-    ap.add_argument("--mock-broker")
-    ap.add_argument("--data", required=True)
-    args = ap.parse_args()
-    fake_bin = os.path.join(os.path.dirname(os.path.dirname(args.assayd)), "tests", "assay_fake_llm_server")
+    args = tp.common_args()
     workdir = tempfile.mkdtemp(prefix="assay_llm_stop_")
     checks = tp.Checks()
     fake = daemon = None
     try:
-        fake = subprocess.Popen([fake_bin, "--port", "0"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, start_new_session=True)
-        port = int(fake.stdout.readline().decode().split()[1])
+        fake, port = tp.start_fake_provider(args.assayd)
         script = json.dumps([{"delay_ms": 20000}] * 64).encode()
         import urllib.request
         urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/_fake/script", data=script), timeout=5).read()
@@ -92,11 +84,7 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
         if checks.failed():
             print(tp.tail(os.path.join(workdir, "assayd.log")))
         shutil.rmtree(workdir, ignore_errors=True)
-    if checks.failed():
-        print(f"FAILED: {len(checks.failed())} check(s)")
-        return 1
-    print("PASSED: SIGTERM with LLM calls in flight stops cleanly")
-    return 0
+    return checks.finish("SIGTERM with LLM calls in flight stops cleanly")
 
 
 if __name__ == "__main__":

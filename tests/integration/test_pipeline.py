@@ -172,6 +172,26 @@ def stop_process(proc, name, term_timeout=20):
     signal_group(proc, signal.SIGKILL)  # stray children, if any
 
 
+def common_args():
+    """The arguments ctest passes to every integration script (tests/CMakeLists.txt)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--assayd", required=True)
+    ap.add_argument("--mock-broker")
+    ap.add_argument("--data", required=True)
+    return ap.parse_args()
+
+
+def start_fake_provider(assayd, *extra):
+    """Starts tests/tools/fake_llm_server.cpp (built next to assayd); returns (process, port)."""
+    binary = os.path.join(os.path.dirname(os.path.dirname(assayd)), "tests", "assay_fake_llm_server")
+    proc = subprocess.Popen([binary, "--port", "0", *extra], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, start_new_session=True)
+    line = proc.stdout.readline().decode().split()
+    if len(line) != 2 or line[0] != "LISTENING":
+        raise TestFailure(f"fake provider did not start: {line}")
+    return proc, int(line[1])
+
+
 def free_loopback_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -302,6 +322,14 @@ class Checks:
     def true(self, what, ok, detail_if_failed=""):
         self.rows.append((what, "yes", "yes" if ok else f"no ({detail_if_failed})", bool(ok)))
         return bool(ok)
+
+    def finish(self, passed_message):
+        """Prints the verdict line and returns the exit code (0 = every check passed)."""
+        if self.failed():
+            print(f"FAILED: {len(self.failed())} check(s)")
+            return 1
+        print(f"PASSED: {passed_message}")
+        return 0
 
     def failed(self):
         return [r for r in self.rows if not r[3]]
