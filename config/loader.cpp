@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/rfc3339.hpp"
 #include "judges/llm/budget.hpp"
 #include "judges/llm/pricing.hpp"
 #include "judges/llm/rubric.hpp"
@@ -174,8 +175,6 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
   r.get(n, "topic", p, o.topic);
   r.get(n, "group_id", p, o.group_id);
   r.get(n, "feedback_topic", p, o.feedback_topic);
-  if (n["feedback_topic"])
-    r.inert(n["feedback_topic"], p + ".feedback_topic", "feedback events are not consumed yet");
   r.get(n, "results_topic", p, o.results_topic);
   r.get(n, "dead_letter_topic", p, o.dead_letter_topic);
   r.getRange(n, "partitions", p, o.partitions, 1, 256);
@@ -611,10 +610,13 @@ void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
   const std::string p = "tracking";
   if (!r.checkMap(
           n, p,
-          {"window", "leniency_max_ratio", "min_samples", "baseline_window", "recent_window",
-           "drift_alpha", "drift_min_delta", "rolling_baseline", "max_label_values"}))
+          {"window", "window_seconds", "join_capacity", "leniency_max_ratio", "min_samples",
+           "baseline_window", "recent_window", "drift_alpha", "drift_min_delta", "rolling_baseline",
+           "baseline_file", "baseline_from", "baseline_until", "max_label_values"}))
     return;
   r.getRange(n, "window", p, o.window, 10, 1'000'000);
+  r.getRange(n, "window_seconds", p, o.window_seconds, 0.0, 365.0 * 86400);
+  r.getRange(n, "join_capacity", p, o.join_capacity, 100, 10'000'000);
   r.getRange(n, "leniency_max_ratio", p, o.leniency_max_ratio, 0.0, 1.0);
   r.getRange(n, "min_samples", p, o.min_samples, 1, 1'000'000);
   r.getRange(n, "baseline_window", p, o.baseline_window, 10, 1'000'000);
@@ -622,6 +624,19 @@ void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
   r.getRange(n, "drift_alpha", p, o.drift_alpha, 1e-12, 0.5);
   r.getRange(n, "drift_min_delta", p, o.drift_min_delta, 0.0, 1e6);
   r.get(n, "rolling_baseline", p, o.rolling_baseline);
+  r.get(n, "baseline_file", p, o.baseline_file);
+  for (const char* key : {"baseline_from", "baseline_until"}) {
+    std::string& value =
+        std::string_view(key) == "baseline_from" ? o.baseline_from : o.baseline_until;
+    r.get(n, key, p, value);
+    if (!value.empty() && !parseRfc3339(value))
+      r.error(n[key], p + "." + key, "expected an RFC 3339 time, e.g. 2026-11-01T00:00:00Z");
+    if (!value.empty() && o.baseline_file.empty())
+      r.error(n[key], p + "." + key, "needs tracking.baseline_file (the judgments to read)");
+  }
+  if (!o.baseline_file.empty() && o.rolling_baseline)
+    r.error(n["baseline_file"], p + ".baseline_file",
+            "a baseline from a file is frozen: drop rolling_baseline");
   r.getRange(n, "max_label_values", p, o.max_label_values, 1, 10'000);
 }
 

@@ -118,6 +118,8 @@ struct JudgeConfig {
 /// Score tracking per judge × criterion (judges/stats/window.hpp, sinks/tracker.hpp).
 struct TrackingOptions {
   int window = 500;                 ///< last successful scores kept for the distribution
+  double window_seconds = 86400;    ///< and only those younger than this (0 = no time bound)
+  int join_capacity = 100000;       ///< events remembered to join judges' scores and feedback
   double leniency_max_ratio = 0.8;  ///< lenient when the top-score share exceeds it
   int min_samples = 100;            ///< fewer scores: no leniency verdict
   int baseline_window = 200;        ///< drift: scores in the baseline (the first ones, frozen)
@@ -125,7 +127,9 @@ struct TrackingOptions {
   double drift_alpha = 0.01;        ///< Mann–Whitney p-value threshold
   double drift_min_delta = 0.25;    ///< and the means must move at least this much
   bool rolling_baseline = false;    ///< true: the baseline rolls just before the recent window
-  int max_label_values = 50;        ///< distinct tenant/app/variant label values before "other"
+  std::string baseline_file;        ///< judgments JSON Lines whose scores freeze the baseline
+  std::string baseline_from, baseline_until;  ///< RFC 3339: only judgments judged in [from, until)
+  int max_label_values = 50;  ///< distinct tenant/app/variant label values before "other"
 };
 
 struct AdminOptions {

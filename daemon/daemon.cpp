@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "config/rfc3339.hpp"
 #include "daemon/admin_server.hpp"
 #include "daemon/event_parser.hpp"
 #include "daemon/kafka.hpp"
@@ -143,7 +144,37 @@ int runDaemon(const Config& config, const RunOptions& run) {
   for (const auto& aj : judges)
     tracked.push_back({aj.name, aj.criterion, aj.min_score, aj.max_score});
   ScoreTracker tracker_scores(tracked, config.tracking, metrics.registry());
-  OffsetTracker tracker;
+  if (!config.tracking.baseline_file.empty()) {
+    const auto& t = config.tracking;
+    const auto baseline = loadBaselineScores(
+        t.baseline_file, t.baseline_from.empty() ? std::nullopt : parseRfc3339(t.baseline_from),
+        t.baseline_until.empty() ? std::nullopt : parseRfc3339(t.baseline_until));
+    for (std::size_t i = 0; i < tracked.size(); ++i) {
+      auto it = baseline.find(tracked[i].name);
+      if (it == baseline.end() || it->second.size() < 2) {
+        spdlog::warn(
+            "tracking: baseline file '{}' has {} score(s) of judge '{}': its baseline "
+            "is taken from the first {} scores instead",
+            t.baseline_file, it == baseline.end() ? 0 : it->second.size(), tracked[i].name,
+            t.baseline_window);
+        continue;
+      }
+      auto scores = it->second;
+      if (scores.size() > static_cast<std::size_t>(t.baseline_window))
+        scores.erase(scores.begin(), scores.end() - t.baseline_window);
+      spdlog::info("tracking: judge '{}' drift baseline frozen from '{}' ({} scores)",
+                   tracked[i].name, t.baseline_file, scores.size());
+      tracker_scores.setBaseline(i, std::move(scores));
+    }
+  }
+  OffsetTracker tracker, feedback_tracker;
+  auto& lag_family = prometheus::BuildGauge()
+                         .Name("assay_consumer_lag_messages")
+                         .Help(
+                             "Messages not yet consumed per assigned partition (high "
+                             "watermark minus position)")
+                         .Register(metrics.registry());
+  std::map<std::pair<std::string, std::int32_t>, prometheus::Gauge*> lag_gauges;
   std::atomic<bool> consumer_ready{false};
   // Its HTTP threads are stopped explicitly at shutdown (llm.stop()), before the sinks and the
   // callbacks' lambdas below are destroyed; abandoned calls never reach them.
@@ -206,13 +237,14 @@ int runDaemon(const Config& config, const RunOptions& run) {
     metrics.judged.Increment();
     last_judged_ns = steadyNs();
   };
-  auto record = [&](std::size_t i, Verdict v, double secs) {
+  auto record = [&](std::size_t i, const std::string& id, const std::string& variant, Verdict v,
+                    double secs) {
     auto& stats = metrics.judge[i];
     metrics.countRun(i, v.outcome);
     stats.latency->Observe(secs);
     if (v.outcome == Outcome::kOk && v.score) {
       stats.score->Observe(*v.score);
-      tracker_scores.record(i, *v.score);
+      tracker_scores.record(i, id, variant, *v.score);
     }
     const auto& aj = judges[i];
     return JudgedVerdict{aj.name,      aj.criterion, std::move(v),
@@ -228,6 +260,9 @@ int runDaemon(const Config& config, const RunOptions& run) {
       pending->slots.resize(judges.size());
       pending->partition = item->partition;
       pending->offset = item->offset;
+      tracker_scores.noteEvent(item->event.id, item->event.variant, item->event.app);
+      const std::string& id = pending->judgment.id;
+      const std::string& variant = pending->judgment.variant;
       std::vector<std::size_t> llm_to_run;
       // Cheap judges in config order, then the LLM judges (their run_if sees every cheap verdict).
       for (std::size_t i = 0; i < judges.size(); ++i) {
@@ -240,8 +275,8 @@ int runDaemon(const Config& config, const RunOptions& run) {
         if (!runIfHolds(*aj.run_if, pending->slots, judges)) continue;
         const auto t0 = Clock::now();
         Verdict v = aj.judge->judge(item->event);
-        pending->slots[i] =
-            record(i, std::move(v), std::chrono::duration<double>(Clock::now() - t0).count());
+        pending->slots[i] = record(i, id, variant, std::move(v),
+                                   std::chrono::duration<double>(Clock::now() - t0).count());
       }
       std::erase_if(llm_to_run, [&](std::size_t i) {
         return !runIfHolds(*judges[i].run_if, pending->slots, judges);
@@ -252,7 +287,8 @@ int runDaemon(const Config& config, const RunOptions& run) {
         pending->remaining = static_cast<int>(llm_to_run.size());
         for (std::size_t i : llm_to_run) {
           llm.judge(i, item->event, [&, pending, i](Verdict v, double secs) {
-            auto jv = record(i, std::move(v), secs);
+            auto jv =
+                record(i, pending->judgment.id, pending->judgment.variant, std::move(v), secs);
             std::lock_guard lock(pending->mu);
             pending->slots[i] = std::move(jv);
             if (--pending->remaining == 0)
@@ -267,7 +303,43 @@ int runDaemon(const Config& config, const RunOptions& run) {
   for (int i = 0; i < config.limits.workers; ++i) workers.emplace_back(worker);
 
   // ---- The Kafka poll thread (this one): parse-free sampling when the key carries the id.
-  KafkaConsumer consumer(config.kafka, bootstrap, tracker);
+  KafkaConsumer consumer(config.kafka, bootstrap, tracker, &feedback_tracker);
+  if (!config.kafka.feedback_topic.empty())
+    spdlog::info("kafka: feedback from '{}' (ratings and annotations, joined by id)",
+                 config.kafka.feedback_topic);
+  RateLimitedLog feedback_log;
+  auto onFeedback = [&](const rd_kafka_message_t* m) {
+    const std::string_view payload(static_cast<const char*>(m->payload), m->len);
+    const std::string_view key(static_cast<const char*>(m->key), m->key ? m->key_len : 0);
+    std::string error, kind;
+    if (const auto f = parseFeedback(payload, key, error, kind)) {
+      tracker_scores.onFeedback(*f);
+    } else {
+      tracker_scores.countInvalidFeedback(kind);
+      long suppressed = 0;
+      if (feedback_log.allow(suppressed))
+        spdlog::warn("invalid feedback at topic {} partition {} offset {}: {}{}",
+                     config.kafka.feedback_topic, m->partition, m->offset, error,
+                     suppressedNote(suppressed));
+    }
+    feedback_tracker.skip(m->partition, m->offset);
+  };
+  auto refreshLag = [&] {
+    std::map<std::pair<std::string, std::int32_t>, prometheus::Gauge*> now;
+    for (const auto& l : consumer.lag()) {
+      const auto k = std::make_pair(l.topic, l.partition);
+      auto it = lag_gauges.find(k);
+      prometheus::Gauge* g =
+          it != lag_gauges.end()
+              ? it->second
+              : &lag_family.Add({{"topic", l.topic}, {"partition", std::to_string(l.partition)}});
+      g->Set(static_cast<double>(l.messages));
+      now[k] = g;
+      if (it != lag_gauges.end()) lag_gauges.erase(it);
+    }
+    for (auto& [k, g] : lag_gauges) lag_family.Remove(g);  // partitions no longer assigned
+    lag_gauges = std::move(now);
+  };
   RateLimitedLog invalid_log, kafka_log;
   std::optional<Clock::time_point> last_activity;  // starts at the first assignment
   Clock::time_point last_budget_refresh{};
@@ -310,6 +382,9 @@ int runDaemon(const Config& config, const RunOptions& run) {
         long suppressed = 0;
         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && kafka_log.allow(suppressed))
           spdlog::warn("kafka: {}{}", rd_kafka_message_errstr(m), suppressedNote(suppressed));
+      } else if (consumer.isFeedback(m)) {
+        last_activity = Clock::now();
+        onFeedback(m);
       } else {
         last_activity = Clock::now();
         if (first_consumed_ns == 0) first_consumed_ns = steadyNs();
@@ -352,10 +427,11 @@ int runDaemon(const Config& config, const RunOptions& run) {
     if (Clock::now() - last_budget_refresh > std::chrono::seconds(1)) {
       if (llm.enabled()) llm.refreshBudget();
       tracker_scores.refresh();
+      refreshLag();
       last_budget_refresh = Clock::now();
     }
     if (run.exit_when_idle_s && last_activity && queue.size() == 0 && busy_workers == 0 &&
-        tracker.pending() == 0 && llm.pending() == 0 &&
+        tracker.pending() == 0 && feedback_tracker.pending() == 0 && llm.pending() == 0 &&
         Clock::now() - *last_activity >= std::chrono::duration<double>(*run.exit_when_idle_s)) {
       spdlog::info("idle for {} s: stopping", *run.exit_when_idle_s);
       break;

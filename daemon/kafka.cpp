@@ -3,7 +3,9 @@
 #include <librdkafka/rdkafka_mock.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <thread>
 
@@ -172,8 +174,11 @@ bool KafkaProducer::produceDeadLetter(const std::string& topic, const void* payl
 // ---- KafkaConsumer -----------------------------------------------------------------------------
 
 KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap,
-                             OffsetTracker& tracker)
-    : topic_(o.topic), tracker_(tracker) {
+                             OffsetTracker& tracker, OffsetTracker* feedback)
+    : topic_(o.topic),
+      feedback_topic_(feedback ? o.feedback_topic : ""),
+      tracker_(tracker),
+      feedback_tracker_(feedback_topic_.empty() ? nullptr : feedback) {
   rd_kafka_conf_t* conf = baseConf(bootstrap);
   set(conf, "group.id", o.group_id);
   set(conf, "enable.auto.offset.store", "false");
@@ -186,13 +191,46 @@ KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap
   rd_kafka_conf_set_opaque(conf, this);
   rk_ = newHandle(RD_KAFKA_CONSUMER, conf);
   rd_kafka_poll_set_consumer(rk_);
-  rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(2);
   rd_kafka_topic_partition_list_add(topics, topic_.c_str(), RD_KAFKA_PARTITION_UA);
+  if (feedback_tracker_)
+    rd_kafka_topic_partition_list_add(topics, feedback_topic_.c_str(), RD_KAFKA_PARTITION_UA);
   const auto err = rd_kafka_subscribe(rk_, topics);
   rd_kafka_topic_partition_list_destroy(topics);
   if (err)
     throw std::runtime_error("kafka.topic: cannot subscribe to '" + topic_ +
                              "': " + rd_kafka_err2str(err));
+}
+
+OffsetTracker* KafkaConsumer::trackerOf(const char* topic) const {
+  if (feedback_tracker_ && feedback_topic_ == topic) return feedback_tracker_;
+  return &tracker_;
+}
+
+bool KafkaConsumer::isFeedback(const rd_kafka_message_t* m) const {
+  return feedback_tracker_ && m->rkt && feedback_topic_ == rd_kafka_topic_name(m->rkt);
+}
+
+std::vector<KafkaConsumer::Lag> KafkaConsumer::lag() const {
+  std::vector<Lag> out;
+  rd_kafka_topic_partition_list_t* parts = nullptr;
+  if (rd_kafka_assignment(rk_, &parts) != RD_KAFKA_RESP_ERR_NO_ERROR || !parts) return out;
+  if (rd_kafka_position(rk_, parts) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    for (int i = 0; i < parts->cnt; ++i) {
+      const auto& p = parts->elems[i];
+      std::int64_t low = -1, high = -1;
+      if (rd_kafka_get_watermark_offsets(rk_, p.topic, p.partition, &low, &high) !=
+              RD_KAFKA_RESP_ERR_NO_ERROR ||
+          high < 0)
+        continue;
+      // No position yet (nothing fetched): everything from the low watermark is still to come.
+      const std::int64_t position = p.offset >= 0 ? p.offset : (low >= 0 ? low : -1);
+      if (position < 0) continue;
+      out.push_back({p.topic, p.partition, std::max<std::int64_t>(0, high - position)});
+    }
+  }
+  rd_kafka_topic_partition_list_destroy(parts);
+  return out;
 }
 
 KafkaConsumer::~KafkaConsumer() {
@@ -206,11 +244,15 @@ rd_kafka_message_t* KafkaConsumer::poll(int timeout_ms) {
 
 void KafkaConsumer::storeFinishedOffsets() {
   const auto advanced = tracker_.takeAdvanced();
-  if (advanced.empty()) return;
+  const auto feedback = feedback_tracker_ ? feedback_tracker_->takeAdvanced()
+                                          : std::vector<std::pair<std::int32_t, std::int64_t>>{};
+  if (advanced.empty() && feedback.empty()) return;
   rd_kafka_topic_partition_list_t* list =
-      rd_kafka_topic_partition_list_new(static_cast<int>(advanced.size()));
+      rd_kafka_topic_partition_list_new(static_cast<int>(advanced.size() + feedback.size()));
   for (const auto& [partition, position] : advanced)
     rd_kafka_topic_partition_list_add(list, topic_.c_str(), partition)->offset = position;
+  for (const auto& [partition, position] : feedback)
+    rd_kafka_topic_partition_list_add(list, feedback_topic_.c_str(), partition)->offset = position;
   const auto err = rd_kafka_offsets_store(rk_, list);
   if (err && err != RD_KAFKA_RESP_ERR__STATE)
     spdlog::warn("kafka: storing offsets failed: {}", rd_kafka_err2str(err));
@@ -253,9 +295,10 @@ void KafkaConsumer::onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partitio
   const auto cerr = rd_kafka_commit(rk_, nullptr, 0);
   if (cerr && cerr != RD_KAFKA_RESP_ERR__NO_OFFSET)
     spdlog::warn("kafka: commit on revoke failed: {}", rd_kafka_err2str(cerr));
-  std::vector<std::int32_t> ids;
-  for (int i = 0; i < parts->cnt; ++i) ids.push_back(parts->elems[i].partition);
-  tracker_.forget(ids);
+  std::map<OffsetTracker*, std::vector<std::int32_t>> ids;
+  for (int i = 0; i < parts->cnt; ++i)
+    ids[trackerOf(parts->elems[i].topic)].push_back(parts->elems[i].partition);
+  for (auto& [t, partitions] : ids) t->forget(partitions);
   if (cooperative) {
     destroyError(rd_kafka_incremental_unassign(rk_, parts));
     assigned_count_ -= std::min<std::size_t>(assigned_count_, static_cast<std::size_t>(parts->cnt));

@@ -63,7 +63,13 @@ class KafkaProducer {
 /// On revoke, finished offsets are stored and committed synchronously before the partitions go.
 class KafkaConsumer {
  public:
-  KafkaConsumer(const KafkaOptions& options, const std::string& bootstrap, OffsetTracker& tracker);
+  /// Subscribes to kafka.topic and, when `feedback` is given and kafka.feedback_topic is set, to
+  /// the feedback topic too, in the same group: with librdkafka's default range assignor and
+  /// both topics keyed by request id with the same partition count, an event and its feedback
+  /// land on the same instance (co-partitioned), so the join by id works in a consumer group.
+  /// Each topic's offsets go through its own tracker.
+  KafkaConsumer(const KafkaOptions& options, const std::string& bootstrap, OffsetTracker& tracker,
+                OffsetTracker* feedback = nullptr);
   ~KafkaConsumer();
 
   /// Next message or nullptr; caller destroys it with rd_kafka_message_destroy.
@@ -74,6 +80,17 @@ class KafkaConsumer {
   void close();
   /// True once the first assignment arrived (the consumer group joined).
   bool assigned() const { return assigned_.load(); }
+  /// True when `m` comes from the feedback topic.
+  bool isFeedback(const rd_kafka_message_t* m) const;
+
+  struct Lag {
+    std::string topic;
+    std::int32_t partition;
+    std::int64_t messages;  ///< high watermark − consumed position, ≥ 0
+  };
+  /// Consumer lag of every assigned partition whose position and high watermark are known
+  /// (from librdkafka's cached fetch state: no broker round trip).
+  std::vector<Lag> lag() const;
   std::size_t assignedPartitions() const { return assigned_count_.load(); }
 
  private:
@@ -82,8 +99,10 @@ class KafkaConsumer {
   void onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions);
 
   rd_kafka_t* rk_ = nullptr;
-  std::string topic_;
+  std::string topic_, feedback_topic_;
   OffsetTracker& tracker_;
+  OffsetTracker* feedback_tracker_ = nullptr;
+  OffsetTracker* trackerOf(const char* topic) const;
   std::atomic<bool> assigned_{false};
   std::atomic<std::size_t> assigned_count_{0};
   bool closed_ = false;

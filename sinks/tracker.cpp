@@ -1,73 +1,539 @@
 #include "sinks/tracker.hpp"
 
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+
+#include "config/rfc3339.hpp"
+#include "judges/stats/stats.hpp"
+
 namespace assay {
 namespace {
-prometheus::Family<prometheus::Gauge>& gauge(prometheus::Registry& r, const char* name,
-                                             const char* help) {
-  return prometheus::BuildGauge().Name(name).Help(help).Register(r);
+
+struct FamilySpec {
+  const char* name;
+  const char* help;
+};
+
+constexpr FamilySpec kFamilies[] = {
+    {"assay_judge_max_score_ratio", "Share of the judge's window of scores at its top score"},
+    {"assay_judge_min_score_ratio", "Share of the judge's window of scores at its bottom score"},
+    {"assay_judge_distinct_scores", "Distinct score values in the judge's window"},
+    {"assay_judge_score_entropy",
+     "Shannon entropy of the window's scores over the scale's levels, normalised to [0, 1]"},
+    {"assay_judge_window_size", "Scores in the judge's window"},
+    {"assay_judge_lenient",
+     "1 when the top-score share exceeds tracking.leniency_max_ratio (over min_samples scores)"},
+    {"assay_score_window_mean", "Mean of the judge's window of scores"},
+    {"assay_score_baseline_mean", "Mean of the drift baseline"},
+    {"assay_score_recent_mean", "Mean of the drift's recent window"},
+    {"assay_score_drift_p_value",
+     "Two-sided Mann-Whitney U p-value, recent window against the baseline"},
+    {"assay_score_drift",
+     "1 when recent scores differ from the baseline (Mann-Whitney p < drift_alpha and the mean "
+     "moved at least drift_min_delta)"},
+    {"assay_score_mean", "Mean score per variant over the window"},
+    {"assay_score_sd", "Sample standard deviation of the scores per variant"},
+    {"assay_score_n", "Scores per variant in the window"},
+    {"assay_score_ci95_low", "Lower end of the 95 % interval of the variant's mean score"},
+    {"assay_score_ci95_high", "Upper end of the 95 % interval of the variant's mean score"},
+    {"assay_score_ci95_overlap",
+     "1 when two variants' 95 % intervals overlap (the difference may be noise)"},
+    {"assay_judge_agreement_kendall_tau",
+     "Kendall tau-b between two judges of one criterion on the same events"},
+    {"assay_judge_agreement_spearman",
+     "Spearman rho between two judges of one criterion on the same events"},
+    {"assay_judge_agreement_pairs", "Events both judges scored, in the agreement window"},
+    {"assay_judge_agreement_level",
+     "1 for the current agreement level: high (tau >= 0.7), moderate (0.4 <= tau < 0.7), low"},
+    {"assay_judge_human_spearman", "Spearman rho between the judge and human annotations"},
+    {"assay_judge_human_pairs", "(judge score, human annotation) pairs in the window"},
+    {"assay_annotator_kappa",
+     "Cohen's kappa between two annotators of the same events (below 0.6: ambiguous rubric)"},
+    {"assay_ab_p_value",
+     "Pearson chi-square test of independence, variant x stars, on user ratings"},
+    {"assay_ab_decided", "1 once p < 0.05 and every arm has at least 30 ratings"},
+    {"assay_ab_ratings", "User ratings joined to an experiment's variant"},
+};
+
+std::string seriesKey(const char* family, const prometheus::Labels& labels) {
+  std::string k = family;
+  for (const auto& [n, v] : labels) {
+    k += '\x1f';
+    k += n;
+    k += '=';
+    k += v;
+  }
+  return k;
 }
+
+const char* levelOf(double tau) { return tau >= 0.7 ? "high" : tau >= 0.4 ? "moderate" : "low"; }
+
 }  // namespace
 
-ScoreTracker::Judge::Judge(const TrackedJudge& s, const TrackingOptions& o)
-    : spec(s),
-      window(static_cast<std::size_t>(o.window), s.min_score, s.max_score),
-      drift(stats::DriftOptions{static_cast<std::size_t>(o.baseline_window),
-                                static_cast<std::size_t>(o.recent_window), o.drift_alpha,
-                                o.drift_min_delta, o.rolling_baseline}) {}
+struct ScoreTracker::Judge {
+  TrackedJudge spec;
+  stats::ScoreWindow window;
+  stats::DriftDetector drift;
+  std::map<std::string, stats::ScoreWindow> by_variant;
+  Judge(const TrackedJudge& s, const TrackingOptions& o)
+      : spec(s),
+        window(static_cast<std::size_t>(o.window), s.min_score, s.max_score, o.window_seconds),
+        drift(stats::DriftOptions{static_cast<std::size_t>(o.baseline_window),
+                                  static_cast<std::size_t>(o.recent_window), o.drift_alpha,
+                                  o.drift_min_delta, o.rolling_baseline}) {}
+};
+
+struct ScoreTracker::PairStat {
+  stats::PairWindow pairs;
+  PairStat(std::size_t capacity, double max_age) : pairs(capacity, max_age) {}
+};
+
+// ---- Feedback parsing --------------------------------------------------------------------------
+
+std::optional<Feedback> parseFeedback(std::string_view payload, std::string_view fallback_id,
+                                      std::string& error, std::string& kind) {
+  kind = "unknown";
+  rapidjson::Document d;
+  d.Parse<rapidjson::kParseValidateEncodingFlag>(payload.data(), payload.size());
+  if (d.HasParseError()) {
+    error = std::string("not JSON: ") + rapidjson::GetParseError_En(d.GetParseError());
+    return std::nullopt;
+  }
+  if (!d.IsObject()) {
+    error = "not a JSON object";
+    return std::nullopt;
+  }
+  Feedback f;
+  const auto str = [&](const char* key, std::string& out) {
+    const auto it = d.FindMember(key);
+    if (it == d.MemberEnd()) return false;
+    if (!it->value.IsString()) {
+      error = std::string("/") + key + ": expected a string";
+      return false;
+    }
+    out.assign(it->value.GetString(), it->value.GetStringLength());
+    return true;
+  };
+  std::string k;
+  if (!str("kind", k)) {
+    if (error.empty()) error = "/kind: missing";
+    return std::nullopt;
+  }
+  if (k != "rating" && k != "annotation") {
+    error = "/kind: expected \"rating\" or \"annotation\", got \"" + k.substr(0, 40) + "\"";
+    return std::nullopt;
+  }
+  kind = k;
+  f.kind = k == "rating" ? Feedback::Kind::kRating : Feedback::Kind::kAnnotation;
+  if (!str("id", f.id)) {
+    if (!error.empty()) return std::nullopt;
+    f.id = std::string(fallback_id);
+  }
+  if (f.id.empty()) {
+    error = "/id: missing (and no message key)";
+    return std::nullopt;
+  }
+  const auto v = d.FindMember("value");
+  if (v == d.MemberEnd() || !v->value.IsNumber()) {
+    error = v == d.MemberEnd() ? "/value: missing" : "/value: expected a number";
+    return std::nullopt;
+  }
+  const double x = v->value.GetDouble();
+  const int lo = f.kind == Feedback::Kind::kRating ? 1 : 0;
+  const int hi = f.kind == Feedback::Kind::kRating ? 5 : 100;
+  if (!std::isfinite(x) || x != std::floor(x) || x < lo || x > hi) {
+    error = "/value: expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+    return std::nullopt;
+  }
+  f.value = static_cast<int>(x);
+  if (f.kind == Feedback::Kind::kAnnotation) {
+    if (!str("criterion", f.criterion) || f.criterion.empty()) {
+      if (error.empty()) error = "/criterion: missing";
+      return std::nullopt;
+    }
+    if (!str("annotator", f.annotator)) {
+      if (!error.empty()) return std::nullopt;
+      f.annotator = "unknown";
+    }
+  }
+  return f;
+}
+
+// ---- Baseline file -----------------------------------------------------------------------------
+
+std::map<std::string, std::vector<double>> loadBaselineScores(
+    const std::string& path, std::optional<std::int64_t> from_ms,
+    std::optional<std::int64_t> until_ms) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open the baseline file");
+  std::map<std::string, std::vector<double>> out;
+  std::string line;
+  long n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const auto where = path + ":" + std::to_string(n) + ": ";
+    rapidjson::Document d;
+    d.Parse(line.data(), line.size());
+    if (d.HasParseError() || !d.IsObject())
+      throw std::runtime_error(where + "not a judgment (JSON object) line");
+    if (from_ms || until_ms) {
+      const auto t = d.FindMember("judged_at");
+      std::optional<std::int64_t> ms;
+      if (t != d.MemberEnd() && t->value.IsString()) ms = parseRfc3339(t->value.GetString());
+      if (!ms) throw std::runtime_error(where + "judged_at: expected an RFC 3339 time");
+      if ((from_ms && *ms < *from_ms) || (until_ms && *ms >= *until_ms)) continue;
+    }
+    const auto vs = d.FindMember("verdicts");
+    if (vs == d.MemberEnd() || !vs->value.IsArray())
+      throw std::runtime_error(where + "verdicts: expected an array");
+    for (const auto& v : vs->value.GetArray()) {
+      if (!v.IsObject()) continue;
+      const auto judge = v.FindMember("judge");
+      const auto score = v.FindMember("score");
+      if (judge == v.MemberEnd() || !judge->value.IsString() || score == v.MemberEnd() ||
+          !score->value.IsNumber())
+        continue;  // a failed verdict (score null) is not a score
+      out[judge->value.GetString()].push_back(score->value.GetDouble());
+    }
+  }
+  return out;
+}
+
+// ---- Tracker -----------------------------------------------------------------------------------
 
 ScoreTracker::ScoreTracker(const std::vector<TrackedJudge>& judges, const TrackingOptions& options,
-                           prometheus::Registry& registry)
+                           prometheus::Registry& registry, std::function<double()> clock)
     : options_(options),
-      max_ratio_(gauge(registry, "assay_judge_max_score_ratio",
-                       "Share of the judge's recent scores at its top score")),
-      lenient_(gauge(registry, "assay_judge_lenient",
-                     "1 when the top-score share exceeds tracking.leniency_max_ratio")),
-      mean_(gauge(registry, "assay_score_window_mean", "Mean of the recent window of scores")),
-      baseline_(gauge(registry, "assay_score_baseline_mean", "Mean of the drift baseline")),
-      drift_(gauge(registry, "assay_score_drift",
-                   "1 when recent scores differ from the baseline (Mann-Whitney p < drift_alpha "
-                   "and the mean moved at least drift_min_delta)")) {
+      clock_(std::move(clock)),
+      registry_(registry),
+      feedback_(prometheus::BuildCounter()
+                    .Name("assay_feedback_events_total")
+                    .Help("Feedback events by kind and outcome (joined to a judged event, "
+                          "unmatched = its event was never seen here, duplicate, invalid)")
+                    .Register(registry)),
+      pending_gauge_(prometheus::BuildGauge()
+                         .Name("assay_feedback_pending")
+                         .Help("Feedback events held until their event is seen")
+                         .Register(registry)
+                         .Add({})),
+      variants_(static_cast<std::size_t>(options.max_label_values)),
+      experiments_(static_cast<std::size_t>(options.max_label_values)),
+      annotators_(static_cast<std::size_t>(options.max_label_values)) {
+  for (const auto& f : kFamilies)
+    families_[f.name] = &prometheus::BuildGauge().Name(f.name).Help(f.help).Register(registry);
   for (const auto& j : judges) judges_.push_back(std::make_unique<Judge>(j, options));
 }
 
-void ScoreTracker::record(std::size_t index, double score) {
-  auto& j = *judges_[index];
-  std::lock_guard lock(j.mu);
-  if (j.window.add(score)) j.drift.add(score);
+ScoreTracker::~ScoreTracker() = default;
+
+double ScoreTracker::now() const {
+  if (clock_) return clock_();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void ScoreTracker::countFeedback(const char* kind, const char* outcome) {
+  feedback_.Add({{"kind", kind}, {"outcome", outcome}}).Increment();
+}
+
+void ScoreTracker::countInvalidFeedback(const std::string& kind) {
+  countFeedback(kind == "rating" || kind == "annotation" ? kind.c_str() : "unknown", "invalid");
+}
+
+ScoreTracker::Entry& ScoreTracker::entry(const std::string& id) {
+  auto it = entries_.find(id);
+  if (it != entries_.end()) return it->second;
+  while (entries_.size() >= static_cast<std::size_t>(options_.join_capacity)) evictOldest();
+  order_.push_back(id);
+  return entries_[id];
+}
+
+void ScoreTracker::evictOldest() {
+  if (order_.empty()) return;
+  auto it = entries_.find(order_.front());
+  order_.pop_front();
+  if (it == entries_.end()) return;
+  const Entry& e = it->second;
+  if (!e.known) {  // feedback whose event never came
+    if (e.rating) countFeedback("rating", "unmatched");
+    for (std::size_t i = 0; i < e.annotations.size(); ++i) countFeedback("annotation", "unmatched");
+    pending_feedback_ -= std::min(pending_feedback_, e.annotations.size() + (e.rating ? 1 : 0));
+  }
+  entries_.erase(it);
+}
+
+ScoreTracker::PairStat& ScoreTracker::pairStat(
+    std::map<std::vector<std::string>, std::unique_ptr<PairStat>>& m,
+    const std::vector<std::string>& key) {
+  auto& p = m[key];
+  if (!p)
+    p = std::make_unique<PairStat>(static_cast<std::size_t>(options_.window),
+                                   options_.window_seconds);
+  return *p;
+}
+
+void ScoreTracker::applyRating(Entry& e) {
+  if (!e.rating || e.rating_counted || !e.known) return;
+  ab_[e.experiment][e.variant][static_cast<std::size_t>(*e.rating - 1)] += 1;
+  e.rating_counted = true;
+}
+
+void ScoreTracker::noteEvent(const std::string& id, const std::string& variant,
+                             const std::string& app) {
+  std::lock_guard lock(mu_);
+  Entry& e = entry(id);
+  if (e.known) return;
+  e.known = true;
+  e.variant = variants_.fold(variant);
+  e.experiment = experiments_.fold(app.empty() ? "default" : app);
+  const std::size_t held = e.annotations.size() + (e.rating ? 1 : 0);
+  pending_feedback_ -= std::min(pending_feedback_, held);
+  for (std::size_t i = 0; i < e.annotations.size(); ++i) countFeedback("annotation", "joined");
+  if (e.rating) countFeedback("rating", "joined");
+  applyRating(e);
+}
+
+void ScoreTracker::record(std::size_t index, const std::string& id, const std::string& variant,
+                          double score) {
+  const double t = now();
+  std::lock_guard lock(mu_);
+  Judge& j = *judges_[index];
+  if (!j.window.add(score, t)) return;
+  j.drift.add(score);
+  const std::string v = variants_.fold(variant);
+  auto vit = j.by_variant.find(v);
+  if (vit == j.by_variant.end())
+    vit = j.by_variant
+              .emplace(
+                  v, stats::ScoreWindow(static_cast<std::size_t>(options_.window), j.spec.min_score,
+                                        j.spec.max_score, options_.window_seconds))
+              .first;
+  vit->second.add(score, t);
+
+  Entry& e = entry(id);
+  for (auto& [k, s] : e.scores)
+    if (k == index) {  // a redelivery: keep the latest score, pair nothing twice
+      s = score;
+      return;
+    }
+  for (const auto& [k, s] : e.scores) {
+    const Judge& other = *judges_[k];
+    if (other.spec.criterion != j.spec.criterion) continue;
+    const bool first = k < index;
+    const Judge& a = first ? other : j;
+    const Judge& b = first ? j : other;
+    pairStat(agreement_, {j.spec.criterion, a.spec.name, b.spec.name})
+        .pairs.add(first ? s : score, first ? score : s, t);
+  }
+  for (const auto& an : e.annotations)
+    if (an.criterion == j.spec.criterion)
+      pairStat(human_, {j.spec.name}).pairs.add(score, an.value, t);
+  e.scores.emplace_back(index, score);
+}
+
+void ScoreTracker::onFeedback(const Feedback& f) {
+  const double t = now();
+  std::lock_guard lock(mu_);
+  Entry& e = entry(f.id);
+  if (f.kind == Feedback::Kind::kRating) {
+    if (e.rating) {
+      countFeedback("rating", "duplicate");
+      return;
+    }
+    e.rating = f.value;
+    if (e.known) {
+      countFeedback("rating", "joined");
+      applyRating(e);
+    } else {
+      ++pending_feedback_;
+    }
+    return;
+  }
+  const std::string annotator = annotators_.fold(f.annotator);
+  for (const auto& an : e.annotations)
+    if (an.criterion == f.criterion && an.annotator == annotator) {
+      countFeedback("annotation", "duplicate");
+      return;
+    }
+  for (const auto& [k, s] : e.scores)
+    if (judges_[k]->spec.criterion == f.criterion)
+      pairStat(human_, {judges_[k]->spec.name}).pairs.add(s, f.value, t);
+  for (const auto& an : e.annotations) {
+    if (an.criterion != f.criterion) continue;
+    const bool first = an.annotator < annotator;
+    pairStat(kappa_,
+             {f.criterion, first ? an.annotator : annotator, first ? annotator : an.annotator})
+        .pairs.add(first ? an.value : f.value, first ? f.value : an.value, t);
+  }
+  e.annotations.push_back({f.criterion, annotator, f.value});
+  if (e.known)
+    countFeedback("annotation", "joined");
+  else
+    ++pending_feedback_;
+}
+
+void ScoreTracker::setBaseline(std::size_t index, std::vector<double> scores) {
+  std::lock_guard lock(mu_);
+  judges_[index]->drift.setBaseline(std::move(scores));
+}
+
+void ScoreTracker::setGauge(const char* family, const prometheus::Labels& labels,
+                            std::optional<double> v, std::map<std::string, bool>& touched) {
+  const std::string key = seriesKey(family, labels);
+  if (!v || !std::isfinite(*v)) return;  // left untouched: removed at the end of refresh()
+  auto& g = series_[key];
+  if (!g) g = &families_.at(family)->Add(labels);
+  g->Set(*v);
+  touched[key] = true;
 }
 
 void ScoreTracker::refresh() {
-  for (auto& jp : judges_) {
-    auto& j = *jp;
+  const double t = now();
+  struct JudgeSnap {
     std::optional<stats::WindowSummary> summary;
     std::optional<stats::DriftResult> drift;
-    {
-      std::lock_guard lock(j.mu);
-      summary = j.window.summary(options_.leniency_max_ratio,
-                                 static_cast<std::size_t>(options_.min_samples));
-      drift = j.drift.evaluate();
-    }
-    const prometheus::Labels labels{{"judge", j.spec.name}, {"criterion", j.spec.criterion}};
-    if (summary) {
-      if (!j.max_ratio) {
-        j.max_ratio = &max_ratio_.Add(labels);
-        j.mean = &mean_.Add(labels);
+    std::map<std::string, std::vector<double>> variants;
+  };
+  std::vector<JudgeSnap> js(judges_.size());
+  std::vector<
+      std::pair<std::vector<std::string>, std::pair<std::vector<double>, std::vector<double>>>>
+      agreement, human, kappa;
+  std::map<std::string, std::map<std::string, Stars>> ab;
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < judges_.size(); ++i) {
+      Judge& j = *judges_[i];
+      j.window.expire(t);
+      js[i].summary = j.window.summary(options_.leniency_max_ratio,
+                                       static_cast<std::size_t>(options_.min_samples));
+      js[i].drift = j.drift.evaluate();
+      for (auto& [v, w] : j.by_variant) {
+        w.expire(t);
+        js[i].variants[v] = w.values();
       }
-      j.max_ratio->Set(summary->top_share);
-      j.mean->Set(summary->mean);
-      if (summary->n >= static_cast<std::size_t>(options_.min_samples)) {
-        if (!j.lenient) j.lenient = &lenient_.Add(labels);
-        j.lenient->Set(summary->lenient ? 1 : 0);
-      }
     }
-    if (drift) {
-      if (!j.drifting) {
-        j.drifting = &drift_.Add(labels);
-        j.baseline = &baseline_.Add(labels);
+    const auto copy = [&](auto& from, auto& to) {
+      for (auto& [k, p] : from) {
+        p->pairs.expire(t);
+        to.push_back({k, {p->pairs.xs(), p->pairs.ys()}});
       }
-      j.drifting->Set(drift->drift ? 1 : 0);
-      j.baseline->Set(drift->baseline_mean);
+    };
+    copy(agreement_, agreement);
+    copy(human_, human);
+    copy(kappa_, kappa);
+    ab = ab_;
+    pending_gauge_.Set(static_cast<double>(pending_feedback_));
+  }
+
+  std::map<std::string, bool> touched;
+  const auto opt = [](auto v) { return std::optional<double>(static_cast<double>(v)); };
+  for (std::size_t i = 0; i < judges_.size(); ++i) {
+    const auto& spec = judges_[i]->spec;
+    const prometheus::Labels labels{{"judge", spec.name}, {"criterion", spec.criterion}};
+    if (const auto& s = js[i].summary) {
+      setGauge("assay_judge_max_score_ratio", labels, s->top_share, touched);
+      setGauge("assay_judge_min_score_ratio", labels, s->bottom_share, touched);
+      setGauge("assay_judge_distinct_scores", labels, opt(s->distinct), touched);
+      setGauge("assay_judge_score_entropy", labels, s->entropy, touched);
+      setGauge("assay_judge_window_size", labels, opt(s->n), touched);
+      setGauge("assay_score_window_mean", labels, s->mean, touched);
+      if (s->n >= static_cast<std::size_t>(options_.min_samples))
+        setGauge("assay_judge_lenient", labels, s->lenient ? 1.0 : 0.0, touched);
     }
+    if (const auto& d = js[i].drift) {
+      setGauge("assay_score_baseline_mean", labels, d->baseline_mean, touched);
+      setGauge("assay_score_recent_mean", labels, d->recent_mean, touched);
+      setGauge("assay_score_drift_p_value", labels, d->p_value, touched);
+      setGauge("assay_score_drift", labels, d->drift ? 1.0 : 0.0, touched);
+    }
+    std::map<std::string, stats::MeanInterval> intervals;
+    for (const auto& [variant, values] : js[i].variants) {
+      auto l = labels;
+      l["variant"] = variant;
+      const auto ci = stats::meanInterval95(values);
+      if (!ci) continue;
+      intervals.emplace(variant, *ci);
+      setGauge("assay_score_mean", l, ci->mean, touched);
+      setGauge("assay_score_sd", l, ci->sd, touched);
+      setGauge("assay_score_n", l, opt(ci->n), touched);
+      setGauge("assay_score_ci95_low", l, ci->low, touched);
+      setGauge("assay_score_ci95_high", l, ci->high, touched);
+    }
+    for (auto a = intervals.begin(); a != intervals.end(); ++a)
+      for (auto b = std::next(a); b != intervals.end(); ++b) {
+        auto l = labels;
+        l["variant_a"] = a->first;
+        l["variant_b"] = b->first;
+        const bool overlap = a->second.low <= b->second.high && b->second.low <= a->second.high;
+        setGauge("assay_score_ci95_overlap", l, overlap ? 1.0 : 0.0, touched);
+      }
+  }
+  for (const auto& [key, xy] : agreement) {
+    const prometheus::Labels l{{"criterion", key[0]}, {"judge_a", key[1]}, {"judge_b", key[2]}};
+    const auto tau = stats::kendallTauB(xy.first, xy.second);
+    const auto rho = stats::spearman(xy.first, xy.second);
+    setGauge("assay_judge_agreement_pairs", l, opt(xy.first.size()), touched);
+    setGauge("assay_judge_agreement_kendall_tau", l, tau, touched);
+    if (rho) setGauge("assay_judge_agreement_spearman", l, rho->coefficient, touched);
+    if (tau)
+      for (const char* level : {"high", "moderate", "low"}) {
+        auto ll = l;
+        ll["level"] = level;
+        setGauge("assay_judge_agreement_level", ll,
+                 std::string_view(levelOf(*tau)) == level ? 1.0 : 0.0, touched);
+      }
+  }
+  for (const auto& [key, xy] : human) {
+    const auto it = std::find_if(judges_.begin(), judges_.end(),
+                                 [&](const auto& j) { return j->spec.name == key[0]; });
+    const prometheus::Labels l{{"judge", key[0]}, {"criterion", (*it)->spec.criterion}};
+    setGauge("assay_judge_human_pairs", l, opt(xy.first.size()), touched);
+    if (const auto rho = stats::spearman(xy.first, xy.second))
+      setGauge("assay_judge_human_spearman", l, rho->coefficient, touched);
+  }
+  for (const auto& [key, xy] : kappa) {
+    std::vector<int> a(xy.first.begin(), xy.first.end()), b(xy.second.begin(), xy.second.end());
+    const prometheus::Labels l{
+        {"criterion", key[0]}, {"annotator_a", key[1]}, {"annotator_b", key[2]}};
+    auto none = l, quadratic = l;
+    none["weighting"] = "none";
+    quadratic["weighting"] = "quadratic";
+    setGauge("assay_annotator_kappa", none, stats::cohenKappa(a, b), touched);
+    setGauge("assay_annotator_kappa", quadratic,
+             stats::cohenKappa(a, b, stats::KappaWeights::kQuadratic), touched);
+  }
+  for (const auto& [experiment, arms] : ab) {
+    std::vector<std::vector<double>> table;
+    bool every_arm_30 = true;
+    for (const auto& [variant, stars] : arms) {
+      double n = 0;
+      for (double c : stars) n += c;
+      setGauge("assay_ab_ratings", {{"experiment", experiment}, {"variant", variant}}, n, touched);
+      if (n == 0) continue;
+      every_arm_30 = every_arm_30 && n >= 30;
+      table.emplace_back(stars.begin(), stars.end());
+    }
+    const auto chi = stats::chiSquareIndependence(table);
+    if (!chi) continue;
+    const prometheus::Labels l{{"experiment", experiment}};
+    setGauge("assay_ab_p_value", l, chi->p_value, touched);
+    setGauge("assay_ab_decided", l, chi->p_value < 0.05 && every_arm_30 ? 1.0 : 0.0, touched);
+  }
+  // Series whose statistic is no longer defined (window expired, a variant gone) disappear.
+  for (auto it = series_.begin(); it != series_.end();) {
+    if (touched.count(it->first)) {
+      ++it;
+      continue;
+    }
+    const std::string family = it->first.substr(0, it->first.find('\x1f'));
+    families_.at(family)->Remove(it->second);
+    it = series_.erase(it);
   }
 }
 

@@ -1,23 +1,59 @@
 #pragma once
-/// Tracks every judge's successful scores (failures never enter) and exports, per judge ×
-/// criterion, the distribution signals of CONTRACT.md §7:
-///   assay_judge_max_score_ratio  share of the window at the judge's top score
-///   assay_judge_lenient          1 when that share exceeds tracking.leniency_max_ratio over at
+/// Watching the judges (issue 4): every judge's successful scores (failures never enter), joined
+/// by event id with the other judges' scores and with user feedback, summarised as the
+/// Prometheus gauges of CONTRACT.md §7 and docs/metrics.md. A series appears only once its
+/// statistic is defined and disappears when it no longer is (never 0, 1 or NaN in its place).
+///
+/// Per judge × criterion (a rolling window of tracking.window scores no older than
+/// tracking.window_seconds):
+///   assay_judge_max_score_ratio, assay_judge_min_score_ratio  share at the top / bottom, [0, 1]
+///   assay_judge_distinct_scores, assay_judge_score_entropy    levels used; entropy in [0, 1]
+///   assay_judge_window_size                                   scores in the window
+///   assay_judge_lenient          1 when the top share > tracking.leniency_max_ratio over at
 ///                                least tracking.min_samples scores
-///   assay_score_window_mean, assay_score_baseline_mean, assay_score_drift (0/1, Mann–Whitney)
-/// A series appears only once its statistic is defined (never 0 or NaN in its place).
-/// record() is called by workers and LLM callbacks; refresh() by the poll loop.
+///   assay_score_window_mean
+///   assay_score_baseline_mean, assay_score_recent_mean, assay_score_drift_p_value,
+///   assay_score_drift            two-sided Mann–Whitney U, tie-corrected; 1 when p <
+///                                tracking.drift_alpha and |recent − baseline| ≥ drift_min_delta
+/// Per judge × criterion × variant (variant folded to tracking.max_label_values):
+///   assay_score_mean, assay_score_sd, assay_score_n, assay_score_ci95_low/high
+///                                (mean ± q·sd/√n, q = Student's t(0.975, n − 1) below 30 scores,
+///                                1.96 from 30; stats::meanInterval95), and
+///   assay_score_ci95_overlap{variant_a, variant_b}  1 when two variants' intervals overlap
+/// Agreement (sampling is nested, so judges of one criterion see the same events):
+///   assay_judge_agreement_kendall_tau, _spearman, _pairs{criterion, judge_a, judge_b} over the
+///   last tracking.window events both judged; _level{..., level} high (tau ≥ 0.7), moderate
+///   (0.4 ≤ tau < 0.7), low (< 0.4): the current level's series is 1, the others 0.
+/// Feedback (kafka.feedback_topic, CONTRACT.md §2), joined by id to events this process judged:
+///   assay_judge_human_spearman, assay_judge_human_pairs{judge, criterion}
+///   assay_annotator_kappa{criterion, annotator_a, annotator_b, weighting = none|quadratic}
+///   assay_ab_p_value, assay_ab_decided{experiment}, assay_ab_ratings{experiment, variant}:
+///     experiment = the event's `app` ("default" when absent); Pearson's chi-square test of
+///     independence on the variant × stars table; decided = p < 0.05 and every arm ≥ 30 ratings
+///   assay_feedback_events_total{kind, outcome}, assay_feedback_pending
+///
+/// Thread-safe: noteEvent/record from workers and LLM callbacks, onFeedback and refresh from the
+/// poll thread. One mutex guards the state; refresh copies what it needs and computes outside.
 
+#include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include <array>
+#include <deque>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "config/options.hpp"
 #include "judges/stats/window.hpp"
+#include "sinks/metrics.hpp"
 
 namespace assay {
 
@@ -26,28 +62,100 @@ struct TrackedJudge {
   double min_score, max_score;
 };
 
+/// One feedback event (CONTRACT.md §2).
+struct Feedback {
+  enum class Kind { kRating, kAnnotation };
+  Kind kind = Kind::kRating;
+  std::string id;
+  int value = 0;          ///< rating: stars 1..5; annotation: an integer level 0..100
+  std::string criterion;  ///< annotation only
+  std::string annotator;  ///< annotation only; "unknown" when absent
+};
+
+/// Parses a feedback message: `{"id", "kind": "rating", "value": 1..5}` or `{"id", "kind":
+/// "annotation", "criterion", "value", "annotator"?}`; `fallback_id` (the Kafka key) when the
+/// object has no id. On failure returns nullopt and sets `error` to what is wrong and `kind` to
+/// the kind read so far ("rating", "annotation" or "unknown").
+std::optional<Feedback> parseFeedback(std::string_view payload, std::string_view fallback_id,
+                                      std::string& error, std::string& kind);
+
+/// Reads a baseline from a judgments JSON Lines file (the JSON Lines sink's own output): per
+/// judge name, its successful scores in file order, only judgments with judged_at in
+/// [from_ms, until_ms) when those are set. Throws std::runtime_error naming FILE:LINE.
+std::map<std::string, std::vector<double>> loadBaselineScores(const std::string& path,
+                                                              std::optional<std::int64_t> from_ms,
+                                                              std::optional<std::int64_t> until_ms);
+
 class ScoreTracker {
  public:
+  /// `clock` returns seconds on a monotonic clock (tests inject their own).
   ScoreTracker(const std::vector<TrackedJudge>& judges, const TrackingOptions& options,
-               prometheus::Registry& registry);
-  /// A successful score of judge `index` (out-of-scale or non-finite scores are ignored).
-  void record(std::size_t index, double score);
-  /// Recomputes every summary and sets the gauges.
+               prometheus::Registry& registry, std::function<double()> clock = {});
+  ~ScoreTracker();
+
+  /// A sampled event entered judging; remembered (the last tracking.join_capacity events) so
+  /// that judges' scores and feedback can be joined by id.
+  void noteEvent(const std::string& id, const std::string& variant, const std::string& app);
+  /// A successful score of judge `index` for event `id` (out-of-scale or non-finite scores are
+  /// ignored). A second score of the same judge for the same id (a redelivery) replaces the
+  /// first in the join and forms no new pairs.
+  void record(std::size_t index, const std::string& id, const std::string& variant, double score);
+  /// A valid feedback event.
+  void onFeedback(const Feedback& f);
+  /// Counts a feedback message that could not be parsed.
+  void countInvalidFeedback(const std::string& kind);
+  /// Freezes the drift baseline of judge `index` (e.g. from loadBaselineScores).
+  void setBaseline(std::size_t index, std::vector<double> scores);
+  /// Recomputes every statistic and sets (or removes) the gauges. Poll thread only.
   void refresh();
 
  private:
-  struct Judge {
-    TrackedJudge spec;
-    std::mutex mu;
-    stats::ScoreWindow window;
-    stats::DriftDetector drift;
-    prometheus::Gauge *max_ratio = nullptr, *lenient = nullptr, *mean = nullptr,
-                      *baseline = nullptr, *drifting = nullptr;
-    Judge(const TrackedJudge& s, const TrackingOptions& o);
+  struct Judge;
+  struct PairStat;
+  struct Annotation {
+    std::string criterion, annotator;
+    int value;
   };
+  struct Entry {
+    bool known = false;  // noteEvent seen (else only feedback so far)
+    std::string variant, experiment;
+    std::vector<std::pair<std::size_t, double>> scores;  // judge index, score
+    std::vector<Annotation> annotations;
+    std::optional<int> rating;
+    bool rating_counted = false;  // applied to the A/B table
+  };
+  using Stars = std::array<double, 5>;
+
+  double now() const;
+  Entry& entry(const std::string& id);  // mu_ held; creates and evicts
+  void evictOldest();                   // mu_ held
+  void applyRating(Entry& e);           // mu_ held
+  void countFeedback(const char* kind, const char* outcome);
+  PairStat& pairStat(std::map<std::vector<std::string>, std::unique_ptr<PairStat>>& m,
+                     const std::vector<std::string>& key);  // mu_ held
+
   TrackingOptions options_;
-  prometheus::Family<prometheus::Gauge>&max_ratio_, &lenient_, &mean_, &baseline_, &drift_;
+  std::function<double()> clock_;
+  prometheus::Registry& registry_;
+  std::map<std::string, prometheus::Family<prometheus::Gauge>*> families_;
+  prometheus::Family<prometheus::Counter>& feedback_;
+  prometheus::Gauge& pending_gauge_;
+  LabelFolder variants_, experiments_, annotators_;
+
+  std::mutex mu_;
   std::vector<std::unique_ptr<Judge>> judges_;
+  std::unordered_map<std::string, Entry> entries_;
+  std::deque<std::string> order_;  // ids, oldest first
+  std::size_t pending_feedback_ = 0;
+  // Pairs: agreement {criterion, judge_a, judge_b}; human {judge index}; kappa {criterion,
+  // annotator_a, annotator_b}.
+  std::map<std::vector<std::string>, std::unique_ptr<PairStat>> agreement_, human_, kappa_;
+  std::map<std::string, std::map<std::string, Stars>> ab_;  // experiment → variant → stars
+
+  // Gauges owned by refresh() (poll thread only): series key → gauge.
+  std::map<std::string, prometheus::Gauge*> series_;
+  void setGauge(const char* family, const prometheus::Labels& labels, std::optional<double> v,
+                std::map<std::string, bool>& touched);
 };
 
 }  // namespace assay

@@ -7,14 +7,30 @@
 
 namespace assay::stats {
 
-ScoreWindow::ScoreWindow(std::size_t capacity, double min_score, double max_score)
-    : capacity_(std::max<std::size_t>(1, capacity)), min_(min_score), max_(max_score) {}
+ScoreWindow::ScoreWindow(std::size_t capacity, double min_score, double max_score, double max_age_s)
+    : capacity_(std::max<std::size_t>(1, capacity)),
+      min_(min_score),
+      max_(max_score),
+      max_age_(max_age_s) {}
 
-bool ScoreWindow::add(double score) {
+bool ScoreWindow::add(double score, double now_s) {
   if (!std::isfinite(score) || score < min_ || score > max_) return false;
   scores_.push_back(score);
-  if (scores_.size() > capacity_) scores_.pop_front();
+  times_.push_back(now_s);
+  if (scores_.size() > capacity_) {
+    scores_.pop_front();
+    times_.pop_front();
+  }
+  expire(now_s);
   return true;
+}
+
+void ScoreWindow::expire(double now_s) {
+  if (max_age_ <= 0) return;
+  while (!times_.empty() && now_s - times_.front() > max_age_) {
+    times_.pop_front();
+    scores_.pop_front();
+  }
 }
 
 std::optional<WindowSummary> ScoreWindow::summary(double leniency_max_ratio,
@@ -46,6 +62,28 @@ std::optional<WindowSummary> ScoreWindow::summary(double leniency_max_ratio,
   s.entropy = levels > 1 ? h / std::log(static_cast<double>(levels)) : 0.0;
   s.lenient = s.n >= min_samples && s.top_share > leniency_max_ratio;
   return s;
+}
+
+void PairWindow::add(double x, double y, double now_s) {
+  if (!std::isfinite(x) || !std::isfinite(y)) return;
+  x_.push_back(x);
+  y_.push_back(y);
+  t_.push_back(now_s);
+  if (x_.size() > capacity_) {
+    x_.pop_front();
+    y_.pop_front();
+    t_.pop_front();
+  }
+  expire(now_s);
+}
+
+void PairWindow::expire(double now_s) {
+  if (max_age_ <= 0) return;
+  while (!t_.empty() && now_s - t_.front() > max_age_) {
+    x_.pop_front();
+    y_.pop_front();
+    t_.pop_front();
+  }
 }
 
 DriftDetector::DriftDetector(DriftOptions options) : options_(options) {}

@@ -3,6 +3,7 @@
 /// scores (failures never enter it) summarised for leniency, and a drift detector comparing a
 /// baseline window with the most recent one.
 
+#include <algorithm>
 #include <cstddef>
 #include <deque>
 #include <optional>
@@ -26,18 +27,44 @@ struct WindowSummary {
 
 class ScoreWindow {
  public:
-  /// `capacity` ≥ 1 scores; the scale is [min_score, max_score].
-  ScoreWindow(std::size_t capacity, double min_score, double max_score);
-  /// A finite score within the scale; anything else is rejected (false) and not counted.
-  bool add(double score);
+  /// `capacity` ≥ 1 scores; the scale is [min_score, max_score]; `max_age_s` > 0 also drops
+  /// scores older than that many seconds (0 = count bound only).
+  ScoreWindow(std::size_t capacity, double min_score, double max_score, double max_age_s = 0);
+  /// A finite score within the scale, observed at `now_s` (any monotonic clock, seconds);
+  /// anything else is rejected (false) and not counted.
+  bool add(double score, double now_s = 0);
+  /// Drops the scores older than max_age_s at `now_s` (no-op without a time bound).
+  void expire(double now_s);
   /// nullopt when the window is empty.
   std::optional<WindowSummary> summary(double leniency_max_ratio, std::size_t min_samples) const;
   std::size_t size() const { return scores_.size(); }
+  /// The scores in the window, oldest first.
+  std::vector<double> values() const { return {scores_.begin(), scores_.end()}; }
 
  private:
   std::size_t capacity_;
-  double min_, max_;
+  double min_, max_, max_age_;
   std::deque<double> scores_;
+  std::deque<double> times_;  // parallel to scores_
+};
+
+/// Paired observations (x, y) of the same items, e.g. two judges' scores of one event, or a
+/// judge's score and a human's: the last `capacity` pairs, and with `max_age_s` > 0 only those
+/// younger than that many seconds.
+class PairWindow {
+ public:
+  explicit PairWindow(std::size_t capacity, double max_age_s = 0)
+      : capacity_(std::max<std::size_t>(1, capacity)), max_age_(max_age_s) {}
+  void add(double x, double y, double now_s = 0);
+  void expire(double now_s);
+  std::size_t size() const { return x_.size(); }
+  std::vector<double> xs() const { return {x_.begin(), x_.end()}; }
+  std::vector<double> ys() const { return {y_.begin(), y_.end()}; }
+
+ private:
+  std::size_t capacity_;
+  double max_age_;
+  std::deque<double> x_, y_, t_;
 };
 
 struct DriftOptions {

@@ -3,7 +3,10 @@
 #include <doctest/doctest.h>
 #include <prometheus/text_serializer.h>
 
+#include <cmath>
 #include <sstream>
+
+#include "judges/stats/stats.hpp"
 
 using namespace assay;
 
@@ -13,6 +16,29 @@ std::string text(prometheus::Registry& r) {
   prometheus::TextSerializer().Serialize(out, r.Collect());
   return out.str();
 }
+
+/// The value of the series of `name` whose labels include every one of `labels`, or nullopt.
+std::optional<double> value(prometheus::Registry& r, const std::string& name,
+                            const std::map<std::string, std::string>& labels) {
+  for (const auto& f : r.Collect()) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      std::size_t matched = 0;
+      for (const auto& l : m.label)
+        if (auto it = labels.find(l.name); it != labels.end() && it->second == l.value) ++matched;
+      if (matched != labels.size()) continue;
+      if (f.type == prometheus::MetricType::Counter) return m.counter.value;
+      return m.gauge.value;
+    }
+  }
+  return std::nullopt;
+}
+
+const std::map<std::string, std::string> kFaith = {{"judge", "faith_llm"},
+                                                   {"criterion", "faithfulness"}};
+// The issue's vectors: judge vs human → rho 0.7647, tau-b 0.6944, kappa 0.4444 / 0.7917.
+const std::vector<int> kJudge = {4, 2, 3, 4, 1, 3, 2, 4, 3, 2};
+const std::vector<int> kHuman = {4, 2, 4, 3, 1, 3, 3, 4, 2, 2};
 }  // namespace
 
 TEST_CASE("leniency and drift gauges appear once defined, with the right values") {
@@ -24,28 +50,289 @@ TEST_CASE("leniency and drift gauges appear once defined, with the right values"
   o.recent_window = 50;
   ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}, {"overlap", "faithfulness", 0, 1}}, o, reg);
   t.refresh();
-  CHECK(text(reg).find("assay_judge_max_score_ratio{") == std::string::npos);  // nothing yet
+  CHECK_FALSE(value(reg, "assay_judge_max_score_ratio", {}));  // nothing yet
 
-  for (int i = 0; i < 99; ++i) t.record(0, 4);
+  for (int i = 0; i < 99; ++i) t.record(0, "e" + std::to_string(i), "", 4);
   t.refresh();
-  std::string s = text(reg);
-  CHECK(s.find("assay_judge_max_score_ratio{criterion=\"faithfulness\",judge=\"faith_llm\"} 1") !=
-        std::string::npos);
-  CHECK(s.find("assay_judge_lenient{") == std::string::npos);  // 99 < min_samples
-  t.record(0, 7.5e30);                                         // rejected, not counted
-  t.record(0, 4);
+  CHECK(value(reg, "assay_judge_max_score_ratio", kFaith) == 1.0);
+  CHECK_FALSE(value(reg, "assay_judge_lenient", kFaith));  // 99 < min_samples
+  t.record(0, "x", "", 7.5e30);                            // rejected, not counted
+  t.record(0, "y", "", 4);
   t.refresh();
-  s = text(reg);
-  CHECK(s.find("assay_judge_lenient{criterion=\"faithfulness\",judge=\"faith_llm\"} 1") !=
-        std::string::npos);
-  CHECK(s.find("assay_score_drift{") == std::string::npos);  // recent window not full
-  for (int i = 0; i < 50; ++i) t.record(0, i % 2 ? 2 : 1);
+  CHECK(value(reg, "assay_judge_lenient", kFaith) == 1.0);
+  CHECK(value(reg, "assay_judge_window_size", kFaith) == 100.0);
+  CHECK_FALSE(value(reg, "assay_score_drift", kFaith));  // recent window not full
+  for (int i = 0; i < 50; ++i) t.record(0, "d" + std::to_string(i), "", i % 2 ? 2 : 1);
   t.refresh();
-  s = text(reg);
-  CHECK(s.find("assay_score_drift{criterion=\"faithfulness\",judge=\"faith_llm\"} 1") !=
-        std::string::npos);
-  CHECK(s.find("assay_score_baseline_mean{criterion=\"faithfulness\",judge=\"faith_llm\"} 4") !=
-        std::string::npos);
-  CHECK(s.find("judge=\"overlap\"") == std::string::npos);  // no score from it: absent, not 0
-  CHECK(s.find("NaN") == std::string::npos);
+  CHECK(value(reg, "assay_score_drift", kFaith) == 1.0);
+  CHECK(value(reg, "assay_score_baseline_mean", kFaith) == 4.0);
+  CHECK(value(reg, "assay_score_recent_mean", kFaith) == 1.5);
+  CHECK(*value(reg, "assay_score_drift_p_value", kFaith) < 1e-10);
+  CHECK_FALSE(value(reg, "assay_judge_max_score_ratio", {{"judge", "overlap"}}));  // absent
+  CHECK(text(reg).find("NaN") == std::string::npos);
+}
+
+TEST_CASE(
+    "scores 2, 3, 4 and a rejected 7.5e30: mean 3.0 over 3; bottom share, distinct, entropy") {
+  prometheus::Registry reg;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, TrackingOptions{}, reg);
+  t.record(0, "a", "", 2);
+  t.record(0, "b", "", 3);
+  t.record(0, "c", "", 4);
+  t.record(0, "d", "", 7.5e30);
+  t.record(0, "e", "", std::nan(""));
+  t.refresh();
+  CHECK(value(reg, "assay_score_window_mean", kFaith) == doctest::Approx(3.0));
+  CHECK(value(reg, "assay_judge_window_size", kFaith) == 3.0);
+  CHECK(value(reg, "assay_judge_min_score_ratio", kFaith) == 0.0);
+  CHECK(value(reg, "assay_judge_distinct_scores", kFaith) == 3.0);
+  // Three of four levels once each: entropy log(3) / log(4).
+  CHECK(value(reg, "assay_judge_score_entropy", kFaith) ==
+        doctest::Approx(std::log(3.0) / std::log(4.0)));
+}
+
+TEST_CASE("500 verdicts with 85 % at the top score are lenient, 75 % are not") {
+  for (const auto& [top, lenient] : {std::pair{425, 1.0}, std::pair{375, 0.0}}) {
+    prometheus::Registry reg;
+    ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, TrackingOptions{}, reg);
+    for (int i = 0; i < 500; ++i) t.record(0, std::to_string(i), "", i < top ? 4 : 3);
+    t.refresh();
+    CHECK(value(reg, "assay_judge_lenient", kFaith) == lenient);
+    CHECK(value(reg, "assay_judge_max_score_ratio", kFaith) == doctest::Approx(top / 500.0));
+  }
+}
+
+TEST_CASE("the window's time bound drops old scores and their series") {
+  prometheus::Registry reg;
+  TrackingOptions o;
+  o.window_seconds = 60;
+  double now = 1000;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, o, reg, [&] { return now; });
+  t.record(0, "a", "A", 4);
+  t.record(0, "b", "A", 2);
+  now = 1030;
+  t.record(0, "c", "A", 3);
+  t.refresh();
+  CHECK(value(reg, "assay_judge_window_size", kFaith) == 3.0);
+  now = 1061;  // a and b are older than 60 s
+  t.refresh();
+  CHECK(value(reg, "assay_judge_window_size", kFaith) == 1.0);
+  CHECK(value(reg, "assay_score_window_mean", kFaith) == 3.0);
+  CHECK_FALSE(value(reg, "assay_score_mean", {{"variant", "A"}}));  // n = 1: undefined
+  now = 1100;
+  t.refresh();
+  CHECK_FALSE(value(reg, "assay_judge_window_size", kFaith));
+  CHECK_FALSE(value(reg, "assay_score_window_mean", kFaith));
+}
+
+TEST_CASE("variants: mean, sd, n and the 95 % interval (Student's t below 30), and overlap") {
+  prometheus::Registry reg;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, TrackingOptions{}, reg);
+  const std::vector<double> a = {3, 4, 4, 2, 3, 4, 3, 3}, b = {1, 2, 2, 3, 1, 2}, c = {3, 2, 3};
+  int id = 0;
+  for (double x : a) t.record(0, std::to_string(id++), "A", x);
+  for (double x : b) t.record(0, std::to_string(id++), "B", x);
+  for (double x : c) t.record(0, std::to_string(id++), "C", x);
+  t.refresh();
+  const auto va = [&](const char* name, const char* v) {
+    return value(reg, name, {{"judge", "faith_llm"}, {"variant", v}});
+  };
+  // scipy: mean ± t.ppf(0.975, n-1)·sd/√n
+  CHECK(va("assay_score_mean", "A") == doctest::Approx(3.25).epsilon(1e-12));
+  CHECK(va("assay_score_sd", "A") == doctest::Approx(0.7071067811865476).epsilon(1e-12));
+  CHECK(va("assay_score_n", "A") == 8.0);
+  CHECK(va("assay_score_ci95_low", "A") == doctest::Approx(2.658843937247425).epsilon(1e-9));
+  CHECK(va("assay_score_ci95_high", "A") == doctest::Approx(3.841156062752575).epsilon(1e-9));
+  CHECK(va("assay_score_ci95_low", "B") == doctest::Approx(1.0433468825406935).epsilon(1e-9));
+  CHECK(va("assay_score_ci95_high", "B") == doctest::Approx(2.623319784125973).epsilon(1e-9));
+  // A [2.66, 3.84] and B [1.04, 2.62] do not overlap; C overlaps both.
+  CHECK(value(reg, "assay_score_ci95_overlap", {{"variant_a", "A"}, {"variant_b", "B"}}) == 0.0);
+  CHECK(value(reg, "assay_score_ci95_overlap", {{"variant_a", "A"}, {"variant_b", "C"}}) == 1.0);
+  CHECK(value(reg, "assay_score_ci95_overlap", {{"variant_a", "B"}, {"variant_b", "C"}}) == 1.0);
+}
+
+TEST_CASE("agreement between two judges of one criterion on the same events") {
+  prometheus::Registry reg;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4},
+                  {"relevancy", "answer_relevancy", 1, 4},
+                  {"faith_mini", "faithfulness", 1, 4}},
+                 TrackingOptions{}, reg);
+  for (std::size_t i = 0; i < kJudge.size(); ++i) {
+    const std::string id = "e" + std::to_string(i);
+    t.record(2, id, "", kHuman[i]);  // the later judge's verdict may arrive first
+    t.record(0, id, "", kJudge[i]);
+    t.record(1, id, "", 4 - kJudge[i] % 2);
+    t.record(0, id, "", 1);  // a redelivery: replaces, pairs nothing twice
+  }
+  t.record(0, "only-one", "", 3);  // judged by one of them only: no pair
+  t.refresh();
+  const std::map<std::string, std::string> pair = {
+      {"criterion", "faithfulness"}, {"judge_a", "faith_llm"}, {"judge_b", "faith_mini"}};
+  CHECK(value(reg, "assay_judge_agreement_pairs", pair) == 10.0);
+  CHECK(value(reg, "assay_judge_agreement_kendall_tau", pair) ==
+        doctest::Approx(0.6944444444444444).epsilon(1e-9));
+  CHECK(value(reg, "assay_judge_agreement_spearman", pair) ==
+        doctest::Approx(0.7647058823529411).epsilon(1e-9));
+  auto level = pair;
+  level["level"] = "moderate";
+  CHECK(value(reg, "assay_judge_agreement_level", level) == 1.0);
+  level["level"] = "high";
+  CHECK(value(reg, "assay_judge_agreement_level", level) == 0.0);
+  CHECK_FALSE(value(reg, "assay_judge_agreement_pairs", {{"judge_a", "relevancy"}}));
+  CHECK_FALSE(value(reg, "assay_judge_agreement_pairs", {{"judge_b", "relevancy"}}));
+}
+
+TEST_CASE("agreement of constant judges is absent, not 1") {
+  prometheus::Registry reg;
+  ScoreTracker t({{"a", "faithfulness", 1, 4}, {"b", "faithfulness", 1, 4}}, TrackingOptions{},
+                 reg);
+  for (int i = 0; i < 20; ++i) {
+    t.record(0, std::to_string(i), "", 4);
+    t.record(1, std::to_string(i), "", 4);
+  }
+  t.refresh();
+  CHECK(value(reg, "assay_judge_agreement_pairs", {{"judge_a", "a"}}) == 20.0);
+  CHECK_FALSE(value(reg, "assay_judge_agreement_kendall_tau", {{"judge_a", "a"}}));
+  CHECK_FALSE(value(reg, "assay_judge_agreement_spearman", {{"judge_a", "a"}}));
+  CHECK_FALSE(value(reg, "assay_judge_agreement_level", {{"judge_a", "a"}}));
+}
+
+TEST_CASE("annotations: judge-vs-human Spearman and Cohen's kappa between annotators") {
+  prometheus::Registry reg;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, TrackingOptions{}, reg);
+  for (std::size_t i = 0; i < kJudge.size(); ++i) {
+    const std::string id = "e" + std::to_string(i);
+    Feedback ann{Feedback::Kind::kAnnotation, id, kHuman[i], "faithfulness", "alice"};
+    if (i % 2) t.onFeedback(ann);  // half the annotations come before the event and its score
+    t.noteEvent(id, "A", "chat");
+    t.record(0, id, "A", kJudge[i]);
+    if (i % 2 == 0) t.onFeedback(ann);
+    // A second annotator: bob labels like the judge did.
+    t.onFeedback({Feedback::Kind::kAnnotation, id, kJudge[i], "faithfulness", "bob"});
+    t.onFeedback({Feedback::Kind::kAnnotation, id, 1, "answer_relevancy", "carol"});  // other
+  }
+  t.onFeedback({Feedback::Kind::kAnnotation, "e0", 1, "faithfulness", "alice"});  // duplicate
+  t.refresh();
+  // Two annotations per event pair with the judge: (judge, alice) and (judge, bob = judge).
+  CHECK(value(reg, "assay_judge_human_pairs", kFaith) == 20.0);
+  std::vector<double> x, y;
+  for (std::size_t i = 0; i < kJudge.size(); ++i) {
+    x.insert(x.end(), {double(kJudge[i]), double(kJudge[i])});
+    y.insert(y.end(), {double(kHuman[i]), double(kJudge[i])});
+  }
+  CHECK(value(reg, "assay_judge_human_spearman", kFaith) ==
+        doctest::Approx(stats::spearman(x, y)->coefficient).epsilon(1e-12));
+  const std::map<std::string, std::string> pair = {
+      {"criterion", "faithfulness"}, {"annotator_a", "alice"}, {"annotator_b", "bob"}};
+  auto none = pair, quadratic = pair;
+  none["weighting"] = "none";
+  quadratic["weighting"] = "quadratic";
+  CHECK(value(reg, "assay_annotator_kappa", none) ==
+        doctest::Approx(0.4444444444444444).epsilon(1e-9));
+  CHECK(value(reg, "assay_annotator_kappa", quadratic) ==
+        doctest::Approx(0.7916666666666666).epsilon(1e-9));
+  CHECK(value(reg, "assay_feedback_events_total",
+              {{"kind", "annotation"}, {"outcome", "joined"}}) == 30.0);
+  CHECK(value(reg, "assay_feedback_events_total",
+              {{"kind", "annotation"}, {"outcome", "duplicate"}}) == 1.0);
+  CHECK(value(reg, "assay_feedback_pending", {}) == 0.0);
+}
+
+TEST_CASE("judge-vs-human with only the issue's ten pairs: rho 0.7647") {
+  prometheus::Registry reg;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, TrackingOptions{}, reg);
+  for (std::size_t i = 0; i < kJudge.size(); ++i) {
+    const std::string id = "e" + std::to_string(i);
+    t.record(0, id, "", kJudge[i]);
+    t.onFeedback({Feedback::Kind::kAnnotation, id, kHuman[i], "faithfulness", "alice"});
+  }
+  t.refresh();
+  CHECK(value(reg, "assay_judge_human_spearman", kFaith) ==
+        doctest::Approx(0.7647058823529411).epsilon(1e-9));
+}
+
+TEST_CASE("A/B on ratings: chi-square per experiment, decided at p < 0.05 with 30 per arm") {
+  prometheus::Registry reg;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, TrackingOptions{}, reg);
+  // Stars tables (scipy.stats.chi2_contingency(correction=False)):
+  //   A [2,3,5,10,10] vs B [8,7,6,5,4] → chi2 9.52900432900433, p 0.04915467257177864
+  //   A [2,3,5,10,9]  vs B [8,7,6,5,4] → p 0.06453092211480674 (A has 29 ratings)
+  const std::vector<int> a = {2, 3, 5, 10, 9}, b = {8, 7, 6, 5, 4};
+  int id = 0;
+  auto rate = [&](const std::string& variant, int stars, bool feedback_first) {
+    const std::string key = "r" + std::to_string(id++);
+    if (feedback_first) t.onFeedback({Feedback::Kind::kRating, key, stars, "", ""});
+    t.noteEvent(key, variant, "search");
+    if (!feedback_first) t.onFeedback({Feedback::Kind::kRating, key, stars, "", ""});
+  };
+  for (int s = 0; s < 5; ++s) {
+    for (int k = 0; k < a[static_cast<std::size_t>(s)]; ++k) rate("A", s + 1, k % 2 == 0);
+    for (int k = 0; k < b[static_cast<std::size_t>(s)]; ++k) rate("B", s + 1, k % 3 == 0);
+  }
+  t.refresh();
+  const std::map<std::string, std::string> exp = {{"experiment", "search"}};
+  CHECK(value(reg, "assay_ab_p_value", exp) == doctest::Approx(0.06453092211480674).epsilon(1e-9));
+  CHECK(value(reg, "assay_ab_decided", exp) == 0.0);
+  CHECK(value(reg, "assay_ab_ratings", {{"experiment", "search"}, {"variant", "A"}}) == 29.0);
+  rate("A", 5, false);
+  t.onFeedback({Feedback::Kind::kRating, "r0", 1, "", ""});  // a second rating: duplicate
+  t.refresh();
+  CHECK(value(reg, "assay_ab_p_value", exp) == doctest::Approx(0.04915467257177864).epsilon(1e-9));
+  CHECK(value(reg, "assay_ab_decided", exp) == 1.0);
+  CHECK(value(reg, "assay_feedback_events_total", {{"kind", "rating"}, {"outcome", "joined"}}) ==
+        60.0);
+  CHECK(value(reg, "assay_feedback_events_total", {{"kind", "rating"}, {"outcome", "duplicate"}}) ==
+        1.0);
+  // One arm only: no test, no series.
+  t.noteEvent("solo", "A", "other-app");
+  t.onFeedback({Feedback::Kind::kRating, "solo", 3, "", ""});
+  t.refresh();
+  CHECK_FALSE(value(reg, "assay_ab_p_value", {{"experiment", "other-app"}}));
+}
+
+TEST_CASE("feedback whose event never comes is held, then counted unmatched when evicted") {
+  prometheus::Registry reg;
+  TrackingOptions o;
+  o.join_capacity = 100;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, o, reg);
+  t.onFeedback({Feedback::Kind::kRating, "ghost", 5, "", ""});
+  t.refresh();
+  CHECK(value(reg, "assay_feedback_pending", {}) == 1.0);
+  for (int i = 0; i < 100; ++i) t.noteEvent("e" + std::to_string(i), "A", "");
+  t.refresh();
+  CHECK(value(reg, "assay_feedback_pending", {}) == 0.0);
+  CHECK(value(reg, "assay_feedback_events_total", {{"kind", "rating"}, {"outcome", "unmatched"}}) ==
+        1.0);
+  CHECK_FALSE(value(reg, "assay_ab_p_value", {}));
+}
+
+TEST_CASE("feedback parsing: valid events, and errors that say what is wrong") {
+  std::string error, kind;
+  auto f = parseFeedback(R"({"id":"q1","kind":"rating","value":4})", "", error, kind);
+  REQUIRE(f);
+  CHECK(f->kind == Feedback::Kind::kRating);
+  CHECK(f->value == 4);
+  f = parseFeedback(R"({"kind":"annotation","criterion":"faithfulness","value":3})", "key-7", error,
+                    kind);
+  REQUIRE(f);
+  CHECK(f->id == "key-7");
+  CHECK(f->annotator == "unknown");
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"{", "not JSON"},
+      {"[1]", "not a JSON object"},
+      {R"({"id":"a","value":3})", "/kind: missing"},
+      {R"({"id":"a","kind":"stars","value":3})", "/kind: expected"},
+      {R"({"id":"a","kind":"rating","value":6})", "/value: expected an integer from 1 to 5"},
+      {R"({"id":"a","kind":"rating","value":4.5})", "/value: expected an integer"},
+      {R"({"id":"a","kind":"rating","value":"4"})", "/value: expected a number"},
+      {R"({"kind":"rating","value":4})", "/id: missing"},
+      {R"({"id":7,"kind":"rating","value":4})", "/id: expected a string"},
+      {R"({"id":"a","kind":"annotation","value":4})", "/criterion: missing"},
+  };
+  for (const auto& [payload, message] : bad) {
+    CAPTURE(payload);
+    error.clear();
+    CHECK_FALSE(parseFeedback(payload, "", error, kind));
+    CHECK(error.find(message) != std::string::npos);
+  }
 }
