@@ -615,7 +615,7 @@ void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
            "baseline_file", "baseline_from", "baseline_until", "max_label_values"}))
     return;
   r.getRange(n, "window", p, o.window, 10, 1'000'000);
-  r.getRange(n, "window_seconds", p, o.window_seconds, 0.0, 365.0 * 86400);
+  r.getRange(n, "window_seconds", p, o.window_seconds, 0, 366 * 86400);
   r.getRange(n, "join_capacity", p, o.join_capacity, 100, 10'000'000);
   r.getRange(n, "leniency_max_ratio", p, o.leniency_max_ratio, 0.0, 1.0);
   r.getRange(n, "min_samples", p, o.min_samples, 1, 1'000'000);

@@ -118,7 +118,7 @@ struct JudgeConfig {
 /// Score tracking per judge × criterion (judges/stats/window.hpp, sinks/tracker.hpp).
 struct TrackingOptions {
   int window = 500;                 ///< last successful scores kept for the distribution
-  double window_seconds = 86400;    ///< and only those younger than this (0 = no time bound)
+  int window_seconds = 86400;       ///< and only those younger than this (0 = no time bound)
   int join_capacity = 100000;       ///< events remembered to join judges' scores and feedback
   double leniency_max_ratio = 0.8;  ///< lenient when the top-score share exceeds it
   int min_samples = 100;            ///< fewer scores: no leniency verdict

@@ -277,8 +277,13 @@ void KafkaConsumer::rebalanceCb(rd_kafka_t*, rd_kafka_resp_err_t err,
 void KafkaConsumer::onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
   const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk_)) == "COOPERATIVE";
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-    spdlog::info("kafka: assigned {} partition(s) of '{}' ({} rebalance)", parts->cnt, topic_,
-                 cooperative ? "cooperative" : "eager");
+    std::map<std::string, int> per_topic;
+    for (int i = 0; i < parts->cnt; ++i) ++per_topic[parts->elems[i].topic];
+    std::string what;
+    for (const auto& [t, n] : per_topic)
+      what += fmt::format("{}{} of '{}'", what.empty() ? "" : ", ", n, t);
+    spdlog::info("kafka: assigned {} partition(s): {} ({} rebalance)", parts->cnt,
+                 what.empty() ? "none" : what, cooperative ? "cooperative" : "eager");
     if (cooperative)
       destroyError(rd_kafka_incremental_assign(rk_, parts));
     else

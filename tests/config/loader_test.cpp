@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "config/rfc3339.hpp"
+
 using namespace assay;
 
 namespace {
@@ -134,11 +136,54 @@ TEST_CASE("a directory, an empty file and a bad port are errors; inert keys are 
                           "kafka: {feedback_topic: fb}\n"
                           "tracking: {window: 100}\n");
   CHECK(inert.ok());
-  REQUIRE(inert.warnings.size() == 2);  // tracking.window is in use now
-  CHECK(inert.warnings[0].path == "kafka.feedback_topic");
-  CHECK(inert.warnings[1].format().rfind("t.yaml:3:9: budget: warning: accepted, but has no effect",
+  REQUIRE(inert.warnings.size() == 1);  // tracking and feedback_topic are in use now
+  CHECK(inert.warnings[0].format().rfind("t.yaml:3:9: budget: warning: accepted, but has no effect",
                                          0) == 0);
   CHECK(inert.config.tracking.window == 100);
+  CHECK(inert.config.kafka.feedback_topic == "fb");
+}
+
+TEST_CASE("tracking: time bound, join capacity, baseline file and its time range") {
+  const auto ok = load(std::string(kJudge) +
+                       "tracking: {window_seconds: 3600, join_capacity: 5000, baseline_file: "
+                       "/var/lib/assay/baseline.jsonl, baseline_from: \"2026-11-01T00:00:00Z\", "
+                       "baseline_until: \"2026-11-08T00:00:00+01:00\"}\n");
+  for (const auto& e : ok.errors) MESSAGE(e.format());
+  REQUIRE(ok.ok());
+  CHECK(ok.config.tracking.window_seconds == 3600);
+  CHECK(ok.config.tracking.join_capacity == 5000);
+  CHECK(ok.config.tracking.baseline_from == "2026-11-01T00:00:00Z");
+  const auto bad = load(std::string(kJudge) +
+                        "tracking:\n"
+                        "  window_seconds: -1\n"
+                        "  baseline_from: yesterday\n"
+                        "  rolling_baseline: true\n"
+                        "  baseline_until: \"2026-11-08T00:00:00Z\"\n");
+  std::vector<std::string> got;
+  for (const auto& e : bad.errors) got.push_back(e.format());
+  REQUIRE(got.size() == 4);
+  CHECK(got[0] == "t.yaml:4:19: tracking.window_seconds: must be between 0 and 31622400");
+  CHECK(got[1] ==
+        "t.yaml:5:18: tracking.baseline_from: expected an RFC 3339 time, e.g. "
+        "2026-11-01T00:00:00Z");
+  CHECK(got[2] ==
+        "t.yaml:5:18: tracking.baseline_from: needs tracking.baseline_file (the judgments to "
+        "read)");
+  CHECK(got[3] ==
+        "t.yaml:7:19: tracking.baseline_until: needs tracking.baseline_file (the judgments to "
+        "read)");
+}
+
+TEST_CASE("RFC 3339 times") {
+  CHECK(parseRfc3339("1970-01-01T00:00:00Z") == 0);
+  CHECK(parseRfc3339("2026-11-29T13:42:05.120Z") == 1795959725120);
+  CHECK(parseRfc3339("2026-11-29T14:42:05.12+01:00") == 1795959725120);
+  CHECK(parseRfc3339("2026-11-29t13:42:05.1209z") == 1795959725120);
+  CHECK(parseRfc3339("2024-02-29T00:00:00-00:30") == 1709166600000);
+  for (const char* bad : {"2026-11-29", "2026-13-01T00:00:00Z", "2025-02-29T00:00:00Z",
+                          "2026-11-29T24:00:00Z", "2026-11-29T13:42:05", "2026-11-29T13:42:05.Z",
+                          "2026-11-29T13:42:05Z trailing", "2026-11-29T13:42:05+0100"})
+    CHECK_FALSE(parseRfc3339(bad));
 }
 
 TEST_CASE("duplicate keys and properties librdkafka rejects are load errors") {

@@ -4,8 +4,11 @@
 #include <prometheus/text_serializer.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 
+#include "config/rfc3339.hpp"
 #include "judges/stats/stats.hpp"
 
 using namespace assay;
@@ -335,4 +338,43 @@ TEST_CASE("feedback parsing: valid events, and errors that say what is wrong") {
     CHECK_FALSE(parseFeedback(payload, "", error, kind));
     CHECK(error.find(message) != std::string::npos);
   }
+}
+
+TEST_CASE("a baseline from a judgments file, optionally limited to a time range") {
+  const std::string path = "/tmp/assay_baseline_test.jsonl";
+  {
+    std::ofstream out(path);
+    out << R"({"id":"1","judged_at":"2026-11-01T10:00:00.000Z","verdicts":[{"judge":"f","score":4},{"judge":"g","score":null,"error":"timeout"}]})"
+        << "\n\n"
+        << R"({"id":"2","judged_at":"2026-11-02T10:00:00.000Z","verdicts":[{"judge":"f","score":3},{"judge":"g","score":0.5}]})"
+        << "\n"
+        << R"({"id":"3","judged_at":"2026-11-03T10:00:00.000Z","verdicts":[{"judge":"f","score":2}]})"
+        << "\n";
+  }
+  const auto all = loadBaselineScores(path, std::nullopt, std::nullopt);
+  CHECK(all.at("f") == std::vector<double>{4, 3, 2});
+  CHECK(all.at("g") == std::vector<double>{0.5});  // the failed verdict is not a score
+  const auto range = loadBaselineScores(path, parseRfc3339("2026-11-02T00:00:00Z"),
+                                        parseRfc3339("2026-11-03T10:00:00Z"));
+  CHECK(range.at("f") == std::vector<double>{3});  // until is exclusive
+  {
+    std::ofstream out(path, std::ios::app);
+    out << "not json\n";
+  }
+  CHECK_THROWS_WITH(loadBaselineScores(path, std::nullopt, std::nullopt),
+                    "/tmp/assay_baseline_test.jsonl:5: not a judgment (JSON object) line");
+  CHECK_THROWS_WITH(loadBaselineScores("/nonexistent/b.jsonl", std::nullopt, std::nullopt),
+                    "/nonexistent/b.jsonl: cannot open the baseline file");
+  std::remove(path.c_str());
+
+  // A frozen baseline drives the drift test from the first recent window.
+  prometheus::Registry reg;
+  TrackingOptions o;
+  o.recent_window = 20;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, o, reg);
+  t.setBaseline(0, std::vector<double>(50, 4.0));
+  for (int i = 0; i < 20; ++i) t.record(0, std::to_string(i), "", i % 2 ? 2 : 3);
+  t.refresh();
+  CHECK(value(reg, "assay_score_baseline_mean", kFaith) == 4.0);
+  CHECK(value(reg, "assay_score_drift", kFaith) == 1.0);
 }
