@@ -48,6 +48,7 @@ struct ActiveJudge {
   std::unique_ptr<Judge> judge;
   const std::vector<RunIfCondition>* run_if;
   bool llm = false;
+  bool graded = true;  ///< false for pass/fail checks (no leniency verdict)
 };
 
 /// Whether every run_if condition holds on the verdicts already produced for this event.
@@ -135,14 +136,15 @@ int runDaemon(const Config& config, const RunOptions& run) {
     }
     const auto* d = jc.factory->descriptor;
     judges.push_back({jc.name, std::string(d->criterion), d->min_score, d->max_score, jc.rate,
-                      jc.factory->create(jc.values), &jc.run_if, false});
+                      jc.factory->create(jc.values), &jc.run_if, false,
+                      d->kind != JudgeKind::kCheck});
     judge_specs.push_back({jc.name, std::string(d->criterion), d->buckets});
   }
   Metrics metrics(config.kafka.topic, judge_specs,
                   static_cast<std::size_t>(config.tracking.max_label_values), kAssayVersion);
   std::vector<TrackedJudge> tracked;
   for (const auto& aj : judges)
-    tracked.push_back({aj.name, aj.criterion, aj.min_score, aj.max_score});
+    tracked.push_back({aj.name, aj.criterion, aj.min_score, aj.max_score, aj.graded});
   ScoreTracker tracker_scores(tracked, config.tracking, metrics.registry());
   if (!config.tracking.baseline_file.empty()) {
     const auto& t = config.tracking;

@@ -13,6 +13,10 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "config/options.hpp"
+#include "judges/stats/stats.hpp"
+#include "judges/stats/window.hpp"
+
 namespace assay {
 
 std::optional<double> rocAuc(const std::vector<double>& scores, const std::vector<bool>& labels) {
@@ -98,6 +102,76 @@ void printDistribution(const JudgeSummary& s, std::ostream& out) {
   }
 }
 
+std::string num(std::optional<double> v, const char* format = "{:.3f}") {
+  return v ? fmt::format(fmt::runtime(format), *v) : "undefined";
+}
+
+const char* agreementLevel(double tau) {
+  return tau >= 0.7 ? "high" : tau >= 0.4 ? "moderate" : "low";
+}
+
+/// Leniency and drift per judge, with the daemon's own code and tracking defaults, over the
+/// file's scores in order; then agreement between judges of one criterion on the same events.
+void printTracking(
+    const std::vector<JudgeSummary>& judges,
+    const std::unordered_map<std::string, std::unordered_map<std::string, double>>& score_by_id,
+    std::ostream& out) {
+  const TrackingOptions t;  // the daemon's defaults
+  out << fmt::format(
+      "leniency and drift (the daemon's tracking, defaults: lenient = more than {:.0f} % of the "
+      "scores at the top over at least {}; drift = the first {} scores against the last {}, "
+      "two-sided Mann-Whitney p < {} and the mean moved at least {}):\n",
+      t.leniency_max_ratio * 100, t.min_samples, t.baseline_window, t.recent_window, t.drift_alpha,
+      t.drift_min_delta);
+  for (const auto& s : judges) {
+    if (s.scores.empty()) continue;
+    stats::ScoreWindow window(s.scores.size(), s.min_score, s.max_score);
+    stats::DriftDetector drift({static_cast<std::size_t>(t.baseline_window),
+                                static_cast<std::size_t>(t.recent_window), t.drift_alpha,
+                                t.drift_min_delta, false});
+    for (double x : s.scores)
+      if (window.add(x)) drift.add(x);
+    const auto w = window.summary(t.leniency_max_ratio, static_cast<std::size_t>(t.min_samples));
+    if (!w) continue;
+    const auto d = drift.evaluate();
+    out << fmt::format(
+        "  {:<18} top {:5.1f} %  bottom {:5.1f} %  distinct {:>4}  entropy {:.2f}  lenient {:<3}  "
+        "drift {}\n",
+        s.judge, w->top_share * 100, w->bottom_share * 100, w->distinct, w->entropy,
+        s.pass_fail                                      ? "n/a (pass/fail)"
+        : w->n < static_cast<std::size_t>(t.min_samples) ? "n/a"
+        : w->lenient                                     ? "YES"
+                                                         : "no",
+        d ? fmt::format("{} (mean {:.3f} -> {:.3f}, p {:.3g})", d->drift ? "YES" : "no",
+                        d->baseline_mean, d->recent_mean, d->p_value)
+          : fmt::format("n/a (needs {} scores)", t.baseline_window + t.recent_window));
+  }
+  out << "agreement between judges of the same criterion, on the events both scored (Kendall "
+         "tau-b; high >= 0.7, moderate >= 0.4, else low):\n";
+  bool any = false;
+  for (std::size_t a = 0; a < judges.size(); ++a)
+    for (std::size_t b = a + 1; b < judges.size(); ++b) {
+      if (judges[a].criterion != judges[b].criterion) continue;
+      const auto ia = score_by_id.find(judges[a].judge), ib = score_by_id.find(judges[b].judge);
+      if (ia == score_by_id.end() || ib == score_by_id.end()) continue;
+      std::vector<std::pair<std::string, std::pair<double, double>>> both;
+      for (const auto& [id, x] : ia->second)
+        if (auto it = ib->second.find(id); it != ib->second.end())
+          both.push_back({id, {x, it->second}});
+      std::sort(both.begin(), both.end());
+      std::vector<double> x, y;
+      for (const auto& [id, xy] : both) x.push_back(xy.first), y.push_back(xy.second);
+      const auto tau = stats::kendallTauB(x, y);
+      const auto rho = stats::spearman(x, y);
+      any = true;
+      out << fmt::format("  {:<17} {} vs {}: n {}, tau-b {}, Spearman {}{}\n", judges[a].criterion,
+                         judges[a].judge, judges[b].judge, x.size(), num(tau),
+                         num(rho ? std::optional<double>(rho->coefficient) : std::nullopt),
+                         tau ? fmt::format(" -> {}", agreementLevel(*tau)) : "");
+    }
+  if (!any) out << "  (no two judges share a criterion)\n";
+}
+
 }  // namespace
 
 int runReport(const ReportOptions& o, std::ostream& out) {
@@ -163,6 +237,7 @@ int runReport(const ReportOptions& o, std::ostream& out) {
       const std::string outcome =
           v.HasMember("error") && v["error"].IsString() ? v["error"].GetString() : "ok";
       ++s.outcomes[outcome];
+      if (v.HasMember("passed")) s.pass_fail = true;
       if (v.HasMember("score") && v["score"].IsNumber()) {
         s.scores.push_back(v["score"].GetDouble());
         score_by_id[name][id] = v["score"].GetDouble();
@@ -178,6 +253,7 @@ int runReport(const ReportOptions& o, std::ostream& out) {
          "the score distribution of ok runs (p10/p90 = 10th/90th percentile; top-score share =\n"
          "runs at the judge's maximum score):\n";
   for (const auto& s : judges) printDistribution(s, out);
+  printTracking(judges, score_by_id, out);
 
   if (o.events_path.empty()) return 0;
   std::ifstream ev(o.events_path);
@@ -193,10 +269,15 @@ int runReport(const ReportOptions& o, std::ostream& out) {
   };
   std::vector<Labelled> labelled;
   long non_boolean = 0;
+  const rapidjson::Pointer human_ptr(o.human_pointer.empty() ? "" : o.human_pointer.c_str());
+  std::unordered_map<std::string, double> human;  // event id → numeric human label
   while (std::getline(ev, line)) {
     rapidjson::Document d;
     d.Parse(line.c_str());
     if (d.HasParseError() || !d.IsObject() || !d.HasMember("id") || !d["id"].IsString()) continue;
+    if (!o.human_pointer.empty())
+      if (const auto* h = human_ptr.Get(d); h && h->IsNumber())
+        human[d["id"].GetString()] = h->GetDouble();
     const auto* l = label_ptr.Get(d);
     if (!l || l->IsNull()) continue;  // unlabelled events are left out
     if (!l->IsBool()) {
@@ -207,6 +288,35 @@ int runReport(const ReportOptions& o, std::ostream& out) {
     if (!o.group_pointer.empty())
       if (const auto* g = group_ptr.Get(d); g && g->IsString()) group = g->GetString();
     labelled.push_back({d["id"].GetString(), group, l->GetBool()});
+  }
+  if (!o.human_pointer.empty()) {
+    out << fmt::format(
+        "judge vs human label {} (judges of criterion {}; Spearman rho with its p-value, "
+        "Kendall tau-b; the same code as assay_judge_human_spearman):\n",
+        o.human_pointer, o.human_criterion);
+    bool any = false;
+    for (const auto& s : judges) {
+      if (s.criterion != o.human_criterion) continue;
+      const auto sit = score_by_id.find(s.judge);
+      if (sit == score_by_id.end()) continue;
+      std::vector<std::pair<std::string, std::pair<double, double>>> both;
+      for (const auto& [id, h] : human)
+        if (auto it = sit->second.find(id); it != sit->second.end())
+          both.push_back({id, {it->second, h}});
+      std::sort(both.begin(), both.end());
+      std::vector<double> x, y;
+      for (const auto& [id, xy] : both) x.push_back(xy.first), y.push_back(xy.second);
+      const auto rho = stats::spearman(x, y);
+      const auto tau = stats::kendallTauB(x, y);
+      any = true;
+      out << fmt::format("  {:<18} n {}, Spearman {}{}, tau-b {}\n", s.judge, x.size(),
+                         num(rho ? std::optional<double>(rho->coefficient) : std::nullopt),
+                         rho ? fmt::format(" (p {:.3g})", rho->p_value) : "", num(tau));
+    }
+    if (!any)
+      out << fmt::format(
+          "  ({} events carry a number there; no judge of criterion {} scored them)\n",
+          human.size(), o.human_criterion);
   }
   if (labelled.empty()) {
     std::cerr << "assay report: no event in '" << o.events_path << "' has a boolean at "

@@ -20,6 +20,7 @@ struct JudgeSummary {
   double min_score = 0, max_score = 1;
   std::map<std::string, long> outcomes;  ///< "ok", "no_context", …
   std::vector<double> scores;            ///< ok runs only
+  bool pass_fail = false;                ///< a check (its verdicts carry `passed`)
 };
 
 struct ReportOptions {
@@ -28,6 +29,10 @@ struct ReportOptions {
   std::string label_pointer = "/labels/hallucinated";         ///< JSON Pointer of a boolean label
   std::string group_pointer = "/labels/source_dataset";       ///< AUC per group; "" = none
   std::vector<std::string> auc_judges = {"context_overlap"};  ///< judges whose AUC is reported
+  /// JSON Pointer of a numeric human score in the events (e.g. ExpertQA's faithfulness in
+  /// [0, 1]); Spearman and Kendall tau-b with every judge of `human_criterion`. "" = none.
+  std::string human_pointer = "/labels/faithfulness";
+  std::string human_criterion = "faithfulness";
 };
 
 /// Prints the report to `out`; returns 0, or 2 with a message on stderr when a file cannot be

@@ -443,7 +443,7 @@ void ScoreTracker::refresh() {
       setGauge("assay_judge_score_entropy", labels, s->entropy, touched);
       setGauge("assay_judge_window_size", labels, opt(s->n), touched);
       setGauge("assay_score_window_mean", labels, s->mean, touched);
-      if (s->n >= static_cast<std::size_t>(options_.min_samples))
+      if (spec.graded && s->n >= static_cast<std::size_t>(options_.min_samples))
         setGauge("assay_judge_lenient", labels, s->lenient ? 1.0 : 0.0, touched);
     }
     if (const auto& d = js[i].drift) {

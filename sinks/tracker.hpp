@@ -60,6 +60,9 @@ namespace assay {
 struct TrackedJudge {
   std::string name, criterion;
   double min_score, max_score;
+  /// false for pass/fail checks: a check that almost always passes is healthy, not lenient,
+  /// so assay_judge_lenient is not exported for it (the top-score share still is).
+  bool graded = true;
 };
 
 /// One feedback event (CONTRACT.md §2).

@@ -7,8 +7,9 @@
      feedback keyed by id: human annotations of faithfulness from the data's own labels
      (ExpertQA `labels.faithfulness`, mapped 1 + round(3 f)) by two annotators, user ratings
      (variant B rated lower), two invalid feedback messages and one for an id that never came;
-  3. assayd judges everything with two faithfulness judges (context_overlap with default
-     weights and with names weighted 4) and rouge_l, with small tracking windows;
+  3. assayd judges everything with three faithfulness judges (context_overlap with default
+     weights and with names weighted 4, and an LLM judge) and rouge_l, with small tracking
+     windows;
   4. the last /metrics before assayd stops by itself is checked with promtool and against
      values computed here, independently, with scipy and sklearn from the JSON Lines output and
      the feedback sent: Kendall tau-b and Spearman between the two judges, judge-vs-human
@@ -16,6 +17,8 @@
      standard deviations and 95 % intervals, the A/B chi-square p-value, the top-score share;
      feedback counts; consumer lag 0; and every PromQL expression of the alert rules and the
      Grafana dashboard refers only to metric families this scrape exports.
+An LLM faithfulness judge against the fake provider (HTTP, memory budget) makes the LLM and
+budget series exist too.
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
@@ -107,7 +110,7 @@ def build_inputs(data_path):
     return events, feedback, annotations, ratings
 
 
-def write_config(path, bootstrap, group_id, port, jsonl_path):
+def write_config(path, bootstrap, group_id, port, jsonl_path, fake_port):
     q = json.dumps
     text = f"""# written by tests/integration/test_tracking.py
 kafka:
@@ -125,6 +128,17 @@ judges:
   - {{name: overlap, kind: lexical, metric: context_overlap}}
   - {{name: overlap_names, kind: lexical, metric: context_overlap, name_weight: 4}}
   - {{name: rouge_l, kind: lexical, metric: rouge_l}}
+  - name: faith_llm
+    kind: llm
+    criterion: faithfulness
+    provider: openai
+    endpoint: http://127.0.0.1:{fake_port}/v1
+    model: gpt-4o-mini
+    api_key_env: ASSAY_TEST_LLM_KEY
+    max_in_flight: 8
+    timeout_ms: 10000
+budget:
+  daily_limit_eur: 5.0
 tracking:
   window: 2000
   window_seconds: 3600
@@ -146,7 +160,7 @@ def close(checks, what, expected, actual, tol=TOL):
 
 
 def run(args, workdir, checks):
-    broker = assayd = None
+    broker = assayd = fake = None
     assayd_log = os.path.join(workdir, "assayd.log")
     try:
         events, feedback, annotations, ratings = build_inputs(args.data)
@@ -159,8 +173,9 @@ def run(args, workdir, checks):
 
         config_path = os.path.join(workdir, "assayd.yaml")
         jsonl_path = os.path.join(workdir, "judgments.jsonl")
+        fake, fake_port = tp.start_fake_provider(args.assayd)
         port = tp.free_loopback_port()
-        write_config(config_path, bootstrap, f"track-{os.getpid()}", port, jsonl_path)
+        write_config(config_path, bootstrap, f"track-{os.getpid()}", port, jsonl_path, fake_port)
         cc = subprocess.run([args.assayd, "--check-config", config_path], capture_output=True)
         if not checks.eq("assayd --check-config exit code", 0, cc.returncode):
             raise tp.TestFailure((cc.stdout + cc.stderr).decode())
@@ -168,6 +183,7 @@ def run(args, workdir, checks):
             assayd = subprocess.Popen([args.assayd, "--config", config_path,
                                        "--exit-when-idle", "5"],
                                       stdout=lf, stderr=subprocess.STDOUT,
+                                      env=dict(os.environ, ASSAY_TEST_LLM_KEY="sk-fake"),
                                       start_new_session=True)
         base = f"http://127.0.0.1:{port}"
         n_feedback_valid = len(feedback) - 2
@@ -202,7 +218,7 @@ def run(args, workdir, checks):
         checks.true("no NaN in /metrics", "NaN" not in text)
 
         # ---- Scores as written in the JSON Lines, per judge.
-        scores = {j: {} for j in JUDGES + ["rouge_l"]}
+        scores = {j: {} for j in JUDGES + ["rouge_l", "faith_llm"]}
         variant_of = {e["id"]: e["variant"] for e in events}
         with open(jsonl_path) as f:
             for line in f:
@@ -230,8 +246,19 @@ def run(args, workdir, checks):
         checks.eq("no agreement series for rouge_l (another criterion)", None,
                   tp.metric(s, "assay_judge_agreement_pairs", judge_b="rouge_l"))
 
+        # The LLM judge (fake provider: 1 + FNV-1a(prompt) mod 4) agrees with the overlap judge
+        # by chance only, but the statistic is computed the same way.
+        both_llm = sorted(set(scores["overlap"]) & set(scores["faith_llm"]))
+        llm_labels = dict(criterion="faithfulness", judge_a="overlap", judge_b="faith_llm")
+        checks.eq("assay_judge_agreement_pairs{overlap, faith_llm}", len(both_llm),
+                  tp.metric(s, "assay_judge_agreement_pairs", **llm_labels))
+        close(checks, "assay_judge_agreement_kendall_tau{overlap, faith_llm} == scipy",
+              stats.kendalltau([scores["overlap"][i] for i in both_llm],
+                               [scores["faith_llm"][i] for i in both_llm]).statistic,
+              tp.metric(s, "assay_judge_agreement_kendall_tau", **llm_labels))
+
         # Judge vs human: every (score, annotation) pair of a scored, annotated event.
-        for judge in JUDGES:
+        for judge in JUDGES + ["faith_llm"]:
             hx, hy = [], []
             for eid, ann in annotations.items():
                 if eid in scores[judge]:
@@ -330,6 +357,7 @@ def run(args, workdir, checks):
     finally:
         tp.stop_process(assayd, "assayd")
         tp.stop_process(broker, "mock broker", term_timeout=10)
+        tp.stop_process(fake, "fake provider", term_timeout=10)
         if checks.failed() and os.path.exists(assayd_log):
             print("---- assayd log (tail) ----\n" + tp.tail(assayd_log) + "\n----", flush=True)
 
