@@ -75,3 +75,42 @@ TEST_CASE("assay report: outcomes, distributions and AUC from files") {
   CHECK(runReport(o, out) == 2);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("assay report: leniency, drift, agreement between judges and with human labels") {
+  const std::string dir = "/tmp/assay_report_track_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  // The issue's vectors: judge [4,2,3,4,1,3,2,4,3,2] vs [4,2,4,3,1,3,3,4,2,2] → tau-b 0.6944,
+  // Spearman 0.7647 (p 0.0100).
+  const int a[] = {4, 2, 3, 4, 1, 3, 2, 4, 3, 2}, h[] = {4, 2, 4, 3, 1, 3, 3, 4, 2, 2};
+  {
+    std::ofstream j(dir + "/j.jsonl"), e(dir + "/e.jsonl");
+    for (int i = 0; i < 10; ++i) {
+      j << R"({"id":"e)" << i << R"(","verdicts":[)"
+        << R"({"judge":"faith_llm","criterion":"faithfulness","score":)" << a[i]
+        << R"(,"min":1,"max":4},{"judge":"faith_mini","criterion":"faithfulness","score":)" << h[i]
+        << R"(,"min":1,"max":4},)"
+        << R"({"judge":"nonempty","criterion":"non_empty","score":1,"min":0,"max":1,"passed":true}]})"
+        << "\n";
+      e << R"({"id":"e)" << i << R"(","labels":{"hallucinated":false,"faithfulness":)" << h[i]
+        << "}}\n";
+    }
+  }
+  std::ostringstream out;
+  ReportOptions o;
+  o.judgments_path = dir + "/j.jsonl";
+  o.events_path = dir + "/e.jsonl";
+  o.auc_judges.clear();
+  CHECK(runReport(o, out) == 0);
+  const std::string s = out.str();
+  MESSAGE(s);
+  CHECK(s.find("faith_llm          top  30.0 %  bottom  10.0 %  distinct    4  entropy 0.95  "
+               "lenient n/a  drift n/a (needs 300 scores)") != std::string::npos);
+  CHECK(s.find("nonempty           top 100.0 %  bottom   0.0 %  distinct    1  entropy 0.00  "
+               "lenient n/a (pass/fail)") != std::string::npos);
+  CHECK(s.find("faithfulness      faith_llm vs faith_mini: n 10, tau-b 0.694, Spearman 0.765 -> "
+               "moderate") != std::string::npos);
+  CHECK(s.find("faith_llm          n 10, Spearman 0.765 (p 0.00998), tau-b 0.694") !=
+        std::string::npos);
+  CHECK(s.find("faith_mini         n 10, Spearman 1.000 (p 0), tau-b 1.000") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
