@@ -3,6 +3,9 @@
 //   JUDGE]...
 //   assay estimate (--requests-per-second R | --requests-per-day N) --sample-rate S
 //   --judge MODEL[:RATE[:IN:OUT]]... [--usd-to-eur X] [--price MODEL=IN/CACHED/OUT]...
+//   assay calibrate --input FILE [--format csv|jsonl] [--item COL[,COL]...] [--judge COL]
+//   [--human COL]... [--annotator COL] [--levels A,B,...] [--min-score X] [--max-score Y]
+//   [--leniency-max-ratio R] [--min-samples N]
 
 #include <algorithm>
 #include <cstring>
@@ -10,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/calibrate.hpp"
 #include "daemon/estimate.hpp"
 #include "daemon/report.hpp"
 #include "daemon/version.hpp"
@@ -18,22 +22,40 @@ namespace {
 
 constexpr const char* kUsage =
     R"(usage: assay report --judgments FILE [--events FILE] [--label POINTER]
-                    [--group POINTER] [--auc JUDGE]...
+                    [--group POINTER] [--auc JUDGE]... [--human POINTER]
+                    [--human-criterion NAME]
        assay estimate (--requests-per-second R | --requests-per-day N) --sample-rate S
                       --judge MODEL[:RATE[:INPUT_TOKENS:OUTPUT_TOKENS]]...
                       [--usd-to-eur X] [--price MODEL=IN/CACHED/OUT]...
+       assay calibrate --input FILE [--format csv|jsonl] [--item COL[,COL]...]
+                       [--judge COL] [--human COL]... [--annotator COL]
+                       [--levels A,B,...] [--min-score X] [--max-score Y]
+                       [--leniency-max-ratio R] [--min-samples N]
        assay --version
 
 report   summarise a judgments JSON Lines file: per judge the outcomes and score distribution;
          with --events (JSON Lines events carrying human labels), the ROC AUC of each --auc judge
          (default context_overlap) for the boolean label at --label (default
-         /labels/hallucinated), overall and per --group (default /labels/source_dataset)
+         /labels/hallucinated), overall and per --group (default /labels/source_dataset),
+         and the Spearman/Kendall agreement of every judge of --human-criterion (default
+         faithfulness) with the numeric human score at --human (default /labels/faithfulness;
+         "" = none); always leniency, drift and agreement between judges of one criterion
 estimate print the projected LLM-judge cost: per judge and in total, calls per day and cost per
          call, per day and per 30-day month in USD and EUR. A judge sees requests/day x sample
          rate x its RATE (default 1) calls a day, of INPUT_TOKENS/OUTPUT_TOKENS (default
          800/200) each; --usd-to-eur defaults to 0.92; --price sets or overrides a model's
          price in USD per million tokens (IN/OUT when there is no cached rate)
-exit codes: 0 done, 2 bad arguments, unreadable file or unpriced model
+calibrate compare a judge's scores with human scores on the same items (docs/calibration.md):
+         a CSV or JSON Lines file with one row per item (--judge, default judge_score;
+         --human, default every human* column) or, with --annotator, one row per item and
+         annotator; --item (default item) names the item, several columns joined; --levels
+         maps text values to 1..k. Prints Spearman (with p) and Kendall tau-b judge vs the
+         mean human score per item and vs each annotation, exact agreement, Cohen's kappa
+         judge-human and between annotators, the score distributions, and a verdict: usable,
+         rework the rubric (annotator kappa < 0.6, Spearman < 0.5 or p >= 0.05) or too
+         lenient (top-score share > --leniency-max-ratio, default 0.8, over at least
+         --min-samples items, default 100)
+exit codes: 0 done, 2 bad arguments, unreadable file, unpriced model or no usable row
 )";
 
 int usage(const std::string& msg) {
@@ -69,6 +91,20 @@ int main(int argc, char** argv) {
       return usage(e.what());
     }
   }
+  if (cmd == "calibrate") {
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    if (std::find_if(args.begin(), args.end(), [](const std::string& a) {
+          return a == "--help" || a == "-h";
+        }) != args.end()) {
+      std::cout << kUsage;
+      return 0;
+    }
+    try {
+      return assay::runCalibrate(assay::parseCalibrateArgs(args), std::cout, std::cerr);
+    } catch (const assay::CalibrateError& e) {
+      return usage(e.what());
+    }
+  }
   if (cmd != "report") return usage("unknown command '" + cmd + "'");
   assay::ReportOptions o;
   bool auc_given = false;
@@ -78,8 +114,8 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
-    static const std::vector<std::string> kFlags = {"--judgments", "--events", "--label", "--group",
-                                                    "--auc"};
+    static const std::vector<std::string> kFlags = {
+        "--judgments", "--events", "--label", "--group", "--auc", "--human", "--human-criterion"};
     if (std::find(kFlags.begin(), kFlags.end(), a) == kFlags.end())
       return usage("unknown argument '" + a + "'");
     if (i + 1 >= argc) return usage(a + " needs a value");
@@ -92,6 +128,10 @@ int main(int argc, char** argv) {
       o.label_pointer = v;
     else if (a == "--group")
       o.group_pointer = v;
+    else if (a == "--human")
+      o.human_pointer = v;
+    else if (a == "--human-criterion")
+      o.human_criterion = v;
     else if (a == "--auc") {
       if (!auc_given) o.auc_judges.clear(), auc_given = true;
       o.auc_judges.push_back(v);
@@ -99,7 +139,7 @@ int main(int argc, char** argv) {
       return usage("unknown argument '" + a + "'");
   }
   if (o.judgments_path.empty()) return usage("--judgments FILE is required");
-  for (const auto* p : {&o.label_pointer, &o.group_pointer})
+  for (const auto* p : {&o.label_pointer, &o.group_pointer, &o.human_pointer})
     if (!p->empty() && p->front() != '/') return usage("'" + *p + "' is not a JSON Pointer");
   return assay::runReport(o, std::cout);
 }

@@ -62,12 +62,21 @@ BENCHMARK(BM_RawHttpCall)->Unit(benchmark::kMicrosecond)->UseRealTime();
 void BM_LlmJudgeCall(benchmark::State& state) {
   auto& e = env();
   LlmJudge judge(e.settings(), e.client, e.budget);
+  static long n = 0;  // Google Benchmark calls this function several times
   for (auto _ : state) {
+    // A new id per call: a repeated (event, judge) is already_judged without a call.
+    Event event = e.event;
+    event.id = "bench-" + std::to_string(n++);
     std::promise<LlmCallResult> p;
     auto f = p.get_future();
-    judge.judge(e.event, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
+    judge.judge(event, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
     auto r = f.get();
-    if (r.verdict.outcome != LlmOutcome::kOk) state.SkipWithError("verdict not ok");
+    if (r.verdict.outcome != LlmOutcome::kOk) {
+      state.SkipWithError(("verdict not ok: " + std::string(llmOutcomeName(r.verdict.outcome)) +
+                           " " + r.verdict.justification)
+                              .c_str());
+      break;
+    }
     benchmark::DoNotOptimize(r);
   }
 }

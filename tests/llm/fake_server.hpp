@@ -4,6 +4,7 @@
 // loopback port. Everything is removed/stopped in the destructor.
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,6 +60,7 @@ class FakeLlmServer {
     if (!api_key.empty()) args.insert(args.end(), {"--api-key", api_key});
     pid_ = ::fork();
     if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test (e.g. after an abort)
       ::dup2(in[0], STDIN_FILENO);
       ::dup2(out[1], STDOUT_FILENO);
       ::close(in[1]);
