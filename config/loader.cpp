@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -16,6 +18,32 @@
 
 namespace assay {
 namespace {
+
+/// A drift window: "200" → (200 scores, 0 s); "6h" → (0, 21600 s). Units s, m, h, d; counts
+/// 10..1000000, durations 1 min..90 days. nullopt when malformed or out of range.
+std::optional<std::pair<int, double>> parseWindow(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  if (text.find_first_not_of("0123456789") == std::string::npos) {
+    if (text.size() > 7) return std::nullopt;
+    const int n = std::stoi(text);
+    if (n < 10 || n > 1'000'000) return std::nullopt;
+    return std::pair{n, 0.0};
+  }
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used + 1 != text.size() || !(value > 0)) return std::nullopt;
+  static const std::map<char, double> kUnits = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+  const auto unit = kUnits.find(text.back());
+  if (unit == kUnits.end()) return std::nullopt;
+  const double seconds = value * unit->second;
+  if (seconds < 60 || seconds > 90 * 86400.0) return std::nullopt;
+  return std::pair{0, seconds};
+}
 
 // Levenshtein distance, for "did you mean" hints on misspelt keys.
 std::size_t editDistance(std::string_view a, std::string_view b) {
@@ -619,8 +647,20 @@ void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
   r.getRange(n, "join_capacity", p, o.join_capacity, 100, 10'000'000);
   r.getRange(n, "leniency_max_ratio", p, o.leniency_max_ratio, 0.0, 1.0);
   r.getRange(n, "min_samples", p, o.min_samples, 1, 1'000'000);
-  r.getRange(n, "baseline_window", p, o.baseline_window, 10, 1'000'000);
-  r.getRange(n, "recent_window", p, o.recent_window, 10, 1'000'000);
+  for (const char* key : {"baseline_window", "recent_window"}) {
+    const YAML::Node v = n[key];
+    if (!v) continue;
+    const bool baseline = std::string_view(key) == "baseline_window";
+    const auto window = parseWindow(v.IsScalar() ? v.Scalar() : "");
+    if (!window) {
+      r.error(v, p + "." + key,
+              "expected a number of scores from 10 to 1000000, or a duration from 1m to 90d "
+              "such as 30m, 6h or 7d");
+      continue;
+    }
+    (baseline ? o.baseline_window : o.recent_window) = window->first;
+    (baseline ? o.baseline_seconds : o.recent_seconds) = window->second;
+  }
   r.getRange(n, "drift_alpha", p, o.drift_alpha, 1e-12, 0.5);
   r.getRange(n, "drift_min_delta", p, o.drift_min_delta, 0.0, 1e6);
   r.get(n, "rolling_baseline", p, o.rolling_baseline);

@@ -124,10 +124,12 @@ struct TrackingOptions {
   int min_samples = 100;            ///< fewer scores: no leniency verdict
   int baseline_window = 200;        ///< drift: scores in the baseline (the first ones, frozen)
   int recent_window = 100;          ///< drift: the most recent scores compared with it
-  double drift_alpha = 0.01;        ///< Mann–Whitney p-value threshold
-  double drift_min_delta = 0.25;    ///< and the means must move at least this much
-  bool rolling_baseline = false;    ///< true: the baseline rolls just before the recent window
-  std::string baseline_file;        ///< judgments JSON Lines whose scores freeze the baseline
+  /// > 0: the window is a duration (YAML "6h", "7d"…) instead of a count: seconds.
+  double baseline_seconds = 0, recent_seconds = 0;
+  double drift_alpha = 0.01;      ///< Mann–Whitney p-value threshold
+  double drift_min_delta = 0.25;  ///< and the means must move at least this much
+  bool rolling_baseline = false;  ///< true: the baseline rolls just before the recent window
+  std::string baseline_file;      ///< judgments JSON Lines whose scores freeze the baseline
   std::string baseline_from, baseline_until;  ///< RFC 3339: only judgments judged in [from, until)
   int max_label_values = 50;  ///< distinct tenant/app/variant label values before "other"
 };

@@ -126,9 +126,10 @@ void printTracking(
   for (const auto& s : judges) {
     if (s.scores.empty()) continue;
     stats::ScoreWindow window(s.scores.size(), s.min_score, s.max_score);
-    stats::DriftDetector drift({static_cast<std::size_t>(t.baseline_window),
-                                static_cast<std::size_t>(t.recent_window), t.drift_alpha,
-                                t.drift_min_delta, false});
+    stats::DriftDetector drift({.baseline_size = static_cast<std::size_t>(t.baseline_window),
+                                .recent_size = static_cast<std::size_t>(t.recent_window),
+                                .alpha = t.drift_alpha,
+                                .min_delta = t.drift_min_delta});
     for (double x : s.scores)
       if (window.add(x)) drift.add(x);
     const auto w = window.summary(t.leniency_max_ratio, static_cast<std::size_t>(t.min_samples));

@@ -84,9 +84,13 @@ struct ScoreTracker::Judge {
   Judge(const TrackedJudge& s, const TrackingOptions& o)
       : spec(s),
         window(static_cast<std::size_t>(o.window), s.min_score, s.max_score, o.window_seconds),
-        drift(stats::DriftOptions{static_cast<std::size_t>(o.baseline_window),
-                                  static_cast<std::size_t>(o.recent_window), o.drift_alpha,
-                                  o.drift_min_delta, o.rolling_baseline}) {}
+        drift(stats::DriftOptions{.baseline_size = static_cast<std::size_t>(o.baseline_window),
+                                  .recent_size = static_cast<std::size_t>(o.recent_window),
+                                  .baseline_seconds = o.baseline_seconds,
+                                  .recent_seconds = o.recent_seconds,
+                                  .alpha = o.drift_alpha,
+                                  .min_delta = o.drift_min_delta,
+                                  .rolling = o.rolling_baseline}) {}
 };
 
 struct ScoreTracker::PairStat {
@@ -305,7 +309,7 @@ void ScoreTracker::record(std::size_t index, const std::string& id, const std::s
   std::lock_guard lock(mu_);
   Judge& j = *judges_[index];
   if (!j.window.add(score, t)) return;
-  j.drift.add(score);
+  j.drift.add(score, t);
   const std::string v = variants_.fold(variant);
   auto vit = j.by_variant.find(v);
   if (vit == j.by_variant.end())
@@ -412,7 +416,7 @@ void ScoreTracker::refresh() {
       j.window.expire(t);
       js[i].summary = j.window.summary(options_.leniency_max_ratio,
                                        static_cast<std::size_t>(options_.min_samples));
-      js[i].drift = j.drift.evaluate();
+      js[i].drift = j.drift.evaluate(t);
       for (auto& [v, w] : j.by_variant) {
         w.expire(t);
         js[i].variants[v] = w.values();

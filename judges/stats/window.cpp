@@ -88,35 +88,89 @@ void PairWindow::expire(double now_s) {
 
 DriftDetector::DriftDetector(DriftOptions options) : options_(options) {}
 
-void DriftDetector::add(double score) {
+void DriftDetector::add(double score, double now_s) {
   if (!std::isfinite(score)) return;
   if (!options_.rolling && !frozen_set_) {
-    frozen_.push_back(score);
-    if (frozen_.size() == options_.baseline_size) frozen_set_ = true;
-    return;
+    if (options_.baseline_seconds > 0) {
+      if (!frozen_start_) frozen_start_ = now_s;
+      if (now_s - *frozen_start_ < options_.baseline_seconds) {
+        frozen_.push_back(score);
+        return;
+      }
+      frozen_set_ = true;  // the baseline period is over: this score is a recent one
+    } else {
+      frozen_.push_back(score);
+      if (frozen_.size() == options_.baseline_size) frozen_set_ = true;
+      return;
+    }
   }
-  history_.push_back(score);
-  const std::size_t keep = options_.recent_size + (frozen_set_ ? 0 : options_.baseline_size);
-  while (history_.size() > keep) history_.pop_front();
+  history_.push_back({score, now_s});
+  trim(now_s);
+}
+
+std::optional<std::size_t> DriftDetector::recentStart(double now_s) const {
+  if (options_.recent_seconds > 0) {
+    const auto it = std::find_if(history_.begin(), history_.end(), [&](const Scored& s) {
+      return now_s - s.t <= options_.recent_seconds;
+    });
+    const auto start = static_cast<std::size_t>(it - history_.begin());
+    if (history_.size() - start < kMinDurationScores) return std::nullopt;
+    return start;
+  }
+  if (history_.size() < options_.recent_size) return std::nullopt;
+  return history_.size() - options_.recent_size;
+}
+
+void DriftDetector::trim(double now_s) {
+  // Start of the recent region (full or not), then what the baseline needs before it.
+  std::size_t b = 0;
+  if (options_.recent_seconds > 0) {
+    while (b < history_.size() && now_s - history_[b].t > options_.recent_seconds) ++b;
+  } else if (history_.size() > options_.recent_size) {
+    b = history_.size() - options_.recent_size;
+  }
+  std::size_t keep_from = b;
+  if (!frozen_set_) {  // rolling: the baseline lives here too, just before the recent region
+    if (options_.baseline_seconds > 0) {
+      const double boundary = b < history_.size() ? history_[b].t : now_s - options_.recent_seconds;
+      keep_from = 0;
+      while (keep_from < b && history_[keep_from].t < boundary - options_.baseline_seconds)
+        ++keep_from;
+    } else {
+      keep_from = b - std::min(b, options_.baseline_size);
+    }
+  }
+  if (history_.size() - keep_from > kMaxHistory) keep_from = history_.size() - kMaxHistory;
+  history_.erase(history_.begin(), history_.begin() + static_cast<long>(keep_from));
 }
 
 void DriftDetector::setBaseline(std::vector<double> scores) {
   frozen_ = std::move(scores);
   frozen_set_ = true;
-  while (history_.size() > options_.recent_size) history_.pop_front();
+  if (options_.recent_seconds <= 0)
+    while (history_.size() > options_.recent_size) history_.pop_front();
 }
 
-std::optional<DriftResult> DriftDetector::evaluate() const {
+std::optional<DriftResult> DriftDetector::evaluate(double now_s) const {
+  const auto r = recentStart(now_s);
+  if (!r) return std::nullopt;
   std::vector<double> baseline, recent;
+  for (std::size_t i = *r; i < history_.size(); ++i) recent.push_back(history_[i].score);
   if (frozen_set_) {
-    if (history_.size() < options_.recent_size) return std::nullopt;
     baseline = frozen_;
-    recent.assign(history_.end() - static_cast<long>(options_.recent_size), history_.end());
+  } else if (!options_.rolling) {
+    return std::nullopt;  // the frozen baseline is still filling
+  } else if (options_.baseline_seconds > 0) {
+    const double from = history_[*r].t - options_.baseline_seconds;
+    for (std::size_t i = 0; i < *r; ++i)
+      if (history_[i].t >= from) baseline.push_back(history_[i].score);
+    if (baseline.size() < kMinDurationScores) return std::nullopt;
   } else {
-    if (history_.size() < options_.baseline_size + options_.recent_size) return std::nullopt;
-    baseline.assign(history_.begin(), history_.begin() + static_cast<long>(options_.baseline_size));
-    recent.assign(history_.begin() + static_cast<long>(options_.baseline_size), history_.end());
+    if (*r < options_.baseline_size) return std::nullopt;
+    for (std::size_t i = *r - options_.baseline_size; i < *r; ++i)
+      baseline.push_back(history_[i].score);
   }
+  if (baseline.empty()) return std::nullopt;
   const auto test = mannWhitneyU(baseline, recent);
   if (!test) return std::nullopt;
   const double bm =

@@ -70,9 +70,14 @@ class PairWindow {
 struct DriftOptions {
   std::size_t baseline_size = 200;  ///< scores in the baseline window
   std::size_t recent_size = 100;    ///< scores in the recent window
-  double alpha = 0.01;              ///< Mann–Whitney p-value threshold
-  double min_delta = 0.25;          ///< the means must also differ by at least this much
-  bool rolling = false;  ///< false: the first baseline_size scores are frozen as the baseline;
+  /// > 0: the window is a duration instead (seconds): the recent window holds the scores of the
+  /// last recent_seconds; the baseline the scores of its first baseline_seconds (frozen) or of
+  /// the baseline_seconds before the recent window (rolling). A duration window is evaluated
+  /// once it holds kMinDurationScores scores.
+  double baseline_seconds = 0, recent_seconds = 0;
+  double alpha = 0.01;      ///< Mann–Whitney p-value threshold
+  double min_delta = 0.25;  ///< the means must also differ by at least this much
+  bool rolling = false;     ///< false: the first baseline_size scores are frozen as the baseline;
                          ///< true: the baseline is the baseline_size scores before the recent ones
 };
 
@@ -82,21 +87,31 @@ struct DriftResult {
 };
 
 /// Two-sided Mann–Whitney U test with tie correction (ordinal scores are full of ties) between
-/// the baseline and the recent window.
+/// the baseline and the recent window. Times are seconds on any monotonic clock.
 class DriftDetector {
  public:
+  static constexpr std::size_t kMinDurationScores = 20;
+  static constexpr std::size_t kMaxHistory = 1'000'000;  ///< memory bound of duration windows
+
   explicit DriftDetector(DriftOptions options);
-  void add(double score);
+  void add(double score, double now_s = 0);
   /// Freezes `scores` as the baseline (e.g. loaded from a file), ignoring `rolling`.
   void setBaseline(std::vector<double> scores);
   /// nullopt until both windows are full (or the test is undefined: every score tied).
-  std::optional<DriftResult> evaluate() const;
+  std::optional<DriftResult> evaluate(double now_s = 0) const;
 
  private:
+  struct Scored {
+    double score, t;
+  };
   DriftOptions options_;
   std::vector<double> frozen_;
+  std::optional<double> frozen_start_;  // time of the first baseline score (duration mode)
   bool frozen_set_ = false;
-  std::deque<double> history_;  // recent (and, when rolling, the baseline before it)
+  std::deque<Scored> history_;  // recent (and, when rolling, the baseline before it)
+  /// Index in history_ where the recent window starts, or nullopt when it is not full.
+  std::optional<std::size_t> recentStart(double now_s) const;
+  void trim(double now_s);
 };
 
 }  // namespace assay::stats

@@ -174,6 +174,26 @@ TEST_CASE("tracking: time bound, join capacity, baseline file and its time range
         "read)");
 }
 
+TEST_CASE("drift windows: a number of scores or a duration") {
+  const auto ok =
+      load(std::string(kJudge) + "tracking: {baseline_window: 7d, recent_window: 50}\n");
+  REQUIRE(ok.ok());
+  CHECK(ok.config.tracking.baseline_seconds == 7 * 86400);
+  CHECK(ok.config.tracking.recent_window == 50);
+  CHECK(ok.config.tracking.recent_seconds == 0);
+  const auto h = load(std::string(kJudge) + "tracking: {recent_window: 1.5h}\n");
+  REQUIRE(h.ok());
+  CHECK(h.config.tracking.recent_seconds == 5400);
+  for (const char* bad : {"5x", "30s", "91d", "9", "h", "-2h", "[1]"}) {
+    CAPTURE(bad);
+    const auto r = load(std::string(kJudge) + "tracking: {recent_window: " + bad + "}\n");
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].format() ==
+          "t.yaml:3:27: tracking.recent_window: expected a number of scores from 10 to 1000000, "
+          "or a duration from 1m to 90d such as 30m, 6h or 7d");
+  }
+}
+
 TEST_CASE("RFC 3339 times") {
   CHECK(parseRfc3339("1970-01-01T00:00:00Z") == 0);
   CHECK(parseRfc3339("2026-11-29T13:42:05.120Z") == 1795959725120);

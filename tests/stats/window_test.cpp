@@ -112,3 +112,46 @@ TEST_CASE("rolling baseline and a baseline frozen from a file") {
   for (int i = 0; i < 20; ++i) tied.add(4);
   CHECK_FALSE(tied.evaluate().has_value());
 }
+
+TEST_CASE("drift windows as durations: the last hour against a frozen first 6 hours") {
+  DriftOptions o;
+  o.baseline_seconds = 6 * 3600;
+  o.recent_seconds = 3600;
+  DriftDetector d(o);
+  const int high[] = {4, 4, 3, 4};
+  const int low[] = {2, 3, 2};
+  double t = 0;
+  // One score a minute: 6 h of 4,4,3,4 (the frozen baseline), then 1 h more of the same.
+  for (int i = 0; i < 7 * 60; ++i, t += 60) d.add(high[i % 4], t);
+  auto r = d.evaluate(t);
+  REQUIRE(r.has_value());
+  CHECK_FALSE(r->drift);
+  CHECK(r->baseline_mean == doctest::Approx(3.75));
+  // Half an hour of 2,3,2… : the recent hour is half shifted.
+  for (int i = 0; i < 30; ++i, t += 60) d.add(low[i % 3], t);
+  r = d.evaluate(t);
+  REQUIRE(r.has_value());
+  CHECK(r->drift);
+  // Nothing for two hours: the recent hour is empty, so no verdict rather than a stale one.
+  CHECK_FALSE(d.evaluate(t + 7200).has_value());
+  // A recent window with fewer than kMinDurationScores scores is not evaluated.
+  for (int i = 0; i < 19; ++i) d.add(4, t + 7200 + i);
+  CHECK_FALSE(d.evaluate(t + 7220).has_value());
+  d.add(4, t + 7220);
+  CHECK(d.evaluate(t + 7220).has_value());
+}
+
+TEST_CASE("rolling duration baseline: the 6 hours before the recent hour") {
+  DriftOptions o;
+  o.baseline_seconds = 6 * 3600;
+  o.recent_seconds = 3600;
+  o.rolling = true;
+  DriftDetector d(o);
+  double t = 0;
+  for (int i = 0; i < 10 * 60; ++i, t += 60) d.add(i < 3 * 60 ? 1 : (i % 2 ? 4 : 3), t);
+  // The first 3 h (all 1s) are older than the 6 h baseline + 1 h recent: forgotten.
+  const auto r = d.evaluate(t);
+  REQUIRE(r.has_value());
+  CHECK(r->baseline_mean == doctest::Approx(3.5));
+  CHECK_FALSE(r->drift);
+}
