@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "daemon/calibrate.hpp"
+#include "daemon/cli_text.hpp"
 #include "daemon/estimate.hpp"
 #include "daemon/report.hpp"
 #include "daemon/version.hpp"
@@ -78,9 +79,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "estimate") {
     const std::vector<std::string> args(argv + 2, argv + argc);
-    if (std::find_if(args.begin(), args.end(), [](const std::string& a) {
-          return a == "--help" || a == "-h";
-        }) != args.end()) {
+    if (assay::cli::wantsHelp(args)) {
       std::cout << kUsage;
       return 0;
     }
@@ -93,9 +92,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "calibrate") {
     const std::vector<std::string> args(argv + 2, argv + argc);
-    if (std::find_if(args.begin(), args.end(), [](const std::string& a) {
-          return a == "--help" || a == "-h";
-        }) != args.end()) {
+    if (assay::cli::wantsHelp(args)) {
       std::cout << kUsage;
       return 0;
     }

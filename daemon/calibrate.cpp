@@ -15,33 +15,20 @@
 #include <set>
 #include <sstream>
 
+#include "daemon/cli_text.hpp"
+
 namespace assay {
 
 namespace {
+
+using cli::parseDouble;
+using cli::split;
 
 std::string_view trim(std::string_view s) {
   const auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return {};
   const auto e = s.find_last_not_of(" \t\r\n");
   return s.substr(b, e - b + 1);
-}
-
-std::optional<double> parseDouble(std::string_view s) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v))
-    return std::nullopt;
-  return v;
-}
-
-std::vector<std::string> split(std::string_view s, char sep) {
-  std::vector<std::string> parts;
-  for (std::size_t start = 0;;) {
-    const std::size_t end = s.find(sep, start);
-    parts.emplace_back(s.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) return parts;
-    start = end + 1;
-  }
 }
 
 std::string join(const std::vector<std::string>& v, std::string_view sep = ", ") {

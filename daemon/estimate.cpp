@@ -9,19 +9,16 @@
 #include <ostream>
 #include <string_view>
 
+#include "daemon/cli_text.hpp"
+
 namespace assay {
 
 namespace {
 
-constexpr double kSecondsPerDay = 86400;
+using cli::parseDouble;
+using cli::split;
 
-std::optional<double> parseDouble(std::string_view s) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v))
-    return std::nullopt;
-  return v;
-}
+constexpr double kSecondsPerDay = 86400;
 
 std::optional<std::int64_t> parseCount(std::string_view s) {
   std::int64_t v = 0;
@@ -34,16 +31,6 @@ double number(const std::string& flag, const std::string& value) {
   const auto v = parseDouble(value);
   if (!v) throw EstimateError(flag + " '" + value + "' is not a number");
   return *v;
-}
-
-std::vector<std::string> split(std::string_view s, char sep) {
-  std::vector<std::string> parts;
-  for (std::size_t start = 0;;) {
-    const std::size_t end = s.find(sep, start);
-    parts.emplace_back(s.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) return parts;
-    start = end + 1;
-  }
 }
 
 // MODEL[:RATE[:INPUT_TOKENS:OUTPUT_TOKENS]]. Fields are taken from the right, so a model name

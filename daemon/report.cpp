@@ -110,6 +110,23 @@ const char* agreementLevel(double tau) {
   return tau >= 0.7 ? "high" : tau >= 0.4 ? "moderate" : "low";
 }
 
+/// The values of `a` and `b` at the ids both have, ordered by id: (x, y) of equal length.
+std::pair<std::vector<double>, std::vector<double>> joinById(
+    const std::unordered_map<std::string, double>& a,
+    const std::unordered_map<std::string, double>& b) {
+  std::vector<std::pair<std::string, std::pair<double, double>>> both;
+  for (const auto& [id, x] : a)
+    if (auto it = b.find(id); it != b.end()) both.push_back({id, {x, it->second}});
+  std::sort(both.begin(), both.end());
+  std::pair<std::vector<double>, std::vector<double>> xy;
+  for (const auto& [id, v] : both) xy.first.push_back(v.first), xy.second.push_back(v.second);
+  return xy;
+}
+
+std::optional<double> rhoOf(const std::optional<stats::Correlation>& c) {
+  return c ? std::optional<double>(c->coefficient) : std::nullopt;
+}
+
 /// Leniency and drift per judge, with the daemon's own code and tracking defaults, over the
 /// file's scores in order; then agreement between judges of one criterion on the same events.
 void printTracking(
@@ -155,19 +172,12 @@ void printTracking(
       if (judges[a].criterion != judges[b].criterion) continue;
       const auto ia = score_by_id.find(judges[a].judge), ib = score_by_id.find(judges[b].judge);
       if (ia == score_by_id.end() || ib == score_by_id.end()) continue;
-      std::vector<std::pair<std::string, std::pair<double, double>>> both;
-      for (const auto& [id, x] : ia->second)
-        if (auto it = ib->second.find(id); it != ib->second.end())
-          both.push_back({id, {x, it->second}});
-      std::sort(both.begin(), both.end());
-      std::vector<double> x, y;
-      for (const auto& [id, xy] : both) x.push_back(xy.first), y.push_back(xy.second);
+      const auto [x, y] = joinById(ia->second, ib->second);
       const auto tau = stats::kendallTauB(x, y);
       const auto rho = stats::spearman(x, y);
       any = true;
       out << fmt::format("  {:<17} {} vs {}: n {}, tau-b {}, Spearman {}{}\n", judges[a].criterion,
-                         judges[a].judge, judges[b].judge, x.size(), num(tau),
-                         num(rho ? std::optional<double>(rho->coefficient) : std::nullopt),
+                         judges[a].judge, judges[b].judge, x.size(), num(tau), num(rhoOf(rho)),
                          tau ? fmt::format(" -> {}", agreementLevel(*tau)) : "");
     }
   if (!any) out << "  (no two judges share a criterion)\n";
@@ -300,19 +310,13 @@ int runReport(const ReportOptions& o, std::ostream& out) {
       if (s.criterion != o.human_criterion) continue;
       const auto sit = score_by_id.find(s.judge);
       if (sit == score_by_id.end()) continue;
-      std::vector<std::pair<std::string, std::pair<double, double>>> both;
-      for (const auto& [id, h] : human)
-        if (auto it = sit->second.find(id); it != sit->second.end())
-          both.push_back({id, {it->second, h}});
-      std::sort(both.begin(), both.end());
-      std::vector<double> x, y;
-      for (const auto& [id, xy] : both) x.push_back(xy.first), y.push_back(xy.second);
+      const auto [x, y] = joinById(sit->second, human);
       const auto rho = stats::spearman(x, y);
       const auto tau = stats::kendallTauB(x, y);
       any = true;
       out << fmt::format("  {:<18} n {}, Spearman {}{}, tau-b {}\n", s.judge, x.size(),
-                         num(rho ? std::optional<double>(rho->coefficient) : std::nullopt),
-                         rho ? fmt::format(" (p {:.3g})", rho->p_value) : "", num(tau));
+                         num(rhoOf(rho)), rho ? fmt::format(" (p {:.3g})", rho->p_value) : "",
+                         num(tau));
     }
     if (!any)
       out << fmt::format(
