@@ -674,6 +674,16 @@ void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
     if (!value.empty() && o.baseline_file.empty())
       r.error(n[key], p + "." + key, "needs tracking.baseline_file (the judgments to read)");
   }
+  if (!o.baseline_file.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(o.baseline_file, ec) || !std::ifstream(o.baseline_file))
+      r.error(n["baseline_file"], p + ".baseline_file",
+              "cannot read '" + o.baseline_file + "' (a judgments JSON Lines file is expected)");
+  }
+  if (const auto from = parseRfc3339(o.baseline_from), until = parseRfc3339(o.baseline_until);
+      from && until && *from >= *until)
+    r.error(n["baseline_until"], p + ".baseline_until",
+            "must be later than tracking.baseline_from (the range is [from, until))");
   if (!o.baseline_file.empty() && o.rolling_baseline)
     r.error(n["baseline_file"], p + ".baseline_file",
             "a baseline from a file is frozen: drop rolling_baseline");

@@ -5,10 +5,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "config/loader.hpp"
 #include "config/rfc3339.hpp"
 #include "daemon/admin_server.hpp"
 #include "daemon/event_parser.hpp"
@@ -148,24 +150,35 @@ int runDaemon(const Config& config, const RunOptions& run) {
   ScoreTracker tracker_scores(tracked, config.tracking, metrics.registry());
   if (!config.tracking.baseline_file.empty()) {
     const auto& t = config.tracking;
-    const auto baseline = loadBaselineScores(
-        t.baseline_file, t.baseline_from.empty() ? std::nullopt : parseRfc3339(t.baseline_from),
-        t.baseline_until.empty() ? std::nullopt : parseRfc3339(t.baseline_until));
+    std::map<std::string, std::vector<double>> baseline;
+    try {
+      baseline = loadBaselineScores(
+          t.baseline_file, t.baseline_from.empty() ? std::nullopt : parseRfc3339(t.baseline_from),
+          t.baseline_until.empty() ? std::nullopt : parseRfc3339(t.baseline_until));
+    } catch (const std::runtime_error& e) {
+      throw ConfigurationError(std::string("tracking.baseline_file: ") + e.what());
+    }
+    const std::string range =
+        t.baseline_from.empty() && t.baseline_until.empty()
+            ? ""
+            : fmt::format(" judged in [{}, {})", t.baseline_from.empty() ? "…" : t.baseline_from,
+                          t.baseline_until.empty() ? "…" : t.baseline_until);
     for (std::size_t i = 0; i < tracked.size(); ++i) {
       auto it = baseline.find(tracked[i].name);
       if (it == baseline.end() || it->second.size() < 2) {
         spdlog::warn(
-            "tracking: baseline file '{}' has {} score(s) of judge '{}': its baseline "
-            "is taken from the first {} scores instead",
-            t.baseline_file, it == baseline.end() ? 0 : it->second.size(), tracked[i].name,
-            t.baseline_window);
+            "tracking: baseline file '{}' has {} score(s) of judge '{}'{}: its baseline is "
+            "taken from its first scores instead",
+            t.baseline_file, it == baseline.end() ? 0 : it->second.size(), tracked[i].name, range);
         continue;
       }
       auto scores = it->second;
-      if (scores.size() > static_cast<std::size_t>(t.baseline_window))
+      // A count window keeps the file's last baseline_window scores; a duration window all of
+      // them (baseline_from/until choose the period).
+      if (t.baseline_seconds <= 0 && scores.size() > static_cast<std::size_t>(t.baseline_window))
         scores.erase(scores.begin(), scores.end() - t.baseline_window);
-      spdlog::info("tracking: judge '{}' drift baseline frozen from '{}' ({} scores)",
-                   tracked[i].name, t.baseline_file, scores.size());
+      spdlog::info("tracking: judge '{}' drift baseline frozen from '{}'{} ({} scores)",
+                   tracked[i].name, t.baseline_file, range, scores.size());
       tracker_scores.setBaseline(i, std::move(scores));
     }
   }

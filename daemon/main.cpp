@@ -11,6 +11,7 @@
 #include "config/loader.hpp"
 #include "daemon/daemon.hpp"
 #include "daemon/version.hpp"
+#include "sinks/tracker.hpp"
 
 namespace {
 
@@ -88,6 +89,14 @@ int main(int argc, char** argv) {
       if (res.config.judges[i].llm && !env.empty() && !std::getenv(env.c_str()))
         std::cerr << check_path << ": judges[" << i << "].api_key_env: warning: " << env
                   << " is not set in this environment; assayd refuses to start without it\n";
+    }
+    if (const auto& t = res.config.tracking; !t.baseline_file.empty()) {
+      try {  // the file's content, as the daemon will read it
+        (void)assay::loadBaselineScores(t.baseline_file, std::nullopt, std::nullopt);
+      } catch (const std::exception& e) {
+        std::cerr << check_path << ": tracking.baseline_file: " << e.what() << "\n";
+        return 2;
+      }
     }
     std::cout << check_path << ": OK (" << res.config.judges.size() << " judges)\n";
     return 0;

@@ -144,10 +144,12 @@ TEST_CASE("a directory, an empty file and a bad port are errors; inert keys are 
 }
 
 TEST_CASE("tracking: time bound, join capacity, baseline file and its time range") {
-  const auto ok = load(std::string(kJudge) +
-                       "tracking: {window_seconds: 3600, join_capacity: 5000, baseline_file: "
-                       "/var/lib/assay/baseline.jsonl, baseline_from: \"2026-11-01T00:00:00Z\", "
-                       "baseline_until: \"2026-11-08T00:00:00+01:00\"}\n");
+  const std::string file = std::string(ASSAY_SOURCE_DIR) + "/tests/sinks/baseline.jsonl";
+  const auto ok =
+      load(std::string(kJudge) +
+           "tracking: {window_seconds: 3600, join_capacity: 5000, baseline_file: " + file +
+           ", baseline_from: \"2026-11-01T00:00:00Z\", "
+           "baseline_until: \"2026-11-08T00:00:00+01:00\"}\n");
   for (const auto& e : ok.errors) MESSAGE(e.format());
   REQUIRE(ok.ok());
   CHECK(ok.config.tracking.window_seconds == 3600);
@@ -172,6 +174,18 @@ TEST_CASE("tracking: time bound, join capacity, baseline file and its time range
   CHECK(got[3] ==
         "t.yaml:7:19: tracking.baseline_until: needs tracking.baseline_file (the judgments to "
         "read)");
+  const auto missing = load(std::string(kJudge) +
+                            "tracking:\n"
+                            "  baseline_file: /nonexistent/week.jsonl\n"
+                            "  baseline_from: \"2026-11-08T00:00:00Z\"\n"
+                            "  baseline_until: \"2026-11-01T00:00:00Z\"\n");
+  REQUIRE(missing.errors.size() == 2);
+  CHECK(missing.errors[0].format() ==
+        "t.yaml:4:18: tracking.baseline_file: cannot read '/nonexistent/week.jsonl' (a judgments "
+        "JSON Lines file is expected)");
+  CHECK(missing.errors[1].format() ==
+        "t.yaml:6:19: tracking.baseline_until: must be later than tracking.baseline_from (the "
+        "range is [from, until))");
 }
 
 TEST_CASE("drift windows: a number of scores or a duration") {
