@@ -478,11 +478,16 @@ void ScoreTracker::refresh() {
         setGauge("assay_score_ci95_overlap", l, overlap ? 1.0 : 0.0, touched);
       }
   }
+  // Agreement statistics need tracking.min_pairs pairs: from a handful they are noise.
+  const auto enough = [&](const auto& xy) {
+    return xy.first.size() >= static_cast<std::size_t>(options_.min_pairs);
+  };
   for (const auto& [key, xy] : agreement) {
     const prometheus::Labels l{{"criterion", key[0]}, {"judge_a", key[1]}, {"judge_b", key[2]}};
+    setGauge("assay_judge_agreement_pairs", l, opt(xy.first.size()), touched);
+    if (!enough(xy)) continue;
     const auto tau = stats::kendallTauB(xy.first, xy.second);
     const auto rho = stats::spearman(xy.first, xy.second);
-    setGauge("assay_judge_agreement_pairs", l, opt(xy.first.size()), touched);
     setGauge("assay_judge_agreement_kendall_tau", l, tau, touched);
     if (rho) setGauge("assay_judge_agreement_spearman", l, rho->coefficient, touched);
     if (tau)
@@ -498,10 +503,12 @@ void ScoreTracker::refresh() {
                                  [&](const auto& j) { return j->spec.name == key[0]; });
     const prometheus::Labels l{{"judge", key[0]}, {"criterion", (*it)->spec.criterion}};
     setGauge("assay_judge_human_pairs", l, opt(xy.first.size()), touched);
+    if (!enough(xy)) continue;
     if (const auto rho = stats::spearman(xy.first, xy.second))
       setGauge("assay_judge_human_spearman", l, rho->coefficient, touched);
   }
   for (const auto& [key, xy] : kappa) {
+    if (!enough(xy)) continue;
     std::vector<int> a(xy.first.begin(), xy.first.end()), b(xy.second.begin(), xy.second.end());
     const prometheus::Labels l{
         {"criterion", key[0]}, {"annotator_a", key[1]}, {"annotator_b", key[2]}};

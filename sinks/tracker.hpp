@@ -22,7 +22,8 @@
 ///   assay_score_ci95_overlap{variant_a, variant_b}  1 when two variants' intervals overlap
 /// Agreement (sampling is nested, so judges of one criterion see the same events):
 ///   assay_judge_agreement_kendall_tau, _spearman, _pairs{criterion, judge_a, judge_b} over the
-///   last tracking.window events both judged; _level{..., level} high (tau ≥ 0.7), moderate
+///   last tracking.window events both judged (the statistics from tracking.min_pairs pairs,
+///   like the human Spearman and the kappa below; the _pairs gauges always); _level{..., level} high (tau ≥ 0.7), moderate
 ///   (0.4 ≤ tau < 0.7), low (< 0.4): the current level's series is 1, the others 0.
 /// Feedback (kafka.feedback_topic, CONTRACT.md §2), joined by id to events this process judged:
 ///   assay_judge_human_spearman, assay_judge_human_pairs{judge, criterion}

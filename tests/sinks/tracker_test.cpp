@@ -37,6 +37,13 @@ std::optional<double> value(prometheus::Registry& r, const std::string& name,
   return std::nullopt;
 }
 
+/// The issue's vectors have ten pairs: below the default tracking.min_pairs (30).
+TrackingOptions tenPairs() {
+  TrackingOptions o;
+  o.min_pairs = 10;
+  return o;
+}
+
 const std::map<std::string, std::string> kFaith = {{"judge", "faith_llm"},
                                                    {"criterion", "faithfulness"}};
 // The issue's vectors: judge vs human → rho 0.7647, tau-b 0.6944, kappa 0.4444 / 0.7917.
@@ -159,7 +166,7 @@ TEST_CASE("agreement between two judges of one criterion on the same events") {
   ScoreTracker t({{"faith_llm", "faithfulness", 1, 4},
                   {"relevancy", "answer_relevancy", 1, 4},
                   {"faith_mini", "faithfulness", 1, 4}},
-                 TrackingOptions{}, reg);
+                 tenPairs(), reg);
   for (std::size_t i = 0; i < kJudge.size(); ++i) {
     const std::string id = "e" + std::to_string(i);
     t.record(2, id, "", kHuman[i]);  // the later judge's verdict may arrive first
@@ -185,10 +192,29 @@ TEST_CASE("agreement between two judges of one criterion on the same events") {
   CHECK_FALSE(value(reg, "assay_judge_agreement_pairs", {{"judge_b", "relevancy"}}));
 }
 
-TEST_CASE("agreement of constant judges is absent, not 1") {
+TEST_CASE("agreement, human Spearman and kappa wait for tracking.min_pairs pairs") {
   prometheus::Registry reg;
   ScoreTracker t({{"a", "faithfulness", 1, 4}, {"b", "faithfulness", 1, 4}}, TrackingOptions{},
                  reg);
+  for (std::size_t i = 0; i < kJudge.size(); ++i) {
+    const std::string id = std::to_string(i);
+    t.record(0, id, "", kJudge[i]);
+    t.record(1, id, "", kHuman[i]);
+    t.onFeedback({Feedback::Kind::kAnnotation, id, kHuman[i], "faithfulness", "x"});
+    t.onFeedback({Feedback::Kind::kAnnotation, id, kJudge[i], "faithfulness", "y"});
+  }
+  t.refresh();
+  CHECK(value(reg, "assay_judge_agreement_pairs", {{"judge_a", "a"}}) == 10.0);  // progress
+  CHECK(value(reg, "assay_judge_human_pairs", {{"judge", "a"}}) == 20.0);
+  CHECK_FALSE(value(reg, "assay_judge_agreement_kendall_tau", {}));  // 10 < 30: no statistic
+  CHECK_FALSE(value(reg, "assay_judge_agreement_level", {}));
+  CHECK_FALSE(value(reg, "assay_judge_human_spearman", {}));
+  CHECK_FALSE(value(reg, "assay_annotator_kappa", {}));
+}
+
+TEST_CASE("agreement of constant judges is absent, not 1") {
+  prometheus::Registry reg;
+  ScoreTracker t({{"a", "faithfulness", 1, 4}, {"b", "faithfulness", 1, 4}}, tenPairs(), reg);
   for (int i = 0; i < 20; ++i) {
     t.record(0, std::to_string(i), "", 4);
     t.record(1, std::to_string(i), "", 4);
@@ -202,7 +228,7 @@ TEST_CASE("agreement of constant judges is absent, not 1") {
 
 TEST_CASE("annotations: judge-vs-human Spearman and Cohen's kappa between annotators") {
   prometheus::Registry reg;
-  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, TrackingOptions{}, reg);
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, tenPairs(), reg);
   for (std::size_t i = 0; i < kJudge.size(); ++i) {
     const std::string id = "e" + std::to_string(i);
     Feedback ann{Feedback::Kind::kAnnotation, id, kHuman[i], "faithfulness", "alice"};
@@ -243,7 +269,7 @@ TEST_CASE("annotations: judge-vs-human Spearman and Cohen's kappa between annota
 
 TEST_CASE("judge-vs-human with only the issue's ten pairs: rho 0.7647") {
   prometheus::Registry reg;
-  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, TrackingOptions{}, reg);
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, tenPairs(), reg);
   for (std::size_t i = 0; i < kJudge.size(); ++i) {
     const std::string id = "e" + std::to_string(i);
     t.record(0, id, "", kJudge[i]);
