@@ -222,6 +222,21 @@ int runDaemon(const Config& config, const RunOptions& run) {
                  std::chrono::duration<double>(Clock::now() - t0).count());
   }
 
+  if (!run.replay_feedback_file.empty()) {
+    if (config.kafka.feedback_topic.empty())
+      throw ConfigurationError("--replay-feedback needs kafka.feedback_topic in the configuration");
+    const auto n = producer.replay(
+        run.replay_feedback_file, config.kafka.feedback_topic,
+        [](const std::string& line) {
+          std::string error, kind;
+          const auto f = parseFeedback(line, "", error, kind);
+          return f ? f->id : std::string();  // an invalid line is produced unkeyed and counted
+        },
+        "--replay-feedback");
+    spdlog::info("replay: produced {} feedback message(s) from '{}' into '{}'", n,
+                 run.replay_feedback_file, config.kafka.feedback_topic);
+  }
+
   SinkContext sink_ctx{&metrics, producer.handle(), config.kafka.results_topic};
   auto sinks = createSinks(config.sinks, sink_ctx);
   if (sinks.empty()) spdlog::warn("no sink configured: judgments go to the metrics only");

@@ -11,7 +11,8 @@
 namespace assay {
 
 struct RunOptions {
-  std::string replay_file;                 ///< --replay: produce this JSON Lines file first
+  std::string replay_file;           ///< --replay: produce this JSON Lines file first
+  std::string replay_feedback_file;  ///< --replay-feedback: into kafka.feedback_topic, key = id
   std::optional<double> exit_when_idle_s;  ///< --exit-when-idle SECONDS
 };
 

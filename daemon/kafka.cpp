@@ -118,15 +118,23 @@ KafkaProducer::~KafkaProducer() {
 
 std::size_t KafkaProducer::replay(const std::string& path, const std::string& topic,
                                   const EventParser& parser) {
+  return replay(
+      path, topic, [&parser](const std::string& line) { return parser.extractId(line); },
+      "--replay");
+}
+
+std::size_t KafkaProducer::replay(const std::string& path, const std::string& topic,
+                                  const std::function<std::string(const std::string&)>& key_of,
+                                  const std::string& flag) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigurationError("--replay: cannot read '" + path + "'");
+  if (!in) throw ConfigurationError(flag + ": cannot read '" + path + "'");
   std::string line;
   std::size_t n = 0, line_no = 0, rejected = 0;
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
-    const std::string key = parser.extractId(line);
+    const std::string key = key_of(line);
     for (;;) {
       const auto err =
           rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(topic.c_str()),
@@ -139,23 +147,23 @@ std::size_t KafkaProducer::replay(const std::string& path, const std::string& to
       }
       if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
         // Larger than the producer's message.max.bytes: the broker would refuse it too.
-        spdlog::warn("--replay: {}:{}: {} bytes is larger than message.max.bytes; skipped", path,
+        spdlog::warn("{}: {}:{}: {} bytes is larger than message.max.bytes; skipped", flag, path,
                      line_no, line.size());
         ++rejected;
         break;
       }
       if (err)
-        throw std::runtime_error("--replay: produce to '" + topic +
+        throw std::runtime_error(flag + ": produce to '" + topic +
                                  "' failed: " + rd_kafka_err2str(err));
       ++n;
       break;
     }
     rd_kafka_poll(rk_, 0);
   }
-  if (in.bad()) throw std::runtime_error("--replay: error reading '" + path + "'");
-  if (rejected) spdlog::warn("--replay: {} line(s) too large to produce were skipped", rejected);
+  if (in.bad()) throw std::runtime_error(flag + ": error reading '" + path + "'");
+  if (rejected) spdlog::warn("{}: {} line(s) too large to produce were skipped", flag, rejected);
   if (rd_kafka_flush(rk_, 60000) != RD_KAFKA_RESP_ERR_NO_ERROR)
-    throw std::runtime_error("--replay: the broker did not acknowledge every message within 60 s");
+    throw std::runtime_error(flag + ": the broker did not acknowledge every message within 60 s");
   return n;
 }
 

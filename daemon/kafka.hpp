@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,11 @@ class KafkaProducer {
   /// (no key when the line has none or is not JSON), and waits until all are acknowledged.
   /// Returns the number of messages produced. Throws std::runtime_error on I/O errors.
   std::size_t replay(const std::string& path, const std::string& topic, const EventParser& parser);
+  /// The same for any JSON Lines file, keyed by `key_of(line)` (empty = no key); `flag` names
+  /// the option in messages.
+  std::size_t replay(const std::string& path, const std::string& topic,
+                     const std::function<std::string(const std::string&)>& key_of,
+                     const std::string& flag);
 
   /// Copies an invalid message to the dead-letter topic with header `assay-invalid-reason`.
   bool produceDeadLetter(const std::string& topic, const void* payload, std::size_t len,

@@ -16,13 +16,16 @@
 namespace {
 
 constexpr const char* kUsage =
-    R"(usage: assayd --config FILE [--replay EVENTS.jsonl] [--exit-when-idle SECONDS]
+    R"(usage: assayd --config FILE [--replay EVENTS.jsonl] [--replay-feedback FEEDBACK.jsonl]
+                     [--exit-when-idle SECONDS]
        assayd --check-config FILE
        assayd --version
 
   --config FILE            run the daemon with this YAML configuration
   --check-config FILE      validate FILE; print every error as FILE:LINE:COLUMN: key: message
   --replay FILE            first produce FILE's JSON Lines events into kafka.topic (key = id)
+  --replay-feedback FILE   then FILE's feedback events (ratings, annotations; docs/events.md)
+                           into kafka.feedback_topic (key = id)
   --exit-when-idle SECONDS stop cleanly once nothing was consumed for SECONDS, after the first
                            partition assignment, flushing every sink
   --version                print the version
@@ -67,6 +70,10 @@ int main(int argc, char** argv) {
       const char* v = value("--replay");
       if (!v) return usageError("--replay needs a FILE");
       run.replay_file = v;
+    } else if (a == "--replay-feedback") {
+      const char* v = value("--replay-feedback");
+      if (!v) return usageError("--replay-feedback needs a FILE");
+      run.replay_feedback_file = v;
     } else if (a == "--exit-when-idle") {
       const char* v = value("--exit-when-idle");
       char* end = nullptr;
