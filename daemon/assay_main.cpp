@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "config/loader.hpp"
 #include "daemon/calibrate.hpp"
 #include "daemon/cli_text.hpp"
 #include "daemon/estimate.hpp"
@@ -24,7 +25,7 @@ namespace {
 constexpr const char* kUsage =
     R"(usage: assay report --judgments FILE [--events FILE] [--label POINTER]
                     [--group POINTER] [--auc JUDGE]... [--human POINTER]
-                    [--human-criterion NAME]
+                    [--human-criterion NAME] [--config ASSAYD.yaml]
        assay estimate (--requests-per-second R | --requests-per-day N) --sample-rate S
                       --judge MODEL[:RATE[:INPUT_TOKENS:OUTPUT_TOKENS]]...
                       [--usd-to-eur X] [--price MODEL=IN/CACHED/OUT]...
@@ -40,7 +41,8 @@ report   summarise a judgments JSON Lines file: per judge the outcomes and score
          /labels/hallucinated), overall and per --group (default /labels/source_dataset),
          and the Spearman/Kendall agreement of every judge of --human-criterion (default
          faithfulness) with the numeric human score at --human (default /labels/faithfulness;
-         "" = none); always leniency, drift and agreement between judges of one criterion
+         "" = none); always leniency, drift and agreement between judges of one criterion,
+         with the tracking settings of --config (default: the daemon's defaults)
 estimate print the projected LLM-judge cost: per judge and in total, calls per day and cost per
          call, per day and per 30-day month in USD and EUR. A judge sees requests/day x sample
          rate x its RATE (default 1) calls a day, of INPUT_TOKENS/OUTPUT_TOKENS (default
@@ -111,8 +113,9 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
-    static const std::vector<std::string> kFlags = {
-        "--judgments", "--events", "--label", "--group", "--auc", "--human", "--human-criterion"};
+    static const std::vector<std::string> kFlags = {"--judgments",       "--events", "--label",
+                                                    "--group",           "--auc",    "--human",
+                                                    "--human-criterion", "--config"};
     if (std::find(kFlags.begin(), kFlags.end(), a) == kFlags.end())
       return usage("unknown argument '" + a + "'");
     if (i + 1 >= argc) return usage(a + " needs a value");
@@ -129,7 +132,12 @@ int main(int argc, char** argv) {
       o.human_pointer = v;
     else if (a == "--human-criterion")
       o.human_criterion = v;
-    else if (a == "--auc") {
+    else if (a == "--config") {
+      const auto res = assay::loadConfigFile(v);
+      for (const auto& e : res.errors) std::cerr << e.format() << "\n";
+      if (!res.ok()) return 2;
+      o.tracking = res.config.tracking;
+    } else if (a == "--auc") {
       if (!auc_given) o.auc_judges.clear(), auc_given = true;
       o.auc_judges.push_back(v);
     } else

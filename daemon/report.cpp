@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "config/options.hpp"
+#include "config/rfc3339.hpp"
 #include "judges/stats/stats.hpp"
 #include "judges/stats/window.hpp"
 
@@ -127,42 +128,62 @@ std::optional<double> rhoOf(const std::optional<stats::Correlation>& c) {
   return c ? std::optional<double>(c->coefficient) : std::nullopt;
 }
 
-/// Leniency and drift per judge, with the daemon's own code and tracking defaults, over the
-/// file's scores in order; then agreement between judges of one criterion on the same events.
+/// Leniency and drift per judge, with the daemon's own code and tracking settings, over the
+/// file's scores in order (duration windows use judged_at); then agreement between judges of
+/// one criterion on the same events.
 void printTracking(
     const std::vector<JudgeSummary>& judges,
     const std::unordered_map<std::string, std::unordered_map<std::string, double>>& score_by_id,
-    std::ostream& out) {
-  const TrackingOptions t;  // the daemon's defaults
+    const TrackingOptions& t, std::ostream& out) {
+  const auto window_text = [](int count, double seconds) {
+    return seconds > 0 ? fmt::format("{:g} h", seconds / 3600) : fmt::format("{} scores", count);
+  };
   out << fmt::format(
-      "leniency and drift (the daemon's tracking, defaults: lenient = more than {:.0f} % of the "
-      "scores at the top over at least {}; drift = the first {} scores against the last {}, "
-      "two-sided Mann-Whitney p < {} and the mean moved at least {}):\n",
-      t.leniency_max_ratio * 100, t.min_samples, t.baseline_window, t.recent_window, t.drift_alpha,
-      t.drift_min_delta);
+      "leniency and drift (the daemon's tracking: lenient = more than {:.0f} % of the scores at "
+      "the top over at least {}; drift = the {}{} against the last {}, two-sided Mann-Whitney "
+      "p < {} and the mean moved at least {}):\n",
+      t.leniency_max_ratio * 100, t.min_samples, t.rolling_baseline ? "" : "first ",
+      window_text(t.baseline_window, t.baseline_seconds) +
+          (t.rolling_baseline ? " before the recent window" : ""),
+      window_text(t.recent_window, t.recent_seconds), t.drift_alpha, t.drift_min_delta);
+  std::size_t width = 18;
+  for (const auto& s : judges) width = std::max(width, s.judge.size());
   for (const auto& s : judges) {
     if (s.scores.empty()) continue;
     stats::ScoreWindow window(s.scores.size(), s.min_score, s.max_score);
     stats::DriftDetector drift({.baseline_size = static_cast<std::size_t>(t.baseline_window),
                                 .recent_size = static_cast<std::size_t>(t.recent_window),
+                                .baseline_seconds = t.baseline_seconds,
+                                .recent_seconds = t.recent_seconds,
                                 .alpha = t.drift_alpha,
-                                .min_delta = t.drift_min_delta});
-    for (double x : s.scores)
-      if (window.add(x)) drift.add(x);
+                                .min_delta = t.drift_min_delta,
+                                .rolling = t.rolling_baseline});
+    double last = 0;
+    for (std::size_t i = 0; i < s.scores.size(); ++i) {
+      last = std::max(last, s.times[i]);
+      if (window.add(s.scores[i])) drift.add(s.scores[i], s.times[i]);
+    }
     const auto w = window.summary(t.leniency_max_ratio, static_cast<std::size_t>(t.min_samples));
     if (!w) continue;
-    const auto d = drift.evaluate();
+    const auto d = drift.evaluate(last);
+    const bool enough =
+        t.baseline_seconds > 0 || t.recent_seconds > 0 ||
+        s.scores.size() >= static_cast<std::size_t>(t.baseline_window + t.recent_window);
+    std::string drift_text =
+        d ? fmt::format("{} (mean {:.3f} -> {:.3f}, p {:.3g})", d->drift ? "YES" : "no",
+                        d->baseline_mean, d->recent_mean, d->p_value)
+        : w->distinct == 1 ? "n/a (every score is the same: no test)"
+        : enough           ? "n/a (a window holds too few scores)"
+                 : fmt::format("n/a (needs {} scores)", t.baseline_window + t.recent_window);
     out << fmt::format(
-        "  {:<18} top {:5.1f} %  bottom {:5.1f} %  distinct {:>4}  entropy {:.2f}  lenient {:<3}  "
+        "  {:<{}} top {:5.1f} %  bottom {:5.1f} %  distinct {:>4}  entropy {:.2f}  lenient {:<3}  "
         "drift {}\n",
-        s.judge, w->top_share * 100, w->bottom_share * 100, w->distinct, w->entropy,
+        s.judge, width, w->top_share * 100, w->bottom_share * 100, w->distinct, w->entropy,
         s.pass_fail                                      ? "n/a (pass/fail)"
         : w->n < static_cast<std::size_t>(t.min_samples) ? "n/a"
         : w->lenient                                     ? "YES"
                                                          : "no",
-        d ? fmt::format("{} (mean {:.3f} -> {:.3f}, p {:.3g})", d->drift ? "YES" : "no",
-                        d->baseline_mean, d->recent_mean, d->p_value)
-          : fmt::format("n/a (needs {} scores)", t.baseline_window + t.recent_window));
+        drift_text);
   }
   out << "agreement between judges of the same criterion, on the events both scored (Kendall "
          "tau-b; high >= 0.7, moderate >= 0.4, else low):\n";
@@ -176,9 +197,18 @@ void printTracking(
       const auto tau = stats::kendallTauB(x, y);
       const auto rho = stats::spearman(x, y);
       any = true;
-      out << fmt::format("  {:<17} {} vs {}: n {}, tau-b {}, Spearman {}{}\n", judges[a].criterion,
-                         judges[a].judge, judges[b].judge, x.size(), num(tau), num(rhoOf(rho)),
-                         tau ? fmt::format(" -> {}", agreementLevel(*tau)) : "");
+      const std::string why = x.size() < 3 ? " (too few events both scored)"
+                              : !tau       ? " (a judge gave one score only)"
+                                           : "";
+      out << fmt::format("  {:<17} {} vs {}: n {}, tau-b {}, Spearman {}{}{}{}\n",
+                         judges[a].criterion, judges[a].judge, judges[b].judge, x.size(), num(tau),
+                         num(rhoOf(rho)), tau ? fmt::format(" -> {}", agreementLevel(*tau)) : "",
+                         why,
+                         x.size() < static_cast<std::size_t>(t.min_pairs)
+                             ? fmt::format(" [below tracking.min_pairs {}: the daemon exports "
+                                           "no statistic yet]",
+                                           t.min_pairs)
+                             : "");
     }
   if (!any) out << "  (no two judges share a criterion)\n";
 }
@@ -231,6 +261,9 @@ int runReport(const ReportOptions& o, std::ostream& out) {
     const std::string id = d["id"].GetString();
     if (last_by_id[id] != di) continue;
     ++events;
+    double judged_at = 0;
+    if (d.HasMember("judged_at") && d["judged_at"].IsString())
+      if (const auto ms = parseRfc3339(d["judged_at"].GetString())) judged_at = *ms / 1000.0;
     for (const auto& v : d["verdicts"].GetArray()) {
       if (!v.IsObject() || !v.HasMember("judge") || !v["judge"].IsString()) continue;
       const std::string name = v["judge"].GetString();
@@ -251,6 +284,7 @@ int runReport(const ReportOptions& o, std::ostream& out) {
       if (v.HasMember("passed")) s.pass_fail = true;
       if (v.HasMember("score") && v["score"].IsNumber()) {
         s.scores.push_back(v["score"].GetDouble());
+        s.times.push_back(judged_at);
         score_by_id[name][id] = v["score"].GetDouble();
       }
     }
@@ -264,7 +298,7 @@ int runReport(const ReportOptions& o, std::ostream& out) {
          "the score distribution of ok runs (p10/p90 = 10th/90th percentile; top-score share =\n"
          "runs at the judge's maximum score):\n";
   for (const auto& s : judges) printDistribution(s, out);
-  printTracking(judges, score_by_id, out);
+  printTracking(judges, score_by_id, o.tracking, out);
 
   if (o.events_path.empty()) return 0;
   std::ifstream ev(o.events_path);

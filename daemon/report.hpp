@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "config/options.hpp"
+
 namespace assay {
 
 /// Area under the ROC curve of `scores` for telling positives (label true) from negatives:
@@ -20,6 +22,7 @@ struct JudgeSummary {
   double min_score = 0, max_score = 1;
   std::map<std::string, long> outcomes;  ///< "ok", "no_context", …
   std::vector<double> scores;            ///< ok runs only
+  std::vector<double> times;             ///< their judged_at, Unix seconds (0 when absent)
   bool pass_fail = false;                ///< a check (its verdicts carry `passed`)
 };
 
@@ -33,6 +36,8 @@ struct ReportOptions {
   /// [0, 1]); Spearman and Kendall tau-b with every judge of `human_criterion`. "" = none.
   std::string human_pointer = "/labels/faithfulness";
   std::string human_criterion = "faithfulness";
+  /// Leniency and drift settings (`assay report --config FILE` takes the daemon's own).
+  TrackingOptions tracking;
 };
 
 /// Prints the report to `out`; returns 0, or 2 with a message on stderr when a file cannot be

@@ -112,5 +112,13 @@ TEST_CASE("assay report: leniency, drift, agreement between judges and with huma
   CHECK(s.find("faith_llm          n 10, Spearman 0.765 (p 0.00998), tau-b 0.694") !=
         std::string::npos);
   CHECK(s.find("faith_mini         n 10, Spearman 1.000 (p 0), tau-b 1.000") != std::string::npos);
+  // The daemon's tracking settings (assay report --config): leniency over 5 scores.
+  o.tracking.min_samples = 5;
+  std::ostringstream out5;
+  CHECK(runReport(o, out5) == 0);
+  CHECK(out5.str().find("faith_llm          top  30.0 %  bottom  10.0 %  distinct    4  entropy "
+                        "0.95  lenient no   drift n/a (needs 300 scores)") != std::string::npos);
+  CHECK(out5.str().find("[below tracking.min_pairs 30: the daemon exports no statistic yet]") !=
+        std::string::npos);
   std::filesystem::remove_all(dir);
 }
