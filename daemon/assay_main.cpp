@@ -61,8 +61,9 @@ calibrate compare a judge's scores with human scores on the same items (docs/cal
 exit codes: 0 done, 2 bad arguments, unreadable file, unpriced model or no usable row
 )";
 
+/// A usage error: the message and where the usage is, not the whole usage text.
 int usage(const std::string& msg) {
-  std::cerr << "assay: " << msg << "\n" << kUsage;
+  std::cerr << "assay: " << msg << "\n(assay --help prints the usage)\n";
   return 2;
 }
 
