@@ -222,6 +222,11 @@ ScoreTracker::ScoreTracker(const std::vector<TrackedJudge>& judges, const Tracki
                     .Help("Feedback events by kind and outcome (joined to a judged event, "
                           "unmatched = its event was never seen here, duplicate, invalid)")
                     .Register(registry)),
+      rejected_(prometheus::BuildCounter()
+                    .Name("assay_judge_scores_rejected_total")
+                    .Help("Scores outside the judge's scale or not finite, kept out of every "
+                          "statistic")
+                    .Register(registry)),
       pending_gauge_(prometheus::BuildGauge()
                          .Name("assay_feedback_pending")
                          .Help("Feedback events held until their event is seen")
@@ -308,7 +313,10 @@ void ScoreTracker::record(std::size_t index, const std::string& id, const std::s
   const double t = now();
   std::lock_guard lock(mu_);
   Judge& j = *judges_[index];
-  if (!j.window.add(score, t)) return;
+  if (!j.window.add(score, t)) {
+    rejected_.Add({{"judge", j.spec.name}}).Increment();
+    return;
+  }
   j.drift.add(score, t);
   const std::string v = variants_.fold(variant);
   auto vit = j.by_variant.find(v);

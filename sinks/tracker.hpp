@@ -23,8 +23,9 @@
 /// Agreement (sampling is nested, so judges of one criterion see the same events):
 ///   assay_judge_agreement_kendall_tau, _spearman, _pairs{criterion, judge_a, judge_b} over the
 ///   last tracking.window events both judged (the statistics from tracking.min_pairs pairs,
-///   like the human Spearman and the kappa below; the _pairs gauges always); _level{..., level} high (tau ≥ 0.7), moderate
-///   (0.4 ≤ tau < 0.7), low (< 0.4): the current level's series is 1, the others 0.
+///   like the human Spearman and the kappa below; the _pairs gauges always); _level{..., level}
+///   high (tau ≥ 0.7), moderate (0.4 ≤ tau < 0.7), low (< 0.4): the current level's series is 1,
+///   the others 0.
 /// Feedback (kafka.feedback_topic, CONTRACT.md §2), joined by id to events this process judged:
 ///   assay_judge_human_spearman, assay_judge_human_pairs{judge, criterion}
 ///   assay_annotator_kappa{criterion, annotator_a, annotator_b, weighting = none|quadratic}
@@ -32,6 +33,7 @@
 ///     experiment = the event's `app` ("default" when absent); Pearson's chi-square test of
 ///     independence on the variant × stars table; decided = p < 0.05 and every arm ≥ 30 ratings
 ///   assay_feedback_events_total{kind, outcome}, assay_feedback_pending
+/// assay_judge_scores_rejected_total{judge}: scores outside the judge's scale or not finite.
 ///
 /// Thread-safe: noteEvent/record from workers and LLM callbacks, onFeedback and refresh from the
 /// poll thread. One mutex guards the state; refresh copies what it needs and computes outside.
@@ -100,9 +102,10 @@ class ScoreTracker {
   /// A sampled event entered judging; remembered (the last tracking.join_capacity events) so
   /// that judges' scores and feedback can be joined by id.
   void noteEvent(const std::string& id, const std::string& variant, const std::string& app);
-  /// A successful score of judge `index` for event `id` (out-of-scale or non-finite scores are
-  /// ignored). A second score of the same judge for the same id (a redelivery) replaces the
-  /// first in the join and forms no new pairs.
+  /// A successful score of judge `index` for event `id`. Out-of-scale or non-finite scores are
+  /// kept out of every statistic and counted in assay_judge_scores_rejected_total{judge}. A second
+  /// score of the same judge for the same id (a redelivery) replaces the first in the join and
+  /// forms no new pairs.
   void record(std::size_t index, const std::string& id, const std::string& variant, double score);
   /// A valid feedback event.
   void onFeedback(const Feedback& f);
@@ -143,6 +146,7 @@ class ScoreTracker {
   prometheus::Registry& registry_;
   std::map<std::string, prometheus::Family<prometheus::Gauge>*> families_;
   prometheus::Family<prometheus::Counter>& feedback_;
+  prometheus::Family<prometheus::Counter>& rejected_;
   prometheus::Gauge& pending_gauge_;
   LabelFolder variants_, experiments_, annotators_;
 

@@ -94,6 +94,7 @@ TEST_CASE(
   t.refresh();
   CHECK(value(reg, "assay_score_window_mean", kFaith) == doctest::Approx(3.0));
   CHECK(value(reg, "assay_judge_window_size", kFaith) == 3.0);
+  CHECK(value(reg, "assay_judge_scores_rejected_total", {{"judge", "faith_llm"}}) == 2.0);
   CHECK(value(reg, "assay_judge_min_score_ratio", kFaith) == 0.0);
   CHECK(value(reg, "assay_judge_distinct_scores", kFaith) == 3.0);
   // Three of four levels once each: entropy log(3) / log(4).
