@@ -67,6 +67,11 @@ class Reader {
       : file_(std::move(file)), errors_(errors), warnings_(warnings) {}
 
   /// A key that is accepted (CONTRACT.md names it) but does nothing in this version.
+  void warn(const YAML::Node& n, const std::string& path, const std::string& message) {
+    const auto m = n.Mark();
+    warnings_.push_back(ConfigError{file_, m.is_null() ? 0 : m.line + 1,
+                                    m.is_null() ? 0 : m.column + 1, path, "warning: " + message});
+  }
   void inert(const YAML::Node& n, const std::string& path, const std::string& why) {
     const auto m = n.Mark();
     warnings_.push_back(
@@ -636,11 +641,11 @@ void loadJudges(Reader& r, const YAML::Node& n, std::vector<JudgeConfig>& out) {
 
 void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
   const std::string p = "tracking";
-  if (!r.checkMap(
-          n, p,
-          {"window", "window_seconds", "join_capacity", "leniency_max_ratio", "min_samples", "min_pairs",
-           "baseline_window", "recent_window", "drift_alpha", "drift_min_delta", "rolling_baseline",
-           "baseline_file", "baseline_from", "baseline_until", "max_label_values"}))
+  if (!r.checkMap(n, p,
+                  {"window", "window_seconds", "join_capacity", "leniency_max_ratio", "min_samples",
+                   "min_pairs", "baseline_window", "recent_window", "drift_alpha",
+                   "drift_min_delta", "rolling_baseline", "baseline_file", "baseline_from",
+                   "baseline_until", "max_label_values"}))
     return;
   r.getRange(n, "window", p, o.window, 10, 1'000'000);
   r.getRange(n, "window_seconds", p, o.window_seconds, 0, 366 * 86400);
@@ -685,6 +690,15 @@ void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
       from && until && *from >= *until)
     r.error(n["baseline_until"], p + ".baseline_until",
             "must be later than tracking.baseline_from (the range is [from, until))");
+  // Settings that switch a statistic off for good are legal, but say so.
+  if (o.min_samples > o.window)
+    r.warn(n["min_samples"], p + ".min_samples",
+           "larger than tracking.window (" + std::to_string(o.window) +
+               "): the window never holds that many scores, so assay_judge_lenient never appears");
+  if (o.min_pairs > o.window)
+    r.warn(n["min_pairs"], p + ".min_pairs",
+           "larger than tracking.window (" + std::to_string(o.window) +
+               "): agreement, judge-vs-human Spearman and kappa never appear");
   if (!o.baseline_file.empty() && o.rolling_baseline)
     r.error(n["baseline_file"], p + ".baseline_file",
             "a baseline from a file is frozen: drop rolling_baseline");

@@ -469,6 +469,11 @@ int runDaemon(const Config& config, const RunOptions& run) {
   }
 
   if (g_stop) spdlog::info("stop requested (SIGTERM or SIGINT): stopping");
+  if (const long n = feedback_log.pendingSuppressed())
+    spdlog::warn(
+        "{} more invalid-feedback log line(s) were suppressed (every one is counted in "
+        "assay_feedback_events_total{{outcome=\"invalid\"}})",
+        n);
   if (const long n = invalid_log.pendingSuppressed())
     spdlog::warn(
         "{} more invalid-message log line(s) were suppressed (every invalid message is "

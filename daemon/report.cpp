@@ -166,6 +166,11 @@ void printTracking(
     const auto w = window.summary(t.leniency_max_ratio, static_cast<std::size_t>(t.min_samples));
     if (!w) continue;
     const auto d = drift.evaluate(last);
+    // A 0/1 judge (a check, e.g. refusal: the judgments do not say which kind a judge is) has
+    // no leniency verdict in the daemon either.
+    const bool binary =
+        s.min_score == 0 && s.max_score == 1 &&
+        std::all_of(s.scores.begin(), s.scores.end(), [](double x) { return x == 0 || x == 1; });
     const bool enough =
         t.baseline_seconds > 0 || t.recent_seconds > 0 ||
         s.scores.size() >= static_cast<std::size_t>(t.baseline_window + t.recent_window);
@@ -179,7 +184,7 @@ void printTracking(
         "  {:<{}} top {:5.1f} %  bottom {:5.1f} %  distinct {:>4}  entropy {:.2f}  lenient {:<3}  "
         "drift {}\n",
         s.judge, width, w->top_share * 100, w->bottom_share * 100, w->distinct, w->entropy,
-        s.pass_fail                                      ? "n/a (pass/fail)"
+        s.pass_fail || binary                            ? "n/a (pass/fail)"
         : w->n < static_cast<std::size_t>(t.min_samples) ? "n/a"
         : w->lenient                                     ? "YES"
                                                          : "no",

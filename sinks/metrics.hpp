@@ -27,9 +27,11 @@ inline constexpr int kInvalidReasonCount = static_cast<int>(InvalidReason::kCoun
 std::string_view invalidReasonName(InvalidReason r);
 
 /// Bounds a label's cardinality: the first `max_values` distinct values keep their name, every
-/// later one becomes "other" (CONTRACT.md §7). Empty values become "none". Thread-safe.
+/// later one becomes "other" (CONTRACT.md §7). Empty values become "none"; values longer than
+/// kMaxLabelBytes are cut there (at a UTF-8 boundary). Thread-safe.
 class LabelFolder {
  public:
+  static constexpr std::size_t kMaxLabelBytes = 128;
   explicit LabelFolder(std::size_t max_values) : max_values_(max_values) {}
   std::string fold(std::string_view value);
 

@@ -72,6 +72,17 @@ std::string seriesKey(const char* family, const prometheus::Labels& labels) {
   return k;
 }
 
+constexpr std::size_t kMaxArms = 1000;           // raw A/B arms per experiment
+constexpr std::size_t kMaxOverlapVariants = 10;  // overlap gauges: among the largest arms
+constexpr std::size_t kMaxNameBytes = 256;       // raw variant and annotator names kept
+
+/// `s` cut to at most `n` bytes without splitting a UTF-8 sequence.
+std::string cut(const std::string& s, std::size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
 const char* levelOf(double tau) { return tau >= 0.7 ? "high" : tau >= 0.4 ? "moderate" : "low"; }
 
 }  // namespace
@@ -287,10 +298,15 @@ ScoreTracker::PairStat& ScoreTracker::pairStat(
   return *p;
 }
 
-void ScoreTracker::applyRating(Entry& e) {
-  if (!e.rating || e.rating_counted || !e.known) return;
-  ab_[e.experiment][e.variant][static_cast<std::size_t>(*e.rating - 1)] += 1;
+const char* ScoreTracker::applyRating(Entry& e) {
+  if (!e.rating || e.rating_counted || !e.known) return "joined";
   e.rating_counted = true;
+  if (e.raw_variant.empty()) return "no_variant";
+  auto& arms = ab_[e.experiment];
+  const std::string arm =
+      arms.count(e.raw_variant) || arms.size() < kMaxArms ? e.raw_variant : "other";
+  arms[arm][static_cast<std::size_t>(*e.rating - 1)] += 1;
+  return "joined";
 }
 
 void ScoreTracker::noteEvent(const std::string& id, const std::string& variant,
@@ -300,12 +316,12 @@ void ScoreTracker::noteEvent(const std::string& id, const std::string& variant,
   if (e.known) return;
   e.known = true;
   e.variant = variants_.fold(variant);
+  e.raw_variant = cut(variant, kMaxNameBytes);
   e.experiment = experiments_.fold(app.empty() ? "default" : app);
   const std::size_t held = e.annotations.size() + (e.rating ? 1 : 0);
   pending_feedback_ -= std::min(pending_feedback_, held);
   for (std::size_t i = 0; i < e.annotations.size(); ++i) countFeedback("annotation", "joined");
-  if (e.rating) countFeedback("rating", "joined");
-  applyRating(e);
+  if (e.rating) countFeedback("rating", applyRating(e));
 }
 
 void ScoreTracker::record(std::size_t index, const std::string& id, const std::string& variant,
@@ -360,14 +376,15 @@ void ScoreTracker::onFeedback(const Feedback& f) {
     }
     e.rating = f.value;
     if (e.known) {
-      countFeedback("rating", "joined");
-      applyRating(e);
+      countFeedback("rating", applyRating(e));
     } else {
       ++pending_feedback_;
     }
     return;
   }
-  const std::string annotator = annotators_.fold(f.annotator);
+  // Raw names decide who is who (two annotators folded into "other" are still two people);
+  // only the export folds them (refresh()).
+  const std::string annotator = cut(f.annotator, kMaxNameBytes);
   for (const auto& an : e.annotations)
     if (an.criterion == f.criterion && an.annotator == annotator) {
       countFeedback("annotation", "duplicate");
@@ -468,14 +485,27 @@ void ScoreTracker::refresh() {
     for (const auto& [variant, values] : js[i].variants) {
       auto l = labels;
       l["variant"] = variant;
+      if (values.empty()) continue;
+      setGauge("assay_score_n", l, opt(values.size()), touched);
       const auto ci = stats::meanInterval95(values);
-      if (!ci) continue;
+      if (!ci) {  // one score: a mean, no spread
+        setGauge("assay_score_mean", l, values.front(), touched);
+        continue;
+      }
       intervals.emplace(variant, *ci);
       setGauge("assay_score_mean", l, ci->mean, touched);
       setGauge("assay_score_sd", l, ci->sd, touched);
-      setGauge("assay_score_n", l, opt(ci->n), touched);
       setGauge("assay_score_ci95_low", l, ci->low, touched);
       setGauge("assay_score_ci95_high", l, ci->high, touched);
+    }
+    // Overlap of every two of the kMaxOverlapVariants arms with the most scores (the pairs
+    // grow with the square of the arms).
+    if (intervals.size() > kMaxOverlapVariants) {
+      std::vector<std::pair<std::size_t, std::string>> by_n;
+      for (const auto& [v, ci] : intervals) by_n.push_back({ci.n, v});
+      std::sort(by_n.begin(), by_n.end(), std::greater<>());
+      for (std::size_t k = kMaxOverlapVariants; k < by_n.size(); ++k)
+        intervals.erase(by_n[k].second);
     }
     for (auto a = intervals.begin(); a != intervals.end(); ++a)
       for (auto b = std::next(a); b != intervals.end(); ++b) {
@@ -516,7 +546,10 @@ void ScoreTracker::refresh() {
       setGauge("assay_judge_human_spearman", l, rho->coefficient, touched);
   }
   for (const auto& [key, xy] : kappa) {
-    if (!enough(xy)) continue;
+    // A pair is exported only when both annotators keep their own label value
+    // (tracking.max_label_values): a kappa "with other" would mix several people.
+    if (!enough(xy) || annotators_.fold(key[1]) != key[1] || annotators_.fold(key[2]) != key[2])
+      continue;
     std::vector<int> a(xy.first.begin(), xy.first.end()), b(xy.second.begin(), xy.second.end());
     const prometheus::Labels l{
         {"criterion", key[0]}, {"annotator_a", key[1]}, {"annotator_b", key[2]}};
@@ -528,16 +561,20 @@ void ScoreTracker::refresh() {
              stats::cohenKappa(a, b, stats::KappaWeights::kQuadratic), touched);
   }
   for (const auto& [experiment, arms] : ab) {
+    // The test runs on the real arms; the ratings gauge folds their names for its label.
     std::vector<std::vector<double>> table;
+    std::map<std::string, double> ratings_by_label;
     bool every_arm_30 = true;
     for (const auto& [variant, stars] : arms) {
       double n = 0;
       for (double c : stars) n += c;
-      setGauge("assay_ab_ratings", {{"experiment", experiment}, {"variant", variant}}, n, touched);
+      ratings_by_label[variants_.fold(variant)] += n;
       if (n == 0) continue;
       every_arm_30 = every_arm_30 && n >= 30;
       table.emplace_back(stars.begin(), stars.end());
     }
+    for (const auto& [label, n] : ratings_by_label)
+      setGauge("assay_ab_ratings", {{"experiment", experiment}, {"variant", label}}, n, touched);
     const auto chi = stats::chiSquareIndependence(table);
     if (!chi) continue;
     const prometheus::Labels l{{"experiment", experiment}};

@@ -124,8 +124,9 @@ class ScoreTracker {
     int value;
   };
   struct Entry {
-    bool known = false;  // noteEvent seen (else only feedback so far)
-    std::string variant, experiment;
+    bool known = false;               // noteEvent seen (else only feedback so far)
+    std::string variant, experiment;  // folded label values
+    std::string raw_variant;          // as in the event (A/B arms are never folded together)
     std::vector<std::pair<std::size_t, double>> scores;  // judge index, score
     std::vector<Annotation> annotations;
     std::optional<int> rating;
@@ -136,7 +137,9 @@ class ScoreTracker {
   double now() const;
   Entry& entry(const std::string& id);  // mu_ held; creates and evicts
   void evictOldest();                   // mu_ held
-  void applyRating(Entry& e);           // mu_ held
+  /// Adds a known event's rating to its experiment's table; returns the outcome to count
+  /// ("joined", or "no_variant" for an event without a variant: not an arm). mu_ held.
+  const char* applyRating(Entry& e);
   void countFeedback(const char* kind, const char* outcome);
   PairStat& pairStat(std::map<std::vector<std::string>, std::unique_ptr<PairStat>>& m,
                      const std::vector<std::string>& key);  // mu_ held
@@ -158,7 +161,8 @@ class ScoreTracker {
   // Pairs: agreement {criterion, judge_a, judge_b}; human {judge index}; kappa {criterion,
   // annotator_a, annotator_b}.
   std::map<std::vector<std::string>, std::unique_ptr<PairStat>> agreement_, human_, kappa_;
-  std::map<std::string, std::map<std::string, Stars>> ab_;  // experiment → variant → stars
+  // experiment → raw variant → stars (at most kMaxArms arms, then "other")
+  std::map<std::string, std::map<std::string, Stars>> ab_;
 
   // Gauges owned by refresh() (poll thread only): series key → gauge.
   std::map<std::string, prometheus::Gauge*> series_;

@@ -42,8 +42,11 @@ std::optional<WindowSummary> ScoreWindow::summary(double leniency_max_ratio,
   s.mean = std::accumulate(scores_.begin(), scores_.end(), 0.0) / n;
   s.top_share = static_cast<double>(std::count(scores_.begin(), scores_.end(), max_)) / n;
   s.bottom_share = static_cast<double>(std::count(scores_.begin(), scores_.end(), min_)) / n;
-  std::map<double, int> values;
-  for (double x : scores_) ++values[x];
+  // Distinct up to floating-point noise (0.39999999999999997 and 0.4 are one value): scores
+  // are compared at 1e-9 of the scale's width.
+  std::map<long long, int> values;
+  const double width = max_ > min_ ? max_ - min_ : 1.0;
+  for (double x : scores_) ++values[std::llround((x - min_) / width * 1e9)];
   s.distinct = static_cast<int>(values.size());
   const bool integer_scale =
       max_ - min_ <= 10 && std::floor(min_) == min_ && std::floor(max_) == max_ &&

@@ -18,7 +18,7 @@ struct WindowSummary {
   double mean = 0;
   double top_share = 0;     ///< share of scores at the scale's maximum, [0, 1]
   double bottom_share = 0;  ///< share at the minimum, [0, 1]
-  int distinct = 0;         ///< distinct values used
+  int distinct = 0;         ///< distinct values used (equal within 1e-9 of the scale's width)
   /// Shannon entropy of the scores over the scale's levels (integer scales of up to 11 levels)
   /// or 10 equal bins (other scales), divided by log(levels): 0 = one value only, 1 = uniform.
   double entropy = 0;

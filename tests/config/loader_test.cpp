@@ -208,6 +208,17 @@ TEST_CASE("drift windows: a number of scores or a duration") {
   }
 }
 
+TEST_CASE("tracking settings that switch a statistic off are warnings") {
+  const auto r =
+      load(std::string(kJudge) + "tracking: {window: 100, min_samples: 5000, min_pairs: 200}\n");
+  CHECK(r.ok());
+  REQUIRE(r.warnings.size() == 2);
+  CHECK(r.warnings[0].format() ==
+        "t.yaml:3:38: tracking.min_samples: warning: larger than tracking.window (100): the "
+        "window never holds that many scores, so assay_judge_lenient never appears");
+  CHECK(r.warnings[1].path == "tracking.min_pairs");
+}
+
 TEST_CASE("RFC 3339 times") {
   CHECK(parseRfc3339("1970-01-01T00:00:00Z") == 0);
   CHECK(parseRfc3339("2026-11-29T13:42:05.120Z") == 1795959725120);

@@ -55,6 +55,11 @@ TEST_CASE("label folding bounds cardinality") {
   CHECK(f.fold("c") == "other");
   CHECK(f.fold("a") == "a");
   CHECK(f.fold("") == "none");
+  LabelFolder long_values(10);
+  CHECK(long_values.fold(std::string(300, 'x')) == std::string(128, 'x'));
+  std::string euros;
+  for (int i = 0; i < 60; ++i) euros += "\u20ac";  // 3 bytes each: cut at 126, not inside one
+  CHECK(long_values.fold(euros).size() == 126);
 }
 
 TEST_CASE("metrics: names, labels, and promtool check metrics accepts the exposition") {

@@ -129,7 +129,10 @@ TEST_CASE("the window's time bound drops old scores and their series") {
   t.refresh();
   CHECK(value(reg, "assay_judge_window_size", kFaith) == 1.0);
   CHECK(value(reg, "assay_score_window_mean", kFaith) == 3.0);
-  CHECK_FALSE(value(reg, "assay_score_mean", {{"variant", "A"}}));  // n = 1: undefined
+  CHECK(value(reg, "assay_score_mean", {{"variant", "A"}}) == 3.0);  // n = 1: a mean…
+  CHECK(value(reg, "assay_score_n", {{"variant", "A"}}) == 1.0);
+  CHECK_FALSE(value(reg, "assay_score_ci95_low", {{"variant", "A"}}));  // …and no interval
+  CHECK_FALSE(value(reg, "assay_score_sd", {{"variant", "A"}}));
   now = 1100;
   t.refresh();
   CHECK_FALSE(value(reg, "assay_judge_window_size", kFaith));
@@ -404,4 +407,72 @@ TEST_CASE("a baseline from a judgments file, optionally limited to a time range"
   t.refresh();
   CHECK(value(reg, "assay_score_baseline_mean", kFaith) == 4.0);
   CHECK(value(reg, "assay_score_drift", kFaith) == 1.0);
+}
+
+TEST_CASE("label folding never merges people or arms inside a statistic") {
+  prometheus::Registry reg;
+  TrackingOptions o = tenPairs();
+  o.max_label_values = 2;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, o, reg);
+  // Four annotators on the same ten events: only a and b keep their label value.
+  for (std::size_t i = 0; i < kJudge.size(); ++i) {
+    const std::string id = "e" + std::to_string(i);
+    t.noteEvent(id, "A", "");
+    for (const char* who : {"ann-a", "ann-b", "ann-c", "ann-d"}) {
+      const bool like_judge = std::string(who) == "ann-b" || std::string(who) == "ann-d";
+      t.onFeedback({Feedback::Kind::kAnnotation, id, like_judge ? kJudge[i] : kHuman[i],
+                    "faithfulness", who});
+    }
+  }
+  t.refresh();
+  CHECK(value(reg, "assay_feedback_events_total",
+              {{"kind", "annotation"}, {"outcome", "joined"}}) == 40.0);
+  CHECK_FALSE(value(reg, "assay_feedback_events_total", {{"outcome", "duplicate"}}));
+  CHECK(value(reg, "assay_annotator_kappa",
+              {{"annotator_a", "ann-a"}, {"annotator_b", "ann-b"}, {"weighting", "none"}}) ==
+        doctest::Approx(0.4444444444444444).epsilon(1e-9));
+  CHECK_FALSE(value(reg, "assay_annotator_kappa", {{"annotator_b", "other"}}));
+  CHECK_FALSE(value(reg, "assay_annotator_kappa", {{"annotator_a", "ann-c"}}));
+
+  // A/B: the test runs on the three real arms; the ratings gauge folds the third into other.
+  // An event without a variant is not an arm: its rating counts as no_variant.
+  prometheus::Registry reg2;
+  ScoreTracker ab({{"faith_llm", "faithfulness", 1, 4}}, o, reg2);
+  int id = 0;
+  for (const char* arm : {"A", "B", "C"})
+    for (int k = 0; k < 30; ++k) {
+      const std::string key = std::to_string(id++);
+      ab.noteEvent(key, arm, "x");
+      ab.onFeedback(
+          {Feedback::Kind::kRating, key, std::string(arm) == "A" ? 5 : 1 + k % 5, "", ""});
+    }
+  ab.noteEvent("no-arm", "", "x");
+  ab.onFeedback({Feedback::Kind::kRating, "no-arm", 1, "", ""});
+  ab.refresh();
+  CHECK(value(reg2, "assay_feedback_events_total",
+              {{"kind", "rating"}, {"outcome", "no_variant"}}) == 1.0);
+  CHECK(value(reg2, "assay_ab_ratings", {{"variant", "A"}}) == 30.0);
+  CHECK(value(reg2, "assay_ab_ratings", {{"variant", "other"}}) == 30.0);  // C, folded
+  // scipy.stats.chi2_contingency([[0,0,0,0,30],[6]*5,[6]*5], correction=False).pvalue
+  CHECK(value(reg2, "assay_ab_p_value", {{"experiment", "x"}}) ==
+        doctest::Approx(2.1695729204263763e-08).epsilon(1e-9));
+  CHECK(value(reg2, "assay_ab_decided", {{"experiment", "x"}}) == 1.0);
+}
+
+TEST_CASE("interval overlap only among the ten largest variants") {
+  prometheus::Registry reg;
+  TrackingOptions o;
+  o.max_label_values = 50;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, o, reg);
+  int id = 0;
+  for (int v = 0; v < 12; ++v)
+    for (int k = 0; k < 3 + v; ++k)  // variant v11 has the most scores
+      t.record(0, std::to_string(id++), "v" + std::to_string(v), 1 + k % 4);
+  t.refresh();
+  std::size_t overlap_series = 0;
+  for (const auto& f : reg.Collect())
+    if (f.name == "assay_score_ci95_overlap") overlap_series = f.metric.size();
+  CHECK(overlap_series == 45);                                                 // 10 choose 2
+  CHECK_FALSE(value(reg, "assay_score_ci95_overlap", {{"variant_a", "v0"}}));  // smallest two
+  CHECK(value(reg, "assay_score_mean", {{"variant", "v0"}}));                  // still exported
 }
