@@ -16,7 +16,6 @@ self-judging counted (gpt-judged GPT answers); the restarted daemon makes no LLM
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
-import glob
 import json
 import os
 import shutil

@@ -192,6 +192,29 @@ def start_fake_provider(assayd, *extra):
     return proc, int(line[1])
 
 
+def run_script(name, run):
+    """The main of a script test: common arguments, a temporary directory (removed after),
+    `run(args, workdir, checks)` returning a summary line, the report; returns the exit code."""
+    args = common_args()
+    workdir = tempfile.mkdtemp(prefix=f"assay-{name}-")
+    checks = Checks()
+    summary = error = None
+    try:
+        summary = run(args, workdir, checks)
+    except TestFailure as e:
+        error = str(e)
+    except Exception as e:  # an unexpected error is a failure too, with its type
+        error = f"{type(e).__name__}: {e}"
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"==== {name} summary ====")
+    checks.report()
+    if error:
+        print(f"ERROR: {error}")
+        return 1
+    return checks.finish(summary)
+
+
 def free_loopback_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -10,10 +10,8 @@ Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -102,26 +100,5 @@ admin: {{listen: "127.0.0.1:{port}"}}
     return f"{len(events)} events and {len(feedback)} feedback messages replayed"
 
 
-def main():
-    args = tp.common_args()
-    workdir = tempfile.mkdtemp(prefix="assay-replayfb-")
-    checks = tp.Checks()
-    summary = error = None
-    try:
-        summary = run(args, workdir, checks)
-    except tp.TestFailure as e:
-        error = str(e)
-    except Exception as e:
-        error = f"{type(e).__name__}: {e}"
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    print("==== test_replay_feedback summary ====")
-    checks.report()
-    if error:
-        print(f"ERROR: {error}")
-        return 1
-    return checks.finish(summary)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(tp.run_script("test_replay_feedback", run))

@@ -27,10 +27,8 @@ import math
 import os
 import re
 import select
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -362,26 +360,5 @@ def run(args, workdir, checks):
             print("---- assayd log (tail) ----\n" + tp.tail(assayd_log) + "\n----", flush=True)
 
 
-def main():
-    args = tp.common_args()
-    workdir = tempfile.mkdtemp(prefix="assay-track-")
-    checks = tp.Checks()
-    summary = error = None
-    try:
-        summary = run(args, workdir, checks)
-    except tp.TestFailure as e:
-        error = str(e)
-    except Exception as e:
-        error = f"{type(e).__name__}: {e}"
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    print("==== test_tracking summary ====")
-    checks.report()
-    if error:
-        print(f"ERROR: {error}")
-        return 1
-    return checks.finish(summary)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(tp.run_script("test_tracking", run))
