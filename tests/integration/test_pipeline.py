@@ -192,10 +192,11 @@ def start_fake_provider(assayd, *extra):
     return proc, int(line[1])
 
 
-def run_script(name, run):
-    """The main of a script test: common arguments, a temporary directory (removed after),
-    `run(args, workdir, checks)` returning a summary line, the report; returns the exit code."""
-    args = common_args()
+def run_script(name, run, args=None):
+    """The main of a script test: arguments (common_args() unless given), a temporary directory
+    (removed after, unless args.keep_temp), `run(args, workdir, checks)` returning a summary
+    line, the report; returns the exit code."""
+    args = args or common_args()
     workdir = tempfile.mkdtemp(prefix=f"assay-{name}-")
     checks = Checks()
     summary = error = None
@@ -206,7 +207,10 @@ def run_script(name, run):
     except Exception as e:  # an unexpected error is a failure too, with its type
         error = f"{type(e).__name__}: {e}"
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if getattr(args, "keep_temp", False):
+            log(f"temporary files kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
     print(f"==== {name} summary ====")
     checks.report()
     if error:
@@ -643,31 +647,7 @@ def main():
             print(f"test_pipeline: '{tool}' not found: run scripts/setup", file=sys.stderr)
             return 1
 
-    workdir = tempfile.mkdtemp(prefix="assay-integ-")
-    checks = Checks()
-    summary, error = None, None
-    try:
-        summary = run(args, workdir, checks)
-    except TestFailure as e:
-        error = str(e)
-    except Exception as e:  # an unexpected error is a failure too, with its type
-        error = f"{type(e).__name__}: {e}"
-    finally:
-        if args.keep_temp:
-            log(f"temporary files kept in {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
-
-    print("==== test_pipeline summary ====")
-    checks.report()
-    if error:
-        print(f"  FAIL {error}")
-    failed = len(checks.failed()) + (1 if error else 0)
-    if failed:
-        print(f"FAILED: {failed} failed, {len(checks.rows) - len(checks.failed())} passed")
-        return 1
-    print(f"PASSED: {len(checks.rows)} checks; {summary}")
-    return 0
+    return run_script("test_pipeline", run, args)
 
 
 if __name__ == "__main__":
