@@ -115,7 +115,7 @@ struct JudgeConfig {
   LlmJudgeConfig llm_options;  ///< when llm
 };
 
-/// Score tracking per judge × criterion (judges/stats/window.hpp, sinks/tracker.hpp).
+/// Score tracking per judge × criterion (judges/tracking/window.hpp, judges/tracking/tracker.hpp).
 struct TrackingOptions {
   int window = 500;                 ///< last successful scores kept for the distribution
   int window_seconds = 86400;       ///< and only those younger than this (0 = no time bound)

@@ -23,7 +23,7 @@
 #include "sinks/judgment.hpp"
 #include "sinks/metrics.hpp"
 #include "sinks/registry.hpp"
-#include "sinks/tracker.hpp"
+#include "judges/tracking/tracker.hpp"
 
 namespace assay {
 namespace {

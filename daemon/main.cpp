@@ -11,7 +11,7 @@
 #include "config/loader.hpp"
 #include "daemon/daemon.hpp"
 #include "daemon/version.hpp"
-#include "sinks/tracker.hpp"
+#include "judges/tracking/tracker.hpp"
 
 namespace {
 

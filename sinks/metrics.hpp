@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "judges/judge.hpp"
+#include "sinks/label_folder.hpp"
 
 namespace assay {
 
@@ -26,20 +27,6 @@ enum class InvalidReason { kNotJson = 0, kNotUtf8, kMissingField, kWrongType, kT
 inline constexpr int kInvalidReasonCount = static_cast<int>(InvalidReason::kCount_);
 std::string_view invalidReasonName(InvalidReason r);
 
-/// Bounds a label's cardinality: the first `max_values` distinct values keep their name, every
-/// later one becomes "other" (CONTRACT.md §7). Empty values become "none"; values longer than
-/// kMaxLabelBytes are cut there (at a UTF-8 boundary). Thread-safe.
-class LabelFolder {
- public:
-  static constexpr std::size_t kMaxLabelBytes = 128;
-  explicit LabelFolder(std::size_t max_values) : max_values_(max_values) {}
-  std::string fold(std::string_view value);
-
- private:
-  std::size_t max_values_;
-  std::mutex mu_;
-  std::map<std::string, bool, std::less<>> seen_;
-};
 
 /// Series of one configured judge; indexes of `runs` are `Outcome` values. Outcomes the
 /// judge's kind can produce exist from the start (exported as 0); use Metrics::countRun.

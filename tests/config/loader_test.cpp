@@ -144,7 +144,7 @@ TEST_CASE("a directory, an empty file and a bad port are errors; inert keys are 
 }
 
 TEST_CASE("tracking: time bound, join capacity, baseline file and its time range") {
-  const std::string file = std::string(ASSAY_SOURCE_DIR) + "/tests/sinks/baseline.jsonl";
+  const std::string file = std::string(ASSAY_SOURCE_DIR) + "/tests/tracking/baseline.jsonl";
   const auto ok =
       load(std::string(kJudge) +
            "tracking: {window_seconds: 3600, join_capacity: 5000, baseline_file: " + file +

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Golden values for judges/stats from scipy and sklearn (Debian's python3-scipy, -sklearn).
-Prints C++ initialisers pasted into tests/stats/stats_test.cpp."""
+"""Golden values for judges/tracking from scipy and sklearn (Debian's python3-scipy, -sklearn).
+Prints C++ initialisers pasted into tests/tracking/stats_test.cpp."""
 import numpy as np
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score

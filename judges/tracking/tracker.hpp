@@ -55,8 +55,8 @@
 #include <vector>
 
 #include "config/options.hpp"
-#include "judges/stats/window.hpp"
-#include "sinks/metrics.hpp"
+#include "judges/tracking/window.hpp"
+#include "sinks/label_folder.hpp"
 
 namespace assay {
 

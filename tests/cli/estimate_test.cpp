@@ -1,4 +1,4 @@
-#include "daemon/estimate.hpp"
+#include "judges/cli/estimate.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "daemon/report.hpp"
+#include "judges/cli/report.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>

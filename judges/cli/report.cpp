@@ -1,4 +1,4 @@
-#include "daemon/report.hpp"
+#include "judges/cli/report.hpp"
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
@@ -15,8 +15,8 @@
 
 #include "config/options.hpp"
 #include "config/rfc3339.hpp"
-#include "judges/stats/stats.hpp"
-#include "judges/stats/window.hpp"
+#include "judges/tracking/stats.hpp"
+#include "judges/tracking/window.hpp"
 
 namespace assay {
 

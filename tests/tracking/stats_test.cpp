@@ -1,4 +1,4 @@
-#include "judges/stats/stats.hpp"
+#include "judges/tracking/stats.hpp"
 
 #include <doctest/doctest.h>
 

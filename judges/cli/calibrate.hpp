@@ -32,8 +32,8 @@
 #include <utility>
 #include <vector>
 
-#include "judges/stats/stats.hpp"
-#include "judges/stats/window.hpp"
+#include "judges/tracking/stats.hpp"
+#include "judges/tracking/window.hpp"
 
 namespace assay {
 

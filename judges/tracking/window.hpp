@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "judges/stats/stats.hpp"
+#include "judges/tracking/stats.hpp"
 
 namespace assay::stats {
 

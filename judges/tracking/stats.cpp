@@ -1,4 +1,4 @@
-#include "judges/stats/stats.hpp"
+#include "judges/tracking/stats.hpp"
 
 #include <algorithm>
 #include <boost/math/distributions/chi_squared.hpp>

@@ -1,4 +1,4 @@
-#include "judges/stats/window.hpp"
+#include "judges/tracking/window.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "sinks/tracker.hpp"
+#include "judges/tracking/tracker.hpp"
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "config/rfc3339.hpp"
-#include "judges/stats/stats.hpp"
+#include "judges/tracking/stats.hpp"
 
 namespace assay {
 namespace {

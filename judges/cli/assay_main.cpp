@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "config/loader.hpp"
-#include "daemon/calibrate.hpp"
-#include "daemon/cli_text.hpp"
-#include "daemon/estimate.hpp"
-#include "daemon/report.hpp"
+#include "judges/cli/calibrate.hpp"
+#include "judges/cli/cli_text.hpp"
+#include "judges/cli/estimate.hpp"
+#include "judges/cli/report.hpp"
 #include "daemon/version.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "daemon/calibrate.hpp"
+#include "judges/cli/calibrate.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -225,7 +225,7 @@ TEST_CASE("JSON Lines: keys as columns, numbers or strings, the same result as C
 
 TEST_CASE("the hand-made wide file: golden values (tests/golden/calibrate_golden.py)") {
   CalibrateOptions o;
-  o.input_path = std::string(ASSAY_TEST_DATA_DIR) + "/daemon/data/calibrate_wide.csv";
+  o.input_path = std::string(ASSAY_TEST_DATA_DIR) + "/cli/data/calibrate_wide.csv";
   o.min_score = 1;
   o.max_score = 4;
   const auto d = loadCalibrationInput(o);

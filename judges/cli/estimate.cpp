@@ -1,4 +1,4 @@
-#include "daemon/estimate.hpp"
+#include "judges/cli/estimate.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <ostream>
 #include <string_view>
 
-#include "daemon/cli_text.hpp"
+#include "judges/cli/cli_text.hpp"
 
 namespace assay {
 

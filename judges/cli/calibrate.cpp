@@ -1,4 +1,4 @@
-#include "daemon/calibrate.hpp"
+#include "judges/cli/calibrate.hpp"
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
@@ -15,7 +15,7 @@
 #include <set>
 #include <sstream>
 
-#include "daemon/cli_text.hpp"
+#include "judges/cli/cli_text.hpp"
 
 namespace assay {
 
