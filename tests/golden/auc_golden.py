@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """ROC AUC golden values from sklearn.metrics.roc_auc_score (Debian's python3-sklearn),
-pasted into tests/daemon/report_test.cpp."""
+pasted into tests/cli/report_test.cpp."""
 from sklearn.metrics import roc_auc_score
 
 cases = [

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Golden values for `assay calibrate` (daemon/calibrate.hpp) from scipy and sklearn (Debian's
 python3-scipy, -sklearn), computed by an independent reading of the two input files with the
-csv module. Prints the values pasted into tests/daemon/calibrate_test.cpp.
+csv module. Prints the values pasted into tests/cli/calibrate_test.cpp.
 
   (a) tests/daemon/data/calibrate_wide.csv, wide format, --min-score 1 --max-score 4
   (b) /work/shared/data/judge_human_pairs.csv (MT-Bench), long format:
