@@ -13,8 +13,6 @@
 
 #include "config/rfc3339.hpp"
 #include "judges/llm/budget.hpp"
-#include "judges/llm/pricing.hpp"
-#include "judges/llm/rubric.hpp"
 
 namespace assay {
 namespace {
@@ -215,6 +213,8 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
   if (o.topic.empty()) r.error(n["topic"], p + ".topic", "must not be empty");
   if (o.group_id.empty()) r.error(n["group_id"], p + ".group_id", "must not be empty");
   if (const auto props = n["properties"]) {
+    if (const auto m = props.Mark(); !m.is_null())
+      o.properties_line = m.line + 1, o.properties_column = m.column + 1;
     if (!props.IsMap()) {
       r.error(props, p + ".properties", "expected a mapping of librdkafka properties");
     } else {
@@ -240,6 +240,9 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
           continue;
         }
         o.properties.emplace_back(key, value);
+        const auto m = kv.first.Mark();
+        o.property_positions.push_back({key, m.is_null() ? 0 : m.line + 1,
+                                        m.is_null() ? 0 : m.column + 1});
       }
       rd_kafka_conf_destroy(probe);
     }
@@ -353,6 +356,47 @@ void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
   }
 }
 
+OptionTree toTree(const YAML::Node& n) {
+  OptionTree t;
+  if (n.IsMap()) {
+    t.kind = OptionTree::Kind::kMap;
+    for (const auto& kv : n) t.map.emplace_back(kv.first.as<std::string>(""), toTree(kv.second));
+  } else if (n.IsSequence()) {
+    t.kind = OptionTree::Kind::kList;
+    for (const auto& item : n) t.list.push_back(toTree(item));
+  } else if (n.IsScalar()) {
+    t.scalar = n.Scalar();
+  }
+  return t;
+}
+
+/// The node at an option path ("rubric.examples[1].score") under a judge's node, or the
+/// deepest node found on the way (for an error's position).
+YAML::Node nodeAt(const YAML::Node& judge, const std::string& path) {
+  YAML::Node at = judge;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '.') ++i;
+    if (path[i] == '[') {
+      const auto close = path.find(']', i);
+      if (close == std::string::npos || !at.IsSequence()) break;
+      const auto index = std::strtoul(path.c_str() + i + 1, nullptr, 10);
+      if (index >= at.size()) break;
+      const YAML::Node next = at[index];
+      at.reset(next);  // rebinds (Node's operator= would overwrite the value)
+      i = close + 1;
+    } else {
+      const auto end = path.find_first_of(".[", i);
+      const std::string key = path.substr(i, end == std::string::npos ? end : end - i);
+      if (!at.IsMap() || !at[key]) break;
+      const YAML::Node next = at[key];
+      at.reset(next);
+      i = end == std::string::npos ? path.size() : end;
+    }
+  }
+  return at;
+}
+
 void loadJudgeOptions(Reader& r, const YAML::Node& n, const std::string& p, JudgeConfig& j) {
   for (const auto& spec : j.factory->descriptor->options) {
     const auto v = n[std::string(spec.name)];
@@ -406,6 +450,9 @@ void loadJudgeOptions(Reader& r, const YAML::Node& n, const std::string& p, Judg
           r.error(v, key, "expected a list of strings");
         break;
       }
+      case OptionType::kTree:
+        j.values.set(std::string(spec.name), toTree(v));
+        break;
     }
   }
 }
@@ -425,12 +472,21 @@ void loadRunIf(Reader& r, const YAML::Node& j, const std::string& jp, JudgeConfi
     if (!r.checkMap(c, cp, {"judge", "below", "above", "passed"})) continue;
     RunIfCondition rc;
     r.get(c, "judge", cp, rc.judge);
-    const bool found = std::any_of(earlier.begin(), earlier.end(),
-                                   [&](const JudgeConfig& e) { return e.name == rc.judge; });
-    if (!found) {
+    const auto found = std::find_if(earlier.begin(), earlier.end(),
+                                    [&](const JudgeConfig& e) { return e.name == rc.judge; });
+    if (found == earlier.end()) {
       r.error(c["judge"] ? c["judge"] : c, cp + ".judge",
               rc.judge.empty() ? "missing"
                                : "'" + rc.judge + "' is not a judge listed before this one");
+      continue;
+    }
+    if (found->factory->descriptor->cost == CostClass::kRemoteCall) {
+      // Asynchronous judges start after every local judge of the event, side by side: none
+      // can wait for another's verdict.
+      r.error(c["judge"], cp + ".judge",
+              "'" + rc.judge + "' is an asynchronous (" +
+                  std::string(judgeKindName(found->factory->descriptor->kind)) +
+                  ") judge: its verdict arrives after the judges that could depend on it start");
       continue;
     }
     if (c["below"]) {
@@ -453,123 +509,61 @@ void loadRunIf(Reader& r, const YAML::Node& j, const std::string& jp, JudgeConfi
   }
 }
 
-// rubric: {levels: {4: {name, description}}, examples: [{question, contexts, answer, score,
-// justification}]}: overrides of the built-in rubric's wording and few-shot examples.
-void loadRubric(Reader& r, const YAML::Node& n, const std::string& p, LlmJudgeConfig& o) {
-  if (!r.checkMap(n, p, {"levels", "examples"})) return;
-  const llm::Rubric* builtin = llm::builtinRubric(o.criterion);
-  const int lo = builtin ? builtin->minScore() : 1, hi = builtin ? builtin->maxScore() : 4;
-  if (const auto levels = n["levels"]) {
-    if (!levels.IsMap()) {
-      r.error(levels, p + ".levels", "expected {score: {name?, description?}}");
-    } else {
-      for (const auto& kv : levels) {
-        int score = 0;
-        const std::string lp = p + ".levels." + kv.first.as<std::string>("");
-        if (!YAML::convert<int>::decode(kv.first, score) || score < lo || score > hi) {
-          r.error(kv.first, lp,
-                  "expected a score from " + std::to_string(lo) + " to " + std::to_string(hi));
-          continue;
-        }
-        if (!r.checkMap(kv.second, lp, {"name", "description"})) continue;
-        RubricLevelOverride lv;
-        lv.score = score;
-        r.get(kv.second, "name", lp, lv.name);
-        r.get(kv.second, "description", lp, lv.description);
-        o.levels.push_back(lv);
-      }
-    }
+/// The judge type of an entry: its kind, then the type key of that kind (`check:`, `metric:`),
+/// or the kind's only type (`kind: llm`). nullptr after reporting the error.
+const JudgeFactory* judgeTypeOf(Reader& r, const YAML::Node& j, const std::string& jp) {
+  static const std::pair<const char*, JudgeKind> kKinds[] = {{"check", JudgeKind::kCheck},
+                                                           {"lexical", JudgeKind::kLexical},
+                                                           {"retrieval", JudgeKind::kRetrieval},
+                                                           {"llm", JudgeKind::kLlm}};
+  std::string kind;
+  r.get(j, "kind", jp, kind);
+  const auto* k = std::find_if(std::begin(kKinds), std::end(kKinds),
+                               [&](const auto& e) { return kind == e.first; });
+  if (k == std::end(kKinds)) {
+    r.error(j["kind"] ? j["kind"] : j, jp + ".kind",
+            kind.empty() ? "missing (check, lexical, retrieval or llm)"
+                         : "unknown kind '" + kind + "' (check, lexical, retrieval, llm)");
+    return nullptr;
   }
-  if (const auto ex = n["examples"]) {
-    if (!ex.IsSequence()) {
-      r.error(ex, p + ".examples",
-              "expected a list of {question, contexts, answer, score, justification}");
-      return;
-    }
-    std::set<int> seen;
-    for (std::size_t i = 0; i < ex.size(); ++i) {
-      const std::string ep = p + ".examples[" + std::to_string(i) + "]";
-      if (!r.checkMap(ex[i], ep, {"question", "contexts", "answer", "score", "justification"}))
-        continue;
-      RubricExample e;
-      r.get(ex[i], "question", ep, e.question);
-      r.get(ex[i], "answer", ep, e.answer);
-      r.get(ex[i], "justification", ep, e.justification);
-      r.getRange(ex[i], "score", ep, e.score, lo, hi);
-      if (!ex[i]["score"]) r.error(ex[i], ep + ".score", "missing");
-      if (const auto c = ex[i]["contexts"]) {
-        if (!c.IsSequence())
-          r.error(c, ep + ".contexts", "expected a list of strings");
-        else
-          for (const auto& t : c) e.contexts.push_back(t.as<std::string>(""));
-      }
-      if (e.answer.empty()) r.error(ex[i], ep + ".answer", "missing");
-      if (!seen.insert(e.score).second)
-        r.error(ex[i]["score"] ? ex[i]["score"] : ex[i], ep + ".score", "one example per level");
-      o.examples.push_back(e);
-    }
+  const char* type_key = judgeTypeKey(k->second);
+  if (!type_key) return findJudgeFactory(k->second, kind);
+  std::string type;
+  r.get(j, type_key, jp, type);
+  if (const auto* f = findJudgeFactory(k->second, type)) return f;
+  std::string known;
+  for (const auto& f : judgeRegistry())
+    if (f.descriptor->kind == k->second)
+      known += (known.empty() ? "" : ", ") + std::string(f.descriptor->type);
+  r.error(j[type_key] ? j[type_key] : j, jp + "." + type_key,
+          (type.empty() ? std::string("missing") : "unknown " + kind + " '" + type + "'") +
+              " (one of: " + known + ")");
+  return nullptr;
+}
+
+/// Checks a judge's options the way start-up will use them: its factory, without services.
+void checkJudgeOptions(Reader& r, const YAML::Node& j, const std::string& jp,
+                       const JudgeConfig& jc, const Config& config) {
+  JudgeContext ctx;
+  ctx.name = jc.name;
+  ctx.budget = &config.budget;
+  ctx.max_waiting = config.limits.queue_capacity;
+  ctx.warn = [&](const std::string& key, const std::string& message) {
+    r.warn(nodeAt(j, key), jp + "." + key, message);
+  };
+  try {
+    (void)jc.factory->create(jc.values, ctx);  // the daemon builds its own later
+  } catch (const OptionError& e) {
+    auto report = [&](const std::string& key, const std::string& message) {
+      r.error(nodeAt(j, key), key.empty() ? jp : jp + "." + key, message);
+    };
+    report(e.key, e.what());
+    for (const auto& [key, message] : e.others) report(key, message);
   }
 }
 
-void loadLlmJudge(Reader& r, const YAML::Node& j, const std::string& jp, JudgeConfig& jc) {
-  jc.llm = true;
-  auto& o = jc.llm_options;
-  r.checkMap(j, jp,
-             {"name",
-              "kind",
-              "criterion",
-              "provider",
-              "endpoint",
-              "model",
-              "api_key_env",
-              "rate",
-              "daily_limit_eur",
-              "max_tokens",
-              "max_input_tokens",
-              "timeout_ms",
-              "max_in_flight",
-              "requests_per_minute",
-              "tokens_per_minute",
-              "max_retries",
-              "max_retry_wait_ms",
-              "ca_file",
-              "run_if",
-              "rubric"});
-  r.getRate(j, "rate", jp, jc.rate, /*allow_zero=*/false);
-  r.get(j, "criterion", jp, o.criterion);
-  if (!llm::builtinRubric(o.criterion)) {
-    std::string known;
-    for (const auto& c : llm::builtinCriteria()) known += (known.empty() ? "" : ", ") + c;
-    r.error(j["criterion"] ? j["criterion"] : j, jp + ".criterion",
-            (o.criterion.empty() ? std::string("missing") : "no rubric for '" + o.criterion + "'") +
-                " (one of: " + known + ")");
-  }
-  r.get(j, "provider", jp, o.provider);
-  if (o.provider != "openai" && o.provider != "anthropic")
-    r.error(j["provider"], jp + ".provider", "expected openai or anthropic");
-  r.get(j, "endpoint", jp, o.endpoint);
-  if (o.endpoint.empty())
-    o.endpoint =
-        o.provider == "anthropic" ? "https://api.anthropic.com" : "https://api.openai.com/v1";
-  if (o.endpoint.rfind("https://", 0) != 0 && o.endpoint.rfind("http://", 0) != 0)
-    r.error(j["endpoint"], jp + ".endpoint", "expected an http:// or https:// URL");
-  r.get(j, "model", jp, o.model);
-  if (o.model.empty()) r.error(j, jp + ".model", "missing");
-  r.get(j, "api_key_env", jp, o.api_key_env);
-  r.getRange(j, "daily_limit_eur", jp, o.daily_limit_eur, 0.0, 1e6);
-  r.getRange(j, "max_tokens", jp, o.max_tokens, 16, 100000);
-  r.getRange<std::int64_t>(j, "max_input_tokens", jp, o.max_input_tokens, 256, 10'000'000);
-  r.getRange(j, "timeout_ms", jp, o.timeout_ms, 100, 600'000);
-  r.getRange(j, "max_in_flight", jp, o.max_in_flight, 1, 1024);
-  r.getRange(j, "requests_per_minute", jp, o.requests_per_minute, 0.0, 1e7);
-  r.getRange(j, "tokens_per_minute", jp, o.tokens_per_minute, 0.0, 1e10);
-  r.getRange(j, "max_retries", jp, o.max_retries, 0, 10);
-  r.getRange(j, "max_retry_wait_ms", jp, o.max_retry_wait_ms, 0, 3'600'000);
-  r.get(j, "ca_file", jp, o.ca_file);
-  if (const auto rub = j["rubric"]) loadRubric(r, rub, jp + ".rubric", o);
-}
-
-void loadJudges(Reader& r, const YAML::Node& n, std::vector<JudgeConfig>& out) {
+void loadJudges(Reader& r, const YAML::Node& n, Config& config) {
+  auto& out = config.judges;
   const std::string p = "judges";
   if (!n.IsSequence()) {
     r.error(n, p, "expected a list of judges");
@@ -584,56 +578,21 @@ void loadJudges(Reader& r, const YAML::Node& n, std::vector<JudgeConfig>& out) {
       continue;
     }
     JudgeConfig jc;
-    std::string kind;
     r.get(j, "name", jp, jc.name);
-    r.get(j, "kind", jp, kind);
     if (jc.name.empty())
       r.error(j, jp + ".name", "missing");
     else if (!names.insert(jc.name).second)
       r.error(j["name"], jp + ".name", "duplicate judge name '" + jc.name + "'");
-    JudgeKind k{};
-    const char* type_key = "metric";
-    if (kind == "check")
-      k = JudgeKind::kCheck, type_key = "check";
-    else if (kind == "lexical")
-      k = JudgeKind::kLexical;
-    else if (kind == "retrieval")
-      k = JudgeKind::kRetrieval;
-    else if (kind == "llm") {
-      loadLlmJudge(r, j, jp, jc);
-      loadRunIf(r, j, jp, jc, out);
-      out.push_back(std::move(jc));
-      continue;
-    } else {
-      r.error(j["kind"] ? j["kind"] : j, jp + ".kind",
-              kind.empty() ? "missing (check, lexical, retrieval or llm)"
-                           : "unknown kind '" + kind + "' (check, lexical, retrieval, llm)");
-      continue;
-    }
-    std::string type;
-    r.get(j, type_key, jp, type);
-    jc.factory = findJudgeFactory(k, type);
-    if (!jc.factory) {
-      std::string known;
-      for (const auto& f : judgeRegistry())
-        if (f.descriptor->kind == k)
-          known += (known.empty() ? "" : ", ") + std::string(f.descriptor->type);
-      r.error(j[type_key] ? j[type_key] : j, jp + "." + type_key,
-              (type.empty() ? std::string("missing") : "unknown " + kind + " '" + type + "'") +
-                  " (one of: " + known + ")");
-      continue;
-    }
-    std::vector<std::string_view> known = {"name", "kind", type_key, "rate", "run_if"};
+    jc.factory = judgeTypeOf(r, j, jp);
+    if (!jc.factory) continue;
+    std::vector<std::string_view> known = {"name", "kind", "rate", "run_if"};
+    if (const char* type_key = judgeTypeKey(jc.factory->descriptor->kind))
+      known.push_back(type_key);
     for (const auto& spec : jc.factory->descriptor->options) known.push_back(spec.name);
     r.checkMap(j, jp, known);
     r.getRate(j, "rate", jp, jc.rate, /*allow_zero=*/false);
     loadJudgeOptions(r, j, jp, jc);
-    try {
-      (void)jc.factory->create(jc.values);  // validates values; the daemon builds its own later
-    } catch (const OptionError& e) {
-      const auto at = e.key.empty() ? j : j[e.key];
-      r.error(at ? at : j, e.key.empty() ? jp : jp + "." + e.key, e.what());
-    }
+    checkJudgeOptions(r, j, jp, jc, config);
     loadRunIf(r, j, jp, jc, out);
     out.push_back(std::move(jc));
   }
@@ -778,28 +737,15 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   if (auto n = root["sampling"]) loadSampling(r, n, c.sampling);
   if (auto n = root["limits"]) loadLimits(r, n, c.limits);
   if (auto n = root["budget"]) loadBudget(r, n, c.budget);
-  if (auto n = root["judges"]) loadJudges(r, n, c.judges);
+  if (auto n = root["judges"]) loadJudges(r, n, c);
   if (auto n = root["tracking"]) loadTracking(r, n, c.tracking);
   if (auto n = root["admin"]) loadAdmin(r, n, c.admin);
   if (auto n = root["sinks"]) loadSinks(r, n, c.sinks);
   if (auto n = root["log"]) loadLog(r, n, c.log);
-  // Every LLM judge needs a price (an unpriced model must not bypass the cap).
-  auto prices = llm::PriceTable::builtin();
-  for (const auto& po : c.budget.prices)
-    prices.set(po.model, llm::ModelPrice{po.input, po.cached_input, po.output});
-  bool any_llm = false;
-  for (std::size_t i = 0; i < c.judges.size(); ++i) {
-    const auto& jc = c.judges[i];
-    if (!jc.llm) continue;
-    any_llm = true;
-    if (!jc.llm_options.model.empty() && !prices.find(jc.llm_options.model)) {
-      const auto at = root["judges"][i]["model"];
-      r.error(at ? at : root["judges"][i], "judges[" + std::to_string(i) + "].model",
-              "no price for model '" + jc.llm_options.model +
-                  "': add it under budget.prices (USD per million tokens) so the cap can hold");
-    }
-  }
-  if (!any_llm && root["budget"])
+  const bool any_paid = std::any_of(c.judges.begin(), c.judges.end(), [](const JudgeConfig& j) {
+    return j.factory->descriptor->cost == CostClass::kRemoteCall;
+  });
+  if (!any_paid && root["budget"])
     r.inert(root["budget"], "budget", "it applies to LLM judges, and none is configured");
   if (c.judges.empty() && res.errors.empty())
     r.error(root, "judges", "no judge configured: nothing would be judged");

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "judges/budget_options.hpp"
 #include "judges/judge.hpp"
 #include "judges/registry.hpp"
 #include "sampling/sampler.hpp"
@@ -25,6 +26,14 @@ struct KafkaOptions {
   int partitions = 6;             ///< embedded only: partitions of each topic it creates, 1..256
   /// Passed verbatim to librdkafka (consumer and producer), in file order.
   std::vector<std::pair<std::string, std::string>> properties;
+  /// Where each property and the mapping are in the file (1-based; 0 = unknown), so that an
+  /// error librdkafka reports later points at the line.
+  struct Position {
+    std::string key;
+    int line = 0, column = 0;
+  };
+  std::vector<Position> property_positions;
+  int properties_line = 0, properties_column = 0;
 };
 
 /// Where each event field lives in the message: JSON Pointers (RFC 6901). "" = field not read.
@@ -47,22 +56,6 @@ struct LimitsOptions {
   int drain_timeout_ms = 10000;           ///< on shutdown, time allowed to finish the queue
 };
 
-/// A model price override, USD per million tokens (CONTRACT.md §6).
-struct PriceOverride {
-  std::string model;
-  double input = 0, cached_input = 0, output = 0;
-};
-
-/// The LLM judges' daily budget. Caps are euros per local day in `timezone`.
-struct BudgetOptions {
-  double usd_to_eur = 0.92;
-  double daily_limit_eur = 5.0;       ///< global cap, every LLM judge together
-  double alert_ratio = 0.8;           ///< warn when spent ≥ ratio × cap
-  std::string timezone = "UTC";       ///< IANA name, e.g. Europe/Paris
-  std::string store = "memory";       ///< "memory" or redis://[:password@]host[:port][/db]
-  std::vector<PriceOverride> prices;  ///< add or override built-in model prices
-};
-
 /// `run_if`: a judge runs only when every condition holds on an earlier verdict of the same
 /// event (a verdict that has no score fails every condition).
 struct RunIfCondition {
@@ -72,47 +65,12 @@ struct RunIfCondition {
   std::optional<bool> passed;   ///< a check's pass/fail
 };
 
-/// Config overrides of a built-in rubric level (by score).
-struct RubricLevelOverride {
-  int score = 0;
-  std::string name, description;  ///< empty = keep the built-in wording
-};
-
-/// A few-shot example shown to the judge (at most one per level).
-struct RubricExample {
-  std::string question, answer, justification;
-  std::vector<std::string> contexts;
-  int score = 0;
-};
-
-/// Settings of a `kind: llm` judge.
-struct LlmJudgeConfig {
-  std::vector<RubricLevelOverride> levels;  ///< `rubric.levels`
-  std::vector<RubricExample> examples;      ///< `rubric.examples`
-  std::string criterion;            ///< a built-in rubric: faithfulness, answer_relevancy, …
-  std::string provider = "openai";  ///< openai | anthropic
-  std::string endpoint;  ///< default https://api.openai.com/v1 or https://api.anthropic.com
-  std::string model;
-  std::string api_key_env;     ///< environment variable holding the key ("" = none)
-  double daily_limit_eur = 0;  ///< this judge's cap (0 = only the global cap)
-  int max_tokens = 300;
-  std::int64_t max_input_tokens = 16000;
-  int timeout_ms = 30000;
-  int max_in_flight = 8;
-  double requests_per_minute = 0, tokens_per_minute = 0;  ///< 0 = unlimited
-  int max_retries = 3;
-  int max_retry_wait_ms = 60000;
-  std::string ca_file;  ///< PEM bundle of a private CA ("" = system store)
-};
-
 struct JudgeConfig {
   std::string name;                       ///< unique; the `judge` metric label
-  const JudgeFactory* factory = nullptr;  ///< cheap judges; nullptr for an LLM judge
+  const JudgeFactory* factory = nullptr;  ///< its type in the judge table (never null once loaded)
   double rate = 1.0;                      ///< share of sampled events this judge sees, (0, 1]
-  JudgeOptionValues values;
+  JudgeOptionValues values;               ///< the type's own options, type-checked
   std::vector<RunIfCondition> run_if;
-  bool llm = false;
-  LlmJudgeConfig llm_options;  ///< when llm
 };
 
 /// Score tracking per judge × criterion (judges/tracking/window.hpp, judges/tracking/tracker.hpp).

@@ -7,6 +7,25 @@
 #include <rapidjson/pointer.h>
 
 namespace assay {
+
+std::string_view invalidReasonName(InvalidReason r) {
+  switch (r) {
+    case InvalidReason::kNotJson:
+      return "not_json";
+    case InvalidReason::kNotUtf8:
+      return "not_utf8";
+    case InvalidReason::kMissingField:
+      return "missing_field";
+    case InvalidReason::kWrongType:
+      return "wrong_type";
+    case InvalidReason::kTooLarge:
+      return "too_large";
+    case InvalidReason::kCount_:
+      break;
+  }
+  return "unknown";
+}
+
 namespace {
 
 using rapidjson::Pointer;

@@ -11,9 +11,14 @@
 
 #include "config/options.hpp"
 #include "judges/event.hpp"
-#include "sinks/metrics.hpp"
 
 namespace assay {
+
+/// Why a Kafka message is not an event (`assay_events_invalid_total{reason}`).
+enum class InvalidReason { kNotJson = 0, kNotUtf8, kMissingField, kWrongType, kTooLarge, kCount_ };
+inline constexpr int kInvalidReasonCount = static_cast<int>(InvalidReason::kCount_);
+/// The reason's label value: not_json, not_utf8, missing_field, wrong_type, too_large.
+std::string_view invalidReasonName(InvalidReason r);
 
 struct ParseOutcome {
   bool ok = false;

@@ -44,7 +44,7 @@ void logCb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
 // Defaults first, then the user's properties verbatim (so they win).
 rd_kafka_conf_t* baseConf(const std::string& bootstrap) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  set(conf, "bootstrap.servers", bootstrap);
+  if (!bootstrap.empty()) set(conf, "bootstrap.servers", bootstrap);
   set(conf, "client.id", "assayd");
   rd_kafka_conf_set_log_cb(conf, logCb);
   return conf;
@@ -71,6 +71,40 @@ rd_kafka_t* newHandle(rd_kafka_type_t type, rd_kafka_conf_t* conf) {
 }
 
 }  // namespace
+
+rd_kafka_conf_t* producerConf(const KafkaOptions& o, const std::string& bootstrap) {
+  rd_kafka_conf_t* conf = baseConf(bootstrap);
+  set(conf, "enable.idempotence", "true");
+  set(conf, "linger.ms", "20");
+  applyUserProperties(conf, o);
+  return conf;
+}
+
+rd_kafka_conf_t* consumerConf(const KafkaOptions& o, const std::string& bootstrap) {
+  rd_kafka_conf_t* conf = baseConf(bootstrap);
+  set(conf, "group.id", o.group_id);
+  set(conf, "enable.auto.offset.store", "false");
+  set(conf, "enable.auto.commit", "true");
+  set(conf, "auto.offset.reset", "earliest");
+  applyUserProperties(conf, o);
+  // This one carries the delivery guarantee; a user property must not silently undo it.
+  set(conf, "enable.auto.offset.store", "false");
+  return conf;
+}
+
+std::string checkKafkaClients(const KafkaOptions& o) {
+  // No bootstrap servers (unless the properties name some): nothing connects anywhere.
+  try {
+    for (const auto type : {RD_KAFKA_CONSUMER, RD_KAFKA_PRODUCER}) {
+      rd_kafka_conf_t* conf = type == RD_KAFKA_CONSUMER ? consumerConf(o, "") : producerConf(o, "");
+      rd_kafka_conf_set_log_cb(conf, nullptr);  // the check prints its own message
+      rd_kafka_destroy(newHandle(type, conf));
+    }
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // ---- EmbeddedBroker ----------------------------------------------------------------------------
 
@@ -102,10 +136,7 @@ EmbeddedBroker::~EmbeddedBroker() {
 // ---- KafkaProducer -----------------------------------------------------------------------------
 
 KafkaProducer::KafkaProducer(const KafkaOptions& o, const std::string& bootstrap) {
-  rd_kafka_conf_t* conf = baseConf(bootstrap);
-  set(conf, "enable.idempotence", "true");
-  set(conf, "linger.ms", "20");
-  applyUserProperties(conf, o);
+  rd_kafka_conf_t* conf = producerConf(o, bootstrap);
   rd_kafka_conf_set_dr_msg_cb(conf, KafkaResultsSink::deliveryReport);
   rk_ = newHandle(RD_KAFKA_PRODUCER, conf);
 }
@@ -187,14 +218,7 @@ KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap
       feedback_topic_(feedback ? o.feedback_topic : ""),
       tracker_(tracker),
       feedback_tracker_(feedback_topic_.empty() ? nullptr : feedback) {
-  rd_kafka_conf_t* conf = baseConf(bootstrap);
-  set(conf, "group.id", o.group_id);
-  set(conf, "enable.auto.offset.store", "false");
-  set(conf, "enable.auto.commit", "true");
-  set(conf, "auto.offset.reset", "earliest");
-  applyUserProperties(conf, o);
-  // These two carry the delivery guarantee; a user property must not silently undo them.
-  set(conf, "enable.auto.offset.store", "false");
+  rd_kafka_conf_t* conf = consumerConf(o, bootstrap);
   rd_kafka_conf_set_rebalance_cb(conf, rebalanceCb);
   rd_kafka_conf_set_opaque(conf, this);
   rk_ = newHandle(RD_KAFKA_CONSUMER, conf);
@@ -205,9 +229,11 @@ KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap
     rd_kafka_topic_partition_list_add(topics, feedback_topic_.c_str(), RD_KAFKA_PARTITION_UA);
   const auto err = rd_kafka_subscribe(rk_, topics);
   rd_kafka_topic_partition_list_destroy(topics);
-  if (err)
+  if (err) {
+    rd_kafka_destroy(rk_);  // the destructor does not run for a constructor that throws
     throw std::runtime_error("kafka.topic: cannot subscribe to '" + topic_ +
                              "': " + rd_kafka_err2str(err));
+  }
 }
 
 OffsetTracker* KafkaConsumer::trackerOf(const char* topic) const {

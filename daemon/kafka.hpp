@@ -18,6 +18,19 @@ namespace assay {
 
 class EventParser;
 
+/// The producer's and the consumer's librdkafka configuration, exactly as start-up builds them:
+/// assay's defaults, then kafka.properties verbatim, then the settings the delivery guarantee
+/// needs. Throws ConfigurationError naming a property librdkafka refuses. The caller owns the
+/// result (rd_kafka_new takes it, or rd_kafka_conf_destroy).
+rd_kafka_conf_t* producerConf(const KafkaOptions& options, const std::string& bootstrap);
+rd_kafka_conf_t* consumerConf(const KafkaOptions& options, const std::string& bootstrap);
+
+/// Builds both clients as start-up does and destroys them at once, without any broker: what
+/// librdkafka would refuse when assayd starts (a property no client accepts alone, such as
+/// max.poll.interval.ms below session.timeout.ms, or an unreadable ssl.ca.location), it refuses
+/// here. Returns librdkafka's message, or "" when both clients start.
+std::string checkKafkaClients(const KafkaOptions& options);
+
 /// librdkafka's mock cluster (rdkafka_mock.h) inside this process: a real Kafka protocol
 /// endpoint on loopback TCP, alive as long as this object. Creates `topics` with `partitions`
 /// partitions each. Throws std::runtime_error when it cannot start.

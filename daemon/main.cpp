@@ -1,17 +1,18 @@
-// assayd: watches the quality of a RAG service from its Kafka events (CONTRACT.md §4).
+// assayd: watches the quality of a RAG service from its Kafka events (README.md, docs/).
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <string>
 
 #include "config/loader.hpp"
-#include "daemon/daemon.hpp"
+#include "daemon/check_config.hpp"
+#include "daemon/pipeline.hpp"
 #include "daemon/version.hpp"
-#include "judges/tracking/tracker.hpp"
 
 namespace {
 
@@ -86,28 +87,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  if (!check_path.empty()) {
-    const auto res = assay::loadConfigFile(check_path);
-    for (const auto& e : res.errors) std::cerr << e.format() << "\n";
-    for (const auto& w : res.warnings) std::cerr << w.format() << "\n";
-    if (!res.ok()) return 2;
-    for (std::size_t i = 0; i < res.config.judges.size(); ++i) {
-      const auto& env = res.config.judges[i].llm_options.api_key_env;
-      if (res.config.judges[i].llm && !env.empty() && !std::getenv(env.c_str()))
-        std::cerr << check_path << ": judges[" << i << "].api_key_env: warning: " << env
-                  << " is not set in this environment; assayd refuses to start without it\n";
-    }
-    if (const auto& t = res.config.tracking; !t.baseline_file.empty()) {
-      try {  // the file's content, as the daemon will read it
-        (void)assay::loadBaselineScores(t.baseline_file, std::nullopt, std::nullopt);
-      } catch (const std::exception& e) {
-        std::cerr << check_path << ": tracking.baseline_file: " << e.what() << "\n";
-        return 2;
-      }
-    }
-    std::cout << check_path << ": OK (" << res.config.judges.size() << " judges)\n";
-    return 0;
-  }
+  if (!check_path.empty()) return assay::checkConfig(check_path, std::cout, std::cerr);
   if (config_path.empty()) return usageError("--config FILE is required");
 
   auto res = assay::loadConfigFile(config_path);
@@ -115,6 +95,12 @@ int main(int argc, char** argv) {
     for (const auto& e : res.errors) std::cerr << e.format() << "\n";
     return 2;
   }
+  if (!run.replay_feedback_file.empty() && res.config.kafka.feedback_topic.empty())
+    return usageError("--replay-feedback needs kafka.feedback_topic in the configuration");
+  for (const auto& [flag, file] : {std::pair{"--replay", run.replay_file},
+                                   std::pair{"--replay-feedback", run.replay_feedback_file}})
+    if (!file.empty() && !std::ifstream(file))
+      return usageError(std::string(flag) + ": cannot read '" + file + "'");
   auto logger = spdlog::stderr_color_mt("assayd");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(res.config.log.level));
@@ -130,15 +116,14 @@ int main(int argc, char** argv) {
   spdlog::info("assayd {} starting with {} ({} judges, sampling rate {})", assay::kAssayVersion,
                config_path, res.config.judges.size(), res.config.sampling.rate);
   for (const auto& w : res.warnings) spdlog::warn("{}", w.format());
+  // Every failure from here on is the environment's or a component's (a property librdkafka
+  // refuses, a port in use, a file that cannot be opened): one line, exit 1, so that systemd
+  // restarts the service; --check-config finds the configuration's part of them first.
   try {
-    return assay::runDaemon(res.config, run);
-  } catch (const assay::ConfigurationError& e) {
-    spdlog::critical("{}", e.what());  // e.g. a Kafka property librdkafka rejects
-    return 2;
+    assay::Pipeline pipeline(res.config, run);
+    return pipeline.run();
   } catch (const std::exception& e) {
-    // The environment failed us (port in use, unwritable file, broker rejected the replay):
-    // exit 1, so systemd restarts the service.
-    spdlog::critical("{}", e.what());
+    spdlog::critical("cannot run: {}", e.what());
     return 1;
   }
 }

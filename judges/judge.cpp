@@ -1,5 +1,7 @@
 #include "judges/judge.hpp"
 
+#include <sstream>
+
 namespace assay {
 
 std::string_view outcomeName(Outcome o) {
@@ -36,6 +38,8 @@ std::string_view outcomeName(Outcome o) {
       return "context_too_long";
     case Outcome::kAlreadyJudged:
       return "already_judged";
+    case Outcome::kJudgeError:
+      return "judge_error";
     case Outcome::kCount_:
       break;
   }
@@ -50,6 +54,8 @@ std::string_view judgeKindName(JudgeKind k) {
       return "lexical";
     case JudgeKind::kRetrieval:
       return "retrieval";
+    case JudgeKind::kLlm:
+      return "llm";
   }
   return "unknown";
 }
@@ -88,6 +94,49 @@ std::vector<std::string> JudgeOptionValues::getStringList(std::string_view name)
   if (it == values_.end()) return {};
   if (auto* v = std::get_if<std::vector<std::string>>(&it->second)) return *v;
   throw OptionError(std::string(name), "expected a list of strings");
+}
+
+const OptionTree* JudgeOptionValues::getTree(std::string_view name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return nullptr;
+  if (auto* v = std::get_if<OptionTree>(&it->second)) return v;
+  throw OptionError(std::string(name), "expected a mapping or a list");
+}
+
+namespace {
+
+template <typename T>
+T checkedRange(std::string_view name, T v, T lo, T hi) {
+  if (v < lo || v > hi) {
+    std::ostringstream m;
+    m << "must be between " << lo << " and " << hi;
+    throw OptionError(std::string(name), m.str());
+  }
+  return v;
+}
+
+}  // namespace
+
+std::int64_t JudgeOptionValues::getIntIn(std::string_view name, std::int64_t dflt,
+                                         std::int64_t lo, std::int64_t hi) const {
+  return checkedRange(name, getInt(name, dflt), lo, hi);
+}
+
+double JudgeOptionValues::getNumberIn(std::string_view name, double dflt, double lo,
+                                      double hi) const {
+  return checkedRange(name, getNumber(name, dflt), lo, hi);
+}
+
+const OptionTree* OptionTree::find(std::string_view key) const {
+  if (kind != Kind::kMap) return nullptr;
+  for (const auto& [k, v] : map)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+JudgeInfo descriptorInfo(const JudgeDescriptor& d) {
+  return JudgeInfo{std::string(d.criterion), d.min_score, d.max_score, d.buckets,
+                   d.kind != JudgeKind::kCheck};
 }
 
 }  // namespace assay

@@ -2,9 +2,15 @@
 /// The `Judge` interface and its static descriptor. One judge type = one class implementing
 /// `Judge`; every type is listed in judges/registry.cpp (no static self-registration).
 /// Options flow as: YAML (config/ only) → `JudgeOptionValues` (typed, YAML-free) → the judge's
-/// plain options struct → `create()`. The runtime never sees YAML.
+/// plain options struct → `create(values, context)`. The runtime never sees YAML.
+///
+/// A judge is synchronous (checks, lexical and retrieval judges: `judge()` on a worker, in
+/// microseconds) or asynchronous (cost class kRemoteCall, the LLM judges: `judgeAsync()` returns
+/// at once and the verdict arrives later on another thread). The judge runner calls every
+/// synchronous judge of an event first, in configuration order, then the asynchronous ones.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -19,15 +25,21 @@
 
 namespace assay {
 
+struct BudgetOptions;
+class JudgeServices;
+
 /// Config `kind:` of a judge. Checks are pass/fail; lexical and retrieval judges return a score
-/// in [0, 1].
-enum class JudgeKind { kCheck, kLexical, kRetrieval };
+/// in [0, 1]; an LLM judge scores on its rubric's scale.
+enum class JudgeKind { kCheck, kLexical, kRetrieval, kLlm };
 std::string_view judgeKindName(JudgeKind k);
 
-/// How expensive one run is; decides scheduling (cheap judges run inline on the CPU pool).
-enum class CostClass { kCpuMicroseconds, kCpuMilliseconds };
+/// How expensive one run is; decides scheduling: CPU judges run inline on a worker, in
+/// configuration order; kRemoteCall judges are asynchronous (`judgeAsync`) and start after them.
+enum class CostClass { kCpuMicroseconds, kCpuMilliseconds, kRemoteCall };
 
-enum class OptionType { kInt, kNumber, kBool, kString, kStringList };
+/// kTree: a nested mapping or list as written in YAML (`OptionTree`), for options with
+/// structure such as an LLM judge's `rubric`.
+enum class OptionType { kInt, kNumber, kBool, kString, kStringList, kTree };
 
 /// One judge-specific configuration key, e.g. `max_order` of `bleu`.
 struct OptionSpec {
@@ -36,16 +48,42 @@ struct OptionSpec {
   std::string_view description;  ///< shown by docs and in "unknown key" errors
 };
 
+/// What a local judge answers when it cannot judge an event: the default `outcomes` of a
+/// descriptor.
+inline constexpr Outcome kCannotJudgeOutcomes[] = {
+    Outcome::kNoReference, Outcome::kNoContext,   Outcome::kNoGroundTruth,
+    Outcome::kNoContextIds, Outcome::kEmptyInput, Outcome::kNotApplicable};
+
 struct JudgeDescriptor {
-  std::string_view type;  ///< `check:` / `metric:` value in config, e.g. "rouge_l"
+  /// `check:` / `metric:` value in config, e.g. "rouge_l"; for a kind with a single type and
+  /// no type key (`kind: llm`), the kind's name.
+  std::string_view type;
   JudgeKind kind;
-  std::string_view criterion;   ///< what is measured, e.g. "faithfulness"; a metric label
+  /// What is measured, e.g. "faithfulness" (a metric label); empty when an option of the
+  /// judge chooses it (an LLM judge's `criterion`): then `JudgeFactory::info` tells.
+  std::string_view criterion;
   double min_score, max_score;  ///< score range; checks are 0 (fail) .. 1 (pass)
   std::vector<double> buckets;  ///< `assay_judge_score` histogram upper bounds for this scale
   std::span<const OptionSpec> options;
   CostClass cost;
   std::string_view summary;  ///< one line for docs and --help
+  /// Outcomes besides `ok` this type can produce: their `assay_judge_runs_total` series exist
+  /// from the start (at 0), so that rate() and alerts see them before the first one.
+  std::span<const Outcome> outcomes = kCannotJudgeOutcomes;
 };
+
+/// What one configured judge measures and on which scale. For most types it is the
+/// descriptor's; a type whose options choose the criterion (an LLM judge: the rubric) says so.
+struct JudgeInfo {
+  std::string criterion;
+  double min_score = 0, max_score = 1;
+  std::vector<double> buckets;  ///< histogram upper bounds, ascending, the last = max_score
+  /// false for pass/fail checks: a check that almost always passes is healthy, not lenient.
+  bool graded = true;
+};
+
+/// The descriptor's criterion and scale (for types whose options do not change them).
+JudgeInfo descriptorInfo(const JudgeDescriptor& d);
 
 /// `assay_judge_score` buckets shared by the judges of the same scale: deciles of [0, 1], and
 /// pass/fail (0 or 1).
@@ -53,14 +91,31 @@ inline const std::vector<double> kUnitIntervalBuckets = {0.1, 0.2, 0.3, 0.4, 0.5
                                                          0.6, 0.7, 0.8, 0.9, 1.0};
 inline const std::vector<double> kPassFailBuckets = {0.0, 1.0};
 
-using OptionValue = std::variant<std::int64_t, double, bool, std::string, std::vector<std::string>>;
+/// A nested option value as written in the configuration: a scalar (its text), a mapping (keys
+/// in file order) or a list. The judge that takes it converts and checks the scalars.
+struct OptionTree {
+  enum class Kind { kScalar, kMap, kList };
+  Kind kind = Kind::kScalar;
+  std::string scalar;
+  std::vector<std::pair<std::string, OptionTree>> map;
+  std::vector<OptionTree> list;
+  /// The mapping's value for `key`, or nullptr (also when this is not a mapping).
+  const OptionTree* find(std::string_view key) const;
+};
 
-/// A configuration error in one judge option, thrown by factories (control plane only).
-/// `key` is the option name ("" for the judge as a whole); config/ maps it to FILE:LINE:COLUMN.
+using OptionValue =
+    std::variant<std::int64_t, double, bool, std::string, std::vector<std::string>, OptionTree>;
+
+/// A configuration error in judge options, thrown by factories (control plane only).
+/// `key` is the option's path ("" for the judge as a whole): a name ("max_order"), or inside a
+/// tree option dotted names and [index] ("rubric.examples[1].score"); config/ maps it to
+/// FILE:LINE:COLUMN. A factory that checks every option at once lists the further errors in
+/// `others` (key, message), so that --check-config prints them all.
 struct OptionError : std::runtime_error {
   OptionError(std::string key, const std::string& message)
       : std::runtime_error(message), key(std::move(key)) {}
   std::string key;
+  std::vector<std::pair<std::string, std::string>> others;
 };
 
 /// Judge-specific option values, already type-checked against the descriptor's `OptionSpec`s.
@@ -73,19 +128,47 @@ class JudgeOptionValues {
   bool getBool(std::string_view name, bool dflt) const;
   std::string getString(std::string_view name, std::string dflt) const;
   std::vector<std::string> getStringList(std::string_view name) const;  ///< empty when absent
+  const OptionTree* getTree(std::string_view name) const;  ///< nullptr when absent
+  /// getInt / getNumber within [lo, hi]; OptionError "must be between lo and hi" otherwise.
+  std::int64_t getIntIn(std::string_view name, std::int64_t dflt, std::int64_t lo,
+                        std::int64_t hi) const;
+  double getNumberIn(std::string_view name, double dflt, double lo, double hi) const;
 
  private:
   std::map<std::string, OptionValue, std::less<>> values_;
 };
 
-/// A configured judge type. Implementations are immutable after construction and
-/// `judge()` is safe to call from several worker threads at once.
+/// What a factory may use besides the judge's own options.
+struct JudgeContext {
+  std::string name;  ///< the configured judge name (budget scope "judge:<name>", log lines)
+  const BudgetOptions* budget = nullptr;  ///< prices, caps, time zone, ledger store (never null)
+  std::size_t max_waiting = 10000;        ///< calls a judge may queue locally (limits.queue_capacity)
+  /// Shared resources of asynchronous judges (HTTP clients, budget ledger). nullptr while the
+  /// configuration is only being checked: a factory that needs them checks its options and
+  /// returns nullptr.
+  JudgeServices* services = nullptr;
+  /// Reports a warning about an option (key as in OptionError), e.g. an API key variable unset
+  /// in this environment. May be empty.
+  std::function<void(const std::string& key, const std::string& message)> warn;
+};
+
+/// Receives an asynchronous verdict; called exactly once.
+using VerdictCallback = std::function<void(Verdict verdict)>;
+
+/// A configured judge type. Implementations are immutable after construction (an asynchronous
+/// judge's calls in flight are not part of its configuration) and every method is safe to call
+/// from several threads at once. Neither method throws on any event content: an event the
+/// judge cannot judge yields a non-ok `Outcome`, never a stand-in score.
 class Judge {
  public:
   virtual ~Judge() = default;
-  /// Judges one event. Never throws on any event content; an event the judge cannot judge
-  /// yields a non-ok `Outcome`, never a stand-in score.
+  /// Judges one event on the caller's thread. An asynchronous judge blocks until its verdict
+  /// (for tools and tests; the daemon calls judgeAsync).
   virtual Verdict judge(const Event& event) const = 0;
+  /// Starts judging `event` (the judge copies what it keeps); `done` runs exactly once, on the
+  /// caller's thread for a synchronous judge or an outcome decided at once, else later on a
+  /// thread of the judge's services.
+  virtual void judgeAsync(const Event& event, VerdictCallback done) const { done(judge(event)); }
 };
 
 }  // namespace assay

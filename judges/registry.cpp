@@ -4,6 +4,7 @@
 #include "judges/checks.hpp"
 #include "judges/context_overlap.hpp"
 #include "judges/json_valid.hpp"
+#include "judges/llm/llm_judge.hpp"
 #include "judges/retrieval.hpp"
 #include "judges/rouge_l.hpp"
 #include "judges/token_f1.hpp"
@@ -11,9 +12,27 @@
 namespace assay {
 namespace {
 
+// Judge types take (values) or (values, context) in create(), and say their criterion and
+// scale through info(values) when their options decide them; the table adapts both forms.
+template <typename J>
+std::unique_ptr<Judge> createAdapter(const JudgeOptionValues& values, const JudgeContext& ctx) {
+  if constexpr (requires { J::create(values, ctx); })
+    return J::create(values, ctx);
+  else
+    return J::create(values);
+}
+
+template <typename J>
+JudgeInfo infoAdapter(const JudgeOptionValues& values) {
+  if constexpr (requires { J::info(values); })
+    return J::info(values);
+  else
+    return descriptorInfo(J::kDescriptor);
+}
+
 template <typename J>
 constexpr JudgeFactory entry() {
-  return JudgeFactory{&J::kDescriptor, &J::create};
+  return JudgeFactory{&J::kDescriptor, &createAdapter<J>, &infoAdapter<J>};
 }
 
 // Every judge type, in the order cheap → expensive. Add a new judge here (docs/adding-a-judge.md).
@@ -36,6 +55,8 @@ const JudgeFactory kJudges[] = {
     // reference-free lexical
     entry<ContextOverlapJudge>(),
     entry<QuestionOverlapJudge>(),
+    // LLM-as-a-judge, asynchronous (judges/llm/)
+    entry<llm::LlmJudge>(),
 };
 
 }  // namespace
@@ -45,6 +66,19 @@ std::span<const JudgeFactory> judgeRegistry() { return kJudges; }
 const JudgeFactory* findJudgeFactory(JudgeKind kind, std::string_view type) {
   for (const auto& f : kJudges)
     if (f.descriptor->kind == kind && f.descriptor->type == type) return &f;
+  return nullptr;
+}
+
+const char* judgeTypeKey(JudgeKind kind) {
+  switch (kind) {
+    case JudgeKind::kCheck:
+      return "check";
+    case JudgeKind::kLexical:
+    case JudgeKind::kRetrieval:
+      return "metric";
+    case JudgeKind::kLlm:
+      return nullptr;
+  }
   return nullptr;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-/// What one judge concluded about one event (CONTRACT.md §3, one element of `verdicts`).
+/// What one judge concluded about one event (docs/events.md, "Judgment output": one element of
+/// `verdicts`).
 
 #include <cstdint>
 #include <optional>
@@ -18,7 +19,7 @@ enum class Outcome {
   kNoContextIds,   ///< retrieval judge, contexts carry no ids to match
   kEmptyInput,     ///< the text to judge is empty (or has no content tokens)
   kNotApplicable,  ///< the judge does not apply to this event (e.g. json_valid on a text answer)
-  // LLM judges (judges/llm/verdict.hpp has the details)
+  // LLM judges (judges/llm/llm_judge.hpp has the details)
   kSchemaError,     ///< the judge's reply is not a valid verdict object
   kTruncated,       ///< the reply hit max_tokens
   kRefused,         ///< the judge model declined
@@ -28,6 +29,7 @@ enum class Outcome {
   kSkippedBudget,   ///< the daily budget (or its store) did not allow the call
   kContextTooLong,  ///< question + answer exceed max_input_tokens; no call made
   kAlreadyJudged,   ///< a redelivered event this LLM judge already paid for (within 48 h)
+  kJudgeError,      ///< the judge threw (a bug, logged): the event's other verdicts stand
   kCount_,          // number of outcomes; keep last
 };
 
@@ -41,7 +43,7 @@ struct Verdict {
   std::optional<double> score;  ///< present iff outcome == kOk; within [min, max] of the judge
   std::optional<bool> passed;   ///< checks only: the pass/fail result (score 1 = passed)
   std::string evidence;         ///< short, human-readable why (may be empty)
-  /// LLM judges only: the call's model and cost (CONTRACT.md §3 `model`, `input_tokens`,
+  /// LLM judges only: the call's model and cost (docs/events.md: `model`, `input_tokens`,
   /// `output_tokens`, `cost_eur`); `model` empty for other judges.
   std::string model;
   std::int64_t input_tokens = 0, output_tokens = 0;

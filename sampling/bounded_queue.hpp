@@ -39,6 +39,15 @@ class BoundedQueue {
     return item;
   }
 
+  /// The oldest item without waiting, or nullopt when the queue is empty.
+  std::optional<T> tryPop() {
+    std::lock_guard lock(mu_);
+    if (items_.empty()) return std::nullopt;
+    T item = std::move(items_.front());
+    items_.pop_front();
+    return item;
+  }
+
   /// Stops accepting items; consumers drain what is left, then pop() returns nullopt.
   void close() {
     {

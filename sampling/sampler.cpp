@@ -33,6 +33,20 @@ double Sampler::rateFor(std::string_view tenant, std::string_view app) const {
   return default_rate_;
 }
 
+KeyScreen Sampler::screen(std::string_view key) const {
+  if (key.empty()) return {};
+  const std::uint64_t h = sampleHash(key);
+  return KeyScreen{h, !maybeSampled(h)};
+}
+
+SampleDecision Sampler::decide(const KeyScreen& screen, const Event& event) const {
+  SampleDecision d;
+  d.hash = screen.hash ? *screen.hash : sampleHash(event.id);
+  d.rate = rateFor(event.tenant, event.app);
+  d.sampled = !screen.rejected && thresholdFor(d.rate).admits(d.hash);
+  return d;
+}
+
 bool Sampler::sampled(std::uint64_t h, std::string_view tenant, std::string_view app) const {
   if (rules_.empty()) return default_threshold_.admits(h);
   return thresholdFor(rateFor(tenant, app)).admits(h);

@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "config/options.hpp"
-#include "sinks/metrics.hpp"
+#include "sinks/sink_stats.hpp"
 #include "sinks/sink.hpp"
 
 namespace assay {
@@ -16,7 +16,7 @@ namespace assay {
 class JsonlSink final : public Sink {
  public:
   /// Throws std::runtime_error naming the path when it cannot be opened (start-up only).
-  JsonlSink(const JsonlSinkOptions& options, Metrics& metrics);
+  JsonlSink(const JsonlSinkOptions& options, SinkStats& stats);
   ~JsonlSink() override;
   std::string_view name() const override { return "jsonl"; }
   void write(const Judgment& j, const std::string& json, DeliveryToken token) override;

@@ -16,11 +16,11 @@ struct Pending {
 
 }  // namespace
 
-KafkaResultsSink::KafkaResultsSink(rd_kafka_t* producer, std::string topic, Metrics& metrics)
+KafkaResultsSink::KafkaResultsSink(rd_kafka_t* producer, std::string topic, SinkStats& stats)
     : producer_(producer), topic_(std::move(topic)) {
   // Resolve both children now: the delivery report must not look families up.
-  ok_ = &metrics.sinkWrites("kafka", true);
-  errors_ = &metrics.sinkWrites("kafka", false);
+  ok_ = &stats.writes("kafka", true);
+  errors_ = &stats.writes("kafka", false);
 }
 
 void KafkaResultsSink::write(const Judgment& j, const std::string& json, DeliveryToken token) {

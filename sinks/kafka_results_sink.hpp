@@ -6,7 +6,7 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "sinks/metrics.hpp"
+#include "sinks/sink_stats.hpp"
 #include "sinks/sink.hpp"
 
 namespace assay {
@@ -14,7 +14,7 @@ namespace assay {
 class KafkaResultsSink final : public Sink {
  public:
   /// `producer` must outlive the sink and have `deliveryReport()` wired as its dr_msg_cb.
-  KafkaResultsSink(rd_kafka_t* producer, std::string topic, Metrics& metrics);
+  KafkaResultsSink(rd_kafka_t* producer, std::string topic, SinkStats& stats);
   std::string_view name() const override { return "kafka"; }
   void write(const Judgment& j, const std::string& json, DeliveryToken token) override;
   void flush() override;
@@ -32,7 +32,7 @@ class KafkaResultsSink final : public Sink {
 
 /// Context used by the registry to build sinks (only the wiring knows the producer).
 struct SinkContext {
-  Metrics* metrics = nullptr;
+  SinkStats* stats = nullptr;
   rd_kafka_t* producer = nullptr;  ///< may be null when no Kafka sink is configured
   std::string results_topic;       ///< empty = no results topic
 };

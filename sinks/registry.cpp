@@ -14,14 +14,14 @@ struct SinkEntry {
 const SinkEntry kSinks[] = {
     {"jsonl", [](const SinksOptions& o, const SinkContext&) { return o.jsonl_enabled; },
      [](const SinksOptions& o, const SinkContext& c) -> std::unique_ptr<Sink> {
-       return std::make_unique<JsonlSink>(o.jsonl, *c.metrics);
+       return std::make_unique<JsonlSink>(o.jsonl, *c.stats);
      }},
     {"kafka",
      [](const SinksOptions&, const SinkContext& c) {
        return c.producer != nullptr && !c.results_topic.empty();
      },
      [](const SinksOptions&, const SinkContext& c) -> std::unique_ptr<Sink> {
-       return std::make_unique<KafkaResultsSink>(c.producer, c.results_topic, *c.metrics);
+       return std::make_unique<KafkaResultsSink>(c.producer, c.results_topic, *c.stats);
      }},
 };
 
@@ -33,6 +33,19 @@ std::vector<std::unique_ptr<Sink>> createSinks(const SinksOptions& options,
   for (const auto& e : kSinks)
     if (e.enabled(options, ctx)) out.push_back(e.create(options, ctx));
   return out;
+}
+
+Sinks::Sinks(const SinksOptions& options, const SinkContext& ctx)
+    : stats_(*ctx.stats), sinks_(createSinks(options, ctx)) {}
+
+void Sinks::deliver(const Judgment& j, DeliveryToken token) {
+  const std::string json = toJson(j);
+  for (auto& sink : sinks_) sink->write(j, json, token);
+  stats_.judged.Increment();
+}
+
+void Sinks::flush() {
+  for (auto& sink : sinks_) sink->flush();
 }
 
 }  // namespace assay

@@ -202,10 +202,13 @@ HttpClient::HttpClient(HttpClientOptions options) : impl_(std::make_unique<Impl>
   impl_->thread = std::thread([this] { impl_->io.run(); });
 }
 
-HttpClient::~HttpClient() {
+HttpClient::~HttpClient() { stop(); }
+
+void HttpClient::stop() {
   impl_->guard.reset();
   impl_->io.stop();  // in-flight requests are abandoned: their callbacks do not run
-  if (impl_->thread.joinable()) impl_->thread.join();
+  if (impl_->thread.joinable() && impl_->thread.get_id() != std::this_thread::get_id())
+    impl_->thread.join();
 }
 
 void HttpClient::submit(HttpRequest request, std::function<void(HttpResponse)> done) {

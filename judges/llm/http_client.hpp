@@ -43,13 +43,16 @@ class HttpClient {
  public:
   /// Throws std::runtime_error when `ca_file` cannot be loaded (start-up only).
   explicit HttpClient(HttpClientOptions options = {});
-  ~HttpClient();  ///< cancels in-flight requests (their callbacks get an error) and joins
+  ~HttpClient();  ///< stop()
+  /// Stops the thread: requests in flight and timers are abandoned (their callbacks never run);
+  /// later submit() and schedule() calls are accepted and never run either. Idempotent.
+  void stop();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
   /// Starts `request`; `done` runs on the client's thread with the response or the failure.
   void submit(HttpRequest request, std::function<void(HttpResponse)> done);
-  /// Blocking form of submit, for tools and tests.
+  /// Blocking form of submit, for tools and tests (never after stop()).
   HttpResponse send(HttpRequest request);
   /// Runs `fn` on the client's thread after `delay` (retry backoff, rate-limit waits), without
   /// blocking any thread meanwhile. Abandoned, like requests, when the client is destroyed.

@@ -2,11 +2,37 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <chrono>
+#include <future>
+
+#include "judges/llm/prompt.hpp"
 
 namespace assay::llm {
 
 using Steady = std::chrono::steady_clock;
+
+namespace {
+
+/// The model family: its leading letters ("gpt-4o-mini" → "gpt", "claude-3-5-haiku" → "claude");
+/// OpenAI's o-series reasoning models count as "gpt".
+std::string modelFamily(std::string_view model) {
+  std::string f;
+  for (char c : model) {
+    if (!std::isalpha(static_cast<unsigned char>(c))) break;
+    f.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  if (f == "o" || f == "chatgpt") return "gpt";
+  return f;
+}
+
+std::int64_t epochMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 struct LlmJudge::Call {
   Event event;
@@ -22,10 +48,12 @@ struct LlmJudge::Call {
   std::int64_t ttl_ms = 0;
 };
 
-LlmJudge::LlmJudge(LlmJudgeSettings settings, HttpClient& client, BudgetStore& budget)
+LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
     : settings_(std::move(settings)),
-      client_(client),
-      budget_(budget),
+      services_(services),
+      client_(services.client(settings_.ca_file)),
+      ledger_(services.ledger()),
+      stats_(services.stats().forJudge(settings_.name, settings_.model)),
       policy_(settings_.retry, std::hash<std::string>{}(settings_.name)),
       breaker_(settings_.breaker_failures, settings_.breaker_open) {
   if (settings_.requests_per_minute > 0)
@@ -34,6 +62,12 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, HttpClient& client, BudgetStore& b
   if (settings_.tokens_per_minute > 0)
     tpm_.emplace(settings_.tokens_per_minute, std::max(1.0, settings_.tokens_per_minute / 6),
                  Steady::now());
+  if (settings_.daily_limit_eur > 0)
+    services.addScope("judge:" + settings_.name, settings_.daily_limit_eur);
+  spdlog::info("llm judge '{}': {} {} via {} ({}), {} in flight at most", settings_.name,
+               settings_.rubric.criterion, settings_.model, settings_.endpoint,
+               settings_.provider == Provider::kAnthropic ? "anthropic" : "openai",
+               settings_.max_in_flight);
 }
 
 LlmJudge::~LlmJudge() = default;
@@ -50,11 +84,56 @@ std::vector<ScopeLimit> LlmJudge::scopes() const {
   return s;
 }
 
-void LlmJudge::judge(const Event& event, std::function<void(LlmCallResult)> done) {
+// ---- The Judge interface ----------------------------------------------------------------------
+
+Verdict LlmJudge::judge(const Event& event) const {
+  std::promise<Verdict> p;
+  auto f = p.get_future();
+  judgeAsync(event, [&p](Verdict v) { p.set_value(std::move(v)); });
+  return f.get();
+}
+
+void LlmJudge::warnSelfJudging(const Event& event) const {
+  if (event.model.empty() || modelFamily(event.model) != modelFamily(settings_.model)) return;
+  stats_.self_judging->Increment();
+  if (!self_warned_.exchange(true))
+    spdlog::warn(
+        "llm judge '{}' ({}) judges answers of the same model family ('{}'): judges prefer "
+        "their own family's answers; judge with another family",
+        settings_.name, settings_.model, event.model);
+}
+
+void LlmJudge::judgeAsync(const Event& event, VerdictCallback done) const {
+  warnSelfJudging(event);
+  ++services_.pending();
+  call(event, [this, done = std::move(done)](LlmCallResult r) {
+    Verdict v;
+    v.outcome = r.verdict.outcome;
+    if (r.verdict.outcome == Outcome::kOk) v.score = *r.verdict.score;
+    v.evidence = r.verdict.justification;
+    if (r.verdict.unsupported_claim) v.evidence += " Unsupported: " + *r.verdict.unsupported_claim;
+    v.contexts_truncated = r.contexts_truncated;
+    v.model = settings_.model;
+    v.input_tokens = r.usage.prompt_tokens;
+    v.output_tokens = r.usage.completion_tokens;
+    v.cost_eur = r.cost_eur;
+    stats_.tokens_in->Increment(static_cast<double>(r.usage.prompt_tokens));
+    stats_.tokens_out->Increment(static_cast<double>(r.usage.completion_tokens));
+    stats_.cost->Increment(r.cost_eur);
+    if (!r.usage_reported) stats_.usage_missing->Increment();
+    if (r.store_unavailable) services_.stats().store_errors.Increment();
+    services_.onCall("judge:" + settings_.name, r.cost_eur, r.exhausted_scope);
+    --services_.pending();
+    done(std::move(v));
+  });
+}
+
+// ---- One call ---------------------------------------------------------------------------------
+
+void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done) const {
   const auto t0 = Steady::now();
-  auto early = [&](LlmOutcome o, std::string why, std::string scope = {}) {
+  auto early = [&](Outcome o, std::string why) {
     LlmCallResult r;
-    r.exhausted_scope = std::move(scope);
     r.verdict.outcome = o;
     r.verdict.justification = std::move(why);
     r.latency = std::chrono::duration_cast<Millis>(Steady::now() - t0);
@@ -63,123 +142,137 @@ void LlmJudge::judge(const Event& event, std::function<void(LlmCallResult)> done
   {
     std::lock_guard lock(mu_);
     if (waiting_.size() >= settings_.max_waiting)
-      return early(LlmOutcome::kRateLimited,
+      return early(Outcome::kRateLimited,
                    "local backlog full: " + std::to_string(settings_.max_waiting) +
                        " calls already wait for a max_in_flight slot");
   }
   if (settings_.rubric.needs_contexts && event.contexts.empty())
-    return early(LlmOutcome::kNoContext, "the event has no contexts to judge against");
+    return early(Outcome::kNoContext, "the event has no contexts to judge against");
   auto prompt = buildPrompt(settings_.rubric, event, settings_.max_input_tokens);
-  if (!prompt)
-    return early(LlmOutcome::kContextTooLong, "question and answer exceed max_input_tokens");
+  if (!prompt) return early(Outcome::kContextTooLong, "question and answer exceed max_input_tokens");
 
-  auto call = std::make_shared<Call>();
-  call->started = t0;
-  call->event = event;
-  call->prompt = std::move(*prompt);
-  call->request = buildRequest(settings_.provider, settings_.endpoint, settings_.api_key,
-                               settings_.model, call->prompt, settings_.max_tokens);
-  call->request.timeout = settings_.timeout;
-  call->token_cost = call->prompt.estimated_tokens + settings_.max_tokens;
-
+  auto c = std::make_shared<Call>();
+  c->started = t0;
+  c->event = event;
+  c->prompt = std::move(*prompt);
+  c->request = buildRequest(settings_.provider, settings_.endpoint, settings_.api_key,
+                            settings_.model, c->prompt, settings_.max_tokens);
+  c->request.timeout = settings_.timeout;
+  c->token_cost = c->prompt.estimated_tokens + settings_.max_tokens;
   // Reserve the worst case before anything is sent.
-  const auto worst = estimateUsage(call->prompt.estimated_tokens, settings_.max_tokens);
-  call->reserved_eur = costEur(costUsd(settings_.price, worst), settings_.usd_to_eur);
-  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-  call->day = budgetDay(settings_.timezone, now_ms);
-  call->reservation_id = event.id + "/" + settings_.name + "/" + std::to_string(now_ms) + "/" +
-                         std::to_string(sequence_++);
-  call->ttl_ms = settings_.timeout.count() * (settings_.retry.max_attempts + 1) +
-                 settings_.retry.max_retry_wait.count() * settings_.retry.max_attempts + 60'000;
-  call->done = std::move(done);
-  reserveThenStart(std::move(call), false);
+  const auto worst = estimateUsage(c->prompt.estimated_tokens, settings_.max_tokens);
+  c->reserved_eur = costEur(costUsd(settings_.price, worst), settings_.usd_to_eur);
+  const auto now_ms = epochMs();
+  c->day = budgetDay(settings_.timezone, now_ms);
+  c->reservation_id = event.id + "/" + settings_.name + "/" + std::to_string(now_ms) + "/" +
+                      std::to_string(sequence_++);
+  c->ttl_ms = settings_.timeout.count() * (settings_.retry.max_attempts + 1) +
+              settings_.retry.max_retry_wait.count() * settings_.retry.max_attempts + 60'000;
+  c->done = std::move(done);
+  reserve(std::move(c), false);
 }
 
-void LlmJudge::finishEarly(const std::shared_ptr<Call>& call, LlmOutcome o, std::string why,
-                           std::string scope, bool store_unavailable) {
+void LlmJudge::reserve(std::shared_ptr<Call> c, bool chain) const {
+  ReserveRequest r;
+  r.scopes = scopes();
+  r.amount_eur = c->reserved_eur;
+  r.day = c->day;
+  r.reservation_id = c->reservation_id;
+  r.ttl_ms = c->ttl_ms;
+  r.close_on_refusal = true;
+  // A redelivered event (Kafka at-least-once) is not paid for twice: the first reservation of
+  // an (event id, judge) pair within 48 h marks it.
+  r.mark_event_id = c->event.id;
+  r.mark_judge = settings_.name;
+  ledger_.reserve(std::move(r),
+                  [this, c, chain](ReserveAnswer a) { onReserved(c, a, chain); });
+}
+
+void LlmJudge::finishEarly(const std::shared_ptr<Call>& c, Outcome o, std::string why,
+                           std::string scope, bool store_unavailable) const {
   LlmCallResult r;
   r.store_unavailable = store_unavailable;
   r.exhausted_scope = std::move(scope);
   r.verdict.outcome = o;
   r.verdict.justification = std::move(why);
-  r.latency = std::chrono::duration_cast<Millis>(Steady::now() - call->started);
-  call->done(std::move(r));
+  r.latency = std::chrono::duration_cast<Millis>(Steady::now() - c->started);
+  c->done(std::move(r));
 }
 
-ReserveStatus LlmJudge::reserveThenStart(std::shared_ptr<Call> call, bool from_queue) {
-  const auto r = budget_.reserve(scopes(), call->reserved_eur, call->day, call->reservation_id,
-                                 call->ttl_ms, /*close_on_refusal=*/true);
+void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a,
+                          bool chain) const {
+  const auto& r = a.result;
+  // A call that leaves the budget queue passes the turn to the next one, unless it is still
+  // "busy" (then the next one would be too: it goes back to the front and waits).
+  if (chain && r.status != ReserveStatus::kBusy) retryBudgetWaiting();
   switch (r.status) {
     case ReserveStatus::kExhausted:
-      finishEarly(call, LlmOutcome::kSkippedBudget,
-                  "daily budget exhausted (" + r.exhausted_scope + ")", r.exhausted_scope);
-      return r.status;
+      return finishEarly(c, Outcome::kSkippedBudget,
+                         "daily budget exhausted (" + r.exhausted_scope + ")", r.exhausted_scope);
     case ReserveStatus::kUnavailable:
-      finishEarly(call, LlmOutcome::kSkippedBudget, "budget store unavailable: " + r.error, {},
-                  /*store_unavailable=*/true);
-      return r.status;
+      return finishEarly(c, Outcome::kSkippedBudget, "budget store unavailable: " + r.error, {},
+                         /*store_unavailable=*/true);
     case ReserveStatus::kBusy: {
       // The cap has room for this call once the calls in flight settle (they reserved their
       // worst case): wait, in arrival order, for one of ours to finish, or poll when the holds
       // are another judge's or daemon's.
-      if (Steady::now() - call->started > kMaxBudgetWait) {
-        finishEarly(call, LlmOutcome::kSkippedBudget,
-                    "budget held by calls in flight for too long (" + r.exhausted_scope + ")");
-        return ReserveStatus::kExhausted;
-      }
+      if (Steady::now() - c->started > kMaxBudgetWait)
+        return finishEarly(c, Outcome::kSkippedBudget,
+                           "budget held by calls in flight for too long (" + r.exhausted_scope +
+                               ")");
       {
         std::lock_guard lock(mu_);
         if (in_flight_ > 0) {
-          if (from_queue)
-            budget_waiting_.push_front(std::move(call));
+          if (chain)
+            budget_waiting_.push_front(c);
           else
-            budget_waiting_.push_back(std::move(call));
-          return r.status;
+            budget_waiting_.push_back(c);
+          return;
         }
       }
-      client_.schedule(kBusyPoll, [this, call] { reserveThenStart(call, false); });
-      return r.status;
+      client_.schedule(kBusyPoll, [this, c] { reserve(c, false); });
+      return;
     }
     case ReserveStatus::kReserved:
       break;
   }
-  // A redelivered event (Kafka at-least-once) is not paid for twice: the first reservation of
-  // a (event id, judge) pair within 48 h marks it.
-  if (!call->event.id.empty() &&
-      !budget_.markJudged(call->event.id, settings_.name, kLedgerTtlMs)) {
-    budget_.release(call->reservation_id, call->day, scopes());
-    finishEarly(call, LlmOutcome::kAlreadyJudged, "already judged within 48 h (redelivery)");
-    return ReserveStatus::kReserved;
-  }
+  if (a.already_judged)  // the ledger released the reservation
+    return finishEarly(c, Outcome::kAlreadyJudged, "already judged within 48 h (redelivery)");
   bool overflow = false;
   {
     std::lock_guard lock(mu_);
-    if (in_flight_ >= settings_.max_in_flight) {
-      if (waiting_.size() < settings_.max_waiting) {
-        waiting_.push_back(call);
-        return ReserveStatus::kReserved;
-      }
-      overflow = true;
-    } else {
+    if (in_flight_ < settings_.max_in_flight) {
       ++in_flight_;
+    } else if (waiting_.size() < settings_.max_waiting) {
+      waiting_.push_back(c);
+      return;
+    } else {
+      overflow = true;
     }
   }
   if (overflow) {
-    budget_.release(call->reservation_id, call->day, scopes());
-    finishEarly(call, LlmOutcome::kRateLimited,
-                "local backlog full: " + std::to_string(settings_.max_waiting) +
-                    " calls already wait for a max_in_flight slot");
-    return ReserveStatus::kReserved;
+    ledger_.release(c->reservation_id, c->day, scopes());
+    return finishEarly(c, Outcome::kRateLimited,
+                       "local backlog full: " + std::to_string(settings_.max_waiting) +
+                           " calls already wait for a max_in_flight slot");
   }
-  start(std::move(call));
-  return ReserveStatus::kReserved;
+  start(c);
 }
 
-void LlmJudge::start(std::shared_ptr<Call> call) { attempt(std::move(call)); }
+void LlmJudge::retryBudgetWaiting() const {
+  std::shared_ptr<Call> next;
+  {
+    std::lock_guard lock(mu_);
+    if (budget_waiting_.empty()) return;
+    next = std::move(budget_waiting_.front());
+    budget_waiting_.pop_front();
+  }
+  reserve(std::move(next), /*chain=*/true);
+}
 
-void LlmJudge::attempt(std::shared_ptr<Call> call) {
+void LlmJudge::start(std::shared_ptr<Call> c) const { attempt(std::move(c)); }
+
+void LlmJudge::attempt(std::shared_ptr<Call> c) const {
   Millis wait{0};
   bool open = false;
   {
@@ -190,27 +283,26 @@ void LlmJudge::attempt(std::shared_ptr<Call> call) {
     } else {
       if (rpm_) wait = std::max(wait, rpm_->take(1, now));
       if (tpm_ && wait == Millis{0})
-        wait = std::max(wait, tpm_->take(static_cast<double>(call->token_cost), now));
+        wait = std::max(wait, tpm_->take(static_cast<double>(c->token_cost), now));
     }
   }
   if (open) {
     LlmVerdict v;
-    v.outcome = LlmOutcome::kProviderError;
+    v.outcome = Outcome::kProviderError;
     v.justification = "circuit breaker open: " + settings_.endpoint + " keeps failing";
-    return finish(std::move(call), std::move(v), std::nullopt);
+    return finish(std::move(c), std::move(v), std::nullopt);
   }
   if (wait > Millis{0}) {
-    client_.schedule(wait, [this, call] { attempt(call); });
+    client_.schedule(wait, [this, c] { attempt(c); });
     return;
   }
-  ++call->attempts;
-  client_.submit(call->request,
-                 [this, call](HttpResponse res) { onResponse(call, std::move(res)); });
+  ++c->attempts;
+  client_.submit(c->request, [this, c](HttpResponse res) { onResponse(c, std::move(res)); });
 }
 
-void LlmJudge::onResponse(std::shared_ptr<Call> call, HttpResponse res) {
+void LlmJudge::onResponse(std::shared_ptr<Call> c, HttpResponse res) const {
   if (res.status >= 200 && res.status < 300) {
-    call->answered = true;
+    c->answered = true;
     const auto reply = parseReply(settings_.provider, res.status, res.body);
     {
       std::lock_guard lock(mu_);
@@ -218,14 +310,14 @@ void LlmJudge::onResponse(std::shared_ptr<Call> call, HttpResponse res) {
     }
     if (!reply.ok) {
       LlmVerdict v;
-      v.outcome = LlmOutcome::kProviderError;
+      v.outcome = Outcome::kProviderError;
       v.justification = reply.error_type + ": " + reply.error_message;
-      return finish(std::move(call), std::move(v), reply.usage);
+      return finish(std::move(c), std::move(v), reply.usage);
     }
     auto v = parseVerdict(reply.content, reply.finish, settings_.rubric.minScore(),
                           settings_.rubric.maxScore());
     // Missing usage: charge the conservative estimate (finish() does it).
-    return finish(std::move(call), std::move(v),
+    return finish(std::move(c), std::move(v),
                   reply.usage ? reply.usage : std::optional<TokenUsage>{});
   }
   AttemptResult ar;
@@ -250,42 +342,48 @@ void LlmJudge::onResponse(std::shared_ptr<Call> call, HttpResponse res) {
             settings_.name, settings_.endpoint, settings_.breaker_failures,
             settings_.breaker_open.count() / 1000);
     }
-    d = policy_.decide(call->attempts, ar);
+    d = policy_.decide(c->attempts, ar);
   }
   if (d.retry) {
-    client_.schedule(d.wait, [this, call] { attempt(call); });
+    client_.schedule(d.wait, [this, c] { attempt(c); });
     return;
   }
   LlmVerdict v;
   v.outcome = d.give_up;
   v.justification = res.status ? "HTTP " + std::to_string(res.status) : res.error;
-  finish(std::move(call), std::move(v), std::nullopt);  // error replies are not billed
+  finish(std::move(c), std::move(v), std::nullopt);  // error replies are not billed
 }
 
-void LlmJudge::finish(std::shared_ptr<Call> call, LlmVerdict verdict,
-                      std::optional<TokenUsage> usage) {
+void LlmJudge::finish(std::shared_ptr<Call> c, LlmVerdict verdict,
+                      std::optional<TokenUsage> usage) const {
   LlmCallResult r;
-  r.attempts = call->attempts;
-  r.contexts_truncated = call->prompt.contexts_truncated;
+  r.attempts = c->attempts;
+  r.contexts_truncated = c->prompt.contexts_truncated;
   // Only a 2xx reply is billed by providers; it is charged with its reported usage, or with the
   // conservative estimate (prompt estimate + max_tokens) when it reports none.
-  const bool answered = call->answered;
-  if (!answered) usage = TokenUsage{};
-  if (!usage) usage = estimateUsage(call->prompt.estimated_tokens, settings_.max_tokens);
+  if (!c->answered) usage = TokenUsage{};
+  if (!usage) usage = estimateUsage(c->prompt.estimated_tokens, settings_.max_tokens);
   r.usage = *usage;
   r.usage_reported = usage->reported;
   r.cost_usd = costUsd(settings_.price, *usage);
   r.cost_eur = costEur(r.cost_usd, settings_.usd_to_eur);
-  if (answered && (r.usage.prompt_tokens > 0 || r.usage.completion_tokens > 0)) {
-    budget_.settle(call->reservation_id, call->day, scopes(), r.cost_eur);
-  } else {
-    budget_.release(call->reservation_id, call->day, scopes());
-    r.cost_usd = r.cost_eur = 0;
-  }
   r.verdict = std::move(verdict);
-  r.latency = std::chrono::duration_cast<Millis>(Steady::now() - call->started);
+  // The verdict goes on once the ledger has recorded its money (settle), or freed the
+  // reservation of a call nobody answered (release).
+  if (c->answered && (r.usage.prompt_tokens > 0 || r.usage.completion_tokens > 0)) {
+    const double eur = r.cost_eur;
+    ledger_.settle(c->reservation_id, c->day, scopes(), eur,
+                   [this, c, r = std::move(r)](bool) mutable { settled(c, std::move(r)); });
+  } else {
+    r.cost_usd = r.cost_eur = 0;
+    ledger_.release(c->reservation_id, c->day, scopes(),
+                    [this, c, r = std::move(r)](bool) mutable { settled(c, std::move(r)); });
+  }
+}
+
+void LlmJudge::settled(const std::shared_ptr<Call>& c, LlmCallResult r) const {
+  r.latency = std::chrono::duration_cast<Millis>(Steady::now() - c->started);
   std::shared_ptr<Call> next;
-  std::deque<std::shared_ptr<Call>> retry_budget;
   {
     std::lock_guard lock(mu_);
     if (!waiting_.empty()) {
@@ -294,21 +392,10 @@ void LlmJudge::finish(std::shared_ptr<Call> call, LlmVerdict verdict,
     } else {
       --in_flight_;
     }
-    retry_budget.swap(budget_waiting_);  // this call's hold is gone: try their reservations again
   }
-  call->done(std::move(r));
+  c->done(std::move(r));
   if (next) start(std::move(next));
-  // In arrival order; stop at the first that is still "busy" (it goes back to the front).
-  while (!retry_budget.empty()) {
-    auto c = std::move(retry_budget.front());
-    retry_budget.pop_front();
-    if (reserveThenStart(std::move(c), /*from_queue=*/true) == ReserveStatus::kBusy) break;
-  }
-  if (!retry_budget.empty()) {
-    std::lock_guard lock(mu_);
-    for (auto it = retry_budget.rbegin(); it != retry_budget.rend(); ++it)
-      budget_waiting_.push_front(std::move(*it));
-  }
+  retryBudgetWaiting();  // this call's hold is gone: the first waiting reservation may fit now
 }
 
 }  // namespace assay::llm

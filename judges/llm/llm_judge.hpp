@@ -1,6 +1,9 @@
 #pragma once
-/// One LLM judge: a criterion's rubric, one provider endpoint and model, a daily budget. It turns
-/// an event into a verdict without ever blocking the caller:
+/// One LLM judge (`kind: llm`, a judge of the table in judges/registry.cpp): a criterion's rubric,
+/// one provider endpoint and model, a daily budget. Its options are documented in
+/// docs/configuration.md ("LLM judges"), parsed in llm_options.cpp; its scale is its rubric's.
+/// It turns an event into a verdict without ever blocking the caller (the ledger's Redis round
+/// trips run on the ledger's thread, the HTTP exchange on the client's):
 ///   no contexts for a context rubric → no_context; prompt over max_input_tokens even without
 ///   contexts → context_too_long (no call) → reserve the worst case (prompt estimate +
 ///   max_tokens, priced) in the budget scopes "global" and "judge:<name>" → skipped_budget when
@@ -11,7 +14,8 @@
 ///   with capped full-jitter backoff and Retry-After as a floor (retry.hpp), behind a circuit
 ///   breaker → parse the verdict (verdict.hpp) → settle the reservation with the reported usage
 ///   (or the conservative estimate when the reply has none), or release it when no call was
-///   answered. Failures are outcomes, never scores.
+///   answered; the verdict is handed on once the ledger has recorded that. Failures are
+///   outcomes, never scores.
 
 #include <atomic>
 #include <cstdint>
@@ -23,8 +27,10 @@
 #include <string>
 
 #include "judges/event.hpp"
-#include "judges/llm/budget.hpp"
+#include "judges/judge.hpp"
+#include "judges/llm/call_services.hpp"
 #include "judges/llm/http_client.hpp"
+#include "judges/llm/ledger.hpp"
 #include "judges/llm/pricing.hpp"
 #include "judges/llm/provider.hpp"
 #include "judges/llm/retry.hpp"
@@ -40,6 +46,7 @@ struct LlmJudgeSettings {
   std::string endpoint;  ///< e.g. https://api.openai.com/v1
   std::string model;
   std::string api_key;  ///< from the environment variable named in config
+  std::string ca_file;  ///< PEM bundle of a private CA ("" = the system store)
   ModelPrice price{};   ///< USD per million tokens; a judge needs one to start
   double usd_to_eur = 0.92;
   double daily_limit_eur = 0;  ///< this judge's cap, € per local day (0 = none apart from global)
@@ -59,28 +66,46 @@ struct LlmJudgeSettings {
   Millis breaker_open{30'000};
 };
 
+/// The settings of `kind: llm` judge options (llm_options.cpp). Throws OptionError listing
+/// every bad option. With `context.services == nullptr` the API key variable is not read (a
+/// warning says when it is unset); otherwise an unset variable is an error.
+LlmJudgeSettings llmSettingsFrom(const JudgeOptionValues& values, const JudgeContext& context);
+
 struct LlmCallResult {
   LlmVerdict verdict;
   TokenUsage usage;            ///< tokens charged (reported, or the estimate)
   bool usage_reported = true;  ///< false: the reply had no usage; the estimate was charged
   double cost_usd = 0, cost_eur = 0;
-  Millis latency{0};  ///< from judge() to the result, waits included
+  Millis latency{0};  ///< from call() to the result, waits included
   int attempts = 0;   ///< HTTP attempts made
   bool contexts_truncated = false;
   std::string exhausted_scope;     ///< skipped_budget because this scope's cap was reached
   bool store_unavailable = false;  ///< skipped_budget because the budget store did not answer
 };
 
-class LlmJudge {
+class LlmJudge final : public Judge {
  public:
-  /// `client` and `budget` must outlive the judge; both are shared with other judges.
-  LlmJudge(LlmJudgeSettings settings, HttpClient& client, BudgetStore& budget);
-  ~LlmJudge();
+  static const JudgeDescriptor kDescriptor;
+  /// The judge of these options, its HTTP client and ledger from `context.services`; nullptr
+  /// when the context has no services (the options are only checked). Throws OptionError.
+  static std::unique_ptr<Judge> create(const JudgeOptionValues& values,
+                                       const JudgeContext& context);
+  /// The criterion and scale of the rubric `values` choose.
+  static JudgeInfo info(const JudgeOptionValues& values);
 
-  /// Judges `event` (copied); `done` runs exactly once, on the HTTP client's thread (or on the
-  /// caller's thread for outcomes decided before any call: no_context, context_too_long,
-  /// skipped_budget). Thread-safe.
-  void judge(const Event& event, std::function<void(LlmCallResult)> done);
+  /// `services` must outlive the judge; the judge registers its scope and series there.
+  LlmJudge(LlmJudgeSettings settings, CallServices& services);
+  ~LlmJudge() override;
+
+  /// Blocks until the verdict (tools and tests).
+  Verdict judge(const Event& event) const override;
+  /// The daemon's entry point: `done` runs once with the verdict (model, tokens, cost and
+  /// evidence filled in), on the ledger's or HTTP client's thread, or on the caller's for
+  /// outcomes decided before any call. Counts tokens, cost, usage_missing and self-judging.
+  void judgeAsync(const Event& event, VerdictCallback done) const override;
+
+  /// The same call with every detail of its accounting (tests, benchmarks).
+  void call(const Event& event, std::function<void(LlmCallResult)> done) const;
 
   const LlmJudgeSettings& settings() const { return settings_; }
   int inFlight() const;
@@ -89,28 +114,40 @@ class LlmJudge {
   struct Call;
   static constexpr Millis kMaxBudgetWait{60'000};  ///< longest wait for in-flight holds
   static constexpr Millis kBusyPoll{250};          ///< when the holds are another daemon's
-  /// Reserves and starts (or queues) the call, or finishes it with skipped_budget. Returns the
-  /// reservation status; kBusy means the call was queued again (front when `from_queue`).
-  ReserveStatus reserveThenStart(std::shared_ptr<Call> call, bool from_queue);
-  void finishEarly(const std::shared_ptr<Call>& call, LlmOutcome o, std::string why,
-                   std::string scope = {}, bool store_unavailable = false);
-  void start(std::shared_ptr<Call> call);
-  void attempt(std::shared_ptr<Call> call);
-  void onResponse(std::shared_ptr<Call> call, HttpResponse response);
-  void finish(std::shared_ptr<Call> call, LlmVerdict verdict, std::optional<TokenUsage> usage);
+  /// Asks the ledger for the call's reservation; onReserved() goes on from its answer.
+  /// `chain`: a call taken from budget_waiting_ that passes the turn to the next one.
+  void reserve(std::shared_ptr<Call> call, bool chain) const;
+  void onReserved(const std::shared_ptr<Call>& call, const ReserveAnswer& answer,
+                  bool chain) const;
+  /// Retries the reservation of the first call waiting for budget held by calls in flight.
+  void retryBudgetWaiting() const;
+  void finishEarly(const std::shared_ptr<Call>& call, Outcome o, std::string why,
+                   std::string scope = {}, bool store_unavailable = false) const;
+  void start(std::shared_ptr<Call> call) const;
+  void attempt(std::shared_ptr<Call> call) const;
+  void onResponse(std::shared_ptr<Call> call, HttpResponse response) const;
+  void finish(std::shared_ptr<Call> call, LlmVerdict verdict,
+              std::optional<TokenUsage> usage) const;
+  /// Frees the call's slot (starting the next waiting call) once its money is recorded.
+  void settled(const std::shared_ptr<Call>& call, LlmCallResult result) const;
   std::vector<ScopeLimit> scopes() const;
+  void warnSelfJudging(const Event& event) const;
 
-  LlmJudgeSettings settings_;
+  const LlmJudgeSettings settings_;
+  CallServices& services_;
   HttpClient& client_;
-  BudgetStore& budget_;
-  mutable std::mutex mu_;  // guards everything below
-  RetryPolicy policy_;
-  CircuitBreaker breaker_;
-  std::optional<TokenBucket> rpm_, tpm_;
-  int in_flight_ = 0;
-  std::deque<std::shared_ptr<Call>> waiting_;         // reserved, waiting for a slot
-  std::deque<std::shared_ptr<Call>> budget_waiting_;  // "busy": retried when a call finishes
-  std::atomic<std::uint64_t> sequence_{0};
+  Ledger& ledger_;
+  const LlmStats::Judge stats_;
+  // The state of calls in flight (not the judge's configuration): guarded by mu_.
+  mutable std::mutex mu_;
+  mutable RetryPolicy policy_;
+  mutable CircuitBreaker breaker_;
+  mutable std::optional<TokenBucket> rpm_, tpm_;
+  mutable int in_flight_ = 0;
+  mutable std::deque<std::shared_ptr<Call>> waiting_;         // reserved, waiting for a slot
+  mutable std::deque<std::shared_ptr<Call>> budget_waiting_;  // "busy": retried as calls finish
+  mutable std::atomic<std::uint64_t> sequence_{0};
+  mutable std::atomic<bool> self_warned_{false};
 };
 
 }  // namespace assay::llm

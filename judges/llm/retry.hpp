@@ -46,7 +46,7 @@ bool isRetryable(const AttemptResult& r);
 struct RetryDecision {
   bool retry = false;
   Millis wait{0};                                   ///< when retry: sleep this long first
-  LlmOutcome give_up = LlmOutcome::kProviderError;  ///< when !retry: the outcome to report
+  Outcome give_up = Outcome::kProviderError;  ///< when !retry: the outcome to report
 };
 
 /// Capped exponential backoff with full jitter (Brooker, "Exponential Backoff And Jitter", AWS

@@ -49,7 +49,7 @@ bool looksLikeRefusal(std::string_view text) {
   return false;
 }
 
-LlmVerdict fail(LlmOutcome o, std::string why) {
+LlmVerdict fail(Outcome o, std::string why) {
   LlmVerdict v;
   v.outcome = o;
   v.justification = std::move(why);
@@ -57,34 +57,6 @@ LlmVerdict fail(LlmOutcome o, std::string why) {
 }
 
 }  // namespace
-
-std::string_view llmOutcomeName(LlmOutcome o) {
-  switch (o) {
-    case LlmOutcome::kOk:
-      return "ok";
-    case LlmOutcome::kSchemaError:
-      return "schema_error";
-    case LlmOutcome::kTruncated:
-      return "truncated";
-    case LlmOutcome::kRefused:
-      return "refused";
-    case LlmOutcome::kRateLimited:
-      return "rate_limited";
-    case LlmOutcome::kTimeout:
-      return "timeout";
-    case LlmOutcome::kProviderError:
-      return "provider_error";
-    case LlmOutcome::kSkippedBudget:
-      return "skipped_budget";
-    case LlmOutcome::kContextTooLong:
-      return "context_too_long";
-    case LlmOutcome::kNoContext:
-      return "no_context";
-    case LlmOutcome::kAlreadyJudged:
-      return "already_judged";
-  }
-  return "unknown";
-}
 
 std::string verdictSchema(int min_score, int max_score) {
   const std::string lo = std::to_string(min_score), hi = std::to_string(max_score);
@@ -101,21 +73,21 @@ std::string verdictSchema(int min_score, int max_score) {
 LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_score,
                         int max_score) {
   if (finish == FinishReason::kLength)
-    return fail(LlmOutcome::kTruncated, "reply cut at max_tokens");
+    return fail(Outcome::kTruncated, "reply cut at max_tokens");
   if (finish == FinishReason::kRefusal)
-    return fail(LlmOutcome::kRefused, "the provider flagged a refusal");
+    return fail(Outcome::kRefused, "the provider flagged a refusal");
   const std::string_view body = stripFence(content);
-  if (body.empty()) return fail(LlmOutcome::kSchemaError, "empty reply");
+  if (body.empty()) return fail(Outcome::kSchemaError, "empty reply");
   if (body.front() != '{') {
     if (body.find('{') == std::string_view::npos && looksLikeRefusal(body))
-      return fail(LlmOutcome::kRefused, std::string(body.substr(0, 200)));
-    return fail(LlmOutcome::kSchemaError, "reply is not a JSON object");
+      return fail(Outcome::kRefused, std::string(body.substr(0, 200)));
+    return fail(Outcome::kSchemaError, "reply is not a JSON object");
   }
   rapidjson::Document d;
   // kParseStopWhenDoneFlag is not used: text after the object is an error, not ignored.
   d.Parse(body.data(), body.size());
   if (d.HasParseError()) {
-    return fail(LlmOutcome::kSchemaError, std::string("not JSON: ") +
+    return fail(Outcome::kSchemaError, std::string("not JSON: ") +
                                               rapidjson::GetParseError_En(d.GetParseError()) +
                                               " at byte " + std::to_string(d.GetErrorOffset()));
   }
@@ -126,7 +98,7 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
   if (!d.Accept(validator)) {
     rapidjson::StringBuffer where;
     validator.GetInvalidDocumentPointer().StringifyUriFragment(where);
-    return fail(LlmOutcome::kSchemaError, std::string("violates the verdict schema ('") +
+    return fail(Outcome::kSchemaError, std::string("violates the verdict schema ('") +
                                               validator.GetInvalidSchemaKeyword() + "' at " +
                                               where.GetString() + ")");
   }
@@ -139,12 +111,12 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
     score = static_cast<long>(s.GetInt64());
   }
   if (score < min_score || score > max_score) {
-    return fail(LlmOutcome::kSchemaError, "score " + std::to_string(score) + " outside " +
+    return fail(Outcome::kSchemaError, "score " + std::to_string(score) + " outside " +
                                               std::to_string(min_score) + ".." +
                                               std::to_string(max_score));
   }
   LlmVerdict v;
-  v.outcome = LlmOutcome::kOk;
+  v.outcome = Outcome::kOk;
   v.score = static_cast<int>(score);
   v.justification.assign(d["justification"].GetString(), d["justification"].GetStringLength());
   if (d.HasMember("unsupported_claim") && d["unsupported_claim"].IsString())

@@ -16,27 +16,12 @@
 #include <string>
 #include <string_view>
 
+#include "judges/verdict.hpp"
+
 namespace assay::llm {
 
-/// Why an LLM verdict has (or has no) score. Failures never enter a score distribution.
-enum class LlmOutcome {
-  kOk,
-  kSchemaError,    ///< the reply is not a valid verdict object
-  kTruncated,      ///< the reply hit max_tokens (finish_reason "length" / stop_reason "max_tokens")
-  kRefused,        ///< the judge model declined to judge
-  kRateLimited,    ///< 429/529 and the provider asked to wait longer than max_retry_wait_ms
-  kTimeout,        ///< no reply within timeout_ms (every attempt)
-  kProviderError,  ///< other HTTP or connection failure after retries, or an error body
-  kSkippedBudget,  ///< the daily budget (or its store) did not allow the call
-  kContextTooLong,  ///< question + answer alone exceed max_input_tokens; no call made
-  kNoContext,       ///< the rubric judges contexts and the event has none; no call made
-  kAlreadyJudged,   ///< redelivered: this (event id, judge) was paid for within 48 h; no call
-};
-
-std::string_view llmOutcomeName(LlmOutcome o);
-
 struct LlmVerdict {
-  LlmOutcome outcome = LlmOutcome::kSchemaError;
+  Outcome outcome = Outcome::kSchemaError;
   std::optional<int> score;   ///< iff outcome == kOk
   std::string justification;  ///< the judge's words (kOk), or what was wrong
   std::optional<std::string> unsupported_claim;

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <spdlog/spdlog.h>
+
 #include "config/rfc3339.hpp"
 #include "judges/tracking/stats.hpp"
 
@@ -590,6 +592,42 @@ void ScoreTracker::refresh() {
     const std::string family = it->first.substr(0, it->first.find('\x1f'));
     families_.at(family)->Remove(it->second);
     it = series_.erase(it);
+  }
+}
+
+void freezeBaselines(ScoreTracker& tracker, const std::vector<TrackedJudge>& judges,
+                     const TrackingOptions& t) {
+  if (t.baseline_file.empty()) return;
+  std::map<std::string, std::vector<double>> baseline;
+  try {
+    baseline = loadBaselineScores(
+        t.baseline_file, t.baseline_from.empty() ? std::nullopt : parseRfc3339(t.baseline_from),
+        t.baseline_until.empty() ? std::nullopt : parseRfc3339(t.baseline_until));
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("tracking.baseline_file: ") + e.what());
+  }
+  const std::string range =
+      t.baseline_from.empty() && t.baseline_until.empty()
+          ? ""
+          : fmt::format(" judged in [{}, {})", t.baseline_from.empty() ? "…" : t.baseline_from,
+                        t.baseline_until.empty() ? "…" : t.baseline_until);
+  for (std::size_t i = 0; i < judges.size(); ++i) {
+    auto it = baseline.find(judges[i].name);
+    if (it == baseline.end() || it->second.size() < 2) {
+      spdlog::warn(
+          "tracking: baseline file '{}' has {} score(s) of judge '{}'{}: its baseline is taken "
+          "from its first scores instead",
+          t.baseline_file, it == baseline.end() ? 0 : it->second.size(), judges[i].name, range);
+      continue;
+    }
+    auto scores = it->second;
+    // A count window keeps the file's last baseline_window scores; a duration window all of
+    // them (baseline_from/until choose the period).
+    if (t.baseline_seconds <= 0 && scores.size() > static_cast<std::size_t>(t.baseline_window))
+      scores.erase(scores.begin(), scores.end() - t.baseline_window);
+    spdlog::info("tracking: judge '{}' drift baseline frozen from '{}'{} ({} scores)",
+                 judges[i].name, t.baseline_file, range, scores.size());
+    tracker.setBaseline(i, std::move(scores));
   }
 }
 

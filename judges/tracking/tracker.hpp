@@ -92,6 +92,15 @@ std::map<std::string, std::vector<double>> loadBaselineScores(const std::string&
                                                               std::optional<std::int64_t> from_ms,
                                                               std::optional<std::int64_t> until_ms);
 
+class ScoreTracker;
+
+/// Freezes the drift baseline of every judge found in `options.baseline_file` (limited to
+/// [baseline_from, baseline_until) when set); a judge with fewer than 2 scores there keeps the
+/// baseline from its first scores (a warning says so). Does nothing without a file. Throws
+/// std::runtime_error naming tracking.baseline_file and the file's line on bad content.
+void freezeBaselines(ScoreTracker& tracker, const std::vector<TrackedJudge>& judges,
+                     const TrackingOptions& options);
+
 class ScoreTracker {
  public:
   /// `clock` returns seconds on a monotonic clock (tests inject their own).

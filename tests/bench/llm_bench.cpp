@@ -2,7 +2,8 @@
 // (tests/tools/fake_llm_server.cpp, plain HTTP, answers at once). Run: scripts/bench.
 //   BM_RawHttpCall:  one chat-completions request with HttpClient alone (keep-alive);
 //   BM_LlmJudgeCall: the same call through LlmJudge: prompt building, budget reservation and
-//                    settlement (memory store), request/reply codecs, verdict parsing.
+//                    settlement (memory store, on the ledger's thread: two thread hops),
+//                    request/reply codecs, verdict parsing.
 // The difference is the added latency per call. Prints numbers; asserts nothing.
 
 #include <benchmark/benchmark.h>
@@ -10,6 +11,7 @@
 #include <future>
 
 #include "../llm/fake_server.hpp"
+#include "judges/budget_options.hpp"
 #include "judges/llm/llm_judge.hpp"
 
 using namespace assay;
@@ -20,7 +22,9 @@ namespace {
 struct Env {
   test::FakeLlmServer server;
   HttpClient client;
-  MemoryBudgetStore budget;
+  BudgetOptions budget;  // memory store
+  prometheus::Registry registry;
+  CallServices services{budget, registry};
   Event event;
   Env() {
     event.id = "bench";
@@ -61,7 +65,7 @@ BENCHMARK(BM_RawHttpCall)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_LlmJudgeCall(benchmark::State& state) {
   auto& e = env();
-  LlmJudge judge(e.settings(), e.client, e.budget);
+  LlmJudge judge(e.settings(), e.services);
   static long n = 0;  // Google Benchmark calls this function several times
   for (auto _ : state) {
     // A new id per call: a repeated (event, judge) is already_judged without a call.
@@ -69,10 +73,10 @@ void BM_LlmJudgeCall(benchmark::State& state) {
     event.id = "bench-" + std::to_string(n++);
     std::promise<LlmCallResult> p;
     auto f = p.get_future();
-    judge.judge(event, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
+    judge.call(event, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
     auto r = f.get();
-    if (r.verdict.outcome != LlmOutcome::kOk) {
-      state.SkipWithError(("verdict not ok: " + std::string(llmOutcomeName(r.verdict.outcome)) +
+    if (r.verdict.outcome != Outcome::kOk) {
+      state.SkipWithError(("verdict not ok: " + std::string(outcomeName(r.verdict.outcome)) +
                            " " + r.verdict.justification)
                               .c_str());
       break;

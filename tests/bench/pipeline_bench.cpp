@@ -71,21 +71,32 @@ void BM_Tokenize(benchmark::State& state) {
 }
 BENCHMARK(BM_Tokenize);
 
-// Every registered judge with default options on every dev event, one judge per benchmark.
+// The local judges (every type but the asynchronous LLM judge: scripts/bench measures it apart).
+const std::vector<const JudgeFactory*>& localJudges() {
+  static const auto list = [] {
+    std::vector<const JudgeFactory*> out;
+    for (const auto& f : judgeRegistry())
+      if (f.descriptor->cost != CostClass::kRemoteCall) out.push_back(&f);
+    return out;
+  }();
+  return list;
+}
+
+// Every local judge with default options on every dev event, one judge per benchmark.
 void BM_Judge(benchmark::State& state) {
-  const auto& f = judgeRegistry()[static_cast<std::size_t>(state.range(0))];
+  const auto& f = *localJudges()[static_cast<std::size_t>(state.range(0))];
   state.SetLabel(std::string(f.descriptor->type));
-  const auto judge = f.create(JudgeOptionValues{});
+  const auto judge = f.create(JudgeOptionValues{}, JudgeContext{});
   std::size_t i = 0;
   for (auto _ : state) benchmark::DoNotOptimize(judge->judge(events()[i++ % events().size()]));
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_Judge)->DenseRange(0, static_cast<int>(judgeRegistry().size()) - 1);
+BENCHMARK(BM_Judge)->DenseRange(0, static_cast<int>(localJudges().size()) - 1);
 
 // All judges on one event: the per-event CPU cost of the demo configuration.
 void BM_AllJudgesPerEvent(benchmark::State& state) {
   std::vector<std::unique_ptr<Judge>> judges;
-  for (const auto& f : judgeRegistry()) judges.push_back(f.create(JudgeOptionValues{}));
+  for (const auto* f : localJudges()) judges.push_back(f->create(JudgeOptionValues{}, JudgeContext{}));
   std::size_t i = 0;
   for (auto _ : state) {
     const auto& e = events()[i++ % events().size()];

@@ -1,4 +1,5 @@
 #include "config/loader.hpp"
+#include "judges/llm/llm_judge.hpp"
 
 #include <doctest/doctest.h>
 
@@ -267,17 +268,38 @@ TEST_CASE("LLM judges: defaults, prices, criteria, run_if") {
       "my-model}\n");
   for (const auto& e : ok.errors) MESSAGE(e.format());
   REQUIRE(ok.ok());
-  CHECK(ok.warnings.empty());  // budget is in use
+  // budget is in use: no warning about it; one about the API key variable, unless it is set.
+  if (!std::getenv("OPENAI_API_KEY")) {
+    REQUIRE(ok.warnings.size() == 1);
+    CHECK(ok.warnings[0].path == "judges[1].api_key_env");
+    CHECK(ok.warnings[0].line == 8);
+    CHECK(ok.warnings[0].message.find("OPENAI_API_KEY is not set") != std::string::npos);
+  }
   const auto& f = ok.config.judges[1];
-  CHECK(f.llm);
-  CHECK(f.factory == nullptr);
+  CHECK(f.factory->descriptor->kind == JudgeKind::kLlm);
+  CHECK(f.factory->descriptor->cost == CostClass::kRemoteCall);
   CHECK(f.rate == 0.2);
-  CHECK(f.llm_options.endpoint == "https://api.openai.com/v1");
-  CHECK(f.llm_options.max_tokens == 300);
+  const auto settings = [&](const JudgeConfig& jc) {
+    JudgeContext ctx;
+    ctx.name = jc.name;
+    ctx.budget = &ok.config.budget;
+    return llm::llmSettingsFrom(jc.values, ctx);
+  };
+  CHECK(settings(f).endpoint == "https://api.openai.com/v1");
+  CHECK(settings(f).max_tokens == 300);
+  CHECK(settings(f).timezone == "Europe/Paris");
+  CHECK(settings(f).global_daily_limit_eur == 2.0);
+  // The scale comes from the rubric.
+  const auto info = f.factory->info(f.values);
+  CHECK(info.criterion == "faithfulness");
+  CHECK(info.min_score == 1.0);
+  CHECK(info.max_score == 4.0);
+  CHECK(info.buckets == std::vector<double>{1, 2, 3, 4});
   REQUIRE(f.run_if.size() == 1);
   CHECK(f.run_if[0].judge == "overlap");
   CHECK(f.run_if[0].below == 0.8);
-  CHECK(ok.config.judges[2].llm_options.endpoint == "https://api.anthropic.com");
+  CHECK(settings(ok.config.judges[2]).endpoint == "https://api.anthropic.com");
+  CHECK(settings(ok.config.judges[2]).price.input_usd_per_mtok == 1.0);  // budget.prices
   CHECK(ok.config.budget.prices.at(0).cached_input == 1.0);  // defaults to the input price
 
   const auto bad = load(
@@ -292,9 +314,28 @@ TEST_CASE("LLM judges: defaults, prices, criteria, run_if") {
   std::vector<std::string> paths;
   for (const auto& e : bad.errors) paths.push_back(e.path);
   CHECK(paths == std::vector<std::string>{"budget.timezone", "judges[0].criterion",
-                                          "judges[2].provider", "judges[3].run_if[0].judge",
-                                          "judges[1].model"});
-  CHECK(bad.errors.back().message.find("add it under budget.prices") != std::string::npos);
+                                          "judges[1].model", "judges[2].provider",
+                                          "judges[3].run_if[0].judge"});
+  CHECK(bad.errors[2].message.find("add it under budget.prices") != std::string::npos);
+  CHECK(bad.errors[2].line == 4);  // judges[1], where its model is
+  // Every bad option of one judge is reported, each at its key.
+  const auto many = load(
+      "judges:\n"
+      "  - {name: a, kind: llm, criterion: faithfulness, model: gpt-4o, max_tokens: 1, "
+      "timeout_ms: 5, provider: x}\n");
+  std::vector<std::string> keys;
+  for (const auto& e : many.errors) keys.push_back(e.path);
+  CHECK(keys == std::vector<std::string>{"judges[0].provider", "judges[0].max_tokens",
+                                         "judges[0].timeout_ms"});
+  // A run_if on an asynchronous judge is refused: its verdict comes after.
+  const auto chained = load(
+      "judges:\n"
+      "  - {name: a, kind: llm, criterion: faithfulness, model: gpt-4o}\n"
+      "  - {name: b, kind: llm, criterion: faithfulness, model: gpt-4o-mini, run_if: [{judge: "
+      "a, below: 3}]}\n");
+  REQUIRE(chained.errors.size() == 1);
+  CHECK(chained.errors[0].path == "judges[1].run_if[0].judge");
+  CHECK(chained.errors[0].message.find("asynchronous") != std::string::npos);
 }
 
 TEST_CASE("LLM judges: rubric wording overrides and few-shot examples") {
@@ -311,13 +352,17 @@ TEST_CASE("LLM judges: rubric wording overrides and few-shot examples") {
       "        - {question: q, contexts: [c], answer: b, score: 1, justification: no}\n");
   for (const auto& e : r.errors) MESSAGE(e.format());
   REQUIRE(r.ok());
-  const auto& o = r.config.judges[0].llm_options;
-  REQUIRE(o.levels.size() == 1);
-  CHECK(o.levels[0].score == 4);
-  CHECK(o.levels[0].description == "Every figure matches the contract text.");
-  REQUIRE(o.examples.size() == 2);
-  CHECK(o.examples[1].score == 1);
-  CHECK(o.examples[0].contexts == std::vector<std::string>{"c"});
+  JudgeContext ctx;
+  ctx.name = "f";
+  ctx.budget = &r.config.budget;
+  const auto s = llm::llmSettingsFrom(r.config.judges[0].values, ctx);
+  REQUIRE(s.rubric.levels.size() == 4);
+  CHECK(s.rubric.levels[3].score == 4);
+  CHECK(s.rubric.levels[3].description == "Every figure matches the contract text.");
+  CHECK(s.rubric.levels[3].name == llm::builtinRubric("faithfulness")->levels[3].name);
+  REQUIRE(s.rubric.examples.size() == 2);
+  CHECK(s.rubric.examples[1].score == 1);
+  CHECK(s.rubric.examples[0].contexts == std::vector<std::string>{"c"});
   const auto bad = load(
       "judges:\n"
       "  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, rubric: {levels: {5: "

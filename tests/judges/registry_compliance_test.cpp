@@ -3,10 +3,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <set>
 #include <string>
 
+#include <prometheus/registry.h>
+
+#include "../llm/fake_server.hpp"
+#include "judges/budget_options.hpp"
 #include "judges/registry.hpp"
+#include "judges/services.hpp"
 #include "judges/tokenizer.hpp"
 
 namespace assay {
@@ -45,11 +51,49 @@ OptionValue wrongTyped(OptionType t) {
       return std::int64_t{7};
     case OptionType::kStringList:
       return std::string("a string, not a list");
+    case OptionType::kTree:
+      return std::string("a string, not a mapping");
   }
   return std::string("?");
 }
 
 std::string label(const JudgeDescriptor& d) { return std::string(d.type); }
+
+/// What the judge table needs to build every type for real: the services of the asynchronous
+/// judges, and the fake LLM provider (tests/tools/fake_llm_server.cpp) as their endpoint.
+struct Setup {
+  test::FakeLlmServer server;
+  BudgetOptions budget;
+  prometheus::Registry registry;
+  JudgeServices services{budget, registry};
+
+  /// The fewest options a type needs: none for local judges; an LLM judge needs a criterion,
+  /// a priced model and an endpoint.
+  JudgeOptionValues minimal(const JudgeDescriptor& d) {
+    JudgeOptionValues v;
+    if (d.kind == JudgeKind::kLlm) {
+      v.set("criterion", std::string("faithfulness"));
+      v.set("model", std::string("gpt-4o-mini"));
+      v.set("endpoint", server.url("/v1"));
+    }
+    return v;
+  }
+  std::unique_ptr<Judge> create(const JudgeFactory& f, const JudgeOptionValues& values) {
+    JudgeContext ctx;
+    ctx.name = std::string(f.descriptor->type);
+    ctx.budget = &budget;
+    ctx.services = &services;
+    return f.create(values, ctx);
+  }
+  std::unique_ptr<Judge> create(const JudgeFactory& f) { return create(f, minimal(*f.descriptor)); }
+};
+
+/// `base` with `overrides` set on top.
+JudgeOptionValues with(JudgeOptionValues base,
+                       const std::vector<std::pair<std::string, OptionValue>>& overrides) {
+  for (const auto& [k, v] : overrides) base.set(k, v);
+  return base;
+}
 
 void checkVerdictShape(const JudgeDescriptor& d, const Verdict& v) {
   // A score iff ok; never a stand-in value for "could not judge".
@@ -82,7 +126,9 @@ TEST_CASE("registry: descriptors are complete and well-formed") {
     const auto& d = *f.descriptor;
     CAPTURE(label(d));
     CHECK_FALSE(d.type.empty());
-    CHECK_FALSE(d.criterion.empty());
+    // Only a type whose options choose the criterion (an LLM judge's rubric) leaves it empty.
+    CHECK(d.criterion.empty() == (d.kind == JudgeKind::kLlm));
+    CHECK_FALSE(d.outcomes.empty());
     CHECK_FALSE(d.summary.empty());
     CHECK(judgeKindName(d.kind) != "unknown");
     CHECK(d.min_score < d.max_score);
@@ -116,6 +162,7 @@ TEST_CASE("registry: the issue's judges are all listed") {
       {JudgeKind::kLexical, "token_f1"},        {JudgeKind::kRetrieval, "hit_rate"},
       {JudgeKind::kRetrieval, "mrr"},           {JudgeKind::kRetrieval, "ndcg"},
       {JudgeKind::kLexical, "context_overlap"}, {JudgeKind::kLexical, "question_overlap"},
+      {JudgeKind::kLlm, "llm"},
   };
   for (const auto& [kind, type] : expected) {
     CAPTURE(type);
@@ -123,13 +170,14 @@ TEST_CASE("registry: the issue's judges are all listed") {
   }
 }
 
-TEST_CASE("registry: every judge is created from empty options and judges the fixture") {
+TEST_CASE("registry: every judge is created from its fewest options and judges the fixture") {
   const Event e = fixtureEvent();
+  Setup setup;
   for (const auto& f : judgeRegistry()) {
     const auto& d = *f.descriptor;
     CAPTURE(label(d));
     std::unique_ptr<Judge> j;
-    REQUIRE_NOTHROW(j = f.create(JudgeOptionValues{}));
+    REQUIRE_NOTHROW(j = setup.create(f));
     REQUIRE(j != nullptr);
     Verdict v;
     REQUIRE_NOTHROW(v = j->judge(e));
@@ -139,9 +187,30 @@ TEST_CASE("registry: every judge is created from empty options and judges the fi
     // Checks report pass/fail, except refusal which is a label.
     if (d.kind == JudgeKind::kCheck && d.type != "refusal") CHECK(v.passed.has_value());
     if (d.kind != JudgeKind::kCheck) CHECK_FALSE(v.passed.has_value());
-    // Judging is deterministic.
-    CHECK(j->judge(e).score == v.score);
+    // Judging is deterministic (new ids: an LLM judge judges one event id once, redeliveries
+    // come out already_judged).
+    Event again = e, async = e;
+    again.id += "-again";
+    async.id += "-async";
+    CHECK(j->judge(again).score == v.score);
+    // The asynchronous entry point gives the same verdict.
+    std::promise<Verdict> p;
+    j->judgeAsync(async, [&p](Verdict av) { p.set_value(std::move(av)); });
+    CHECK(p.get_future().get().score == v.score);
+    // The judge's scale is its descriptor's unless its options choose it.
+    const auto info = f.info(setup.minimal(d));
+    CHECK(info.criterion == (d.criterion.empty() ? "faithfulness" : d.criterion));
+    CHECK(info.min_score == d.min_score);
+    CHECK(info.max_score == d.max_score);
+    CHECK(info.buckets == d.buckets);
   }
+  // Without services (a configuration being checked) an LLM judge checks its options only.
+  const auto* llm = findJudgeFactory(JudgeKind::kLlm, "llm");
+  JudgeContext checking;
+  checking.name = "f";
+  checking.budget = &setup.budget;
+  CHECK(llm->create(setup.minimal(*llm->descriptor), checking) == nullptr);
+  CHECK_THROWS_AS(llm->create(JudgeOptionValues{}, checking), OptionError);
 }
 
 TEST_CASE("registry: every judge survives an empty event and hostile input") {
@@ -151,10 +220,11 @@ TEST_CASE("registry: every judge survives an empty event and hostile input") {
   hostile.question = "\xC3";
   hostile.reference = "\xF0\x9F";
   hostile.contexts.push_back(Context{"", "", ""});  // one context without id or text
+  Setup setup;
   for (const auto& f : judgeRegistry()) {
     const auto& d = *f.descriptor;
     CAPTURE(label(d));
-    const auto j = f.create(JudgeOptionValues{});
+    const auto j = setup.create(f);
     for (const Event* ev : {&empty, &hostile}) {
       Verdict v;
       CHECK_NOTHROW(v = j->judge(*ev));
@@ -171,28 +241,31 @@ TEST_CASE("registry: an empty event yields each judge's 'cannot judge' outcome")
       {"token_f1", Outcome::kNoReference},      {"hit_rate", Outcome::kNoGroundTruth},
       {"mrr", Outcome::kNoGroundTruth},         {"ndcg", Outcome::kNoGroundTruth},
       {"context_overlap", Outcome::kNoContext}, {"question_overlap", Outcome::kEmptyInput},
+      {"llm", Outcome::kNoContext},
   };
+  Setup setup;
   for (const auto& [type, outcome] : expected) {
     CAPTURE(type);
     const JudgeFactory* f = nullptr;
     for (const auto& candidate : judgeRegistry())
       if (candidate.descriptor->type == type) f = &candidate;
     REQUIRE(f != nullptr);
-    CHECK(f->create(JudgeOptionValues{})->judge(empty).outcome == outcome);
+    CHECK(setup.create(*f)->judge(empty).outcome == outcome);
   }
 }
 
 TEST_CASE("registry: a wrong-typed option value throws OptionError naming the key") {
   int options_checked = 0;
+  Setup setup;
   for (const auto& f : judgeRegistry()) {
     const auto& d = *f.descriptor;
     for (const auto& spec : d.options) {
       CAPTURE(label(d));
       CAPTURE(spec.name);
-      JudgeOptionValues values;
-      values.set(std::string(spec.name), wrongTyped(spec.type));
+      const auto values =
+          with(setup.minimal(d), {{std::string(spec.name), wrongTyped(spec.type)}});
       try {
-        f.create(values);
+        setup.create(f, values);
         FAIL("create() accepted a wrong-typed value");
       } catch (const OptionError& e) {
         CHECK(e.key == spec.name);
@@ -201,7 +274,7 @@ TEST_CASE("registry: a wrong-typed option value throws OptionError naming the ke
       ++options_checked;
     }
   }
-  CHECK(options_checked >= 10);
+  CHECK(options_checked >= 26);
 }
 
 TEST_CASE("registry: out-of-range option values throw OptionError naming the key") {
@@ -226,7 +299,15 @@ TEST_CASE("registry: out-of-range option values throw OptionError naming the key
       {"cites_source", {{"patterns", std::vector<std::string>{"("}}}, "patterns"},
       {"refusal", {{"patterns", std::vector<std::string>{"a{2,1}"}}}, "patterns"},
       {"json_valid", {{"schema_file", std::string("/nonexistent/schema.json")}}, "schema_file"},
+      {"llm", {{"max_tokens", std::int64_t{8}}}, "max_tokens"},
+      {"llm", {{"provider", std::string("azure")}}, "provider"},
+      {"llm", {{"criterion", std::string("tone")}}, "criterion"},
+      {"llm", {{"model", std::string("unpriced-model")}}, "model"},
+      {"llm", {{"endpoint", std::string("ftp://x")}}, "endpoint"},
+      {"llm", {{"api_key_env", std::string("ASSAY_TEST_UNSET_VARIABLE")}}, "api_key_env"},
+      {"llm", {{"rubric", OptionTree{OptionTree::Kind::kScalar, "x", {}, {}}}}, "rubric"},
   };
+  Setup setup;
   for (const auto& c : cases) {
     CAPTURE(c.type);
     CAPTURE(c.key);
@@ -234,10 +315,8 @@ TEST_CASE("registry: out-of-range option values throw OptionError naming the key
     for (const auto& candidate : judgeRegistry())
       if (candidate.descriptor->type == c.type) f = &candidate;
     REQUIRE(f != nullptr);
-    JudgeOptionValues values;
-    for (const auto& [k, v] : c.values) values.set(k, v);
     try {
-      f->create(values);
+      setup.create(*f, with(setup.minimal(*f->descriptor), c.values));
       FAIL("create() accepted an out-of-range value");
     } catch (const OptionError& e) {
       CHECK(e.key == c.key);
@@ -256,7 +335,7 @@ TEST_CASE("lexical judges ignore citation markers on both sides") {
   both.reference = std::string("The warranty lasts [2, 3] two years.");
   for (const char* type : {"rouge_l", "bleu", "token_f1"}) {
     CAPTURE(type);
-    const auto j = findJudgeFactory(JudgeKind::kLexical, type)->create({});
+    const auto j = findJudgeFactory(JudgeKind::kLexical, type)->create({}, JudgeContext{});
     CHECK(*j->judge(plain).score == doctest::Approx(1.0));
     CHECK(*j->judge(cited).score == doctest::Approx(1.0));
     CHECK(*j->judge(both).score == doctest::Approx(1.0));

@@ -7,6 +7,7 @@
 #include <future>
 
 #include "fake_server.hpp"
+#include "judges/budget_options.hpp"
 
 using namespace assay;
 using namespace assay::llm;
@@ -14,10 +15,24 @@ using namespace std::chrono_literals;
 
 namespace {
 
+/// The services every LLM judge of a process shares, on their own registry.
+struct Services {
+  explicit Services(std::string store = "memory") { options.store = std::move(store); }
+  BudgetOptions options;
+  prometheus::Registry registry;
+  CallServices calls{options, registry};
+  /// The ledger's store, once every queued operation has run.
+  BudgetStore& store() {
+    calls.ledger().sync();
+    return calls.ledger().store();
+  }
+};
+
 struct Fixture {
   test::FakeLlmServer server;
-  HttpClient client;
-  MemoryBudgetStore budget;
+  HttpClient client;  // scripts the fake provider
+  Services services;
+  BudgetStore& budget() { return services.store(); }
 
   LlmJudgeSettings settings(Provider p = Provider::kOpenAi) {
     LlmJudgeSettings s;
@@ -69,7 +84,7 @@ LlmCallResult run(LlmJudge& j, Event e = event()) {
   e.id = "req-" + std::to_string(++n);
   std::promise<LlmCallResult> p;
   auto f = p.get_future();
-  j.judge(e, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
+  j.call(e, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
   return f.get();
 }
 
@@ -77,10 +92,10 @@ LlmCallResult run(LlmJudge& j, Event e = event()) {
 
 TEST_CASE("a verdict, its tokens and its cost in euros; the budget is settled") {
   Fixture fx;
-  LlmJudge j(fx.settings(), fx.client, fx.budget);
+  LlmJudge j(fx.settings(), fx.services.calls);
   fx.script(R"([{"score": 3}])");
   const auto r = run(j);
-  REQUIRE(r.verdict.outcome == LlmOutcome::kOk);
+  REQUIRE(r.verdict.outcome == Outcome::kOk);
   CHECK(r.verdict.score == 3);
   CHECK(r.attempts == 1);
   CHECK(r.usage_reported);
@@ -89,21 +104,21 @@ TEST_CASE("a verdict, its tokens and its cost in euros; the budget is settled") 
       (r.usage.prompt_tokens * 0.15 + r.usage.completion_tokens * 0.60) / 1e6;
   CHECK(r.cost_usd == doctest::Approx(expected_usd).epsilon(1e-12));
   CHECK(r.cost_eur == doctest::Approx(expected_usd * 0.92).epsilon(1e-12));
-  const auto snap = fx.budget.spent("global", fx.today());
+  const auto snap = fx.budget().spent("global", fx.today());
   CHECK(snap.spent_eur == doctest::Approx(r.cost_eur).epsilon(1e-6));
   CHECK(snap.outstanding_eur == 0.0);
   // Anthropic speaks its own API.
-  LlmJudge a(fx.settings(Provider::kAnthropic), fx.client, fx.budget);
+  LlmJudge a(fx.settings(Provider::kAnthropic), fx.services.calls);
   fx.script(R"([{"score": 1}])");
   CHECK(run(a).verdict.score == 1);
 }
 
 TEST_CASE("429 with Retry-After: 1 → retried no sooner than 1 s later, then judged") {
   Fixture fx;
-  LlmJudge j(fx.settings(), fx.client, fx.budget);
+  LlmJudge j(fx.settings(), fx.services.calls);
   fx.script(R"([{"status": 429, "retry_after": "1"}, {"score": 2}])");
   const auto r = run(j);
-  CHECK(r.verdict.outcome == LlmOutcome::kOk);
+  CHECK(r.verdict.outcome == Outcome::kOk);
   CHECK(r.attempts == 2);
   CHECK(r.latency >= 1000ms);
 }
@@ -112,14 +127,14 @@ TEST_CASE("Retry-After 600 s with max_retry_wait 60 s → rate_limited at once, 
   Fixture fx;
   auto s = fx.settings();
   s.retry.max_retry_wait = 60'000ms;
-  LlmJudge j(s, fx.client, fx.budget);
+  LlmJudge j(s, fx.services.calls);
   fx.script(R"([{"status": 429, "retry_after": "600"}])");
   const auto r = run(j);
-  CHECK(r.verdict.outcome == LlmOutcome::kRateLimited);
+  CHECK(r.verdict.outcome == Outcome::kRateLimited);
   CHECK(r.attempts == 1);
   CHECK(r.latency < 1000ms);
   CHECK(r.cost_eur == 0.0);
-  const auto snap = fx.budget.spent("global", fx.today());
+  const auto snap = fx.budget().spent("global", fx.today());
   CHECK(snap.spent_eur == 0.0);
   CHECK(snap.outstanding_eur == 0.0);  // the reservation was released
 }
@@ -128,45 +143,45 @@ TEST_CASE("5xx until attempts run out → provider_error; timeouts → timeout")
   Fixture fx;
   auto s = fx.settings();
   s.retry.max_attempts = 3;
-  LlmJudge j(s, fx.client, fx.budget);
+  LlmJudge j(s, fx.services.calls);
   fx.script(R"([{"status": 500}, {"status": 502}, {"status": 503}])");
   const auto r = run(j);
-  CHECK(r.verdict.outcome == LlmOutcome::kProviderError);
+  CHECK(r.verdict.outcome == Outcome::kProviderError);
   CHECK(r.attempts == 3);
   s.timeout = 200ms;
   s.retry.max_attempts = 2;
-  LlmJudge slow(s, fx.client, fx.budget);
+  LlmJudge slow(s, fx.services.calls);
   fx.script(R"([{"delay_ms": 1500}, {"delay_ms": 1500}])");
   const auto t = run(slow);
-  CHECK(t.verdict.outcome == LlmOutcome::kTimeout);
+  CHECK(t.verdict.outcome == Outcome::kTimeout);
   CHECK(t.attempts == 2);
 }
 
 TEST_CASE("outcomes decided before any call: no_context, context_too_long, skipped_budget") {
   Fixture fx;
   const long before = fx.requests();
-  LlmJudge j(fx.settings(), fx.client, fx.budget);
+  LlmJudge j(fx.settings(), fx.services.calls);
   Event empty = event();
   empty.contexts.clear();
-  CHECK(run(j, empty).verdict.outcome == LlmOutcome::kNoContext);
+  CHECK(run(j, empty).verdict.outcome == Outcome::kNoContext);
   Event huge = event();
   huge.answer = std::string(200'000, 'z');
-  CHECK(run(j, huge).verdict.outcome == LlmOutcome::kContextTooLong);
+  CHECK(run(j, huge).verdict.outcome == Outcome::kContextTooLong);
   auto s = fx.settings();
   s.global_daily_limit_eur = 0.000001;  // less than one call's worst case
-  LlmJudge poor(s, fx.client, fx.budget);
+  LlmJudge poor(s, fx.services.calls);
   const auto b = run(poor);
-  CHECK(b.verdict.outcome == LlmOutcome::kSkippedBudget);
+  CHECK(b.verdict.outcome == Outcome::kSkippedBudget);
   CHECK(b.verdict.justification.find("global") != std::string::npos);
   CHECK(fx.requests() == before);  // none of these reached the provider
 }
 
 TEST_CASE("truncated and usage-less replies are still charged") {
   Fixture fx;
-  LlmJudge j(fx.settings(), fx.client, fx.budget);
+  LlmJudge j(fx.settings(), fx.services.calls);
   fx.script(R"([{"kind": "truncated"}])");
   const auto t = run(j);
-  CHECK(t.verdict.outcome == LlmOutcome::kTruncated);
+  CHECK(t.verdict.outcome == Outcome::kTruncated);
   CHECK(t.cost_eur > 0.0);
   fx.script(R"([{"kind": "no_usage", "score": 4}])");
   const auto n = run(j);
@@ -182,13 +197,13 @@ TEST_CASE("the circuit breaker stops calling a failing endpoint") {
   s.retry.max_attempts = 1;
   s.breaker_failures = 2;
   s.breaker_open = 60'000ms;
-  LlmJudge j(s, fx.client, fx.budget);
+  LlmJudge j(s, fx.services.calls);
   fx.script(R"([{"status": 500}, {"status": 500}, {"score": 4}])");
-  CHECK(run(j).verdict.outcome == LlmOutcome::kProviderError);
-  CHECK(run(j).verdict.outcome == LlmOutcome::kProviderError);
+  CHECK(run(j).verdict.outcome == Outcome::kProviderError);
+  CHECK(run(j).verdict.outcome == Outcome::kProviderError);
   const long before = fx.requests();
   const auto r = run(j);
-  CHECK(r.verdict.outcome == LlmOutcome::kProviderError);
+  CHECK(r.verdict.outcome == Outcome::kProviderError);
   CHECK(r.verdict.justification.find("circuit breaker open") == 0);
   CHECK(fx.requests() == before);
 }
@@ -198,58 +213,58 @@ TEST_CASE("a full local backlog ends new calls at once, without reserving") {
   auto s = fx.settings();
   s.max_in_flight = 1;
   s.max_waiting = 1;
-  LlmJudge j(s, fx.client, fx.budget);
+  LlmJudge j(s, fx.services.calls);
   fx.script(R"([{"delay_ms": 400}, {"delay_ms": 10}])");
   std::promise<LlmCallResult> p1, p2;
   Event e1 = event(), e2 = event();
   e1.id = "backlog-1";
   e2.id = "backlog-2";
-  j.judge(e1, [&](LlmCallResult r) { p1.set_value(std::move(r)); });  // in flight
-  j.judge(e2, [&](LlmCallResult r) { p2.set_value(std::move(r)); });  // waits
+  j.call(e1, [&](LlmCallResult r) { p1.set_value(std::move(r)); });  // in flight
+  j.call(e2, [&](LlmCallResult r) { p2.set_value(std::move(r)); });  // waits
   const auto third = run(j);                                          // no room left
-  CHECK(third.verdict.outcome == LlmOutcome::kRateLimited);
+  CHECK(third.verdict.outcome == Outcome::kRateLimited);
   CHECK(third.verdict.justification.find("local backlog full") == 0);
-  CHECK(p1.get_future().get().verdict.outcome == LlmOutcome::kOk);
-  CHECK(p2.get_future().get().verdict.outcome == LlmOutcome::kOk);
+  CHECK(p1.get_future().get().verdict.outcome == Outcome::kOk);
+  CHECK(p2.get_future().get().verdict.outcome == Outcome::kOk);
 }
 
 TEST_CASE("a budget store that does not answer: skipped_budget, flagged, no call") {
   Fixture fx;
-  auto store = makeBudgetStore("redis://127.0.0.1:1/0");  // nothing listens there
-  LlmJudge j(fx.settings(), fx.client, *store);
+  Services down("redis://127.0.0.1:1/0");  // nothing listens there
+  LlmJudge j(fx.settings(), down.calls);
   const long before = fx.requests();
   const auto r = run(j);
-  CHECK(r.verdict.outcome == LlmOutcome::kSkippedBudget);
+  CHECK(r.verdict.outcome == Outcome::kSkippedBudget);
   CHECK(r.store_unavailable);
   CHECK(fx.requests() == before);
 }
 
 TEST_CASE("a redelivered event is not paid for twice") {
   Fixture fx;
-  LlmJudge j(fx.settings(), fx.client, fx.budget);
+  LlmJudge j(fx.settings(), fx.services.calls);
   Event e = event();
   e.id = "redelivered-1";
   auto once = [&] {
     std::promise<LlmCallResult> p;
     auto f = p.get_future();
-    j.judge(e, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
+    j.call(e, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
     return f.get();
   };
   fx.script(R"([{"score": 3}])");
   const long before = fx.requests();
-  CHECK(once().verdict.outcome == LlmOutcome::kOk);
+  CHECK(once().verdict.outcome == Outcome::kOk);
   const auto again = once();
-  CHECK(again.verdict.outcome == LlmOutcome::kAlreadyJudged);
+  CHECK(again.verdict.outcome == Outcome::kAlreadyJudged);
   CHECK(again.cost_eur == 0.0);
   CHECK(fx.requests() == before + 1);
-  CHECK(fx.budget.spent("global", fx.today()).outstanding_eur == 0.0);
+  CHECK(fx.budget().spent("global", fx.today()).outstanding_eur == 0.0);
 }
 
 TEST_CASE("max_in_flight bounds concurrent calls; every call completes") {
   Fixture fx;
   auto s = fx.settings();
   s.max_in_flight = 2;
-  LlmJudge j(s, fx.client, fx.budget);
+  LlmJudge j(s, fx.services.calls);
   fx.script(
       R"([{"delay_ms":200},{"delay_ms":200},{"delay_ms":200},{"delay_ms":200},{"delay_ms":200},{"delay_ms":200}])");
   const auto t0 = std::chrono::steady_clock::now();
@@ -260,10 +275,10 @@ TEST_CASE("max_in_flight bounds concurrent calls; every call completes") {
     futures.push_back(p.get_future());
     Event e = event();
     e.id = "parallel-" + std::to_string(++n);
-    j.judge(e, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
+    j.call(e, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
     CHECK(j.inFlight() <= 2);
   }
-  for (auto& f : futures) CHECK(f.get().verdict.outcome == LlmOutcome::kOk);
+  for (auto& f : futures) CHECK(f.get().verdict.outcome == Outcome::kOk);
   CHECK(std::chrono::steady_clock::now() - t0 >= 600ms);  // 6 calls, 2 at a time, 200 ms each
   CHECK(j.inFlight() == 0);
 }

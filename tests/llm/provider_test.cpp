@@ -7,6 +7,7 @@
 #include "judges/llm/rubric.hpp"
 
 using namespace assay;
+using namespace assay;
 using namespace assay::llm;
 using namespace std::chrono_literals;
 
@@ -123,13 +124,13 @@ TEST_CASE("against the fake provider over HTTPS: verdicts, fences, truncation, b
     CHECK(parseVerdict(fenced.content, fenced.finish, 1, 4).score == 4);  // no retry needed
 
     const auto cut = call(p, R"([{"kind": "truncated"}])");
-    CHECK(parseVerdict(cut.content, cut.finish, 1, 4).outcome == LlmOutcome::kTruncated);
+    CHECK(parseVerdict(cut.content, cut.finish, 1, 4).outcome == Outcome::kTruncated);
     REQUIRE(cut.usage.has_value());  // a truncated reply is still charged
     CHECK(cut.usage->completion_tokens > 0);
 
     const auto slash =
         call(p, R"([{"content": "{\"score\": \"3/4\", \"justification\": \"x\"}"}])");
-    CHECK(parseVerdict(slash.content, slash.finish, 1, 4).outcome == LlmOutcome::kSchemaError);
+    CHECK(parseVerdict(slash.content, slash.finish, 1, 4).outcome == Outcome::kSchemaError);
     const auto digits = call(p, R"([{"content": "{\"score\": \"3\", \"justification\": \"x\"}"}])");
     CHECK(parseVerdict(digits.content, digits.finish, 1, 4).score == 3);
   }

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+using namespace assay;
 using namespace assay::llm;
 using namespace std::chrono_literals;
 
@@ -60,7 +61,7 @@ TEST_CASE("Retry-After 600 s with max_retry_wait 60 000 ms → rate_limited with
   const auto d = policy.decide(1, r);
   CHECK_FALSE(d.retry);
   CHECK(d.wait == 0ms);
-  CHECK(d.give_up == LlmOutcome::kRateLimited);
+  CHECK(d.give_up == Outcome::kRateLimited);
 }
 
 TEST_CASE("full jitter stays within the capped exponential ceiling") {
@@ -95,22 +96,22 @@ TEST_CASE("what is retried, and the outcome when attempts run out") {
     r.status = status;
     const auto d = policy.decide(1, r);
     CHECK_FALSE(d.retry);
-    CHECK(d.give_up == LlmOutcome::kProviderError);
+    CHECK(d.give_up == Outcome::kProviderError);
   }
   AttemptResult s503;
   s503.status = 503;
   CHECK(policy.decide(2, s503).retry);
-  CHECK(policy.decide(3, s503).give_up == LlmOutcome::kProviderError);
+  CHECK(policy.decide(3, s503).give_up == Outcome::kProviderError);
   CHECK_FALSE(policy.decide(3, s503).retry);
   AttemptResult timeout;
   timeout.timed_out = true;
   CHECK(policy.decide(1, timeout).retry);
-  CHECK(policy.decide(3, timeout).give_up == LlmOutcome::kTimeout);
+  CHECK(policy.decide(3, timeout).give_up == Outcome::kTimeout);
   AttemptResult overloaded;
   overloaded.status = 529;
   overloaded.overloaded = true;
   CHECK(policy.decide(1, overloaded).retry);
-  CHECK(policy.decide(3, overloaded).give_up == LlmOutcome::kRateLimited);
+  CHECK(policy.decide(3, overloaded).give_up == Outcome::kRateLimited);
   AttemptResult refused;  // connection refused: no status
   CHECK(policy.decide(1, refused).retry);
 }

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+using namespace assay;
 using namespace assay::llm;
 
 namespace {
@@ -13,32 +14,32 @@ LlmVerdict parse(std::string_view reply, FinishReason f = FinishReason::kStop) {
 TEST_CASE("a plain verdict object") {
   const auto v = parse(
       R"({"score": 3, "justification": "Mostly supported.", "unsupported_claim": "the 1987 date"})");
-  REQUIRE(v.outcome == LlmOutcome::kOk);
+  REQUIRE(v.outcome == Outcome::kOk);
   CHECK(v.score == 3);
   CHECK(v.justification == "Mostly supported.");
   CHECK(v.unsupported_claim == "the 1987 date");
   const auto null_claim = parse(R"({"score":4,"justification":"ok","unsupported_claim":null})");
-  REQUIRE(null_claim.outcome == LlmOutcome::kOk);
+  REQUIRE(null_claim.outcome == Outcome::kOk);
   CHECK_FALSE(null_claim.unsupported_claim.has_value());
 }
 
 TEST_CASE("one markdown fence is stripped, no retry needed") {
   const auto v = parse("```json\n{\"score\": 2, \"justification\": \"x\"}\n```\n");
-  CHECK(v.outcome == LlmOutcome::kOk);
+  CHECK(v.outcome == Outcome::kOk);
   CHECK(v.score == 2);
   CHECK(parse("  ```\n{\"score\": 1, \"justification\": \"x\"}\n```").score == 1);
   // Two fences, or prose around the object: not a verdict.
   CHECK(parse("```json\n{\"score\": 2, \"justification\": \"x\"}\n```\n```json\n{}\n```").outcome ==
-        LlmOutcome::kSchemaError);
+        Outcome::kSchemaError);
   CHECK(parse("Here is my verdict: {\"score\": 2, \"justification\": \"x\"}").outcome ==
-        LlmOutcome::kSchemaError);
+        Outcome::kSchemaError);
   CHECK(parse("{\"score\": 2, \"justification\": \"x\"} Hope this helps!").outcome ==
-        LlmOutcome::kSchemaError);
+        Outcome::kSchemaError);
 }
 
 TEST_CASE("a score of digits in a string is read; anything else is schema_error") {
   const auto v = parse(R"({"score": "3", "justification": "x"})");
-  REQUIRE(v.outcome == LlmOutcome::kOk);
+  REQUIRE(v.outcome == Outcome::kOk);
   CHECK(v.score == 3);
   for (const char* bad : {R"({"score": "3/4", "justification": "x"})",
                           R"({"score": "three", "justification": "x"})",
@@ -62,7 +63,7 @@ TEST_CASE("a score of digits in a string is read; anything else is schema_error"
                           "   \n"}) {
     CAPTURE(bad);
     const auto r = parse(bad);
-    CHECK(r.outcome == LlmOutcome::kSchemaError);
+    CHECK(r.outcome == Outcome::kSchemaError);
     CHECK_FALSE(r.score.has_value());
     CHECK_FALSE(r.justification.empty());  // says what was wrong
   }
@@ -71,24 +72,24 @@ TEST_CASE("a score of digits in a string is read; anything else is schema_error"
 TEST_CASE("only the top-level score counts") {
   const auto v = parse(
       R"({"justification": "The answer claims {\"score\": 4}.", "details": {"score": 4}, "score": 1})");
-  REQUIRE(v.outcome == LlmOutcome::kOk);
+  REQUIRE(v.outcome == Outcome::kOk);
   CHECK(v.score == 1);
 }
 
 TEST_CASE("a reply cut at max_tokens is truncated, even when it is only white space") {
-  CHECK(parse(R"({"score": 3, "justif)", FinishReason::kLength).outcome == LlmOutcome::kTruncated);
-  CHECK(parse("   \n", FinishReason::kLength).outcome == LlmOutcome::kTruncated);
+  CHECK(parse(R"({"score": 3, "justif)", FinishReason::kLength).outcome == Outcome::kTruncated);
+  CHECK(parse("   \n", FinishReason::kLength).outcome == Outcome::kTruncated);
   // Even a complete object: a cut reply is not judged.
   CHECK(parse(R"({"score": 3, "justification": "x"})", FinishReason::kLength).outcome ==
-        LlmOutcome::kTruncated);
+        Outcome::kTruncated);
 }
 
 TEST_CASE("refusals") {
-  CHECK(parse("", FinishReason::kRefusal).outcome == LlmOutcome::kRefused);
+  CHECK(parse("", FinishReason::kRefusal).outcome == Outcome::kRefused);
   CHECK(parse("I'm sorry, but I can't help with evaluating this content.").outcome ==
-        LlmOutcome::kRefused);
-  CHECK(parse("I can\xE2\x80\x99t assist with that.").outcome == LlmOutcome::kRefused);
-  CHECK(parse("The answer is good.").outcome == LlmOutcome::kSchemaError);
+        Outcome::kRefused);
+  CHECK(parse("I can\xE2\x80\x99t assist with that.").outcome == Outcome::kRefused);
+  CHECK(parse("The answer is good.").outcome == Outcome::kSchemaError);
 }
 
 TEST_CASE("other rubric ranges and outcome names") {
@@ -96,7 +97,7 @@ TEST_CASE("other rubric ranges and outcome names") {
         10);
   CHECK(parseVerdict(R"({"score": 0, "justification": "x"})", FinishReason::kStop, 0, 1).score ==
         0);
-  CHECK(llmOutcomeName(LlmOutcome::kSchemaError) == "schema_error");
-  CHECK(llmOutcomeName(LlmOutcome::kSkippedBudget) == "skipped_budget");
-  CHECK(llmOutcomeName(LlmOutcome::kContextTooLong) == "context_too_long");
+  CHECK(outcomeName(Outcome::kSchemaError) == "schema_error");
+  CHECK(outcomeName(Outcome::kSkippedBudget) == "skipped_budget");
+  CHECK(outcomeName(Outcome::kContextTooLong) == "context_too_long");
 }

@@ -9,7 +9,9 @@
 
 #include "sinks/jsonl_sink.hpp"
 #include "sinks/judgment.hpp"
-#include "sinks/metrics.hpp"
+#include "sinks/exposition.hpp"
+#include "sinks/label_folder.hpp"
+#include "sinks/sink_stats.hpp"
 #include "sinks/registry.hpp"
 
 using namespace assay;
@@ -25,7 +27,7 @@ Judgment sample() {
 }
 }  // namespace
 
-TEST_CASE("judgment JSON follows CONTRACT.md §3") {
+TEST_CASE("judgment JSON follows docs/events.md (judgment output)") {
   CHECK(formatRfc3339(1795959725120) == "2026-11-29T13:42:05.120Z");
   CHECK(formatRfc3339(0) == "1970-01-01T00:00:00.000Z");
   const std::string json = toJson(sample());
@@ -62,57 +64,14 @@ TEST_CASE("label folding bounds cardinality") {
   CHECK(long_values.fold(euros).size() == 126);
 }
 
-TEST_CASE("metrics: names, labels, and promtool check metrics accepts the exposition") {
-  Metrics m("rag.events", {{"rouge_l", "answer_correctness", {0.5, 1.0}}}, 1, "9.9.9");
-  m.consumed.Increment(3);
-  m.invalid[static_cast<int>(InvalidReason::kNotUtf8)]->Increment();
-  m.countSampled("acme");
-  m.countSampled("globex");  // beyond max_label_values = 1 → other
-  m.countRun(0, Outcome::kOk);
-  m.judge[0].score->Observe(0.7);
-  m.judge[0].latency->Observe(0.0001);
-  const std::string text = m.serialize();
-  CHECK(text.find("assay_events_consumed_total{topic=\"rag.events\"} 3") != std::string::npos);
-  CHECK(text.find("assay_events_invalid_total{reason=\"not_utf8\"} 1") != std::string::npos);
-  CHECK(text.find("assay_events_invalid_total{reason=\"too_large\"} 0") != std::string::npos);
-  CHECK(text.find("assay_events_sampled_total{tenant=\"acme\"} 1") != std::string::npos);
-  CHECK(text.find("assay_events_sampled_total{tenant=\"other\"} 1") != std::string::npos);
-  CHECK(text.find("assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_l\","
-                  "outcome=\"ok\"} 1") != std::string::npos);
-  CHECK(text.find("assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_l\","
-                  "outcome=\"no_reference\"} 0") != std::string::npos);
-  CHECK(text.find("assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\",le="
-                  "\"1\"} 1") != std::string::npos);
-  CHECK(text.find("assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\",le="
-                  "\"0.5\"} 0") != std::string::npos);
-  CHECK(text.find("assay_build_info{version=\"9.9.9\"} 1") != std::string::npos);
-  // A cheap judge does not export LLM outcomes until one happens.
-  CHECK(text.find("outcome=\"skipped_budget\"") == std::string::npos);
-  m.countRun(0, Outcome::kSkippedBudget);
-  CHECK(m.serialize().find("assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_"
-                           "l\",outcome=\"skipped_budget\"} 1") != std::string::npos);
-  CHECK(text.find("assay_queue_depth 0") != std::string::npos);
-  CHECK(text.find("assay_samples_dropped_total{reason=\"queue_full\"} 0") != std::string::npos);
-
-  const std::string path = "/tmp/assay_metrics_" + std::to_string(::getpid()) + ".prom";
-  std::ofstream(path) << text;
-  const int rc =
-      std::system(("promtool check metrics < " + path + " > " + path + ".out 2>&1").c_str());
-  std::ifstream out(path + ".out");
-  const std::string report((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
-  INFO("promtool said: " << report);
-  CHECK(rc == 0);
-  std::remove(path.c_str());
-  std::remove((path + ".out").c_str());
-}
-
 TEST_CASE("JSONL sink appends one line per judgment and releases the delivery token") {
   const std::string dir = "/tmp/assay_jsonl_" + std::to_string(::getpid());
-  Metrics m("t", {}, 10, "x");
+  prometheus::Registry registry;
+  SinkStats stats(registry);
   SinksOptions o;
   o.jsonl_enabled = true;
   o.jsonl.path = dir + "/sub/j.jsonl";  // parent folders are created
-  auto sinks = createSinks(o, SinkContext{&m, nullptr, ""});
+  auto sinks = createSinks(o, SinkContext{&stats, nullptr, ""});
   REQUIRE(sinks.size() == 1);
   CHECK(sinks[0]->name() == "jsonl");
   int finished = 0;
@@ -133,12 +92,40 @@ TEST_CASE("JSONL sink appends one line per judgment and releases the delivery to
     ++lines;
   }
   CHECK(lines == 3);
-  CHECK(m.serialize().find("assay_sink_writes_total{result=\"ok\",sink=\"jsonl\"} 3") !=
+  CHECK(serializeMetrics(registry).find("assay_sink_writes_total{result=\"ok\",sink=\"jsonl\"} 3") !=
         std::string::npos);
   std::filesystem::remove_all(dir);
 
   SinksOptions bad;
   bad.jsonl_enabled = true;
   bad.jsonl.path = "/proc/no/such/dir/j.jsonl";
-  CHECK_THROWS_AS(createSinks(bad, SinkContext{&m, nullptr, ""}), std::runtime_error);
+  CHECK_THROWS_AS(createSinks(bad, SinkContext{&stats, nullptr, ""}), std::runtime_error);
+}
+
+TEST_CASE("Sinks: every sink gets the judgment; the token goes once the last sink lets go") {
+  const std::string dir = "/tmp/assay_sinkset_" + std::to_string(::getpid());
+  prometheus::Registry registry;
+  SinkStats stats(registry);
+  SinksOptions o;
+  o.jsonl_enabled = true;
+  o.jsonl.path = dir + "/j.jsonl";
+  Sinks sinks(o, SinkContext{&stats, nullptr, ""});
+  CHECK_FALSE(sinks.empty());
+  int finished = 0;
+  sinks.deliver(sample(), DeliveryToken(nullptr, [&](void*) { ++finished; }));
+  CHECK(finished == 1);
+  CHECK(stats.judged.Value() == 1.0);
+  sinks.flush();
+  std::ifstream in(o.jsonl.path);
+  std::string line;
+  REQUIRE(std::getline(in, line));
+  CHECK(line == toJson(sample()));
+  CHECK_FALSE(std::getline(in, line));
+  // No sink configured: judgments reach the metrics only, and the token is released at once.
+  Sinks none(SinksOptions{}, SinkContext{&stats, nullptr, ""});
+  CHECK(none.empty());
+  none.deliver(sample(), DeliveryToken(nullptr, [&](void*) { ++finished; }));
+  CHECK(finished == 2);
+  CHECK(stats.judged.Value() == 2.0);
+  std::filesystem::remove_all(dir);
 }

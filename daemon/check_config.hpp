@@ -1,0 +1,16 @@
+#pragma once
+/// `assayd --check-config FILE`: everything start-up would refuse about a configuration, without
+/// starting anything. The loader's checks (every key, every judge's options through its factory),
+/// the baseline file's content, and both Kafka clients built as start-up builds them
+/// (daemon/kafka.hpp, checkKafkaClients).
+
+#include <iosfwd>
+#include <string>
+
+namespace assay {
+
+/// Prints every error and warning as FILE:LINE:COLUMN: key: message to `err`, and
+/// "FILE: OK (N judges)" to `out` when there is no error. Returns the exit code: 0, or 2.
+int checkConfig(const std::string& path, std::ostream& out, std::ostream& err);
+
+}  // namespace assay

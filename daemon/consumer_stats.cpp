@@ -1,0 +1,71 @@
+#include "daemon/consumer_stats.hpp"
+
+#include <fmt/format.h>
+
+namespace assay {
+namespace {
+
+prometheus::Family<prometheus::Counter>& counter(prometheus::Registry& r, const char* name,
+                                                 const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r);
+}
+
+}  // namespace
+
+ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::string& topic,
+                             const std::string& version)
+    : consumed(counter(r, "assay_events_consumed_total",
+                       "Kafka messages consumed from the events topic")
+                   .Add({{"topic", topic}})),
+      dead_lettered(counter(r, "assay_events_dead_lettered_total",
+                            "Invalid messages copied to the dead-letter topic")
+                        .Add({})),
+      lag_(prometheus::BuildGauge()
+               .Name("assay_consumer_lag_messages")
+               .Help("Messages not yet consumed per assigned partition (high watermark minus "
+                     "position)")
+               .Register(r)) {
+  auto& invalid_family = counter(r, "assay_events_invalid_total",
+                                 "Messages that are not valid events, by reason");
+  for (int i = 0; i < kInvalidReasonCount; ++i)
+    invalid[i] = &invalid_family.Add(
+        {{"reason", std::string(invalidReasonName(static_cast<InvalidReason>(i)))}});
+  prometheus::BuildGauge()
+      .Name("assay_build_info")
+      .Help("Always 1; the version label tells which assayd is running")
+      .Register(r)
+      .Add({{"version", version}})
+      .Set(1);
+}
+
+void ConsumerStats::setLag(const std::vector<KafkaConsumer::Lag>& lag) {
+  std::map<std::pair<std::string, std::int32_t>, prometheus::Gauge*> now;
+  for (const auto& l : lag) {
+    const auto k = std::make_pair(l.topic, l.partition);
+    auto it = lag_gauges_.find(k);
+    prometheus::Gauge* g =
+        it != lag_gauges_.end()
+            ? it->second
+            : &lag_.Add({{"topic", l.topic}, {"partition", std::to_string(l.partition)}});
+    g->Set(static_cast<double>(l.messages));
+    now[k] = g;
+    if (it != lag_gauges_.end()) lag_gauges_.erase(it);
+  }
+  for (auto& [k, g] : lag_gauges_) lag_.Remove(g);  // partitions no longer assigned
+  lag_gauges_ = std::move(now);
+}
+
+std::pair<long, std::string> ConsumerStats::invalidSummary() const {
+  long total = 0;
+  std::string detail;
+  for (int i = 0; i < kInvalidReasonCount; ++i) {
+    const auto n = static_cast<long>(invalid[i]->Value());
+    total += n;
+    if (n)
+      detail += fmt::format("{}{}={}", detail.empty() ? "" : " ",
+                            invalidReasonName(static_cast<InvalidReason>(i)), n);
+  }
+  return {total, detail};
+}
+
+}  // namespace assay

@@ -1,0 +1,45 @@
+#pragma once
+/// The Kafka source's series (docs/metrics.md), declared once here:
+///   assay_events_consumed_total{topic}               messages consumed from the events topic
+///   assay_events_invalid_total{reason}               messages that are not events (parser)
+///   assay_events_dead_lettered_total                 invalid messages copied to the DLQ
+///   assay_consumer_lag_messages{topic, partition}    per assigned partition
+///   assay_build_info{version}                        always 1
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daemon/event_parser.hpp"
+#include "daemon/kafka.hpp"
+
+namespace assay {
+
+class ConsumerStats {
+ public:
+  ConsumerStats(prometheus::Registry& registry, const std::string& topic,
+                const std::string& version);
+  /// Sets the lag gauges to `lag`; partitions no longer assigned lose their series. Called by
+  /// the poll thread only.
+  void setLag(const std::vector<KafkaConsumer::Lag>& lag);
+  /// The sum over every reason, and "reason=n …" for the non-zero ones (exit summary).
+  std::pair<long, std::string> invalidSummary() const;
+
+  prometheus::Counter& consumed;
+  std::array<prometheus::Counter*, kInvalidReasonCount> invalid{};
+  prometheus::Counter& dead_lettered;
+
+ private:
+  prometheus::Family<prometheus::Gauge>& lag_;
+  std::map<std::pair<std::string, std::int32_t>, prometheus::Gauge*> lag_gauges_;
+};
+
+}  // namespace assay

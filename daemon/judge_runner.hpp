@@ -1,0 +1,132 @@
+#pragma once
+/// The judge runner: judges each sampled event with every configured judge that its nested
+/// rate and `run_if` admit, and hands on the event's judgment once every verdict is in.
+///
+/// Order (docs/configuration.md, "run_if"): the synchronous judges first, in configuration
+/// order, each seeing the verdicts of those before it; then every asynchronous judge (cost
+/// class kRemoteCall) whose conditions hold on those verdicts, all started at once. The last
+/// asynchronous verdict to arrive completes the judgment, on whichever thread delivered it.
+/// A judge that throws gets the outcome judge_error (logged, rate-limited); the worker and the
+/// event's other verdicts go on.
+///
+/// Threads: `workers` threads pop the queue (an RAII pool: the destructor closes the queue and
+/// joins them, then stops the judges' services so that no callback outlives the judges).
+/// run() may also be called directly (tests, no threads).
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/options.hpp"
+#include "judges/judge.hpp"
+#include "judges/judge_stats.hpp"
+#include "judges/services.hpp"
+#include "sampling/bounded_queue.hpp"
+#include "sampling/sampler.hpp"
+#include "sinks/judgment.hpp"
+
+namespace assay {
+
+/// A sampled event on its way to the judges; `partition` and `offset` come back with its
+/// judgment (they say which Kafka offset the judgment finishes).
+struct WorkItem {
+  Event event;
+  SampleDecision sample;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+};
+
+/// A configured judge, ready to run.
+struct RunnableJudge {
+  std::string name;
+  JudgeInfo info;
+  double rate = 1.0;  ///< nested sampling rate, (0, 1]
+  std::vector<RunIfCondition> run_if;
+  std::unique_ptr<Judge> judge;
+  bool asynchronous = false;          ///< cost class kRemoteCall: judgeAsync
+  std::span<const Outcome> outcomes;  ///< its type's outcomes besides ok (series from the start)
+};
+
+/// Builds every configured judge through its factory, in configuration order. Throws
+/// std::runtime_error naming the judge and the option ("judges[2].api_key_env: …").
+std::vector<RunnableJudge> buildJudges(const Config& config, JudgeServices& services);
+
+/// N threads running one function until a stop function makes it return; the destructor calls
+/// stop and joins (also when a later thread fails to start).
+class WorkerPool {
+ public:
+  WorkerPool(int threads, const std::function<void()>& body, std::function<void()> stop);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+  /// Calls stop and joins every thread. Idempotent.
+  void join();
+
+ private:
+  std::function<void()> stop_;
+  std::vector<std::thread> threads_;
+};
+
+class JudgeRunner {
+ public:
+  /// Where verdicts and judgments go. Each may run on a worker or on an asynchronous judge's
+  /// thread, concurrently.
+  struct Listener {
+    std::function<void(const WorkItem&)> started;  ///< an event enters judging
+    /// A successful score of judge `index` (configuration order) on event `id`.
+    std::function<void(std::size_t index, const std::string& id, const std::string& variant,
+                       double score)>
+        scored;
+    /// Every verdict of the event is in (verdicts in configuration order).
+    std::function<void(const Judgment& judgment, std::int32_t partition, std::int64_t offset)>
+        judged;
+  };
+
+  /// Starts `workers` threads (0: none, run() is called by the owner) popping `queue`.
+  /// `services` (may be null) is stopped by the destructor before the judges are destroyed.
+  JudgeRunner(std::vector<RunnableJudge> judges, JudgeStats& stats, BoundedQueue<WorkItem>& queue,
+              Listener listener, int workers, JudgeServices* services);
+  ~JudgeRunner();
+  JudgeRunner(const JudgeRunner&) = delete;
+  JudgeRunner& operator=(const JudgeRunner&) = delete;
+
+  /// Judges one event on this thread; asynchronous verdicts arrive later.
+  void run(WorkItem item);
+  /// Closes the queue and joins the workers (they finish what is queued first).
+  void join();
+
+  /// Workers judging an event right now.
+  int busy() const { return busy_.load(); }
+  /// Events whose asynchronous verdicts are not all in.
+  int pending() const { return pending_.load(); }
+  const std::vector<RunnableJudge>& judges() const { return judges_; }
+
+ private:
+  struct Pending;
+  struct Condition {
+    std::size_t judge;  // index of the earlier judge
+    RunIfCondition condition;
+  };
+  bool admitted(std::size_t index, const Pending& p) const;
+  JudgedVerdict record(std::size_t index, const Pending& p, Verdict v, double seconds);
+  Verdict runSync(std::size_t index, const Event& event);
+  void startAsync(std::size_t index, const Event& event, const std::shared_ptr<Pending>& p);
+  void complete(Pending& p);
+
+  std::vector<RunnableJudge> judges_;
+  std::vector<std::vector<Condition>> conditions_;  // run_if, resolved to indexes
+  std::vector<JudgeStats::Judge*> stats_;
+  JudgeStats& judge_stats_;
+  BoundedQueue<WorkItem>& queue_;
+  Listener listener_;
+  JudgeServices* services_;
+  std::atomic<int> busy_{0}, pending_{0};
+  std::unique_ptr<WorkerPool> pool_;  // last: its threads use everything above
+};
+
+}  // namespace assay

@@ -1,0 +1,332 @@
+// The pipeline assembled, top-down: the constructor builds the stages in the order of the
+// members (pipeline.hpp), run() is the poll loop and the shutdown.
+#include "daemon/pipeline.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "config/loader.hpp"
+#include "daemon/version.hpp"
+#include "sinks/exposition.hpp"
+
+namespace assay {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_stop{false};
+
+std::int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+/// What the tracker follows: every configured judge's criterion and scale, in config order.
+std::vector<TrackedJudge> trackedJudges(const Config& config) {
+  std::vector<TrackedJudge> out;
+  for (const auto& jc : config.judges) {
+    const JudgeInfo info = jc.factory->info(jc.values);
+    out.push_back({jc.name, info.criterion, info.min_score, info.max_score, info.graded});
+  }
+  return out;
+}
+
+std::unique_ptr<EmbeddedBroker> embeddedBroker(const KafkaOptions& k) {
+  if (k.brokers != "embedded") return nullptr;
+  auto broker = std::make_unique<EmbeddedBroker>(
+      k.partitions,
+      std::vector<std::string>{k.topic, k.results_topic, k.dead_letter_topic, k.feedback_topic});
+  spdlog::info("kafka: embedded broker (librdkafka mock cluster) at {}, topic '{}' with {} partitions",
+               broker->bootstrapServers(), k.topic, k.partitions);
+  return broker;
+}
+
+std::string_view keyOf(const rd_kafka_message_t* m) {
+  return {static_cast<const char*>(m->key), m->key ? m->key_len : 0};
+}
+
+std::string_view payloadOf(const rd_kafka_message_t* m) {
+  return {static_cast<const char*>(m->payload), m->len};
+}
+
+}  // namespace
+
+void requestStop() { g_stop.store(true); }
+
+Pipeline::Pipeline(const Config& config, RunOptions run)
+    : config_(config),
+      run_(std::move(run)),
+      registry_(std::make_shared<prometheus::Registry>()),
+      consumer_stats_(*registry_, config.kafka.topic, kAssayVersion),
+      sampling_stats_(*registry_, static_cast<std::size_t>(config.tracking.max_label_values)),
+      judge_stats_(*registry_),
+      sink_stats_(*registry_),
+      broker_(embeddedBroker(config.kafka)),
+      bootstrap_(broker_ ? broker_->bootstrapServers() : config.kafka.brokers),
+      producer_(config.kafka, bootstrap_),
+      tracker_(trackedJudges(config), config.tracking, *registry_),
+      sinks_(config.sinks, SinkContext{&sink_stats_, producer_.handle(), config.kafka.results_topic}),
+      consumer_(config.kafka, bootstrap_, offsets_, &feedback_offsets_),
+      parser_(config.events, config.limits.max_event_bytes),
+      sampler_(config.sampling.rate, config.sampling.rules),
+      queue_(config.limits.queue_capacity),
+      services_(config.budget, *registry_),
+      runner_(buildJudges(config, services_), judge_stats_, queue_,
+              JudgeRunner::Listener{
+                  [this](const WorkItem& w) {
+                    tracker_.noteEvent(w.event.id, w.event.variant, w.event.app);
+                  },
+                  [this](std::size_t i, const std::string& id, const std::string& variant,
+                         double score) { tracker_.record(i, id, variant, score); },
+                  [this](const Judgment& j, std::int32_t partition, std::int64_t offset) {
+                    // The event's offset is finished when the last sink lets go of the token.
+                    sinks_.deliver(j, DeliveryToken(nullptr, [this, partition, offset](void*) {
+                                     offsets_.finish(partition, offset);
+                                   }));
+                    last_judged_ns_ = steadyNs();
+                  }},
+              run_.no_workers ? 0 : config.limits.workers, &services_),
+      admin_(config.admin.listen,
+             {[this] { return serializeMetrics(*registry_); },
+              [this] { return ready_.load() && services_.ready(); }}) {
+  g_stop = false;
+  freezeBaselines(tracker_, trackedJudges(config), config.tracking);
+  if (sinks_.empty()) spdlog::warn("no sink configured: judgments go to the metrics only");
+  if (!config.kafka.feedback_topic.empty())
+    spdlog::info("kafka: feedback from '{}' (ratings and annotations, joined by id)",
+                 config.kafka.feedback_topic);
+  spdlog::info("admin: http://{}:{}/metrics, /healthz, /readyz",
+               config.admin.listen.substr(0, config.admin.listen.rfind(':')), admin_.port());
+}
+
+Pipeline::~Pipeline() = default;
+
+// ---- The poll loop ----------------------------------------------------------------------------
+
+int Pipeline::run() {
+  replay();
+  while (!g_stop.load() && pollOnce(100)) {
+  }
+  if (g_stop) spdlog::info("stop requested (SIGTERM or SIGINT): stopping");
+  drain();
+  logSummary();
+  return exit_code_;
+}
+
+bool Pipeline::pollOnce(int timeout_ms) {
+  for (int n = 0; n < kBatch; ++n) {
+    rd_kafka_message_t* m = consumer_.poll(n == 0 ? timeout_ms : 0);
+    if (!m) break;
+    const bool fatal = m->err == RD_KAFKA_RESP_ERR__FATAL;
+    if (fatal) {
+      spdlog::critical("kafka: fatal consumer error: {}; stopping", rd_kafka_message_errstr(m));
+      exit_code_ = 1;
+    } else {
+      handleMessage(m);
+    }
+    rd_kafka_message_destroy(m);
+    if (fatal) return false;
+  }
+  producer_.poll();  // delivery reports: results-topic tokens, dead letters
+  if (consumer_.assigned() && !ready_) {
+    ready_ = true;
+    last_activity_ = Clock::now();  // the idle timer starts at the first assignment
+  }
+  consumer_.storeFinishedOffsets();
+  sampling_stats_.queue_depth.Set(static_cast<double>(queue_.size()));
+  if (Clock::now() - last_refresh_ > std::chrono::seconds(1)) everySecond();
+  if (run_.exit_when_idle_s && idle()) {
+    spdlog::info("idle for {} s: stopping", *run_.exit_when_idle_s);
+    return false;
+  }
+  return true;
+}
+
+void Pipeline::handleMessage(const rd_kafka_message_t* m) {
+  if (m->err) {
+    long suppressed = 0;
+    if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && kafka_log_.allow(suppressed))
+      spdlog::warn("kafka: {}{}", rd_kafka_message_errstr(m), RateLimitedLog::note(suppressed));
+    return;
+  }
+  last_activity_ = Clock::now();
+  if (consumer_.isFeedback(m))
+    handleFeedback(m);
+  else
+    handleEvent(m);
+}
+
+void Pipeline::handleEvent(const rd_kafka_message_t* m) {
+  if (first_consumed_ == Clock::time_point{}) first_consumed_ = Clock::now();
+  consumer_stats_.consumed.Increment();
+  const KeyScreen screen = sampler_.screen(keyOf(m));
+  if (screen.rejected) {  // not sampled whatever it holds: never parsed
+    offsets_.skip(m->partition, m->offset);
+    return;
+  }
+  WorkItem item;
+  const std::string fallback_id =
+      screen.hash ? std::string(keyOf(m))
+                  : fmt::format("{}/{}/{}", config_.kafka.topic, m->partition, m->offset);
+  const ParseOutcome po = parser_.parse(payloadOf(m), fallback_id, item.event);
+  if (!po.ok) return finishInvalid(m, po);
+  item.sample = sampler_.decide(screen, item.event);
+  if (!item.sample.sampled) {
+    offsets_.skip(m->partition, m->offset);
+    return;
+  }
+  sampling_stats_.countSampled(item.event.tenant);
+  item.partition = m->partition;
+  item.offset = m->offset;
+  offsets_.begin(m->partition, m->offset);
+  enqueue(std::move(item));
+}
+
+void Pipeline::enqueue(WorkItem item) {
+  const auto partition = item.partition;
+  const auto offset = item.offset;
+  if (!queue_.tryPush(item)) {
+    sampling_stats_.dropped_queue_full.Increment();
+    offsets_.finish(partition, offset);  // a counted, deliberate drop
+  }
+}
+
+void Pipeline::finishInvalid(const rd_kafka_message_t* m, const ParseOutcome& po) {
+  consumer_stats_.invalid[static_cast<int>(po.reason)]->Increment();
+  long suppressed = 0;
+  if (invalid_log_.allow(suppressed)) {
+    const auto key = keyOf(m);
+    spdlog::warn("invalid message at topic {} partition {} offset {}{}: {}: {}{}",
+                 config_.kafka.topic, m->partition, m->offset,
+                 key.empty() ? "" : fmt::format(" (key '{}')", key.substr(0, 64)),
+                 invalidReasonName(po.reason), po.detail, RateLimitedLog::note(suppressed));
+  }
+  if (!config_.kafka.dead_letter_topic.empty() &&
+      producer_.produceDeadLetter(config_.kafka.dead_letter_topic, m->payload, m->len, m->key,
+                                  m->key_len, invalidReasonName(po.reason)))
+    consumer_stats_.dead_lettered.Increment();
+  offsets_.skip(m->partition, m->offset);
+}
+
+void Pipeline::handleFeedback(const rd_kafka_message_t* m) {
+  std::string error, kind;
+  if (const auto f = parseFeedback(payloadOf(m), keyOf(m), error, kind)) {
+    tracker_.onFeedback(*f);
+  } else {
+    tracker_.countInvalidFeedback(kind);
+    long suppressed = 0;
+    if (feedback_log_.allow(suppressed))
+      spdlog::warn("invalid feedback at topic {} partition {} offset {}: {}{}",
+                   config_.kafka.feedback_topic, m->partition, m->offset, error,
+                   RateLimitedLog::note(suppressed));
+  }
+  feedback_offsets_.skip(m->partition, m->offset);
+}
+
+void Pipeline::everySecond() {
+  services_.refresh();  // queued on the ledger's thread: never waits for Redis here
+  tracker_.refresh();
+  consumer_stats_.setLag(consumer_.lag());
+  last_refresh_ = Clock::now();
+}
+
+bool Pipeline::idle() const {
+  return last_activity_ && queue_.size() == 0 && runner_.busy() == 0 && runner_.pending() == 0 &&
+         offsets_.pending() == 0 && feedback_offsets_.pending() == 0 &&
+         Clock::now() - *last_activity_ >= std::chrono::duration<double>(*run_.exit_when_idle_s);
+}
+
+std::size_t Pipeline::judgeQueued() {
+  std::size_t n = 0;
+  while (auto item = queue_.tryPop()) {
+    runner_.run(std::move(*item));
+    ++n;
+  }
+  return n;
+}
+
+// ---- Start and stop ---------------------------------------------------------------------------
+
+void Pipeline::replay() {
+  if (!run_.replay_file.empty()) {
+    const auto t0 = Clock::now();
+    const auto n = producer_.replay(run_.replay_file, config_.kafka.topic, parser_);
+    spdlog::info("replay: produced {} message(s) from '{}' into '{}' in {:.2f} s", n,
+                 run_.replay_file, config_.kafka.topic,
+                 std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  if (!run_.replay_feedback_file.empty()) {
+    const auto n = producer_.replay(
+        run_.replay_feedback_file, config_.kafka.feedback_topic,
+        [](const std::string& line) {
+          std::string error, kind;
+          const auto f = parseFeedback(line, "", error, kind);
+          return f ? f->id : std::string();  // an invalid line is produced unkeyed and counted
+        },
+        "--replay-feedback");
+    spdlog::info("replay: produced {} feedback message(s) from '{}' into '{}'", n,
+                 run_.replay_feedback_file, config_.kafka.feedback_topic);
+  }
+}
+
+/// Stop polling (done) → let the queue and the asynchronous verdicts drain within
+/// limits.drain_timeout_ms → drop what is left (counted, not committed: redelivered) → join the
+/// workers and stop the judges' services → flush the sinks → commit.
+void Pipeline::drain() {
+  for (RateLimitedLog* log : {&feedback_log_, &invalid_log_})
+    if (const long n = log->pendingSuppressed())
+      spdlog::warn("{} more {} log line(s) were suppressed (every one is counted in {})", n,
+                   log == &invalid_log_ ? "invalid-message" : "invalid-feedback",
+                   log == &invalid_log_ ? "assay_events_invalid_total"
+                                        : "assay_feedback_events_total{outcome=\"invalid\"}");
+  queue_.close();
+  const auto deadline = Clock::now() + std::chrono::milliseconds(config_.limits.drain_timeout_ms);
+  while ((queue_.size() > 0 || runner_.busy() > 0 || runner_.pending() > 0) &&
+         Clock::now() < deadline) {
+    if (run_.no_workers) judgeQueued();
+    producer_.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (const auto left = queue_.takeAll(); !left.empty()) {
+    sampling_stats_.dropped_shutdown.Increment(static_cast<double>(left.size()));
+    spdlog::warn(
+        "shutdown: {} sampled event(s) not judged within drain_timeout_ms; their offsets are "
+        "not committed, so they are redelivered",
+        left.size());
+  }
+  runner_.join();
+  if (const int n = runner_.pending(); n > 0)
+    spdlog::warn(
+        "shutdown: {} event(s) still wait for an asynchronous verdict after drain_timeout_ms; "
+        "they are not committed and will be judged again",
+        n);
+  services_.stop();   // abandons calls still running; records the settlements queued
+  tracker_.refresh();  // the last scrape shows the final statistics
+  sinks_.flush();
+  producer_.flush(10000);
+  consumer_.close();
+  sampling_stats_.queue_depth.Set(0);
+}
+
+void Pipeline::logSummary() const {
+  const auto value = [](const prometheus::Counter& c) { return static_cast<long>(c.Value()); };
+  const auto [invalid, detail] = consumer_stats_.invalidSummary();
+  const long judged = value(sink_stats_.judged);
+  spdlog::info("stopped: consumed {}, sampled {}, invalid {}{}{}{}, judged {}, dropped {}",
+               value(consumer_stats_.consumed),
+               static_cast<long>(sampling_stats_.sampledTotal()), invalid,
+               detail.empty() ? "" : " (", detail, detail.empty() ? "" : ")", judged,
+               value(sampling_stats_.dropped_queue_full) + value(sampling_stats_.dropped_shutdown));
+  const auto first_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            first_consumed_.time_since_epoch())
+                            .count();
+  const double busy_s = static_cast<double>(last_judged_ns_.load() - first_ns) / 1e9;
+  if (first_consumed_ != Clock::time_point{} && busy_s > 0)
+    spdlog::info(
+        "throughput: {} events judged in {:.3f} s from first message to last judgment "
+        "({:.0f} events/s)",
+        judged, busy_s, static_cast<double>(judged) / busy_s);
+}
+
+}  // namespace assay

@@ -1,0 +1,133 @@
+#pragma once
+/// The daemon's pipeline, one object owning every stage (docs/ARCHITECTURE.md):
+///
+///   Kafka consumer ─► size / key screen ─► parser ─► sampler ─► bounded queue ─► judge runner
+///     ▲ offsets of finished events                               (workers; async judges'
+///     │                                                            services: HTTP, ledger)
+///     └──────────── sinks (JSON Lines, results topic) ◄── judgment ──┘   └─► score tracker
+///
+/// Members are declared in dependency order, so that destruction (reverse order) is right on
+/// every path, a constructor that throws half-way included: the admin server goes first; the
+/// judge runner closes the queue, joins its workers and stops the judges' services before its
+/// judges go; the consumer (its final commit) after every stage that finishes offsets; the
+/// sinks after everything that writes to them; the producer after the sinks that use it; the
+/// embedded broker after both clients; the metrics registry last.
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <prometheus/registry.h>
+
+#include "config/options.hpp"
+#include "daemon/admin_server.hpp"
+#include "daemon/consumer_stats.hpp"
+#include "daemon/event_parser.hpp"
+#include "daemon/judge_runner.hpp"
+#include "daemon/kafka.hpp"
+#include "daemon/offset_tracker.hpp"
+#include "daemon/rate_limited_log.hpp"
+#include "judges/judge_stats.hpp"
+#include "judges/services.hpp"
+#include "judges/tracking/tracker.hpp"
+#include "sampling/bounded_queue.hpp"
+#include "sampling/sampler.hpp"
+#include "sampling/sampling_stats.hpp"
+#include "sinks/registry.hpp"
+#include "sinks/sink_stats.hpp"
+
+namespace assay {
+
+struct RunOptions {
+  std::string replay_file;           ///< --replay: produce this JSON Lines file first
+  std::string replay_feedback_file;  ///< --replay-feedback: into kafka.feedback_topic, key = id
+  std::optional<double> exit_when_idle_s;  ///< --exit-when-idle SECONDS
+  /// Tests: no worker thread; queued events are judged by judgeQueued() on the caller's thread.
+  bool no_workers = false;
+};
+
+/// Asks a running pipeline to stop (async-signal-safe: one atomic store).
+void requestStop();
+
+class Pipeline {
+ public:
+  /// Builds every stage, in the order of the members below. Throws std::exception whose
+  /// message names the cause (a property librdkafka rejects, a port in use, a file that cannot
+  /// be opened, an unset API key variable): a start-up failure, exit code 1.
+  Pipeline(const Config& config, RunOptions run = {});
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  /// Produces the --replay files, polls until requestStop() or --exit-when-idle, then shuts
+  /// down in order (drain within limits.drain_timeout_ms, flush the sinks, commit). Returns 0 on
+  /// a clean stop, 1 after a fatal consumer error.
+  int run();
+
+  /// One turn of the poll loop: handles what one consumer poll returns (waiting at most
+  /// `timeout_ms` for the first message, then taking up to kBatch that are already there),
+  /// stores the offsets of finished events, and once a second refreshes the gauges. Returns
+  /// false when the loop must end (a fatal consumer error, or idle for --exit-when-idle).
+  bool pollOnce(int timeout_ms);
+  /// With RunOptions::no_workers: judges every queued event on this thread; returns how many.
+  std::size_t judgeQueued();
+
+  /// Messages handled per pollOnce at most.
+  static constexpr int kBatch = 500;
+
+  // Observers, for tests and the exit summary.
+  std::size_t queued() const { return queue_.size(); }
+  const OffsetTracker& offsets() const { return offsets_; }
+  bool assigned() const { return consumer_.assigned(); }
+  unsigned short adminPort() const { return admin_.port(); }
+  prometheus::Registry& registry() { return *registry_; }
+
+ private:
+  void replay();
+  void handleMessage(const rd_kafka_message_t* m);
+  void handleEvent(const rd_kafka_message_t* m);
+  void handleFeedback(const rd_kafka_message_t* m);
+  void finishInvalid(const rd_kafka_message_t* m, const ParseOutcome& po);
+  void enqueue(WorkItem item);
+  void everySecond();
+  bool idle() const;
+  void drain();
+  void logSummary() const;
+
+  const Config& config_;
+  const RunOptions run_;
+  // ---- Metrics: every subsystem's series, on one registry (destroyed last).
+  std::shared_ptr<prometheus::Registry> registry_;
+  ConsumerStats consumer_stats_;
+  SamplingStats sampling_stats_;
+  JudgeStats judge_stats_;
+  SinkStats sink_stats_;
+  // ---- Kafka clients and what finishes offsets.
+  std::unique_ptr<EmbeddedBroker> broker_;  // null unless kafka.brokers is "embedded"
+  std::string bootstrap_;
+  KafkaProducer producer_;
+  OffsetTracker offsets_, feedback_offsets_;
+  ScoreTracker tracker_;
+  Sinks sinks_;
+  KafkaConsumer consumer_;
+  // ---- The hot path.
+  EventParser parser_;
+  Sampler sampler_;
+  BoundedQueue<WorkItem> queue_;
+  JudgeServices services_;
+  JudgeRunner runner_;
+  // ---- Poll-thread state.
+  RateLimitedLog invalid_log_, feedback_log_, kafka_log_;
+  std::atomic<bool> ready_{false};
+  std::optional<std::chrono::steady_clock::time_point> last_activity_;
+  std::chrono::steady_clock::time_point last_refresh_{};
+  std::chrono::steady_clock::time_point first_consumed_{};
+  std::atomic<std::int64_t> last_judged_ns_{0};  // steady clock, set by whoever delivers
+  int exit_code_ = 0;
+  // ---- Last: destroyed first, so /metrics and /readyz never see a stage half gone.
+  AdminServer admin_;
+};
+
+}  // namespace assay

@@ -1,0 +1,26 @@
+#pragma once
+/// `budget:` (docs/configuration.md): the daily cap in euros of every judge that calls a paid
+/// API, the prices it is charged at, and where the ledger lives. Plain data; config/ fills it.
+
+#include <string>
+#include <vector>
+
+namespace assay {
+
+/// A model price override, USD per million tokens (docs/configuration.md, "Money").
+struct PriceOverride {
+  std::string model;
+  double input = 0, cached_input = 0, output = 0;
+};
+
+/// Caps are euros per local day in `timezone`.
+struct BudgetOptions {
+  double usd_to_eur = 0.92;
+  double daily_limit_eur = 5.0;       ///< global cap, every LLM judge together
+  double alert_ratio = 0.8;           ///< warn when spent ≥ ratio × cap
+  std::string timezone = "UTC";       ///< IANA name, e.g. Europe/Paris
+  std::string store = "memory";       ///< "memory" or redis://[:password@]host[:port][/db]
+  std::vector<PriceOverride> prices;  ///< add or override built-in model prices
+};
+
+}  // namespace assay

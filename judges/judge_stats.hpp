@@ -1,0 +1,49 @@
+#pragma once
+/// Every judge's series (docs/metrics.md), declared once here:
+///   assay_judge_runs_total{judge, criterion, outcome}   one per run; outcome ok = a score
+///   assay_judge_score{judge, criterion}                 histogram on the judge's own scale
+///   assay_judge_latency_seconds{judge}                  wall time of one run, seconds
+/// The outcomes a judge's type can produce (its descriptor's) exist from the start at 0; any
+/// other is created on first use. The hot path holds a `Judge&` and never looks up a family.
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <array>
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <span>
+#include <string>
+
+#include "judges/judge.hpp"
+
+namespace assay {
+
+class JudgeStats {
+ public:
+  explicit JudgeStats(prometheus::Registry& registry);
+
+  struct Judge {
+    std::string name, criterion;
+    std::array<std::atomic<prometheus::Counter*>, kOutcomeCount> runs{};  // by Outcome
+    prometheus::Histogram* score = nullptr;
+    prometheus::Histogram* latency = nullptr;  ///< seconds
+  };
+  /// Adds one configured judge's series. Not thread-safe (start-up); the result lives as long
+  /// as this object.
+  Judge& add(const std::string& name, const JudgeInfo& info, std::span<const Outcome> outcomes);
+  /// assay_judge_runs_total{…, outcome} += 1. Thread-safe.
+  void countRun(Judge& judge, Outcome outcome);
+
+ private:
+  prometheus::Family<prometheus::Counter>& runs_;
+  prometheus::Family<prometheus::Histogram>& scores_;
+  prometheus::Family<prometheus::Histogram>& latency_;
+  std::mutex mu_;  // creating a series on first use
+  std::deque<Judge> judges_;
+};
+
+}  // namespace assay

@@ -1,0 +1,94 @@
+#pragma once
+/// What every LLM judge of the process shares (behind judges/services.hpp): HTTP clients (one
+/// per `ca_file`, each with its own thread), the budget ledger (its own thread, ledger.hpp), the
+/// price table (built-in + budget.prices), the LLM and budget series (llm_stats.hpp), and the
+/// budget scopes' bookkeeping: today's spend per scope, the projected daily spend (observed call
+/// rate × 1 day × median call cost over the last 200 calls, from at least 5 calls over 10 s),
+/// the exhausted flag, and a warning once a day when the spend reaches `alert_ratio` × the cap
+/// or the projection exceeds the cap.
+///
+/// Judges are built on one thread at start-up (client(), ledger(), stats(), addScope() are not
+/// thread-safe); everything else is.
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "judges/budget_options.hpp"
+#include "judges/llm/http_client.hpp"
+#include "judges/llm/ledger.hpp"
+#include "judges/llm/llm_stats.hpp"
+#include "judges/llm/pricing.hpp"
+
+namespace assay::llm {
+
+/// Projected daily spend of one scope, from the cost of its last calls.
+class Projection {
+ public:
+  void add(std::int64_t t_ms, double eur);
+  /// Euros per day at the observed call rate, or nullopt (fewer than 5 calls, or over < 10 s).
+  std::optional<double> daily() const;
+
+ private:
+  std::deque<std::pair<std::int64_t, double>> calls_;
+};
+
+class CallServices {
+ public:
+  CallServices(const BudgetOptions& budget, prometheus::Registry& registry);
+  ~CallServices();  ///< stop()
+
+  const BudgetOptions& budget() const { return budget_; }
+  const PriceTable& prices() const { return prices_; }
+  /// The HTTP client trusting `ca_file` ("" = the system store), created on first use.
+  /// Throws std::runtime_error when the file cannot be loaded.
+  HttpClient& client(const std::string& ca_file);
+  /// The ledger on budget.store, created (with the "global" scope) on first use. Throws
+  /// std::invalid_argument for a malformed store URL.
+  Ledger& ledger();
+  LlmStats& stats();
+  /// A scope with its daily cap in euros (a judge's `daily_limit_eur`).
+  void addScope(const std::string& scope, double cap_eur);
+
+  /// Bookkeeping of one finished call: `cost_eur` charged to "global" and `judge_scope`,
+  /// `exhausted_scope` (when not empty) refused it today.
+  void onCall(const std::string& judge_scope, double cost_eur, const std::string& exhausted_scope);
+  /// Calls started and not yet answered (judges count them).
+  std::atomic<int>& pending() { return pending_; }
+
+  bool ready() const { return !ledger_ || ledger_->answered(); }
+  void refresh();
+  void stop();
+
+ private:
+  struct Scope {
+    double cap = 0;
+    BudgetStats::Scope gauges;
+    Projection projection;
+    std::string refused_day;  // local day on which a reservation was refused
+    std::string alerted_day, projection_alerted_day;
+  };
+  /// Sets the gauges of every scope from a ledger snapshot (ledger thread).
+  void apply(const std::string& day, const std::vector<std::string>& names,
+             const std::vector<Snapshot>& snaps);
+
+  const BudgetOptions& budget_;
+  prometheus::Registry& registry_;
+  PriceTable prices_;
+  std::atomic<int> pending_{0};
+  bool stopped_ = false;
+  std::optional<LlmStats> stats_;
+  std::optional<BudgetStats> budget_stats_;
+  std::mutex mu_;  // guards scopes_' bookkeeping (ledger, HTTP and poll threads)
+  std::map<std::string, Scope> scopes_;
+  // Threads last: destroyed (stopped) first.
+  std::unique_ptr<Ledger> ledger_;
+  std::map<std::string, std::unique_ptr<HttpClient>> clients_;  // by ca_file
+};
+
+}  // namespace assay::llm

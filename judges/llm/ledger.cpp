@@ -1,0 +1,167 @@
+#include "judges/llm/ledger.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace assay::llm {
+
+Ledger::Ledger(std::unique_ptr<BudgetStore> store, std::size_t max_queued_reservations)
+    : store_(std::move(store)), max_reservations_(max_queued_reservations) {
+  thread_ = std::thread([this] {
+    answered_ = store_->ping();
+    loop();
+  });
+}
+
+Ledger::~Ledger() { stop(); }
+
+void Ledger::push(Task task) {
+  {
+    std::lock_guard lock(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+}
+
+void Ledger::reserve(ReserveRequest request, std::function<void(ReserveAnswer)> done) {
+  {
+    std::unique_lock lock(mu_);
+    if (stopping_) return;  // abandoned, like the calls in flight: never answered
+    if (reservations_ >= max_reservations_) {
+      lock.unlock();
+      ReserveAnswer a;
+      a.result.status = ReserveStatus::kUnavailable;
+      a.result.error = "ledger backlog full: " + std::to_string(max_reservations_) +
+                       " reservations wait for the budget store";
+      done(std::move(a));
+      return;
+    }
+    ++reservations_;
+    tasks_.push_back(Task{Kind::kReserve, [this, r = std::move(request), done = std::move(done)] {
+                            ReserveAnswer a;
+                            a.result = store_->reserve(r.scopes, r.amount_eur, r.day,
+                                                       r.reservation_id, r.ttl_ms,
+                                                       r.close_on_refusal);
+                            if (a.result.ok() && !r.mark_event_id.empty() &&
+                                !store_->markJudged(r.mark_event_id, r.mark_judge, kLedgerTtlMs)) {
+                              store_->release(r.reservation_id, r.day, r.scopes);
+                              a.already_judged = true;
+                            }
+                            answered_ = a.result.status != ReserveStatus::kUnavailable;
+                            done(std::move(a));
+                          }});
+  }
+  cv_.notify_one();
+}
+
+void Ledger::settle(std::string reservation_id, std::string day, std::vector<ScopeLimit> scopes,
+                    double actual_eur, std::function<void(bool)> done) {
+  push(Task{Kind::kMoney, [this, id = std::move(reservation_id), day = std::move(day),
+                           scopes = std::move(scopes), actual_eur, done = std::move(done)] {
+              const bool ok = store_->settle(id, day, scopes, actual_eur);
+              answered_ = ok;
+              if (done) done(ok);
+            }});
+}
+
+void Ledger::release(std::string reservation_id, std::string day, std::vector<ScopeLimit> scopes,
+                     std::function<void(bool)> done) {
+  push(Task{Kind::kMoney, [this, id = std::move(reservation_id), day = std::move(day),
+                           scopes = std::move(scopes), done = std::move(done)] {
+              const bool ok = store_->release(id, day, scopes);
+              answered_ = ok;
+              if (done) done(ok);
+            }});
+}
+
+void Ledger::snapshot(std::vector<std::string> scopes, std::string day,
+                      std::function<void(std::vector<Snapshot>)> done) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || snapshot_queued_) return;
+    snapshot_queued_ = true;
+    tasks_.push_back(Task{Kind::kSnapshot, [this, scopes = std::move(scopes),
+                                            day = std::move(day), done = std::move(done)] {
+                            std::vector<Snapshot> out;
+                            bool ok = true;
+                            for (const auto& s : scopes) {
+                              out.push_back(store_->spent(s, day));
+                              ok = ok && out.back().available;
+                            }
+                            answered_ = ok;
+                            done(std::move(out));
+                          }});
+  }
+  cv_.notify_one();
+}
+
+std::size_t Ledger::queued() const {
+  std::lock_guard lock(mu_);
+  return tasks_.size() + (running_task_ ? 1 : 0);
+}
+
+void Ledger::sync() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [&] { return (tasks_.empty() && !running_task_) || finished_; });
+}
+
+void Ledger::loop() {
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      if (stopping_) {
+        // Money first: settles and releases still queued are recorded; reservations and
+        // snapshots are dropped unanswered (their calls were never made).
+        std::erase_if(tasks_, [](const Task& t) { return t.kind != Kind::kMoney; });
+        reservations_ = 0;
+        snapshot_queued_ = false;
+      }
+      if (tasks_.empty()) {
+        running_task_ = false;
+        finished_ = stopping_;
+        idle_cv_.notify_all();
+        if (stopping_) return;
+        continue;
+      }
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+      if (task.kind == Kind::kReserve) --reservations_;
+      if (task.kind == Kind::kSnapshot) snapshot_queued_ = false;
+      running_task_ = true;
+    }
+    try {
+      task.run();
+    } catch (const std::exception& e) {
+      // Argument errors are programming errors (budget.hpp); a daemon must not die of one.
+      spdlog::error("budget ledger: {}", e.what());
+    }
+    {
+      std::lock_guard lock(mu_);
+      running_task_ = false;
+      if (tasks_.empty()) idle_cv_.notify_all();
+    }
+  }
+}
+
+void Ledger::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+std::vector<Snapshot> Ledger::snapshotStopped(const std::vector<std::string>& scopes,
+                                              const std::string& day) {
+  std::vector<Snapshot> out;
+  {
+    std::lock_guard lock(mu_);
+    if (!finished_) return out;  // the thread still owns the store
+  }
+  for (const auto& s : scopes) out.push_back(store_->spent(s, day));
+  return out;
+}
+
+}  // namespace assay::llm

@@ -1,0 +1,297 @@
+// `kind: llm` judges in the judge table: the descriptor, the options (docs/configuration.md,
+// "LLM judges") and their checks, the rubric's scale. Adding an option touches this file, the
+// settings in llm_judge.hpp and the docs.
+#include <cstdlib>
+#include <set>
+
+#include "judges/budget_options.hpp"
+#include "judges/llm/llm_judge.hpp"
+#include "judges/services.hpp"
+
+namespace assay::llm {
+namespace {
+
+const OptionSpec kOptions[] = {
+    {"criterion", OptionType::kString,
+     "the built-in rubric: faithfulness, answer_relevancy, completeness or context_relevance"},
+    {"provider", OptionType::kString, "openai (any OpenAI-compatible endpoint) or anthropic"},
+    {"endpoint", OptionType::kString,
+     "base URL (default https://api.openai.com/v1, or https://api.anthropic.com)"},
+    {"model", OptionType::kString, "the judge model; it needs a price (built in or budget.prices)"},
+    {"api_key_env", OptionType::kString, "environment variable that holds the API key"},
+    {"daily_limit_eur", OptionType::kNumber,
+     "this judge's own cap, euros per local day, 0..1000000 (0 = the global cap only)"},
+    {"max_tokens", OptionType::kInt, "reply cap sent to the API, 16..100000 (default 300)"},
+    {"max_input_tokens", OptionType::kInt,
+     "prompt cap, 256..10000000 (default 16000): lower-ranked contexts are dropped to fit"},
+    {"timeout_ms", OptionType::kInt, "per attempt, 100..600000 (default 30000)"},
+    {"max_in_flight", OptionType::kInt, "concurrent calls, 1..1024 (default 8)"},
+    {"requests_per_minute", OptionType::kNumber, "0 = no limit"},
+    {"tokens_per_minute", OptionType::kNumber, "prompt estimate + max_tokens per call; 0 = none"},
+    {"max_retries", OptionType::kInt, "after the first attempt, 0..10 (default 3)"},
+    {"max_retry_wait_ms", OptionType::kInt,
+     "a longer Retry-After gives up as rate_limited, 0..3600000 (default 60000)"},
+    {"ca_file", OptionType::kString, "PEM bundle of a private CA (default: the system store)"},
+    {"rubric", OptionType::kTree,
+     "{levels: {SCORE: {name?, description?}}, examples: [{question, contexts, answer, score, "
+     "justification}]}: wording overrides and one few-shot example per level at most"},
+};
+
+const Outcome kOutcomes[] = {
+    Outcome::kNoContext,     Outcome::kSchemaError,   Outcome::kTruncated,
+    Outcome::kRefused,       Outcome::kRateLimited,   Outcome::kTimeout,
+    Outcome::kProviderError, Outcome::kSkippedBudget, Outcome::kContextTooLong,
+    Outcome::kAlreadyJudged,
+};
+
+/// Collects every option error, so that --check-config prints them all at once.
+class Errors {
+ public:
+  template <typename F>
+  void check(F&& f) {
+    try {
+      f();
+    } catch (const OptionError& e) {
+      add(e.key, e.what());
+    }
+  }
+  void add(std::string key, std::string message) {
+    list_.emplace_back(std::move(key), std::move(message));
+  }
+  void throwIfAny() const {
+    if (list_.empty()) return;
+    OptionError e(list_[0].first, list_[0].second);
+    e.others.assign(list_.begin() + 1, list_.end());
+    throw e;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> list_;
+};
+
+std::string knownCriteria() {
+  std::string known;
+  for (const auto& c : builtinCriteria()) known += (known.empty() ? "" : ", ") + c;
+  return known;
+}
+
+/// A scalar tree node as an int in [lo, hi]; nullopt otherwise.
+std::optional<int> intIn(const OptionTree& t, int lo, int hi) {
+  if (t.kind != OptionTree::Kind::kScalar || t.scalar.empty()) return std::nullopt;
+  char* end = nullptr;
+  const long v = std::strtol(t.scalar.c_str(), &end, 10);
+  if (*end != '\0' || v < lo || v > hi) return std::nullopt;
+  return static_cast<int>(v);
+}
+
+std::string scalarOf(const OptionTree* t) {
+  return t && t->kind == OptionTree::Kind::kScalar ? t->scalar : std::string();
+}
+
+/// Unknown keys of a mapping node; false when `t` is not a mapping.
+bool checkKeys(const OptionTree& t, const std::string& path, std::set<std::string> known,
+               Errors& errors) {
+  if (t.kind != OptionTree::Kind::kMap) {
+    errors.add(path, "expected a mapping");
+    return false;
+  }
+  for (const auto& [k, v] : t.map) {
+    if (known.count(k)) continue;
+    std::string all;
+    for (const auto& n : known) all += " " + n;
+    errors.add(path + "." + k, "unknown key (known keys:" + all + ")");
+  }
+  return true;
+}
+
+void rubricLevels(const OptionTree& levels, Rubric& rubric, Errors& errors) {
+  const int lo = rubric.minScore(), hi = rubric.maxScore();
+  if (levels.kind != OptionTree::Kind::kMap) {
+    errors.add("rubric.levels", "expected {score: {name?, description?}}");
+    return;
+  }
+  for (const auto& [key, value] : levels.map) {
+    const std::string lp = "rubric.levels." + key;
+    OptionTree k{OptionTree::Kind::kScalar, key, {}, {}};
+    const auto score = intIn(k, lo, hi);
+    if (!score) {
+      errors.add(lp, "expected a score from " + std::to_string(lo) + " to " + std::to_string(hi));
+      continue;
+    }
+    if (!checkKeys(value, lp, {"name", "description"}, errors)) continue;
+    for (auto& level : rubric.levels) {
+      if (level.score != *score) continue;
+      if (const auto n = scalarOf(value.find("name")); !n.empty()) level.name = n;
+      if (const auto d = scalarOf(value.find("description")); !d.empty()) level.description = d;
+    }
+  }
+}
+
+void rubricExamples(const OptionTree& examples, Rubric& rubric, Errors& errors) {
+  const int lo = rubric.minScore(), hi = rubric.maxScore();
+  if (examples.kind != OptionTree::Kind::kList) {
+    errors.add("rubric.examples",
+               "expected a list of {question, contexts, answer, score, justification}");
+    return;
+  }
+  std::set<int> seen;
+  for (std::size_t i = 0; i < examples.list.size(); ++i) {
+    const auto& ex = examples.list[i];
+    const std::string ep = "rubric.examples[" + std::to_string(i) + "]";
+    if (!checkKeys(ex, ep, {"question", "contexts", "answer", "score", "justification"}, errors))
+      continue;
+    FewShotExample e{scalarOf(ex.find("question")), {}, scalarOf(ex.find("answer")), 0,
+                     scalarOf(ex.find("justification"))};
+    if (const auto* c = ex.find("contexts")) {
+      if (c->kind != OptionTree::Kind::kList)
+        errors.add(ep + ".contexts", "expected a list of strings");
+      else
+        for (const auto& t : c->list) e.contexts.push_back(scalarOf(&t));
+    }
+    const auto* s = ex.find("score");
+    const auto score = s ? intIn(*s, lo, hi) : std::nullopt;
+    if (!s)
+      errors.add(ep + ".score", "missing");
+    else if (!score)
+      errors.add(ep + ".score", "must be between " + std::to_string(lo) + " and " +
+                                    std::to_string(hi));
+    if (e.answer.empty()) errors.add(ep + ".answer", "missing");
+    if (score && !seen.insert(*score).second) errors.add(ep + ".score", "one example per level");
+    e.score = score.value_or(lo);
+    rubric.examples.push_back(std::move(e));
+  }
+}
+
+void readRubric(const JudgeOptionValues& values, LlmJudgeSettings& s, Errors& errors) {
+  const std::string criterion = values.getString("criterion", "");
+  const Rubric* builtin = builtinRubric(criterion);
+  if (!builtin) {
+    errors.add("criterion", (criterion.empty() ? std::string("missing")
+                                               : "no rubric for '" + criterion + "'") +
+                                " (one of: " + knownCriteria() + ")");
+    s.rubric = *builtinRubric("faithfulness");  // so the rest can still be checked
+  } else {
+    s.rubric = *builtin;
+  }
+  const OptionTree* tree = nullptr;
+  errors.check([&] { tree = values.getTree("rubric"); });
+  if (!tree || !checkKeys(*tree, "rubric", {"levels", "examples"}, errors)) return;
+  if (const auto* levels = tree->find("levels")) rubricLevels(*levels, s.rubric, errors);
+  if (const auto* examples = tree->find("examples")) rubricExamples(*examples, s.rubric, errors);
+}
+
+void readEndpoint(const JudgeOptionValues& values, LlmJudgeSettings& s, Errors& errors) {
+  std::string provider = "openai";
+  errors.check([&] { provider = values.getString("provider", "openai"); });
+  if (provider != "openai" && provider != "anthropic")
+    errors.add("provider", "expected openai or anthropic");
+  s.provider = provider == "anthropic" ? Provider::kAnthropic : Provider::kOpenAi;
+  errors.check([&] { s.endpoint = values.getString("endpoint", ""); });
+  if (s.endpoint.empty())
+    s.endpoint = provider == "anthropic" ? "https://api.anthropic.com" : "https://api.openai.com/v1";
+  if (s.endpoint.rfind("https://", 0) != 0 && s.endpoint.rfind("http://", 0) != 0)
+    errors.add("endpoint", "expected an http:// or https:// URL");
+  errors.check([&] { s.ca_file = values.getString("ca_file", ""); });
+}
+
+void readModel(const JudgeOptionValues& values, const JudgeContext& ctx, LlmJudgeSettings& s,
+               Errors& errors) {
+  errors.check([&] { s.model = values.getString("model", ""); });
+  if (s.model.empty()) {
+    errors.add("model", "missing");
+    return;
+  }
+  auto prices = PriceTable::builtin();
+  for (const auto& po : ctx.budget->prices)
+    prices.set(po.model, ModelPrice{po.input, po.cached_input, po.output});
+  if (const auto price = prices.find(s.model))
+    s.price = *price;
+  else
+    errors.add("model", "no price for model '" + s.model +
+                            "': add it under budget.prices (USD per million tokens) so the cap "
+                            "can hold");
+}
+
+void readApiKey(const JudgeOptionValues& values, const JudgeContext& ctx, LlmJudgeSettings& s,
+                Errors& errors) {
+  std::string env;
+  errors.check([&] { env = values.getString("api_key_env", ""); });
+  if (env.empty()) return;
+  const char* key = std::getenv(env.c_str());
+  if (key && *key) {
+    s.api_key = key;
+  } else if (ctx.services) {
+    errors.add("api_key_env", "environment variable " + env + " is not set (judge '" + ctx.name +
+                                  "')");
+  } else if (ctx.warn) {
+    ctx.warn("api_key_env", env + " is not set in this environment; assayd refuses to start "
+                                  "without it");
+  }
+}
+
+void readLimits(const JudgeOptionValues& v, LlmJudgeSettings& s, Errors& errors) {
+  errors.check([&] { s.daily_limit_eur = v.getNumberIn("daily_limit_eur", 0, 0, 1e6); });
+  errors.check([&] { s.max_tokens = static_cast<int>(v.getIntIn("max_tokens", 300, 16, 100000)); });
+  errors.check([&] { s.max_input_tokens = v.getIntIn("max_input_tokens", 16000, 256, 10'000'000); });
+  errors.check([&] { s.timeout = Millis{v.getIntIn("timeout_ms", 30000, 100, 600'000)}; });
+  errors.check(
+      [&] { s.max_in_flight = static_cast<int>(v.getIntIn("max_in_flight", 8, 1, 1024)); });
+  errors.check([&] { s.requests_per_minute = v.getNumberIn("requests_per_minute", 0, 0, 1e7); });
+  errors.check([&] { s.tokens_per_minute = v.getNumberIn("tokens_per_minute", 0, 0, 1e10); });
+  errors.check([&] {
+    s.retry.max_attempts = static_cast<int>(v.getIntIn("max_retries", 3, 0, 10)) + 1;
+  });
+  errors.check([&] {
+    s.retry.max_retry_wait = Millis{v.getIntIn("max_retry_wait_ms", 60000, 0, 3'600'000)};
+  });
+}
+
+}  // namespace
+
+const JudgeDescriptor LlmJudge::kDescriptor{
+    "llm",
+    JudgeKind::kLlm,
+    "",  // the criterion option chooses the rubric
+    1.0,
+    4.0,
+    {1.0, 2.0, 3.0, 4.0},
+    kOptions,
+    CostClass::kRemoteCall,
+    "LLM-as-a-judge: one criterion per call on a rubric with named levels, temperature 0, "
+    "schema-validated JSON verdict, under the daily budget",
+    kOutcomes};
+
+LlmJudgeSettings llmSettingsFrom(const JudgeOptionValues& values, const JudgeContext& ctx) {
+  LlmJudgeSettings s;
+  Errors errors;
+  s.name = ctx.name;
+  readRubric(values, s, errors);
+  readEndpoint(values, s, errors);
+  readModel(values, ctx, s, errors);
+  readApiKey(values, ctx, s, errors);
+  readLimits(values, s, errors);
+  errors.throwIfAny();
+  s.usd_to_eur = ctx.budget->usd_to_eur;
+  s.global_daily_limit_eur = ctx.budget->daily_limit_eur;
+  s.timezone = ctx.budget->timezone;
+  s.max_waiting = ctx.max_waiting;
+  return s;
+}
+
+std::unique_ptr<Judge> LlmJudge::create(const JudgeOptionValues& values,
+                                        const JudgeContext& context) {
+  auto settings = llmSettingsFrom(values, context);
+  if (!context.services) return nullptr;
+  return std::make_unique<LlmJudge>(std::move(settings), context.services->calls());
+}
+
+JudgeInfo LlmJudge::info(const JudgeOptionValues& values) {
+  const Rubric* r = builtinRubric(values.getString("criterion", ""));
+  if (!r) r = builtinRubric("faithfulness");
+  JudgeInfo i{r->criterion, static_cast<double>(r->minScore()),
+              static_cast<double>(r->maxScore()), {}, true};
+  for (const auto& level : r->levels) i.buckets.push_back(level.score);
+  return i;
+}
+
+}  // namespace assay::llm

@@ -1,0 +1,51 @@
+#include "judges/llm/llm_stats.hpp"
+
+namespace assay::llm {
+namespace {
+
+prometheus::Family<prometheus::Counter>& counter(prometheus::Registry& r, const char* name,
+                                                 const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r);
+}
+
+prometheus::Family<prometheus::Gauge>& gauge(prometheus::Registry& r, const char* name,
+                                             const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r);
+}
+
+}  // namespace
+
+LlmStats::LlmStats(prometheus::Registry& r)
+    : tokens(counter(r, "assay_judge_tokens_total",
+                     "Tokens charged for LLM judge calls, by direction (input, output)")),
+      cost(counter(r, "assay_judge_cost_euros_total",
+                   "Cost of LLM judge calls in euros (reported usage × price × usd_to_eur)")),
+      usage_missing(counter(r, "assay_judge_usage_missing_total",
+                            "LLM replies without usage, charged a conservative estimate")),
+      self_judging(counter(r, "assay_judge_self_judging_total",
+                           "Events judged by a model of the same family as the one that answered")),
+      store_errors(counter(r, "assay_budget_store_errors_total",
+                           "LLM calls not made because the budget store did not answer (fail "
+                           "closed; cheap judges go on)")
+                       .Add({})) {}
+
+LlmStats::Judge LlmStats::forJudge(const std::string& judge, const std::string& model) {
+  return Judge{&tokens.Add({{"judge", judge}, {"model", model}, {"direction", "input"}}),
+               &tokens.Add({{"judge", judge}, {"model", model}, {"direction", "output"}}),
+               &cost.Add({{"judge", judge}, {"model", model}}),
+               &usage_missing.Add({{"judge", judge}}), &self_judging.Add({{"judge", judge}})};
+}
+
+BudgetStats::BudgetStats(prometheus::Registry& r)
+    : spent(gauge(r, "assay_budget_spent_euros", "Euros spent today (local day of budget.timezone)")),
+      limit(gauge(r, "assay_budget_limit_euros", "Daily cap in euros")),
+      exhausted(gauge(r, "assay_budget_exhausted", "1 once today's cap refused a call")),
+      projected(gauge(r, "assay_budget_projected_daily_euros",
+                      "Observed call rate × 1 day × median call cost")) {}
+
+BudgetStats::Scope BudgetStats::forScope(const std::string& scope) {
+  return Scope{&spent.Add({{"scope", scope}}), &limit.Add({{"scope", scope}}),
+               &exhausted.Add({{"scope", scope}}), &projected.Add({{"scope", scope}})};
+}
+
+}  // namespace assay::llm

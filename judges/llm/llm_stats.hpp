@@ -1,0 +1,55 @@
+#pragma once
+/// The series of the LLM judges and of their budget (docs/metrics.md), each declared once here
+/// and registered when the first LLM judge is built: a configuration without LLM judges
+/// exports none of them.
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <string>
+
+namespace assay::llm {
+
+/// Tokens, cost and call accounting of every LLM judge.
+struct LlmStats {
+  explicit LlmStats(prometheus::Registry& registry);
+
+  /// One judge's children, held by the judge (the hot path never looks a family up).
+  struct Judge {
+    prometheus::Counter* tokens_in;      ///< assay_judge_tokens_total{judge,model,direction="input"}
+    prometheus::Counter* tokens_out;     ///< {direction="output"}
+    prometheus::Counter* cost;           ///< assay_judge_cost_euros_total{judge,model}, euros
+    prometheus::Counter* usage_missing;  ///< assay_judge_usage_missing_total{judge}
+    prometheus::Counter* self_judging;   ///< assay_judge_self_judging_total{judge}
+  };
+  Judge forJudge(const std::string& judge, const std::string& model);
+
+  prometheus::Family<prometheus::Counter>& tokens;
+  prometheus::Family<prometheus::Counter>& cost;
+  prometheus::Family<prometheus::Counter>& usage_missing;
+  prometheus::Family<prometheus::Counter>& self_judging;
+  /// assay_budget_store_errors_total: calls not made because the store did not answer.
+  prometheus::Counter& store_errors;
+};
+
+/// The budget gauges of every scope ("global", "judge:<name>").
+struct BudgetStats {
+  explicit BudgetStats(prometheus::Registry& registry);
+
+  struct Scope {
+    prometheus::Gauge* spent;      ///< assay_budget_spent_euros{scope}, euros today
+    prometheus::Gauge* limit;      ///< assay_budget_limit_euros{scope}, the daily cap
+    prometheus::Gauge* exhausted;  ///< assay_budget_exhausted{scope}, 0/1
+    prometheus::Gauge* projected;  ///< assay_budget_projected_daily_euros{scope}
+  };
+  Scope forScope(const std::string& scope);
+
+  prometheus::Family<prometheus::Gauge>& spent;
+  prometheus::Family<prometheus::Gauge>& limit;
+  prometheus::Family<prometheus::Gauge>& exhausted;
+  prometheus::Family<prometheus::Gauge>& projected;
+};
+
+}  // namespace assay::llm

@@ -1,0 +1,43 @@
+#include "sampling/sampling_stats.hpp"
+
+namespace assay {
+
+SamplingStats::SamplingStats(prometheus::Registry& registry, std::size_t max_label_values)
+    : sampled_(prometheus::BuildCounter()
+                   .Name("assay_events_sampled_total")
+                   .Help("Events selected by hash sampling, by tenant")
+                   .Register(registry)),
+      dropped_(prometheus::BuildCounter()
+                   .Name("assay_samples_dropped_total")
+                   .Help("Sampled events dropped before judging, by reason")
+                   .Register(registry)),
+      tenants_(max_label_values),
+      dropped_queue_full(dropped_.Add({{"reason", "queue_full"}})),
+      dropped_shutdown(dropped_.Add({{"reason", "shutdown"}})),
+      queue_depth(prometheus::BuildGauge()
+                      .Name("assay_queue_depth")
+                      .Help("Sampled events waiting for a judge worker")
+                      .Register(registry)
+                      .Add({})) {}
+
+void SamplingStats::countSampled(std::string_view tenant) {
+  const std::string label = tenants_.fold(tenant);
+  prometheus::Counter* c = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    auto it = by_tenant_.find(label);
+    if (it == by_tenant_.end())
+      it = by_tenant_.emplace(label, &sampled_.Add({{"tenant", label}})).first;
+    c = it->second;
+  }
+  c->Increment();
+}
+
+double SamplingStats::sampledTotal() const {
+  std::lock_guard lock(mu_);
+  double n = 0;
+  for (const auto& [tenant, c] : by_tenant_) n += c->Value();
+  return n;
+}
+
+}  // namespace assay

@@ -1,0 +1,43 @@
+#pragma once
+/// The series of sampling and of the judge queue (docs/metrics.md), declared once here:
+///   assay_events_sampled_total{tenant}          tenant folded (tracking.max_label_values)
+///   assay_samples_dropped_total{reason}         queue_full (drop-newest), shutdown (drain
+///                                               timed out)
+///   assay_queue_depth                           sampled events waiting for a worker
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "sinks/label_folder.hpp"
+
+namespace assay {
+
+class SamplingStats {
+ public:
+  SamplingStats(prometheus::Registry& registry, std::size_t max_label_values);
+  /// assay_events_sampled_total{tenant} += 1. Thread-safe.
+  void countSampled(std::string_view tenant);
+  /// The sum over every tenant (for the exit summary).
+  double sampledTotal() const;
+
+ private:
+  prometheus::Family<prometheus::Counter>& sampled_;
+  prometheus::Family<prometheus::Counter>& dropped_;
+  LabelFolder tenants_;
+  mutable std::mutex mu_;
+  std::map<std::string, prometheus::Counter*, std::less<>> by_tenant_;
+
+ public:
+  prometheus::Counter& dropped_queue_full;
+  prometheus::Counter& dropped_shutdown;
+  prometheus::Gauge& queue_depth;
+};
+
+}  // namespace assay
