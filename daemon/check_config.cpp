@@ -44,7 +44,7 @@ int checkConfig(const std::string& path, std::ostream& out, std::ostream& err) {
     }
   }
   if (const std::string why = checkKafkaClients(c.kafka); !why.empty()) {
-    err << kafkaError(c, "librdkafka refuses this configuration: " + why).format() << "\n";
+    err << kafkaError(c, "librdkafka would refuse it when assayd starts: " + why).format() << "\n";
     return 2;
   }
   out << path << ": OK (" << c.judges.size() << " judges)\n";

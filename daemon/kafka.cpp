@@ -94,14 +94,21 @@ rd_kafka_conf_t* consumerConf(const KafkaOptions& o, const std::string& bootstra
 
 std::string checkKafkaClients(const KafkaOptions& o) {
   // No bootstrap servers (unless the properties name some): nothing connects anywhere.
-  try {
-    for (const auto type : {RD_KAFKA_CONSUMER, RD_KAFKA_PRODUCER}) {
-      rd_kafka_conf_t* conf = type == RD_KAFKA_CONSUMER ? consumerConf(o, "") : producerConf(o, "");
-      rd_kafka_conf_set_log_cb(conf, nullptr);  // the check prints its own message
-      rd_kafka_destroy(newHandle(type, conf));
+  for (const auto type : {RD_KAFKA_CONSUMER, RD_KAFKA_PRODUCER}) {
+    rd_kafka_conf_t* conf = nullptr;
+    try {
+      conf = type == RD_KAFKA_CONSUMER ? consumerConf(o, "") : producerConf(o, "");
+    } catch (const std::exception& e) {
+      return e.what();
     }
-  } catch (const std::exception& e) {
-    return e.what();
+    rd_kafka_conf_set_log_cb(conf, nullptr);  // the caller reports the one error
+    char err[512];
+    rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);
+    if (!rk) {
+      rd_kafka_conf_destroy(conf);
+      return err;
+    }
+    rd_kafka_destroy(rk);
   }
   return "";
 }

@@ -109,8 +109,7 @@ int Pipeline::run() {
   while (!g_stop.load() && pollOnce(100)) {
   }
   if (g_stop) spdlog::info("stop requested (SIGTERM or SIGINT): stopping");
-  drain();
-  logSummary();
+  shutdown();
   return exit_code_;
 }
 
@@ -273,7 +272,7 @@ void Pipeline::replay() {
 /// Stop polling (done) → let the queue and the asynchronous verdicts drain within
 /// limits.drain_timeout_ms → drop what is left (counted, not committed: redelivered) → join the
 /// workers and stop the judges' services → flush the sinks → commit.
-void Pipeline::drain() {
+void Pipeline::shutdown() {
   for (RateLimitedLog* log : {&feedback_log_, &invalid_log_})
     if (const long n = log->pendingSuppressed())
       spdlog::warn("{} more {} log line(s) were suppressed (every one is counted in {})", n,
@@ -307,6 +306,7 @@ void Pipeline::drain() {
   producer_.flush(10000);
   consumer_.close();
   sampling_stats_.queue_depth.Set(0);
+  logSummary();
 }
 
 void Pipeline::logSummary() const {

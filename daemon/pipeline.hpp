@@ -61,10 +61,15 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  /// Produces the --replay files, polls until requestStop() or --exit-when-idle, then shuts
-  /// down in order (drain within limits.drain_timeout_ms, flush the sinks, commit). Returns 0 on
-  /// a clean stop, 1 after a fatal consumer error.
+  /// Produces the --replay files, polls until requestStop() or --exit-when-idle, then
+  /// shutdown(). Returns 0 on a clean stop, 1 after a fatal consumer error.
   int run();
+  /// Produces RunOptions' --replay files into the topics (blocks until acknowledged).
+  void replay();
+  /// Stops in order: drain the queue and the asynchronous verdicts within
+  /// limits.drain_timeout_ms, join the workers, stop the judges' services, flush the sinks,
+  /// commit, log the summary. Called by run(); once.
+  void shutdown();
 
   /// One turn of the poll loop: handles what one consumer poll returns (waiting at most
   /// `timeout_ms` for the first message, then taking up to kBatch that are already there),
@@ -85,7 +90,6 @@ class Pipeline {
   prometheus::Registry& registry() { return *registry_; }
 
  private:
-  void replay();
   void handleMessage(const rd_kafka_message_t* m);
   void handleEvent(const rd_kafka_message_t* m);
   void handleFeedback(const rd_kafka_message_t* m);
@@ -93,7 +97,6 @@ class Pipeline {
   void enqueue(WorkItem item);
   void everySecond();
   bool idle() const;
-  void drain();
   void logSummary() const;
 
   const Config& config_;

@@ -1,0 +1,271 @@
+// The judge runner without Kafka: events in, every admitted judge's verdict out, in
+// configuration order; run_if admitting and refusing; nested rates; a judge that throws; an
+// asynchronous judge whose verdicts arrive on another thread; the worker pool.
+#include "daemon/judge_runner.hpp"
+
+#include <doctest/doctest.h>
+#include <prometheus/registry.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "judges/registry.hpp"
+#include "sinks/exposition.hpp"
+
+using namespace assay;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Throws on every event whose answer contains "boom", else passes.
+class ThrowingJudge final : public Judge {
+ public:
+  Verdict judge(const Event& e) const override {
+    if (e.answer.find("boom") != std::string::npos) throw std::runtime_error("boom in the answer");
+    return Verdict::check(true);
+  }
+};
+
+/// An asynchronous judge: answers 1.0 when the answer has more than 20 bytes, else 0.0, from
+/// its own thread, in the order the events came.
+class RemoteJudge final : public Judge {
+ public:
+  RemoteJudge() : thread_([this] { loop(); }) {}
+  ~RemoteJudge() override {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Verdict judge(const Event&) const override { throw std::logic_error("asynchronous only"); }
+  void judgeAsync(const Event& e, VerdictCallback done) const override {
+    {
+      std::lock_guard lock(mu_);
+      calls_.emplace_back(e.answer.size() > 20 ? 1.0 : 0.0, std::move(done));
+    }
+    cv_.notify_all();
+  }
+  /// Lets the next `n` calls answer.
+  void release(int n) {
+    {
+      std::lock_guard lock(mu_);
+      released_ += n;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || (released_ > 0 && !calls_.empty()); });
+      if (stop_) return;
+      auto [score, done] = std::move(calls_.front());
+      calls_.pop_front();
+      --released_;
+      lock.unlock();
+      done(Verdict::ok(score, "remote"));
+      lock.lock();
+    }
+  }
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable std::deque<std::pair<double, VerdictCallback>> calls_;
+  int released_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+RunnableJudge local(const char* name, JudgeKind kind, const char* type, double rate = 1.0,
+                    std::vector<RunIfCondition> run_if = {}) {
+  const auto* f = findJudgeFactory(kind, type);
+  REQUIRE(f != nullptr);
+  return RunnableJudge{name,   f->info({}), rate, std::move(run_if), f->create({}, JudgeContext{}),
+                       false, f->descriptor->outcomes};
+}
+
+Event event(int i, std::string answer) {
+  Event e;
+  e.id = "runner-" + std::to_string(i);
+  e.variant = i % 2 ? "a" : "b";
+  e.question = "How long is the warranty?";
+  e.answer = std::move(answer);
+  e.contexts.push_back(Context{"c1", "The warranty lasts two years.", ""});
+  return e;
+}
+
+WorkItem item(int i, std::string answer, double rate = 1.0) {
+  WorkItem w;
+  w.event = event(i, std::move(answer));
+  w.sample.hash = sampleHash(w.event.id);
+  w.sample.rate = rate;
+  w.sample.sampled = true;
+  w.partition = i % 3;
+  w.offset = i;
+  return w;
+}
+
+/// Collects what the runner hands on.
+struct Collected {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, Judgment> judgments;  // by id
+  std::map<std::string, std::pair<std::int32_t, std::int64_t>> positions;
+  int started = 0, scored = 0;
+  JudgeRunner::Listener listener() {
+    return {[this](const WorkItem&) {
+              std::lock_guard lock(mu);
+              ++started;
+            },
+            [this](std::size_t, const std::string&, const std::string&, double) {
+              std::lock_guard lock(mu);
+              ++scored;
+            },
+            [this](const Judgment& j, std::int32_t partition, std::int64_t offset) {
+              std::lock_guard lock(mu);
+              judgments[j.id] = j;
+              positions[j.id] = {partition, offset};
+              cv.notify_all();
+            }};
+  }
+  bool waitFor(std::size_t n) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, 10s, [&] { return judgments.size() >= n; });
+  }
+  const JudgedVerdict* verdict(const std::string& id, const std::string& judge) {
+    std::lock_guard lock(mu);
+    for (const auto& v : judgments.at(id).verdicts)
+      if (v.judge == judge) return &v;
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ten events in, every judge's verdict out; run_if admits and refuses") {
+  prometheus::Registry registry;
+  JudgeStats stats(registry);
+  BoundedQueue<WorkItem> queue(100);
+  Collected out;
+  std::vector<RunnableJudge> judges;
+  judges.push_back(local("nonempty", JudgeKind::kCheck, "answer_nonempty"));
+  judges.push_back(local("overlap", JudgeKind::kLexical, "context_overlap"));
+  // Runs only where the answer is not supported by the context (overlap below 0.5).
+  judges.push_back(local("length", JudgeKind::kCheck, "answer_length", 1.0,
+                         {RunIfCondition{"overlap", 0.5, std::nullopt, std::nullopt}}));
+  // Runs only where the first check passed.
+  judges.push_back(local("question", JudgeKind::kLexical, "question_overlap", 1.0,
+                         {RunIfCondition{"nonempty", std::nullopt, std::nullopt, true}}));
+  JudgeRunner runner(std::move(judges), stats, queue, out.listener(), /*workers=*/0, nullptr);
+  for (int i = 0; i < 10; ++i)
+    runner.run(item(i, i % 2 ? "The warranty lasts two years." : "Bananas are yellow fruit."));
+  REQUIRE(out.judgments.size() == 10);
+  CHECK(out.started == 10);
+  for (int i = 0; i < 10; ++i) {
+    const std::string id = "runner-" + std::to_string(i);
+    CAPTURE(id);
+    const auto& j = out.judgments.at(id);
+    CHECK(j.variant == (i % 2 ? "a" : "b"));
+    CHECK(out.positions.at(id) == std::pair<std::int32_t, std::int64_t>{i % 3, i});
+    const bool supported = i % 2;
+    // Configuration order; the run_if judge only where the overlap is low.
+    std::vector<std::string> names;
+    for (const auto& v : j.verdicts) names.push_back(v.judge);
+    CHECK(names == (supported ? std::vector<std::string>{"nonempty", "overlap", "question"}
+                              : std::vector<std::string>{"nonempty", "overlap", "length",
+                                                         "question"}));
+    CHECK(*out.verdict(id, "overlap")->verdict.score == (supported ? 1.0 : 0.0));
+    CHECK(out.verdict(id, "overlap")->criterion == "faithfulness");
+    CHECK(out.verdict(id, "nonempty")->verdict.passed == true);
+  }
+  CHECK(out.scored == 10 + 10 + 5 + 10);
+  const auto text = serializeMetrics(registry);
+  CHECK(text.find("assay_judge_runs_total{criterion=\"faithfulness\",judge=\"overlap\","
+                  "outcome=\"ok\"} 10") != std::string::npos);
+  CHECK(text.find("assay_judge_runs_total{criterion=\"length\",judge=\"length\",outcome=\"ok\"} "
+                  "5") != std::string::npos);
+}
+
+TEST_CASE("a judge that throws gets judge_error; the worker and the other verdicts go on") {
+  prometheus::Registry registry;
+  JudgeStats stats(registry);
+  BoundedQueue<WorkItem> queue(100);
+  Collected out;
+  std::vector<RunnableJudge> judges;
+  judges.push_back(RunnableJudge{"thrower", JudgeInfo{"explodes", 0, 1, {0, 1}, false}, 1.0, {},
+                                 std::make_unique<ThrowingJudge>(), false, {}});
+  judges.push_back(local("overlap", JudgeKind::kLexical, "context_overlap"));
+  JudgeRunner runner(std::move(judges), stats, queue, out.listener(), /*workers=*/2, nullptr);
+  for (int i = 0; i < 10; ++i) {
+    auto w = item(i, i == 3 || i == 7 ? "boom: two years" : "The warranty lasts two years.");
+    REQUIRE(queue.tryPush(w));
+  }
+  REQUIRE(out.waitFor(10));
+  for (int i = 0; i < 10; ++i) {
+    const std::string id = "runner-" + std::to_string(i);
+    CAPTURE(id);
+    const auto* t = out.verdict(id, "thrower");
+    REQUIRE(t != nullptr);
+    CHECK(t->verdict.outcome == (i == 3 || i == 7 ? Outcome::kJudgeError : Outcome::kOk));
+    CHECK(t->verdict.score.has_value() == !(i == 3 || i == 7));
+    if (i == 3) CHECK(t->verdict.evidence.find("boom in the answer") != std::string::npos);
+    CHECK(out.verdict(id, "overlap")->verdict.outcome == Outcome::kOk);
+  }
+  // The workers lived on: one more event after the failures is judged too.
+  REQUIRE(queue.tryPush(*std::make_unique<WorkItem>(item(10, "boom again"))));
+  REQUIRE(out.waitFor(11));
+  CHECK(serializeMetrics(registry).find("assay_judge_runs_total{criterion=\"explodes\",judge="
+                                        "\"thrower\",outcome=\"judge_error\"} 3") !=
+        std::string::npos);
+  runner.join();
+  CHECK(runner.busy() == 0);
+}
+
+TEST_CASE("asynchronous verdicts: the last one completes the judgment; nested rates") {
+  prometheus::Registry registry;
+  JudgeStats stats(registry);
+  BoundedQueue<WorkItem> queue(100);
+  Collected out;
+  auto remote = std::make_unique<RemoteJudge>();
+  RemoteJudge* remote_ptr = remote.get();
+  std::vector<RunnableJudge> judges;
+  // Listed first, run last: an asynchronous judge starts after every local one.
+  judges.push_back(RunnableJudge{"remote", JudgeInfo{"faithfulness", 0, 1, {0, 1}, true}, 1.0, {},
+                                 std::move(remote), true, {}});
+  judges.push_back(local("overlap", JudgeKind::kLexical, "context_overlap"));
+  judges.push_back(local("half", JudgeKind::kCheck, "answer_nonempty", 0.5));
+  JudgeRunner runner(std::move(judges), stats, queue, out.listener(), /*workers=*/0, nullptr);
+  int half_expected = 0;
+  for (int i = 0; i < 10; ++i) {
+    auto w = item(i, "The warranty lasts two years, says the contract.");
+    half_expected += w.sample.admits(0.5) ? 1 : 0;
+    runner.run(std::move(w));
+  }
+  CHECK(out.judgments.empty());  // every event waits for its remote verdict
+  CHECK(runner.pending() == 10);
+  remote_ptr->release(4);
+  REQUIRE(out.waitFor(4));
+  remote_ptr->release(6);
+  REQUIRE(out.waitFor(10));
+  CHECK(runner.pending() == 0);
+  int half_seen = 0;
+  for (const auto& [id, j] : out.judgments) {
+    CAPTURE(id);
+    REQUIRE(j.verdicts.size() >= 2);
+    CHECK(j.verdicts.front().judge == "remote");  // verdicts stay in configuration order
+    CHECK(*j.verdicts.front().verdict.score == 1.0);
+    CHECK(j.verdicts.front().verdict.evidence == "remote");
+    half_seen += j.verdicts.back().judge == "half" ? 1 : 0;
+  }
+  // h < 0.5 × 2^64 for about half of the ids, and exactly those.
+  CHECK(half_seen == half_expected);
+  CHECK(half_expected > 0);
+  CHECK(half_expected < 10);
+}

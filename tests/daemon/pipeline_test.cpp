@@ -1,0 +1,110 @@
+// The pipeline's poll loop one turn at a time, without worker threads: a real Kafka protocol
+// endpoint (the embedded broker, librdkafka's mock cluster), 30 dev events and 2 invalid
+// messages produced into it, pollOnce() until everything is consumed, the queue judged on this
+// thread, the offsets finished, the JSON Lines file and the metrics read back.
+#include "daemon/pipeline.hpp"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include "config/loader.hpp"
+#include "sinks/exposition.hpp"
+
+using namespace assay;
+
+namespace {
+
+/// The value of one sample line "NAME{LABELS} VALUE" of the exposition, or -1.
+double sample(const std::string& text, const std::string& series) {
+  const auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+struct TempDir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("assay_pipeline_" + std::to_string(::getpid()));
+  TempDir() { std::filesystem::create_directories(path); }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("pollOnce: consume, screen, parse, sample and queue; judge; finish every offset") {
+  TempDir dir;
+  const auto events = (dir.path / "events.jsonl").string();
+  const auto jsonl = (dir.path / "judgments.jsonl").string();
+  {
+    std::ifstream dev(std::string(ASSAY_SHARED_DATA_DIR) + "/rag_events_dev.jsonl");
+    std::ofstream out(events);
+    std::string line;
+    for (int i = 0; i < 30 && std::getline(dev, line); ++i) out << line << "\n";
+    out << "this is not JSON\n";                                   // unkeyed: parsed, invalid
+    out << R"({"question": "where is it?"})" << "\n";  // unkeyed, no answer: missing_field
+  }
+  const auto loaded = loadConfigString(R"(
+kafka: {brokers: embedded, topic: t, group_id: g, partitions: 2}
+sampling: {rate: 0.5}
+judges:
+  - {name: nonempty, kind: check, check: answer_nonempty}
+  - {name: overlap, kind: lexical, metric: context_overlap}
+admin: {listen: "127.0.0.1:0"}
+sinks: {jsonl: {path: ")" + jsonl + R"("}}
+)",
+                                       "pipeline_test.yaml");
+  REQUIRE(loaded.ok());
+  RunOptions run;
+  run.replay_file = events;
+  run.no_workers = true;
+  Pipeline p(loaded.config, run);
+  p.replay();
+
+  // The first assignment of a consumer group takes about 3 s on the mock coordinator.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string text;
+  while (std::chrono::steady_clock::now() < deadline) {
+    REQUIRE(p.pollOnce(100));
+    text = serializeMetrics(p.registry());
+    if (sample(text, "assay_events_consumed_total{topic=\"t\"}") == 32) break;
+  }
+  REQUIRE(sample(text, "assay_events_consumed_total{topic=\"t\"}") == 32);
+  CHECK(p.assigned());
+  CHECK(sample(text, "assay_events_invalid_total{reason=\"not_json\"}") == 1);
+  CHECK(sample(text, "assay_events_invalid_total{reason=\"missing_field\"}") == 1);
+  // Sampling at 0.5: exactly the ids whose hash is below half of 2^64 are queued.
+  std::size_t expected = 0;
+  {
+    std::ifstream in(events);
+    std::string line;
+    const std::regex id_re(R"re("id": "([^"]+)")re");
+    for (int i = 0; i < 30 && std::getline(in, line); ++i) {
+      std::smatch m;
+      REQUIRE(std::regex_search(line, m, id_re));
+      expected += sampleHash(m[1].str()) < (1ULL << 63) ? 1 : 0;
+    }
+  }
+  CHECK(p.queued() == expected);
+  CHECK(p.offsets().pending() == expected);  // the queued ones; the rest are finished
+  // Judging on this thread finishes them.
+  CHECK(p.judgeQueued() == expected);
+  CHECK(p.offsets().pending() == 0);
+  REQUIRE(p.pollOnce(0));
+  text = serializeMetrics(p.registry());
+  CHECK(sample(text, "assay_events_judged_total") == static_cast<double>(expected));
+  CHECK(sample(text, "assay_judge_runs_total{criterion=\"non_empty\",judge=\"nonempty\","
+                     "outcome=\"ok\"}") == static_cast<double>(expected));
+  CHECK(sample(text, "assay_queue_depth") == 0);
+  // Every message of both partitions is finished: the committable positions cover them all.
+  CHECK(p.offsets().committable(0) + p.offsets().committable(1) == 32);
+  p.shutdown();
+  std::ifstream in(jsonl);
+  std::size_t lines = 0;
+  for (std::string l; std::getline(in, l);) ++lines;
+  CHECK(lines == expected);
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""Start-up failures end with exit code 1 and one line naming the cause; never an abort.
+
+Each case is a configuration the loader accepts (or a run-time condition) that cannot start:
+  1. kafka.properties {max.poll.interval.ms: 1000}: librdkafka refuses it only when it builds a
+     client. `--check-config` builds the clients the way start-up does: exit 2, FILE:LINE:COLUMN
+     and the property with its constraint. Started anyway: exit 1 (it used to be 134, an abort).
+  2. sinks.jsonl.path that cannot be opened (under /proc): exit 1 naming sinks.jsonl.path.
+  3. admin.listen on a port another process holds: exit 1 naming admin.listen.
+  4. an LLM judge whose api_key_env is not set: --check-config warns (exit 0); start-up exits 1
+     naming judges[0].api_key_env.
+  5. tracking.baseline_file with bad content: exit 1 naming tracking.baseline_file and the line.
+Each run uses the embedded broker, so a case takes well under a second; every case must print
+exactly one critical line and nothing an abort prints ("terminate called", "Aborted").
+Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
+"""
+
+import os
+import socket
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_pipeline as tp  # noqa: E402
+
+BASE = """kafka: {{brokers: embedded, topic: rag.events, group_id: startup{n}{kafka}}}
+judges:
+  - {{name: overlap, kind: lexical, metric: context_overlap}}
+{judges}admin: {{listen: "127.0.0.1:{admin}"}}
+sinks: {{jsonl: {{path: "{jsonl}"}}}}
+{extra}"""
+
+
+def write_config(workdir, name, n, admin=0, kafka="", judges="", jsonl=None, extra=""):
+    path = os.path.join(workdir, f"{name}.yaml")
+    with open(path, "w") as f:
+        f.write(BASE.format(n=n, kafka=kafka, judges=judges, admin=admin,
+                            jsonl=jsonl or os.path.join(workdir, f"{name}.jsonl"), extra=extra))
+    return path
+
+
+def run_assayd(args, *argv, env=None, timeout=60):
+    p = subprocess.run([args.assayd, *argv], capture_output=True, text=True, timeout=timeout,
+                       env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check_start_failure(checks, args, label, cfg, must_name, env=None):
+    rc, _, err = run_assayd(args, "--config", cfg, env=env)
+    critical = [l for l in err.splitlines() if " critical " in l]
+    tp.log(f"{label}: exit {rc}; {critical[0] if critical else err.strip()[-300:]}")
+    checks.eq(f"{label}: exit code", 1, rc)
+    checks.eq(f"{label}: one critical line", 1, len(critical))
+    checks.true(f"{label}: the line names {must_name}",
+                bool(critical) and must_name in critical[0], critical[0] if critical else err)
+    checks.true(f"{label}: no abort", "terminate called" not in err and "Aborted" not in err,
+                err[-300:])
+
+
+def run(args, workdir, checks):
+    # 1. A property librdkafka refuses only when it builds a client.
+    cfg = write_config(workdir, "poll", 1, kafka=", properties: {max.poll.interval.ms: 1000}")
+    rc, out, err = run_assayd(args, "--check-config", cfg)
+    tp.log(f"--check-config: exit {rc}: {err.strip()}")
+    checks.eq("--check-config refuses max.poll.interval.ms 1000", 2, rc)
+    checks.true("it points at FILE:1:COLUMN of the property",
+                err.startswith(f"{cfg}:1:") and "kafka.properties.max.poll.interval.ms" in err, err)
+    checks.true("it names the constraint", "session.timeout.ms" in err, err)
+    check_start_failure(checks, args, "max.poll.interval.ms 1000", cfg, "max.poll.interval.ms")
+
+    # 2. A JSON Lines file that cannot be opened.
+    cfg = write_config(workdir, "sink", 2, jsonl="/proc/assay/no/such/dir/j.jsonl")
+    checks.eq("--check-config accepts the unopenable path (a run-time condition)", 0,
+              run_assayd(args, "--check-config", cfg)[0])
+    check_start_failure(checks, args, "sinks.jsonl.path unopenable", cfg, "sinks.jsonl.path")
+
+    # 3. The admin port taken by another process.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        cfg = write_config(workdir, "port", 3, admin=held.getsockname()[1])
+        check_start_failure(checks, args, "admin port taken", cfg, "admin.listen")
+
+    # 4. An API key variable that is not set.
+    llm = ("  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
+           "api_key_env: ASSAY_TEST_KEY_NOT_SET}\n")
+    cfg = write_config(workdir, "key", 4, judges=llm)
+    env = {k: v for k, v in os.environ.items() if k != "ASSAY_TEST_KEY_NOT_SET"}
+    rc, out, err = run_assayd(args, "--check-config", cfg, env=env)
+    checks.eq("--check-config with the key variable unset: exit", 0, rc)
+    checks.true("--check-config warns about the variable",
+                "judges[1].api_key_env: warning: ASSAY_TEST_KEY_NOT_SET is not set" in err, err)
+    check_start_failure(checks, args, "API key variable unset", cfg, "judges[1].api_key_env",
+                        env=env)
+
+    # 5. A baseline file whose content is not judgments.
+    bad = os.path.join(workdir, "baseline.jsonl")
+    with open(bad, "w") as f:
+        f.write('{"id": "a", "verdicts": []}\nnot json\n')
+    cfg = write_config(workdir, "baseline", 5, extra=f'tracking: {{baseline_file: "{bad}"}}\n')
+    check_start_failure(checks, args, "baseline file content", cfg, "tracking.baseline_file")
+    return "start-up failures exit 1 with one line naming the cause"
+
+
+if __name__ == "__main__":
+    sys.exit(tp.run_script("test_startup", run))
