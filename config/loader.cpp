@@ -321,8 +321,15 @@ void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
   r.getRange(n, "alert_ratio", p, o.alert_ratio, 0.0, 1.0);
   r.get(n, "timezone", p, o.timezone);
   r.get(n, "store", p, o.store);
-  if (o.store != "memory" && o.store.rfind("redis://", 0) != 0)
-    r.error(n["store"], p + ".store", "expected memory or redis://[:password@]host[:port][/db]");
+  if (o.store != "memory") {
+    try {
+      (void)llm::parseRedisUrl(o.store);
+    } catch (const std::invalid_argument& e) {
+      r.error(n["store"], p + ".store",
+              std::string(e.what()).substr(std::string_view("budget.store: ").size()) +
+                  "; or memory");
+    }
+  }
   try {
     (void)llm::budgetDay(o.timezone, 0);
   } catch (const std::exception&) {

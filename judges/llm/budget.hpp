@@ -230,8 +230,10 @@ struct RedisOptions {
   std::int64_t reconnect_backoff_ms = 1000;
 };
 
-/// Parses `redis://[[user]:password@]host[:port][/db]` (user and password percent-decoded; host a
-/// name, an IPv4 address or a bracketed IPv6 address; port 6379 and db 0 by default).
+/// Parses `redis://[[user]:password@]host[:port][/db][?command_timeout_ms=N&connect_timeout_ms=N]`
+/// (user and password percent-decoded; host a name, an IPv4 address or a bracketed IPv6
+/// address; port 6379 and db 0 by default; timeouts in milliseconds, 1..600000, default 1000
+/// and 250).
 /// Throws std::invalid_argument with the reason otherwise (including `rediss://`: no TLS yet).
 RedisOptions parseRedisUrl(std::string_view url);
 

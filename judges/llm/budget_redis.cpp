@@ -138,8 +138,9 @@ int hexValue(char c) {
 }
 
 [[noreturn]] void badUrl(const std::string& why) {
-  throw std::invalid_argument("budget.store: " + why +
-                              " (expected redis://[[user]:password@]host[:port][/db])");
+  throw std::invalid_argument(
+      "budget.store: " + why +
+      " (expected redis://[[user]:password@]host[:port][/db][?command_timeout_ms=N])");
 }
 
 std::string percentDecode(std::string_view s) {
@@ -192,9 +193,29 @@ RedisOptions parseRedisUrl(std::string_view url) {
   if (url.starts_with("rediss://")) badUrl("TLS (rediss://) is not supported yet");
   if (!url.starts_with(kScheme)) badUrl("'" + std::string(url) + "' is not a redis:// URL");
   std::string_view rest = url.substr(kScheme.size());
-  if (rest.find_first_of("?#") != std::string_view::npos) badUrl("query or fragment not supported");
-
+  if (rest.find('#') != std::string_view::npos) badUrl("a fragment is not supported");
   RedisOptions o;
+  if (const std::size_t q = rest.find('?'); q != std::string_view::npos) {
+    std::string_view query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+    while (!query.empty()) {
+      const std::size_t amp = query.find('&');
+      const std::string_view param = query.substr(0, amp);
+      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+      const std::size_t eq = param.find('=');
+      const std::string_view key = param.substr(0, eq);
+      const std::string_view value =
+          eq == std::string_view::npos ? std::string_view() : param.substr(eq + 1);
+      if (key == "command_timeout_ms")
+        o.command_timeout_ms = parseNumber(value, 1, 600'000, "command_timeout_ms");
+      else if (key == "connect_timeout_ms")
+        o.connect_timeout_ms = parseNumber(value, 1, 600'000, "connect_timeout_ms");
+      else
+        badUrl("unknown parameter '" + std::string(key) +
+               "' (command_timeout_ms, connect_timeout_ms)");
+    }
+  }
+
   const std::size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   if (slash != std::string_view::npos) {

@@ -30,20 +30,6 @@ import test_pipeline as tp  # noqa: E402
 CAP_EUR = 0.02
 
 
-def start_redis(workdir):
-    port = tp.free_loopback_port()
-    proc = subprocess.Popen(["/usr/bin/redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                             "--save", "", "--appendonly", "no", "--dir", workdir],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    for _ in range(100):
-        if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True,
-                          text=True).stdout.strip() == "PONG":
-            return proc, port
-        time.sleep(0.1)
-    raise tp.TestFailure("redis-server did not answer PING")
-
-
 def make_ca(workdir):
     d = workdir
     cmds = [
@@ -143,7 +129,7 @@ def main():
     try:
         with open(args.data) as f:
             events = sum(1 for l in f if l.strip())
-        redis, redis_port = start_redis(workdir)
+        redis, redis_port = tp.start_redis(workdir)
         ca, cert, key = make_ca(workdir)
         fake, fake_port = tp.start_fake_provider(args.assayd, "--cert", cert, "--key", key,
                                                  "--api-key", "sk-fake")

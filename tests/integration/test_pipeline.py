@@ -219,6 +219,21 @@ def run_script(name, run, args=None):
     return checks.finish(summary)
 
 
+def start_redis(workdir):
+    """A real redis-server on a free loopback port, no persistence; returns (process, port)."""
+    port = free_loopback_port()
+    proc = subprocess.Popen(["/usr/bin/redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no", "--dir", workdir],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    for _ in range(100):
+        if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True,
+                          text=True).stdout.strip() == "PONG":
+            return proc, port
+        time.sleep(0.1)
+    raise TestFailure("redis-server did not answer PING")
+
+
 def free_loopback_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

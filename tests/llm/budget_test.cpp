@@ -367,13 +367,19 @@ TEST_CASE("budget.store URLs") {
     CHECK(u.host == "::1");
     CHECK(u.port == 7000);
     CHECK(u.db == 1);
+    const RedisOptions t = parseRedisUrl("redis://h:6379/0?command_timeout_ms=3000&connect_timeout_ms=50");
+    CHECK(t.command_timeout_ms == 3000);
+    CHECK(t.connect_timeout_ms == 50);
+    CHECK(t.db == 0);
+    CHECK(parseRedisUrl("redis://h").command_timeout_ms == 1000);
   }
   SUBCASE("errors") {
     for (const char* bad :
          {"rediss://h:6379/0", "http://h:6379", "redis://", "redis://:6379/0", "redis://h:0/0",
           "redis://h:70000", "redis://h:port", "redis://h:6379/x", "redis://h:6379/-1",
           "redis://secret@h", "redis://:p%4@h", "redis://h?timeout=1", "redis://::1:6379",
-          "redis://[::1"}) {
+          "redis://[::1", "redis://h?command_timeout_ms=0", "redis://h?command_timeout_ms=x",
+          "redis://h#frag"}) {
       CAPTURE(bad);
       CHECK_THROWS_AS(parseRedisUrl(bad), std::invalid_argument);
     }
