@@ -64,7 +64,7 @@ class Reader {
   Reader(std::string file, std::vector<ConfigError>& errors, std::vector<ConfigError>& warnings)
       : file_(std::move(file)), errors_(errors), warnings_(warnings) {}
 
-  /// A key that is accepted (CONTRACT.md names it) but does nothing in this version.
+  /// A key that is accepted but does nothing in this configuration (docs/configuration.md).
   void warn(const YAML::Node& n, const std::string& path, const std::string& message) {
     const auto m = n.Mark();
     warnings_.push_back(ConfigError{file_, m.is_null() ? 0 : m.line + 1,

@@ -1,5 +1,5 @@
 #pragma once
-/// Options structs, one per top-level YAML section (CONTRACT.md §5). Plain data with defaults;
+/// Options structs, one per top-level YAML section (docs/configuration.md). Plain data with defaults;
 /// only config/loader.cpp knows YAML. Units are in the names (`_ms`, `_bytes`, `_eur`).
 
 #include <cstddef>

@@ -1,7 +1,7 @@
 #pragma once
 /// The RAG event as the judges see it: one request/response of the monitored service,
 /// already parsed and validated (daemon/event_parser.hpp). Field meanings are those of
-/// CONTRACT.md §2. Strings are UTF-8 (validated at parse time).
+/// docs/events.md. Strings are UTF-8 (validated at parse time).
 
 #include <cstdint>
 #include <optional>
@@ -17,7 +17,7 @@ struct Context {
   std::string source;  ///< URL or document name; may be empty
 };
 
-/// Expected answer format (CONTRACT.md §2 `expected_format`).
+/// Expected answer format (docs/events.md, `expected_format`).
 enum class AnswerFormat { kText, kJson };
 
 struct Event {

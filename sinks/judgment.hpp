@@ -1,5 +1,5 @@
 #pragma once
-/// One judged event as written by every sink (CONTRACT.md §3).
+/// One judged event as written by every sink (docs/events.md, "Output").
 
 #include <cstdint>
 #include <string>
@@ -23,7 +23,7 @@ struct Judgment {
   std::vector<JudgedVerdict> verdicts;
 };
 
-/// Compact one-line JSON object, keys in CONTRACT.md §3 order: `judged_at` as RFC 3339 UTC with
+/// Compact one-line JSON object, keys in the order of docs/events.md: `judged_at` as RFC 3339 UTC with
 /// milliseconds; `score` null and `error` = outcome name when the judge could not judge;
 /// optional keys (`passed`, `evidence`) only when set. No trailing newline.
 std::string toJson(const Judgment& j);

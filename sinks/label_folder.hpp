@@ -11,7 +11,7 @@
 namespace assay {
 
 /// Bounds a label's cardinality: the first `max_values` distinct values keep their name, every
-/// later one becomes "other" (CONTRACT.md §7). Empty values become "none"; values longer than
+/// later one becomes "other" (docs/metrics.md). Empty values become "none"; values longer than
 /// kMaxLabelBytes are cut there (at a UTF-8 boundary). Thread-safe.
 class LabelFolder {
  public:

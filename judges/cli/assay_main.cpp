@@ -1,4 +1,4 @@
-// assay: companion command-line tool of assayd (CONTRACT.md §1, §4).
+// assay: companion command-line tool of assayd (README.md; docs/calibration.md).
 //   assay report --judgments FILE [--events FILE] [--label POINTER] [--group POINTER] [--auc
 //   JUDGE]...
 //   assay estimate (--requests-per-second R | --requests-per-day N) --sample-rate S

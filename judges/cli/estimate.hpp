@@ -1,6 +1,6 @@
 #pragma once
 /// `assay estimate`: the projected LLM-judge cost per day and per month of a traffic rate, a
-/// sample rate and a judge list (CONTRACT.md §4, §6). Same arithmetic as the daemon's ledger
+/// sample rate and a judge list (docs/configuration.md, "Money"). Same arithmetic as the daemon's ledger
 /// (judges/llm/pricing.hpp): a judge with `rate` r makes requests/day × sample_rate × r calls a
 /// day, each costing its tokens × the model's price per million tokens; EUR = USD × usd_to_eur;
 /// a month is 30 days. No prompt-cache discount is assumed (the projection errs high).

@@ -1,5 +1,5 @@
 #pragma once
-/// `assay report`: reads a JSON Lines judgments file (CONTRACT.md §3) and, optionally, the
+/// `assay report`: reads a JSON Lines judgments file (docs/events.md, "Output") and, optionally, the
 /// events file with human labels, and summarises per judge the outcomes and score distribution,
 /// and how well a judge's score separates answers humans labelled hallucinated (ROC AUC).
 

@@ -1,5 +1,5 @@
 #pragma once
-/// The daily budget ledger of the LLM judges (issue 3, "Money"; CONTRACT.md §5 `budget:`).
+/// The daily budget ledger of the LLM judges (docs/configuration.md, "budget" and "Money").
 ///
 /// Before each call a judge *reserves* its worst-case cost in every scope it is charged to (the
 /// global cap and its own `daily_limit_eur`), makes the call, then *settles* with the real cost (or

@@ -1,6 +1,6 @@
 #pragma once
 /// What an LLM judge's call costs: model prices, the token usage a provider reports, and the
-/// arithmetic between them (CONTRACT.md §6, issue 3 "Money").
+/// arithmetic between them (docs/configuration.md, "Money").
 ///
 /// Cost = tokens × the model's price per million tokens (USD), converted to euros with
 /// `budget.usd_to_eur`. The token counts come from the provider's own `usage` object; when a

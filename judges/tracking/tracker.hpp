@@ -1,7 +1,7 @@
 #pragma once
 /// Watching the judges (issue 4): every judge's successful scores (failures never enter), joined
 /// by event id with the other judges' scores and with user feedback, summarised as the
-/// Prometheus gauges of CONTRACT.md §7 and docs/metrics.md. A series appears only once its
+/// Prometheus gauges of docs/metrics.md. A series appears only once its
 /// statistic is defined and disappears when it no longer is (never 0, 1 or NaN in its place).
 ///
 /// Per judge × criterion (a rolling window of tracking.window scores no older than
@@ -26,7 +26,7 @@
 ///   like the human Spearman and the kappa below; the _pairs gauges always); _level{..., level}
 ///   high (tau ≥ 0.7), moderate (0.4 ≤ tau < 0.7), low (< 0.4): the current level's series is 1,
 ///   the others 0.
-/// Feedback (kafka.feedback_topic, CONTRACT.md §2), joined by id to events this process judged:
+/// Feedback (kafka.feedback_topic, docs/events.md), joined by id to events this process judged:
 ///   assay_judge_human_spearman, assay_judge_human_pairs{judge, criterion}
 ///   assay_annotator_kappa{criterion, annotator_a, annotator_b, weighting = none|quadratic}
 ///   assay_ab_p_value, assay_ab_decided{experiment}, assay_ab_ratings{experiment, variant}:
@@ -68,7 +68,7 @@ struct TrackedJudge {
   bool graded = true;
 };
 
-/// One feedback event (CONTRACT.md §2).
+/// One feedback event (docs/events.md, "Feedback events").
 struct Feedback {
   enum class Kind { kRating, kAnnotation };
   Kind kind = Kind::kRating;

@@ -4,7 +4,7 @@
 Writes tests/sampling/golden_sampled_rate005.txt: the indices i of the ids "req-<i>",
 i in [0, 100000), with XXH3_64(id) < 0.05 * 2**64 (exact int/float comparison in Python),
 and tests/sampling/golden_nested_rate005_r02.txt: those also admitted by a judge with rate 0.2
-(threshold (0.2 * 0.05) * 2**64, CONTRACT.md §5)."""
+(threshold (0.2 * 0.05) * 2**64, docs/configuration.md, "Sampling")."""
 import os
 import xxhash
 

@@ -13,7 +13,7 @@ topic, dead-letter topic and Prometheus metrics (issue 2, "Tests").
   4. runs `assayd --config FILE --exit-when-idle 4`, polls /metrics until everything is consumed
      and judged, checks /healthz and /readyz, runs `promtool check metrics` on /metrics, and waits
      for assayd to stop by itself with exit code 0;
-  5. asserts exact counts computed independently here with python3-xxhash (CONTRACT.md section 5:
+  5. asserts exact counts computed independently here with python3-xxhash (docs/configuration.md, "Sampling":
      sampled iff XXH3_64(id) < rate * 2^64) against the JSON Lines file, the metrics, the results
      topic and the dead-letter topic.
 
@@ -67,7 +67,7 @@ def log(msg):
 
 
 def sampled(event_id, rate):
-    """CONTRACT.md section 5, with python3-xxhash: exact int-vs-float comparison in Python."""
+    """docs/configuration.md, "Sampling", with python3-xxhash: exact int-vs-float comparison in Python."""
     return xxhash.xxh3_64_intdigest(event_id.encode("utf-8")) < rate * 2**64
 
 
