@@ -241,8 +241,8 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
         }
         o.properties.emplace_back(key, value);
         const auto m = kv.first.Mark();
-        o.property_positions.push_back({key, m.is_null() ? 0 : m.line + 1,
-                                        m.is_null() ? 0 : m.column + 1});
+        o.property_positions.push_back(
+            {key, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1});
       }
       rd_kafka_conf_destroy(probe);
     }
@@ -325,9 +325,9 @@ void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
     try {
       (void)llm::parseRedisUrl(o.store);
     } catch (const std::invalid_argument& e) {
-      r.error(n["store"], p + ".store",
-              std::string(e.what()).substr(std::string_view("budget.store: ").size()) +
-                  "; or memory");
+      r.error(
+          n["store"], p + ".store",
+          std::string(e.what()).substr(std::string_view("budget.store: ").size()) + "; or memory");
     }
   }
   try {
@@ -367,7 +367,7 @@ OptionTree toTree(const YAML::Node& n) {
   OptionTree t;
   if (n.IsMap()) {
     t.kind = OptionTree::Kind::kMap;
-    for (const auto& kv : n) t.map.emplace_back(kv.first.as<std::string>(""), toTree(kv.second));
+    for (const auto& kv : n) t.map.push_back({kv.first.as<std::string>(""), toTree(kv.second)});
   } else if (n.IsSequence()) {
     t.kind = OptionTree::Kind::kList;
     for (const auto& item : n) t.list.push_back(toTree(item));
@@ -520,9 +520,9 @@ void loadRunIf(Reader& r, const YAML::Node& j, const std::string& jp, JudgeConfi
 /// or the kind's only type (`kind: llm`). nullptr after reporting the error.
 const JudgeFactory* judgeTypeOf(Reader& r, const YAML::Node& j, const std::string& jp) {
   static const std::pair<const char*, JudgeKind> kKinds[] = {{"check", JudgeKind::kCheck},
-                                                           {"lexical", JudgeKind::kLexical},
-                                                           {"retrieval", JudgeKind::kRetrieval},
-                                                           {"llm", JudgeKind::kLlm}};
+                                                             {"lexical", JudgeKind::kLexical},
+                                                             {"retrieval", JudgeKind::kRetrieval},
+                                                             {"llm", JudgeKind::kLlm}};
   std::string kind;
   r.get(j, "kind", jp, kind);
   const auto* k = std::find_if(std::begin(kKinds), std::end(kKinds),
@@ -549,8 +549,8 @@ const JudgeFactory* judgeTypeOf(Reader& r, const YAML::Node& j, const std::strin
 }
 
 /// Checks a judge's options the way start-up will use them: its factory, without services.
-void checkJudgeOptions(Reader& r, const YAML::Node& j, const std::string& jp,
-                       const JudgeConfig& jc, const Config& config) {
+void checkJudgeOptions(Reader& r, const YAML::Node& j, const std::string& jp, const JudgeConfig& jc,
+                       const Config& config) {
   JudgeContext ctx;
   ctx.name = jc.name;
   ctx.budget = &config.budget;

@@ -1,6 +1,6 @@
 #pragma once
-/// Options structs, one per top-level YAML section (docs/configuration.md). Plain data with defaults;
-/// only config/loader.cpp knows YAML. Units are in the names (`_ms`, `_bytes`, `_eur`).
+/// Options structs, one per top-level YAML section (docs/configuration.md). Plain data with
+/// defaults; only config/loader.cpp knows YAML. Units are in the names (`_ms`, `_bytes`, `_eur`).
 
 #include <cstddef>
 #include <cstdint>

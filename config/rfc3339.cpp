@@ -66,8 +66,8 @@ std::optional<std::int64_t> parseRfc3339(std::string_view s) {
   }
   if (pos != s.size()) return std::nullopt;
   const std::int64_t secs =
-      daysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + h * 3600 +
-      mi * 60 + sec - offset_min * 60;
+      daysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
+      std::int64_t{h} * 3600 + std::int64_t{mi} * 60 + sec - std::int64_t{offset_min} * 60;
   return secs * 1000 + ms;
 }
 

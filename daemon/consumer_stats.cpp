@@ -14,9 +14,9 @@ prometheus::Family<prometheus::Counter>& counter(prometheus::Registry& r, const 
 
 ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::string& topic,
                              const std::string& version)
-    : consumed(counter(r, "assay_events_consumed_total",
-                       "Kafka messages consumed from the events topic")
-                   .Add({{"topic", topic}})),
+    : consumed(
+          counter(r, "assay_events_consumed_total", "Kafka messages consumed from the events topic")
+              .Add({{"topic", topic}})),
       dead_lettered(counter(r, "assay_events_dead_lettered_total",
                             "Invalid messages copied to the dead-letter topic")
                         .Add({})),
@@ -25,8 +25,8 @@ ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::string& topic,
                .Help("Messages not yet consumed per assigned partition (high watermark minus "
                      "position)")
                .Register(r)) {
-  auto& invalid_family = counter(r, "assay_events_invalid_total",
-                                 "Messages that are not valid events, by reason");
+  auto& invalid_family =
+      counter(r, "assay_events_invalid_total", "Messages that are not valid events, by reason");
   for (int i = 0; i < kInvalidReasonCount; ++i)
     invalid[i] = &invalid_family.Add(
         {{"reason", std::string(invalidReasonName(static_cast<InvalidReason>(i)))}});

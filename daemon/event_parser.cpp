@@ -49,6 +49,62 @@ bool validUtf8(std::string_view s) {
 
 std::string str(const Value& v) { return std::string(v.GetString(), v.GetStringLength()); }
 
+/// `contexts`: strings, or objects {text, id?, source?}.
+std::optional<ParseOutcome> readContexts(const Value& v, const std::string& path,
+                                         std::vector<Context>& out) {
+  const auto wrong = [](std::string detail) {
+    return ParseOutcome{false, InvalidReason::kWrongType, std::move(detail)};
+  };
+  if (!v.IsArray()) return wrong(path + ": expected an array");
+  out.reserve(v.Size());
+  for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
+    const Value& c = v[i];
+    const std::string where = path + "/" + std::to_string(i);
+    Context ctx;
+    if (c.IsString()) {
+      ctx.text = str(c);
+    } else if (c.IsObject()) {
+      auto text = c.FindMember("text");
+      if (text == c.MemberEnd() || !text->value.IsString())
+        return wrong(where + "/text: expected a string");
+      ctx.text = str(text->value);
+      if (auto id = c.FindMember("id"); id != c.MemberEnd()) {
+        if (id->value.IsString())
+          ctx.id = str(id->value);
+        else if (id->value.IsInt64())
+          ctx.id = std::to_string(id->value.GetInt64());
+        else if (!id->value.IsNull())
+          return wrong(where + "/id: expected a string");
+      }
+      if (auto src = c.FindMember("source"); src != c.MemberEnd() && src->value.IsString())
+        ctx.source = str(src->value);
+    } else {
+      return wrong(where + ": expected a string or {id, text}");
+    }
+    out.push_back(std::move(ctx));
+  }
+  return std::nullopt;
+}
+
+/// `relevant_context_ids`: strings (integers read as their decimal text).
+std::optional<ParseOutcome> readIds(const Value& v, const std::string& path,
+                                    std::optional<std::vector<std::string>>& out) {
+  const ParseOutcome wrong{false, InvalidReason::kWrongType,
+                           path + ": expected an array of strings"};
+  if (!v.IsArray()) return wrong;
+  std::vector<std::string> ids;
+  for (const auto& x : v.GetArray()) {
+    if (x.IsString())
+      ids.push_back(str(x));
+    else if (x.IsInt64())
+      ids.push_back(std::to_string(x.GetInt64()));
+    else
+      return wrong;
+  }
+  out = std::move(ids);
+  return std::nullopt;
+}
+
 }  // namespace
 
 struct EventParser::Pointers {
@@ -162,53 +218,10 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
       return {false, InvalidReason::kWrongType,
               p_->expected_format.path + ": expected \"text\" or \"json\""};
   }
-  if (const Value* v = p_->contexts.get(d)) {
-    if (!v->IsArray())
-      return {false, InvalidReason::kWrongType, p_->contexts.path + ": expected an array"};
-    e.contexts.reserve(v->Size());
-    for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
-      const Value& c = (*v)[i];
-      const std::string where = p_->contexts.path + "/" + std::to_string(i);
-      Context ctx;
-      if (c.IsString()) {
-        ctx.text = str(c);
-      } else if (c.IsObject()) {
-        auto text = c.FindMember("text");
-        if (text == c.MemberEnd() || !text->value.IsString())
-          return {false, InvalidReason::kWrongType, where + "/text: expected a string"};
-        ctx.text = str(text->value);
-        if (auto id = c.FindMember("id"); id != c.MemberEnd()) {
-          if (id->value.IsString())
-            ctx.id = str(id->value);
-          else if (id->value.IsInt64())
-            ctx.id = std::to_string(id->value.GetInt64());
-          else if (!id->value.IsNull())
-            return {false, InvalidReason::kWrongType, where + "/id: expected a string"};
-        }
-        if (auto src = c.FindMember("source"); src != c.MemberEnd() && src->value.IsString())
-          ctx.source = str(src->value);
-      } else {
-        return {false, InvalidReason::kWrongType, where + ": expected a string or {id, text}"};
-      }
-      e.contexts.push_back(std::move(ctx));
-    }
-  }
-  if (const Value* v = p_->relevant.get(d)) {
-    if (!v->IsArray())
-      return {false, InvalidReason::kWrongType,
-              p_->relevant.path + ": expected an array of strings"};
-    std::vector<std::string> ids;
-    for (const auto& x : v->GetArray()) {
-      if (x.IsString())
-        ids.push_back(str(x));
-      else if (x.IsInt64())
-        ids.push_back(std::to_string(x.GetInt64()));
-      else
-        return {false, InvalidReason::kWrongType,
-                p_->relevant.path + ": expected an array of strings"};
-    }
-    e.relevant_context_ids = std::move(ids);
-  }
+  if (const Value* v = p_->contexts.get(d))
+    if (auto err = readContexts(*v, p_->contexts.path, e.contexts)) return *err;
+  if (const Value* v = p_->relevant.get(d))
+    if (auto err = readIds(*v, p_->relevant.path, e.relevant_context_ids)) return *err;
   out = std::move(e);
   return {true, InvalidReason::kNotJson, {}};
 }

@@ -111,7 +111,7 @@ JudgeRunner::JudgeRunner(std::vector<RunnableJudge> judges, JudgeStats& stats,
   pool_ = std::make_unique<WorkerPool>(
       workers,
       [this] {
-        while (auto item = queue_.pop()) run(std::move(*item));
+        while (auto item = queue_.pop()) run(*item);
       },
       [this] { queue_.close(); });
 }
@@ -146,7 +146,7 @@ JudgedVerdict JudgeRunner::record(std::size_t i, const Pending& p, Verdict v, do
     if (listener_.scored) listener_.scored(i, p.judgment.id, p.judgment.variant, *v.score);
   }
   const auto& j = judges_[i];
-  return JudgedVerdict{j.name,          j.info.criterion, std::move(v),
+  return JudgedVerdict{j.name,           j.info.criterion, std::move(v),
                        j.info.min_score, j.info.max_score, seconds * 1000.0};
 }
 
@@ -184,7 +184,7 @@ void JudgeRunner::startAsync(std::size_t i, const Event& event, const std::share
   }
 }
 
-void JudgeRunner::run(WorkItem item) {
+void JudgeRunner::run(const WorkItem& item) {
   ++busy_;
   if (listener_.started) listener_.started(item);
   auto p = std::make_shared<Pending>();

@@ -96,7 +96,7 @@ class JudgeRunner {
   JudgeRunner& operator=(const JudgeRunner&) = delete;
 
   /// Judges one event on this thread; asynchronous verdicts arrive later.
-  void run(WorkItem item);
+  void run(const WorkItem& item);
   /// Closes the queue and joins the workers (they finish what is queued first).
   void join();
 
@@ -109,7 +109,7 @@ class JudgeRunner {
  private:
   struct Pending;
   struct Condition {
-    std::size_t judge;  // index of the earlier judge
+    std::size_t judge = 0;  // index of the earlier judge
     RunIfCondition condition;
   };
   bool admitted(std::size_t index, const Pending& p) const;

@@ -37,8 +37,9 @@ std::unique_ptr<EmbeddedBroker> embeddedBroker(const KafkaOptions& k) {
   auto broker = std::make_unique<EmbeddedBroker>(
       k.partitions,
       std::vector<std::string>{k.topic, k.results_topic, k.dead_letter_topic, k.feedback_topic});
-  spdlog::info("kafka: embedded broker (librdkafka mock cluster) at {}, topic '{}' with {} partitions",
-               broker->bootstrapServers(), k.topic, k.partitions);
+  spdlog::info(
+      "kafka: embedded broker (librdkafka mock cluster) at {}, topic '{}' with {} partitions",
+      broker->bootstrapServers(), k.topic, k.partitions);
   return broker;
 }
 
@@ -66,7 +67,8 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
       bootstrap_(broker_ ? broker_->bootstrapServers() : config.kafka.brokers),
       producer_(config.kafka, bootstrap_),
       tracker_(trackedJudges(config), config.tracking, *registry_),
-      sinks_(config.sinks, SinkContext{&sink_stats_, producer_.handle(), config.kafka.results_topic}),
+      sinks_(config.sinks,
+             SinkContext{&sink_stats_, producer_.handle(), config.kafka.results_topic}),
       consumer_(config.kafka, bootstrap_, offsets_, &feedback_offsets_),
       parser_(config.events, config.limits.max_event_bytes),
       sampler_(config.sampling.rate, config.sampling.rules),
@@ -87,9 +89,8 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                     last_judged_ns_ = steadyNs();
                   }},
               run_.no_workers ? 0 : config.limits.workers, &services_),
-      admin_(config.admin.listen,
-             {[this] { return serializeMetrics(*registry_); },
-              [this] { return ready_.load() && services_.ready(); }}) {
+      admin_(config.admin.listen, {[this] { return serializeMetrics(*registry_); },
+                                   [this] { return ready_.load() && services_.ready(); }}) {
   g_stop = false;
   freezeBaselines(tracker_, trackedJudges(config), config.tracking);
   if (sinks_.empty()) spdlog::warn("no sink configured: judgments go to the metrics only");
@@ -239,7 +240,7 @@ bool Pipeline::idle() const {
 std::size_t Pipeline::judgeQueued() {
   std::size_t n = 0;
   while (auto item = queue_.tryPop()) {
-    runner_.run(std::move(*item));
+    runner_.run(*item);
     ++n;
   }
   return n;
@@ -300,7 +301,7 @@ void Pipeline::shutdown() {
         "shutdown: {} event(s) still wait for an asynchronous verdict after drain_timeout_ms; "
         "they are not committed and will be judged again",
         n);
-  services_.stop();   // abandons calls still running; records the settlements queued
+  services_.stop();    // abandons calls still running; records the settlements queued
   tracker_.refresh();  // the last scrape shows the final statistics
   sinks_.flush();
   producer_.flush(10000);
@@ -314,13 +315,12 @@ void Pipeline::logSummary() const {
   const auto [invalid, detail] = consumer_stats_.invalidSummary();
   const long judged = value(sink_stats_.judged);
   spdlog::info("stopped: consumed {}, sampled {}, invalid {}{}{}{}, judged {}, dropped {}",
-               value(consumer_stats_.consumed),
-               static_cast<long>(sampling_stats_.sampledTotal()), invalid,
-               detail.empty() ? "" : " (", detail, detail.empty() ? "" : ")", judged,
+               value(consumer_stats_.consumed), static_cast<long>(sampling_stats_.sampledTotal()),
+               invalid, detail.empty() ? "" : " (", detail, detail.empty() ? "" : ")", judged,
                value(sampling_stats_.dropped_queue_full) + value(sampling_stats_.dropped_shutdown));
-  const auto first_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            first_consumed_.time_since_epoch())
-                            .count();
+  const auto first_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(first_consumed_.time_since_epoch())
+          .count();
   const double busy_s = static_cast<double>(last_judged_ns_.load() - first_ns) / 1e9;
   if (first_consumed_ != Clock::time_point{} && busy_s > 0)
     spdlog::info(

@@ -13,13 +13,13 @@
 /// sinks after everything that writes to them; the producer after the sinks that use it; the
 /// embedded broker after both clients; the metrics registry last.
 
+#include <prometheus/registry.h>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <prometheus/registry.h>
 
 #include "config/options.hpp"
 #include "daemon/admin_server.hpp"

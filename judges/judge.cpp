@@ -117,8 +117,8 @@ T checkedRange(std::string_view name, T v, T lo, T hi) {
 
 }  // namespace
 
-std::int64_t JudgeOptionValues::getIntIn(std::string_view name, std::int64_t dflt,
-                                         std::int64_t lo, std::int64_t hi) const {
+std::int64_t JudgeOptionValues::getIntIn(std::string_view name, std::int64_t dflt, std::int64_t lo,
+                                         std::int64_t hi) const {
   return checkedRange(name, getInt(name, dflt), lo, hi);
 }
 
@@ -129,8 +129,8 @@ double JudgeOptionValues::getNumberIn(std::string_view name, double dflt, double
 
 const OptionTree* OptionTree::find(std::string_view key) const {
   if (kind != Kind::kMap) return nullptr;
-  for (const auto& [k, v] : map)
-    if (k == key) return &v;
+  for (const auto& e : map)
+    if (e.key == key) return &e.value;
   return nullptr;
 }
 

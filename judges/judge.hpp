@@ -51,7 +51,7 @@ struct OptionSpec {
 /// What a local judge answers when it cannot judge an event: the default `outcomes` of a
 /// descriptor.
 inline constexpr Outcome kCannotJudgeOutcomes[] = {
-    Outcome::kNoReference, Outcome::kNoContext,   Outcome::kNoGroundTruth,
+    Outcome::kNoReference,  Outcome::kNoContext,  Outcome::kNoGroundTruth,
     Outcome::kNoContextIds, Outcome::kEmptyInput, Outcome::kNotApplicable};
 
 struct JudgeDescriptor {
@@ -93,14 +93,19 @@ inline const std::vector<double> kPassFailBuckets = {0.0, 1.0};
 
 /// A nested option value as written in the configuration: a scalar (its text), a mapping (keys
 /// in file order) or a list. The judge that takes it converts and checks the scalars.
+struct OptionTreeEntry;
 struct OptionTree {
   enum class Kind { kScalar, kMap, kList };
   Kind kind = Kind::kScalar;
   std::string scalar;
-  std::vector<std::pair<std::string, OptionTree>> map;
+  std::vector<OptionTreeEntry> map;  ///< key → value, in file order
   std::vector<OptionTree> list;
   /// The mapping's value for `key`, or nullptr (also when this is not a mapping).
   const OptionTree* find(std::string_view key) const;
+};
+struct OptionTreeEntry {
+  std::string key;
+  OptionTree value;
 };
 
 using OptionValue =
@@ -128,7 +133,7 @@ class JudgeOptionValues {
   bool getBool(std::string_view name, bool dflt) const;
   std::string getString(std::string_view name, std::string dflt) const;
   std::vector<std::string> getStringList(std::string_view name) const;  ///< empty when absent
-  const OptionTree* getTree(std::string_view name) const;  ///< nullptr when absent
+  const OptionTree* getTree(std::string_view name) const;               ///< nullptr when absent
   /// getInt / getNumber within [lo, hi]; OptionError "must be between lo and hi" otherwise.
   std::int64_t getIntIn(std::string_view name, std::int64_t dflt, std::int64_t lo,
                         std::int64_t hi) const;
@@ -142,7 +147,7 @@ class JudgeOptionValues {
 struct JudgeContext {
   std::string name;  ///< the configured judge name (budget scope "judge:<name>", log lines)
   const BudgetOptions* budget = nullptr;  ///< prices, caps, time zone, ledger store (never null)
-  std::size_t max_waiting = 10000;        ///< calls a judge may queue locally (limits.queue_capacity)
+  std::size_t max_waiting = 10000;  ///< calls a judge may queue locally (limits.queue_capacity)
   /// Shared resources of asynchronous judges (HTTP clients, budget ledger). nullptr while the
   /// configuration is only being checked: a factory that needs them checks its options and
   /// returns nullptr.
@@ -168,7 +173,12 @@ class Judge {
   /// Starts judging `event` (the judge copies what it keeps); `done` runs exactly once, on the
   /// caller's thread for a synchronous judge or an outcome decided at once, else later on a
   /// thread of the judge's services.
-  virtual void judgeAsync(const Event& event, VerdictCallback done) const { done(judge(event)); }
+  // By value: an asynchronous judge keeps `done` until its verdict arrives.
+  virtual void judgeAsync(
+      const Event& event,
+      VerdictCallback done) const {  // NOLINT(performance-unnecessary-value-param)
+    done(judge(event));
+  }
 };
 
 }  // namespace assay

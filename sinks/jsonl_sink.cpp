@@ -11,9 +11,7 @@
 namespace assay {
 
 JsonlSink::JsonlSink(const JsonlSinkOptions& options, SinkStats& stats)
-    : path_(options.path),
-      ok_(stats.writes("jsonl", true)),
-      errors_(stats.writes("jsonl", false)) {
+    : path_(options.path), ok_(stats.writes("jsonl", true)), errors_(stats.writes("jsonl", false)) {
   std::error_code ec;
   const auto parent = std::filesystem::path(path_).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);

@@ -8,8 +8,8 @@
 #include <mutex>
 
 #include "config/options.hpp"
-#include "sinks/sink_stats.hpp"
 #include "sinks/sink.hpp"
+#include "sinks/sink_stats.hpp"
 
 namespace assay {
 

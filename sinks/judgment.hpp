@@ -23,8 +23,8 @@ struct Judgment {
   std::vector<JudgedVerdict> verdicts;
 };
 
-/// Compact one-line JSON object, keys in the order of docs/events.md: `judged_at` as RFC 3339 UTC with
-/// milliseconds; `score` null and `error` = outcome name when the judge could not judge;
+/// Compact one-line JSON object, keys in the order of docs/events.md: `judged_at` as RFC 3339 UTC
+/// with milliseconds; `score` null and `error` = outcome name when the judge could not judge;
 /// optional keys (`passed`, `evidence`) only when set. No trailing newline.
 std::string toJson(const Judgment& j);
 

@@ -6,8 +6,8 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "sinks/sink_stats.hpp"
 #include "sinks/sink.hpp"
+#include "sinks/sink_stats.hpp"
 
 namespace assay {
 

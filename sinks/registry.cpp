@@ -38,7 +38,7 @@ std::vector<std::unique_ptr<Sink>> createSinks(const SinksOptions& options,
 Sinks::Sinks(const SinksOptions& options, const SinkContext& ctx)
     : stats_(*ctx.stats), sinks_(createSinks(options, ctx)) {}
 
-void Sinks::deliver(const Judgment& j, DeliveryToken token) {
+void Sinks::deliver(const Judgment& j, const DeliveryToken& token) {
   const std::string json = toJson(j);
   for (auto& sink : sinks_) sink->write(j, json, token);
   stats_.judged.Increment();

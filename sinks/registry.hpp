@@ -23,7 +23,7 @@ class Sinks {
   Sinks(const SinksOptions& options, const SinkContext& ctx);
   /// Writes `j` to every sink and counts assay_events_judged_total; `token` (the event's
   /// offset) is finished once every sink is done with it. Never throws.
-  void deliver(const Judgment& j, DeliveryToken token);
+  void deliver(const Judgment& j, const DeliveryToken& token);
   /// Pushes buffered data out (file: fsync; results topic: wait for acknowledgements).
   void flush();
   bool empty() const { return sinks_.empty(); }

@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "config/loader.hpp"
+#include "daemon/version.hpp"
 #include "judges/cli/calibrate.hpp"
 #include "judges/cli/cli_text.hpp"
 #include "judges/cli/estimate.hpp"
 #include "judges/cli/report.hpp"
-#include "daemon/version.hpp"
 
 namespace {
 

@@ -349,38 +349,29 @@ CalibrateOptions parseCalibrateArgs(const std::vector<std::string>& args) {
 
 std::vector<CsvRecord> parseCsv(std::string_view text) { return parseCsvImpl(text, "line "); }
 
-CalibrationData parseCalibrationInput(std::string_view text, CalibrateFormat format,
-                                      const CalibrateOptions& o, const std::string& source) {
-  if (format == CalibrateFormat::kAuto) {
-    const std::string ext = std::filesystem::path(o.input_path).extension().string();
-    format = ext == ".jsonl" || ext == ".ndjson" || ext == ".json" ? CalibrateFormat::kJsonl
-                                                                   : CalibrateFormat::kCsv;
-  }
-  const Table t =
-      format == CalibrateFormat::kCsv ? csvTable(text, source) : jsonlTable(text, source);
+namespace {
 
-  CalibrationData d;
-  d.source = source;
-  d.format = format;
-  d.long_format = !o.annotator_column.empty();
-  d.judge_column = o.judge_column;
-  d.annotator_column = o.annotator_column;
-  d.levels = o.levels;
+/// Where each role's column is in the table.
+struct Columns {
+  std::vector<std::size_t> items, humans;
+  std::size_t judge = 0, annotator = 0;
+};
 
-  // Columns.
+/// Resolves the item, judge, human and annotator columns (defaults: "item", every "human*").
+Columns resolveColumns(const Table& t, const CalibrateOptions& o, CalibrationData& d,
+                       const std::string& source) {
+  Columns c;
   d.item_columns = o.item_columns;
   if (d.item_columns.empty() && (d.long_format || hasColumn(t, "item"))) d.item_columns = {"item"};
-  std::vector<std::size_t> item_idx;
-  for (const auto& c : d.item_columns) item_idx.push_back(columnIndex(t, c, source));
-  const std::size_t judge_idx = columnIndex(t, d.judge_column, source);
-  std::size_t annotator_idx = 0;
-  if (d.long_format) annotator_idx = columnIndex(t, d.annotator_column, source);
+  for (const auto& name : d.item_columns) c.items.push_back(columnIndex(t, name, source));
+  c.judge = columnIndex(t, d.judge_column, source);
+  if (d.long_format) c.annotator = columnIndex(t, d.annotator_column, source);
   d.human_columns = o.human_columns;
   if (d.human_columns.empty()) {
-    for (const auto& c : t.columns)
-      if (c.rfind("human", 0) == 0 && c != d.judge_column && c != d.annotator_column &&
-          std::find(d.item_columns.begin(), d.item_columns.end(), c) == d.item_columns.end())
-        d.human_columns.push_back(c);
+    for (const auto& name : t.columns)
+      if (name.rfind("human", 0) == 0 && name != d.judge_column && name != d.annotator_column &&
+          std::find(d.item_columns.begin(), d.item_columns.end(), name) == d.item_columns.end())
+        d.human_columns.push_back(name);
     if (d.human_columns.empty())
       throw CalibrateError(source +
                            ": no human score column (none is named human*); give --human COL");
@@ -390,97 +381,82 @@ CalibrationData parseCalibrationInput(std::string_view text, CalibrateFormat for
         fmt::format("{}: the long format (--annotator) takes one human score column, not {} ({}); "
                     "give --human COL",
                     source, d.human_columns.size(), join(d.human_columns)));
-  std::vector<std::size_t> human_idx;
-  for (const auto& c : d.human_columns) human_idx.push_back(columnIndex(t, c, source));
-  {
-    std::vector<std::size_t> used = item_idx;
-    used.push_back(judge_idx);
-    if (d.long_format) used.push_back(annotator_idx);
-    used.insert(used.end(), human_idx.begin(), human_idx.end());
-    std::sort(used.begin(), used.end());
-    const auto dup = std::adjacent_find(used.begin(), used.end());
-    if (dup != used.end())
-      throw CalibrateError(fmt::format(
-          "column '{}' is given two roles (item, judge, human, annotator)", t.columns[*dup]));
-  }
+  for (const auto& name : d.human_columns) c.humans.push_back(columnIndex(t, name, source));
+  std::vector<std::size_t> used = c.items;
+  used.push_back(c.judge);
+  if (d.long_format) used.push_back(c.annotator);
+  used.insert(used.end(), c.humans.begin(), c.humans.end());
+  std::sort(used.begin(), used.end());
+  const auto dup = std::adjacent_find(used.begin(), used.end());
+  if (dup != used.end())
+    throw CalibrateError(fmt::format(
+        "column '{}' is given two roles (item, judge, human, annotator)", t.columns[*dup]));
+  return c;
+}
 
-  // Pass 1: every record to a row of scores, or a skip message.
-  std::vector<std::pair<std::size_t, std::string>> skipped;
-  std::vector<RawRow> rows;
-  for (const Record& rec : t.records) {
-    ++d.rows_read;
-    auto skip = [&](std::string why) { skipped.emplace_back(rec.line, std::move(why)); };
-    if (!rec.error.empty()) {
-      skip(rec.error);
-      continue;
+/// One record as a row of scores; nullopt with `error` set when the row is skipped.
+std::optional<RawRow> rowOf(const Record& rec, const Table& t, const Columns& cols,
+                            const CalibrationData& d, std::string& error) {
+  RawRow row;
+  row.line = rec.line;
+  auto text = [&](std::size_t idx) -> std::optional<std::string> {
+    const Cell& c = rec.cells[idx];
+    if (!c.scalar) {
+      error = fmt::format("column '{}': an object or array, not a value", t.columns[idx]);
+      return std::nullopt;
     }
-    RawRow row;
-    row.line = rec.line;
-    std::string error;
-    auto text = [&](std::size_t idx) -> std::optional<std::string> {
-      const Cell& c = rec.cells[idx];
-      if (!c.scalar) {
-        error = fmt::format("column '{}': an object or array, not a value", t.columns[idx]);
-        return std::nullopt;
-      }
-      const std::string_view s = c.present ? trim(c.text) : std::string_view{};
-      if (s.empty()) {
-        error = fmt::format("column '{}' is empty", t.columns[idx]);
-        return std::nullopt;
-      }
-      return std::string(s);
-    };
-    if (item_idx.empty()) row.key.push_back(fmt::format("line {}", rec.line));
-    for (std::size_t idx : item_idx) {
-      auto v = text(idx);
-      if (!v) break;
-      row.key.push_back(std::move(*v));
+    const std::string_view s = c.present ? trim(c.text) : std::string_view{};
+    if (s.empty()) {
+      error = fmt::format("column '{}' is empty", t.columns[idx]);
+      return std::nullopt;
     }
-    if (!error.empty()) {
-      skip(error);
-      continue;
-    }
-    const Converted judge = convert(rec.cells[judge_idx], d.judge_column, d.levels);
-    if (judge.kind != CellKind::kScore) {
-      skip(judge.kind == CellKind::kBad ? judge.error
-                                        : fmt::format("column '{}' is empty", d.judge_column));
-      continue;
-    }
-    row.judge = judge.value;
-    if (d.long_format) {
-      auto annotator = text(annotator_idx);
-      if (!annotator) {
-        skip(error);
-        continue;
-      }
-      const Converted h = convert(rec.cells[human_idx[0]], d.human_columns[0], d.levels);
-      if (h.kind != CellKind::kScore) {
-        skip(h.kind == CellKind::kBad ? h.error
-                                      : fmt::format("column '{}' is empty", d.human_columns[0]));
-        continue;
-      }
-      row.humans.push_back(Annotation{std::move(*annotator), h.value});
-    } else {
-      for (std::size_t k = 0; k < human_idx.size(); ++k) {
-        const Converted h = convert(rec.cells[human_idx[k]], d.human_columns[k], d.levels);
-        if (h.kind == CellKind::kBad) {
-          error = h.error;
-          break;
-        }
-        if (h.kind == CellKind::kScore)
-          row.humans.push_back(Annotation{d.human_columns[k], h.value});
-      }
-      if (error.empty() && row.humans.empty())
-        error = fmt::format("no human score ({} empty)", join(d.human_columns));
-      if (!error.empty()) {
-        skip(error);
-        continue;
-      }
-    }
-    rows.push_back(std::move(row));
+    return std::string(s);
+  };
+  if (cols.items.empty()) row.key.push_back(fmt::format("line {}", rec.line));
+  for (std::size_t idx : cols.items) {
+    auto v = text(idx);
+    if (!v) return std::nullopt;
+    row.key.push_back(std::move(*v));
   }
+  const Converted judge = convert(rec.cells[cols.judge], d.judge_column, d.levels);
+  if (judge.kind != CellKind::kScore) {
+    error = judge.kind == CellKind::kBad ? judge.error
+                                         : fmt::format("column '{}' is empty", d.judge_column);
+    return std::nullopt;
+  }
+  row.judge = judge.value;
+  if (d.long_format) {
+    auto annotator = text(cols.annotator);
+    if (!annotator) return std::nullopt;
+    const Converted h = convert(rec.cells[cols.humans[0]], d.human_columns[0], d.levels);
+    if (h.kind != CellKind::kScore) {
+      error = h.kind == CellKind::kBad ? h.error
+                                       : fmt::format("column '{}' is empty", d.human_columns[0]);
+      return std::nullopt;
+    }
+    row.humans.push_back(Annotation{std::move(*annotator), h.value});
+    return row;
+  }
+  for (std::size_t k = 0; k < cols.humans.size(); ++k) {
+    const Converted h = convert(rec.cells[cols.humans[k]], d.human_columns[k], d.levels);
+    if (h.kind == CellKind::kBad) {
+      error = h.error;
+      return std::nullopt;
+    }
+    if (h.kind == CellKind::kScore) row.humans.push_back(Annotation{d.human_columns[k], h.value});
+  }
+  if (row.humans.empty()) {
+    error = fmt::format("no human score ({} empty)", join(d.human_columns));
+    return std::nullopt;
+  }
+  return row;
+}
 
-  // The scale, then the rows outside it.
+/// Sets the scale (the levels', the options', else the data's range) and keeps the rows inside
+/// it; the others join `skipped`.
+std::vector<RawRow> inScale(std::vector<RawRow>& rows, const CalibrateOptions& o,
+                            CalibrationData& d,
+                            std::vector<std::pair<std::size_t, std::string>>& skipped) {
   if (!d.levels.empty()) {
     d.min_score = 1;
     d.max_score = static_cast<double>(d.levels.size());
@@ -495,7 +471,7 @@ CalibrationData parseCalibrationInput(std::string_view text, CalibrateFormat for
     d.max_score = o.max_score.value_or(hi);
   }
   const std::string scale = fmt::format("{:g}..{:g}", d.min_score, d.max_score);
-  std::vector<RawRow> in_scale;
+  std::vector<RawRow> kept;
   for (auto& r : rows) {
     std::string error;
     auto check = [&](double v, const std::string& column) {
@@ -505,23 +481,19 @@ CalibrationData parseCalibrationInput(std::string_view text, CalibrateFormat for
     check(r.judge, d.judge_column);
     for (const auto& h : r.humans) check(h.score, d.long_format ? d.human_columns[0] : h.annotator);
     if (error.empty())
-      in_scale.push_back(std::move(r));
+      kept.push_back(std::move(r));
     else
       skipped.emplace_back(r.line, std::move(error));
   }
-  std::stable_sort(skipped.begin(), skipped.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto& [line, msg] : skipped)
-    d.skipped.push_back(fmt::format("{}:{}: {}", source, line, msg));
-  if (in_scale.empty())
-    throw CalibrateError(fmt::format("{}: no usable row ({} read, {} skipped{})", source,
-                                     d.rows_read, d.skipped.size(),
-                                     d.skipped.empty() ? "" : "; first: " + d.skipped[0]));
+  return kept;
+}
 
-  // Items.
+/// Groups the rows into items (one row per item in the wide format; one per annotator and item
+/// in the long format, with the same judge score).
+void buildItems(std::vector<RawRow>& rows, CalibrationData& d, const std::string& source) {
   std::map<std::vector<std::string>, std::size_t> by_key;
   std::map<std::pair<std::size_t, std::string>, std::size_t> annotation_line;
-  for (auto& r : in_scale) {
+  for (auto& r : rows) {
     const std::string key = join(r.key, ",");
     const auto [it, added] = by_key.emplace(r.key, d.items.size());
     if (added) {
@@ -555,6 +527,50 @@ CalibrationData parseCalibrationInput(std::string_view text, CalibrateFormat for
     for (auto& item : d.items)
       std::sort(item.humans.begin(), item.humans.end(),
                 [](const Annotation& a, const Annotation& b) { return a.annotator < b.annotator; });
+}
+
+}  // namespace
+
+CalibrationData parseCalibrationInput(std::string_view text, CalibrateFormat format,
+                                      const CalibrateOptions& o, const std::string& source) {
+  if (format == CalibrateFormat::kAuto) {
+    const std::string ext = std::filesystem::path(o.input_path).extension().string();
+    format = ext == ".jsonl" || ext == ".ndjson" || ext == ".json" ? CalibrateFormat::kJsonl
+                                                                   : CalibrateFormat::kCsv;
+  }
+  const Table t =
+      format == CalibrateFormat::kCsv ? csvTable(text, source) : jsonlTable(text, source);
+  CalibrationData d;
+  d.source = source;
+  d.format = format;
+  d.long_format = !o.annotator_column.empty();
+  d.judge_column = o.judge_column;
+  d.annotator_column = o.annotator_column;
+  d.levels = o.levels;
+  const Columns cols = resolveColumns(t, o, d, source);
+  // Every record to a row of scores, or a skip message; then the scale; then the items.
+  std::vector<std::pair<std::size_t, std::string>> skipped;
+  std::vector<RawRow> rows;
+  for (const Record& rec : t.records) {
+    ++d.rows_read;
+    std::string error = rec.error;
+    std::optional<RawRow> row;
+    if (error.empty()) row = rowOf(rec, t, cols, d, error);
+    if (row)
+      rows.push_back(std::move(*row));
+    else
+      skipped.emplace_back(rec.line, std::move(error));
+  }
+  std::vector<RawRow> kept = inScale(rows, o, d, skipped);
+  std::stable_sort(skipped.begin(), skipped.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [line, msg] : skipped)
+    d.skipped.push_back(fmt::format("{}:{}: {}", source, line, msg));
+  if (kept.empty())
+    throw CalibrateError(fmt::format("{}: no usable row ({} read, {} skipped{})", source,
+                                     d.rows_read, d.skipped.size(),
+                                     d.skipped.empty() ? "" : "; first: " + d.skipped[0]));
+  buildItems(kept, d, source);
   return d;
 }
 
@@ -627,111 +643,85 @@ ScoreDistribution distribution(const std::vector<double>& scores, const Calibrat
 
 }  // namespace
 
-CalibrationResult computeCalibration(const CalibrationData& d, const CalibrationThresholds& t) {
-  CalibrationResult r;
-  r.items = d.items.size();
-  std::vector<double> judge, mean_human, row_judge, row_human;
-  std::set<std::string> annotators;
-  std::set<double> values;
+namespace {
+
+/// Kappa takes categories: each score is its position among all the scores that occur (the
+/// same categories, in the same order, as sklearn on the scores themselves).
+using Categories = std::map<double, int>;
+
+/// Long format: kappa of each item's first two annotations, and of every annotator pair that
+/// shares at least t.min_pair_items items.
+void annotatorKappaLong(const CalibrationData& d, const CalibrationThresholds& t,
+                        const Categories& category, CalibrationResult& r) {
+  std::vector<int> first, second;
+  std::map<std::pair<std::string, std::string>, std::pair<std::vector<int>, std::vector<int>>>
+      shared;
   for (const auto& item : d.items) {
-    judge.push_back(item.judge);
-    values.insert(item.judge);
-    double sum = 0;
-    for (const auto& h : item.humans) {
-      sum += h.score;
-      row_judge.push_back(item.judge);
-      row_human.push_back(h.score);
-      annotators.insert(h.annotator);
-      values.insert(h.score);
-    }
-    mean_human.push_back(sum / static_cast<double>(item.humans.size()));
-    if (item.humans.size() >= 2) ++r.multi_annotated;
-  }
-  r.annotations = row_human.size();
-  r.annotators = d.long_format ? annotators.size() : d.human_columns.size();
-  r.per_item = correlate(judge, mean_human, "items");
-  r.per_annotation = correlate(row_judge, row_human, "annotations");
-
-  // Kappa takes categories: each score becomes its position among all the scores that occur
-  // (the same categories, in the same order, as sklearn on the scores themselves).
-  std::map<double, int> category;
-  for (double v : values) category.emplace(v, static_cast<int>(category.size()));
-  auto codes = [&](const std::vector<double>& v) {
-    std::vector<int> c;
-    c.reserve(v.size());
-    for (double x : v) c.push_back(category.at(x));
-    return c;
-  };
-  r.judge_human = kappaStat(codes(row_judge), codes(row_human));
-
-  if (d.long_format) {
-    std::vector<int> first, second;
-    std::map<std::pair<std::string, std::string>, std::pair<std::vector<int>, std::vector<int>>>
-        shared;
-    for (const auto& item : d.items) {
-      if (item.humans.size() < 2) continue;
-      first.push_back(category.at(item.humans[0].score));
-      second.push_back(category.at(item.humans[1].score));
-      for (std::size_t i = 0; i < item.humans.size(); ++i)
-        for (std::size_t j = i + 1; j < item.humans.size(); ++j) {
-          auto& p = shared[{item.humans[i].annotator, item.humans[j].annotator}];
-          p.first.push_back(category.at(item.humans[i].score));
-          p.second.push_back(category.at(item.humans[j].score));
-        }
-    }
-    r.first_second = kappaStat(first, second);
-    if (r.multi_annotated == 0) r.first_second.undefined = "no item has two annotations";
-    std::size_t most = 0;
-    for (const auto& [names, scores] : shared) {
-      const std::size_t n = scores.first.size();
-      if (n > most) {
-        most = n;
-        r.most_shared = AnnotatorPair{names.first, names.second, KappaStat{}};
-        r.most_shared->kappa.n = n;
+    if (item.humans.size() < 2) continue;
+    first.push_back(category.at(item.humans[0].score));
+    second.push_back(category.at(item.humans[1].score));
+    for (std::size_t i = 0; i < item.humans.size(); ++i)
+      for (std::size_t j = i + 1; j < item.humans.size(); ++j) {
+        auto& p = shared[{item.humans[i].annotator, item.humans[j].annotator}];
+        p.first.push_back(category.at(item.humans[i].score));
+        p.second.push_back(category.at(item.humans[j].score));
       }
-      if (n >= t.min_pair_items)
-        r.pairs.push_back(
-            AnnotatorPair{names.first, names.second, kappaStat(scores.first, scores.second)});
+  }
+  r.first_second = kappaStat(first, second);
+  if (r.multi_annotated == 0) r.first_second.undefined = "no item has two annotations";
+  std::size_t most = 0;
+  for (const auto& [names, scores] : shared) {
+    const std::size_t n = scores.first.size();
+    if (n > most) {
+      most = n;
+      r.most_shared = AnnotatorPair{names.first, names.second, KappaStat{}};
+      r.most_shared->kappa.n = n;
     }
-    std::stable_sort(r.pairs.begin(), r.pairs.end(),
-                     [](const auto& a, const auto& b) { return a.kappa.n > b.kappa.n; });
-    r.annotator_kappa = r.first_second.kappa;
-    r.annotator_kappa_undefined = r.first_second.undefined;
-  } else {
-    double sum = 0;
-    std::size_t defined = 0;
-    for (std::size_t i = 0; i < d.human_columns.size(); ++i)
-      for (std::size_t j = i + 1; j < d.human_columns.size(); ++j) {
-        std::vector<int> a, b;
-        for (const auto& item : d.items) {
-          const Annotation *x = nullptr, *y = nullptr;
-          for (const auto& h : item.humans) {
-            if (h.annotator == d.human_columns[i]) x = &h;
-            if (h.annotator == d.human_columns[j]) y = &h;
-          }
-          if (x && y) {
-            a.push_back(category.at(x->score));
-            b.push_back(category.at(y->score));
-          }
+    if (n >= t.min_pair_items)
+      r.pairs.push_back(
+          AnnotatorPair{names.first, names.second, kappaStat(scores.first, scores.second)});
+  }
+  std::stable_sort(r.pairs.begin(), r.pairs.end(),
+                   [](const auto& a, const auto& b) { return a.kappa.n > b.kappa.n; });
+  r.annotator_kappa = r.first_second.kappa;
+  r.annotator_kappa_undefined = r.first_second.undefined;
+}
+
+/// Wide format: kappa of every pair of human columns, and their mean.
+void annotatorKappaWide(const CalibrationData& d, const Categories& category,
+                        CalibrationResult& r) {
+  double sum = 0;
+  std::size_t defined = 0;
+  for (std::size_t i = 0; i < d.human_columns.size(); ++i)
+    for (std::size_t j = i + 1; j < d.human_columns.size(); ++j) {
+      std::vector<int> a, b;
+      for (const auto& item : d.items) {
+        const Annotation *x = nullptr, *y = nullptr;
+        for (const auto& h : item.humans) {
+          if (h.annotator == d.human_columns[i]) x = &h;
+          if (h.annotator == d.human_columns[j]) y = &h;
         }
-        r.pairs.push_back(AnnotatorPair{d.human_columns[i], d.human_columns[j], kappaStat(a, b)});
-        if (r.pairs.back().kappa.kappa) {
-          sum += *r.pairs.back().kappa.kappa;
-          ++defined;
+        if (x && y) {
+          a.push_back(category.at(x->score));
+          b.push_back(category.at(y->score));
         }
       }
-    if (defined > 0)
-      r.annotator_kappa = sum / static_cast<double>(defined);
-    else
-      r.annotator_kappa_undefined = d.human_columns.size() < 2
-                                        ? "one human column only"
-                                        : "no pair of human columns has a defined kappa";
-  }
+      r.pairs.push_back(AnnotatorPair{d.human_columns[i], d.human_columns[j], kappaStat(a, b)});
+      if (r.pairs.back().kappa.kappa) {
+        sum += *r.pairs.back().kappa.kappa;
+        ++defined;
+      }
+    }
+  if (defined > 0)
+    r.annotator_kappa = sum / static_cast<double>(defined);
+  else
+    r.annotator_kappa_undefined = d.human_columns.size() < 2
+                                      ? "one human column only"
+                                      : "no pair of human columns has a defined kappa";
+}
 
-  r.judge = distribution(judge, d, t);
-  r.humans = distribution(row_human, d, t);
-
-  // The verdict.
+/// The verdict in words (docs/calibration.md, "Verdict rules").
+void decide(const CalibrationData& d, const CalibrationThresholds& t, CalibrationResult& r) {
   bool lenient = false, rework = false, insufficient = false;
   if (!r.judge.summary) {
     r.notes.push_back("leniency not assessed: the scale has one value only");
@@ -777,19 +767,62 @@ CalibrationResult computeCalibration(const CalibrationData& d, const Calibration
   if (lenient) r.verdicts.push_back("too lenient");
   if (rework) r.verdicts.push_back("rework the rubric");
   if (insufficient) r.verdicts.push_back("insufficient data");
-  if (r.verdicts.empty()) {
-    r.verdicts.push_back("usable");
-    r.reasons.push_back(fmt::format(
-        "usable: judge-human Spearman {:.3f} >= {:.2f} with p = {:.3g} < {:.2f}{}{}",
-        r.per_item.spearman->coefficient, t.min_spearman, r.per_item.spearman->p_value, t.alpha,
-        r.annotator_kappa
-            ? fmt::format(", annotator kappa {:.3f} >= {:.2f}", *r.annotator_kappa, t.min_kappa)
-            : "",
-        r.judge.summary && r.items >= t.min_samples
-            ? fmt::format(", top-score share {:.1f} % <= {:.1f} %",
-                          100 * r.judge.summary->top_share, 100 * t.leniency_max_ratio)
-            : ""));
+  if (!r.verdicts.empty()) return;
+  r.verdicts.push_back("usable");
+  r.reasons.push_back(fmt::format(
+      "usable: judge-human Spearman {:.3f} >= {:.2f} with p = {:.3g} < {:.2f}{}{}",
+      r.per_item.spearman->coefficient, t.min_spearman, r.per_item.spearman->p_value, t.alpha,
+      r.annotator_kappa
+          ? fmt::format(", annotator kappa {:.3f} >= {:.2f}", *r.annotator_kappa, t.min_kappa)
+          : "",
+      r.judge.summary && r.items >= t.min_samples
+          ? fmt::format(", top-score share {:.1f} % <= {:.1f} %", 100 * r.judge.summary->top_share,
+                        100 * t.leniency_max_ratio)
+          : ""));
+}
+
+}  // namespace
+
+CalibrationResult computeCalibration(const CalibrationData& d, const CalibrationThresholds& t) {
+  CalibrationResult r;
+  r.items = d.items.size();
+  std::vector<double> judge, mean_human, row_judge, row_human;
+  std::set<std::string> annotators;
+  std::set<double> values;
+  for (const auto& item : d.items) {
+    judge.push_back(item.judge);
+    values.insert(item.judge);
+    double sum = 0;
+    for (const auto& h : item.humans) {
+      sum += h.score;
+      row_judge.push_back(item.judge);
+      row_human.push_back(h.score);
+      annotators.insert(h.annotator);
+      values.insert(h.score);
+    }
+    mean_human.push_back(sum / static_cast<double>(item.humans.size()));
+    if (item.humans.size() >= 2) ++r.multi_annotated;
   }
+  r.annotations = row_human.size();
+  r.annotators = d.long_format ? annotators.size() : d.human_columns.size();
+  r.per_item = correlate(judge, mean_human, "items");
+  r.per_annotation = correlate(row_judge, row_human, "annotations");
+  Categories category;
+  for (double v : values) category.emplace(v, static_cast<int>(category.size()));
+  auto codes = [&](const std::vector<double>& v) {
+    std::vector<int> c;
+    c.reserve(v.size());
+    for (double x : v) c.push_back(category.at(x));
+    return c;
+  };
+  r.judge_human = kappaStat(codes(row_judge), codes(row_human));
+  if (d.long_format)
+    annotatorKappaLong(d, t, category, r);
+  else
+    annotatorKappaWide(d, category, r);
+  r.judge = distribution(judge, d, t);
+  r.humans = distribution(row_human, d, t);
+  decide(d, t, r);
   return r;
 }
 
@@ -825,8 +858,9 @@ std::string kappaLine(const KappaStat& k) {
 
 }  // namespace
 
-void printCalibration(const CalibrationData& d, const CalibrationResult& r,
-                      const CalibrationThresholds& t, std::ostream& out) {
+namespace {
+
+void printInput(const CalibrationData& d, const CalibrationResult& r, std::ostream& out) {
   out << fmt::format("assay calibrate: {} ({}, {} format)\n", d.source,
                      d.format == CalibrateFormat::kJsonl ? "JSON Lines" : "CSV",
                      d.long_format ? "long" : "wide");
@@ -849,7 +883,9 @@ void printCalibration(const CalibrationData& d, const CalibrationResult& r,
   out << fmt::format("{:<15}{} ({} with two or more annotations)\n", "items", r.items,
                      r.multi_annotated);
   out << fmt::format("{:<15}{} by {} annotators\n\n", "annotations", r.annotations, r.annotators);
+}
 
+void printJudgeVsHumans(const CalibrationResult& r, std::ostream& out) {
   out << "judge vs humans\n";
   out << fmt::format(
       "  per item: the judge's score vs the mean of the item's human scores (n = {}; the "
@@ -866,7 +902,10 @@ void printCalibration(const CalibrationData& d, const CalibrationResult& r,
       r.judge_human.kappa && r.judge_human.quadratic
           ? fmt::format("{:.4f} (quadratic {:.4f})", *r.judge_human.kappa, *r.judge_human.quadratic)
           : "undefined (" + r.judge_human.undefined + ")");
+}
 
+void printAnnotators(const CalibrationData& d, const CalibrationResult& r,
+                     const CalibrationThresholds& t, std::ostream& out) {
   out << "agreement between annotators (Cohen's kappa)\n";
   if (d.long_format) {
     out << fmt::format(
@@ -897,7 +936,9 @@ void printCalibration(const CalibrationData& d, const CalibrationResult& r,
       out << fmt::format("    {} vs {}: {}\n", p.a, p.b, kappaLine(p.kappa));
   }
   out << "\n";
+}
 
+void printDistributions(const CalibrationData& d, const CalibrationResult& r, std::ostream& out) {
   // Distributions: one column for the judge (items), one for the humans (annotations).
   std::vector<std::string> labels;
   std::map<double, std::pair<std::size_t, std::size_t>> rows;
@@ -938,7 +979,16 @@ void printCalibration(const CalibrationData& d, const CalibrationResult& r,
   summaryRow("entropy",
              [](const stats::WindowSummary& s) { return fmt::format("{:.3f}", s.entropy); });
   out << "  (entropy: normalised Shannon entropy over the scale, 0 = one value, 1 = uniform)\n\n";
+}
 
+}  // namespace
+
+void printCalibration(const CalibrationData& d, const CalibrationResult& r,
+                      const CalibrationThresholds& t, std::ostream& out) {
+  printInput(d, r, out);
+  printJudgeVsHumans(r, out);
+  printAnnotators(d, r, t, out);
+  printDistributions(d, r, out);
   out << "verdict: " << join(r.verdicts) << "\n";
   for (const auto& reason : r.reasons) out << "  - " << reason << "\n";
   for (const auto& note : r.notes) out << "  - " << note << "\n";

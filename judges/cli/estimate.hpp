@@ -1,9 +1,9 @@
 #pragma once
 /// `assay estimate`: the projected LLM-judge cost per day and per month of a traffic rate, a
-/// sample rate and a judge list (docs/configuration.md, "Money"). Same arithmetic as the daemon's ledger
-/// (judges/llm/pricing.hpp): a judge with `rate` r makes requests/day × sample_rate × r calls a
-/// day, each costing its tokens × the model's price per million tokens; EUR = USD × usd_to_eur;
-/// a month is 30 days. No prompt-cache discount is assumed (the projection errs high).
+/// sample rate and a judge list (docs/configuration.md, "Money"). Same arithmetic as the daemon's
+/// ledger (judges/llm/pricing.hpp): a judge with `rate` r makes requests/day × sample_rate × r
+/// calls a day, each costing its tokens × the model's price per million tokens; EUR = USD ×
+/// usd_to_eur; a month is 30 days. No prompt-cache discount is assumed (the projection errs high).
 ///
 /// Example (issue 3): 2,000 gpt-4o calls a day at 800 input / 200 output tokens → $0.00400 a
 /// call, $8.00 a day, $240.00 = €220.80 a month at 0.92.

@@ -171,9 +171,9 @@ void printTracking(
     const bool binary =
         s.min_score == 0 && s.max_score == 1 &&
         std::all_of(s.scores.begin(), s.scores.end(), [](double x) { return x == 0 || x == 1; });
-    const bool enough =
-        t.baseline_seconds > 0 || t.recent_seconds > 0 ||
-        s.scores.size() >= static_cast<std::size_t>(t.baseline_window + t.recent_window);
+    const bool enough = t.baseline_seconds > 0 || t.recent_seconds > 0 ||
+                        s.scores.size() >= static_cast<std::size_t>(t.baseline_window) +
+                                               static_cast<std::size_t>(t.recent_window);
     std::string drift_text =
         d ? fmt::format("{} (mean {:.3f} -> {:.3f}, p {:.3g})", d->drift ? "YES" : "no",
                         d->baseline_mean, d->recent_mean, d->p_value)
@@ -220,201 +220,234 @@ void printTracking(
 
 }  // namespace
 
-int runReport(const ReportOptions& o, std::ostream& out) {
-  std::error_code ec;
-  if (!o.events_path.empty() && !std::filesystem::is_regular_file(o.events_path, ec)) {
-    std::cerr << "assay report: cannot read '" << o.events_path << "' (not a readable file)\n";
-    return 2;
+namespace {
+
+/// The judgments file: the last judgment of each id (the JSON Lines sink appends across runs
+/// and Kafka may redeliver), summarised per judge.
+struct Judgments {
+  std::vector<JudgeSummary> judges;
+  std::unordered_map<std::string, std::size_t> judge_index;
+  /// score per (judge, event id), for the label analyses
+  std::unordered_map<std::string, std::unordered_map<std::string, double>> score_by_id;
+  long events = 0, bad_lines = 0, lines_read = 0, duplicates = 0;
+};
+
+/// Adds one judgment's verdicts to the per-judge summaries.
+void addJudgment(const rapidjson::Value& d, Judgments& j) {
+  const std::string id = d["id"].GetString();
+  double judged_at = 0;
+  if (d.HasMember("judged_at") && d["judged_at"].IsString())
+    if (const auto ms = parseRfc3339(d["judged_at"].GetString())) judged_at = *ms / 1000.0;
+  for (const auto& v : d["verdicts"].GetArray()) {
+    if (!v.IsObject() || !v.HasMember("judge") || !v["judge"].IsString()) continue;
+    const std::string name = v["judge"].GetString();
+    auto [it, inserted] = j.judge_index.emplace(name, j.judges.size());
+    if (inserted) {
+      JudgeSummary s;
+      s.judge = name;
+      if (v.HasMember("criterion") && v["criterion"].IsString())
+        s.criterion = v["criterion"].GetString();
+      if (v.HasMember("min") && v["min"].IsNumber()) s.min_score = v["min"].GetDouble();
+      if (v.HasMember("max") && v["max"].IsNumber()) s.max_score = v["max"].GetDouble();
+      j.judges.push_back(std::move(s));
+    }
+    auto& s = j.judges[it->second];
+    const std::string outcome =
+        v.HasMember("error") && v["error"].IsString() ? v["error"].GetString() : "ok";
+    ++s.outcomes[outcome];
+    if (v.HasMember("passed")) s.pass_fail = true;
+    if (v.HasMember("score") && v["score"].IsNumber()) {
+      s.scores.push_back(v["score"].GetDouble());
+      s.times.push_back(judged_at);
+      j.score_by_id[name][id] = v["score"].GetDouble();
+    }
   }
-  std::ifstream in(o.judgments_path);
-  if (!std::filesystem::is_regular_file(o.judgments_path, ec) || !in) {
-    std::cerr << "assay report: cannot read '" << o.judgments_path << "' (not a readable file)\n";
-    return 2;
-  }
-  // The JSON Lines sink appends across runs and Kafka may redeliver: the last judgment of an
-  // id wins, and duplicates are reported.
+}
+
+/// Reads the judgments file; false (after a message on stderr) when it holds none.
+bool readJudgments(const std::string& path, std::istream& in, Judgments& j) {
   std::vector<rapidjson::Document> docs;
   std::unordered_map<std::string, std::size_t> last_by_id;
-  long bad_lines = 0, lines_read = 0;
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
-    ++lines_read;
+    ++j.lines_read;
     rapidjson::Document d;
     d.Parse(line.c_str());
     if (d.HasParseError() || !d.IsObject() || !d.HasMember("verdicts") ||
         !d["verdicts"].IsArray() || !d.HasMember("id") || !d["id"].IsString()) {
-      ++bad_lines;
+      ++j.bad_lines;
       continue;
     }
     last_by_id[d["id"].GetString()] = docs.size();
     docs.push_back(std::move(d));
   }
   if (docs.empty()) {
-    std::cerr << "assay report: '" << o.judgments_path << "' holds no judgment (" << lines_read
+    std::cerr << "assay report: '" << path << "' holds no judgment (" << j.lines_read
               << " non-empty lines, none a judgment object with id and verdicts)\n";
-    return 2;
+    return false;
   }
-  const long duplicates = static_cast<long>(docs.size() - last_by_id.size());
-  std::vector<JudgeSummary> judges;
-  std::unordered_map<std::string, std::size_t> judge_index;
-  // score per (judge, event id), for the label analysis
-  std::unordered_map<std::string, std::unordered_map<std::string, double>> score_by_id;
-  long events = 0;
+  j.duplicates = static_cast<long>(docs.size() - last_by_id.size());
   for (std::size_t di = 0; di < docs.size(); ++di) {
-    const auto& d = docs[di];
-    const std::string id = d["id"].GetString();
-    if (last_by_id[id] != di) continue;
-    ++events;
-    double judged_at = 0;
-    if (d.HasMember("judged_at") && d["judged_at"].IsString())
-      if (const auto ms = parseRfc3339(d["judged_at"].GetString())) judged_at = *ms / 1000.0;
-    for (const auto& v : d["verdicts"].GetArray()) {
-      if (!v.IsObject() || !v.HasMember("judge") || !v["judge"].IsString()) continue;
-      const std::string name = v["judge"].GetString();
-      auto [it, inserted] = judge_index.emplace(name, judges.size());
-      if (inserted) {
-        JudgeSummary s;
-        s.judge = name;
-        if (v.HasMember("criterion") && v["criterion"].IsString())
-          s.criterion = v["criterion"].GetString();
-        if (v.HasMember("min") && v["min"].IsNumber()) s.min_score = v["min"].GetDouble();
-        if (v.HasMember("max") && v["max"].IsNumber()) s.max_score = v["max"].GetDouble();
-        judges.push_back(std::move(s));
-      }
-      auto& s = judges[it->second];
-      const std::string outcome =
-          v.HasMember("error") && v["error"].IsString() ? v["error"].GetString() : "ok";
-      ++s.outcomes[outcome];
-      if (v.HasMember("passed")) s.pass_fail = true;
-      if (v.HasMember("score") && v["score"].IsNumber()) {
-        s.scores.push_back(v["score"].GetDouble());
-        s.times.push_back(judged_at);
-        score_by_id[name][id] = v["score"].GetDouble();
-      }
-    }
+    if (last_by_id[docs[di]["id"].GetString()] != di) continue;
+    ++j.events;
+    addJudgment(docs[di], j);
   }
-  out << fmt::format(
-      "judgments: {} events in {}{}{}\n", events, o.judgments_path,
-      bad_lines ? fmt::format(" ({} unreadable lines skipped)", bad_lines) : "",
-      duplicates ? fmt::format(" ({} repeated ids: the last judgment of each kept)", duplicates)
-                 : "");
-  out << "per judge: runs by outcome (ok = scored; any other outcome = could not judge), then\n"
-         "the score distribution of ok runs (p10/p90 = 10th/90th percentile; top-score share =\n"
-         "runs at the judge's maximum score):\n";
-  for (const auto& s : judges) printDistribution(s, out);
-  printTracking(judges, score_by_id, o.tracking, out);
+  return true;
+}
 
-  if (o.events_path.empty()) return 0;
-  std::ifstream ev(o.events_path);
-  if (!ev) {
-    std::cerr << "assay report: cannot read '" << o.events_path << "'\n";
-    return 2;
-  }
-  const rapidjson::Pointer label_ptr(o.label_pointer.c_str());
-  const rapidjson::Pointer group_ptr(o.group_pointer.empty() ? "" : o.group_pointer.c_str());
+/// The events file's labels: a boolean per event at label_pointer (for the AUC), a number at
+/// human_pointer (for the judge-vs-human correlation).
+struct Labels {
   struct Labelled {
     std::string id, group;
     bool label;
   };
   std::vector<Labelled> labelled;
   long non_boolean = 0;
-  const rapidjson::Pointer human_ptr(o.human_pointer.empty() ? "" : o.human_pointer.c_str());
   std::unordered_map<std::string, double> human;  // event id → numeric human label
+};
+
+Labels readLabels(const ReportOptions& o, std::istream& ev) {
+  Labels out;
+  const rapidjson::Pointer label_ptr(o.label_pointer.c_str());
+  const rapidjson::Pointer group_ptr(o.group_pointer.empty() ? "" : o.group_pointer.c_str());
+  const rapidjson::Pointer human_ptr(o.human_pointer.empty() ? "" : o.human_pointer.c_str());
+  std::string line;
   while (std::getline(ev, line)) {
     rapidjson::Document d;
     d.Parse(line.c_str());
     if (d.HasParseError() || !d.IsObject() || !d.HasMember("id") || !d["id"].IsString()) continue;
     if (!o.human_pointer.empty())
       if (const auto* h = human_ptr.Get(d); h && h->IsNumber())
-        human[d["id"].GetString()] = h->GetDouble();
+        out.human[d["id"].GetString()] = h->GetDouble();
     const auto* l = label_ptr.Get(d);
     if (!l || l->IsNull()) continue;  // unlabelled events are left out
     if (!l->IsBool()) {
-      ++non_boolean;
+      ++out.non_boolean;
       continue;
     }
     std::string group;
     if (!o.group_pointer.empty())
       if (const auto* g = group_ptr.Get(d); g && g->IsString()) group = g->GetString();
-    labelled.push_back({d["id"].GetString(), group, l->GetBool()});
+    out.labelled.push_back({d["id"].GetString(), group, l->GetBool()});
   }
-  if (!o.human_pointer.empty()) {
-    out << fmt::format(
-        "judge vs human label {} (judges of criterion {}; Spearman rho with its p-value, "
-        "Kendall tau-b; the same code as assay_judge_human_spearman):\n",
-        o.human_pointer, o.human_criterion);
-    bool any = false;
-    for (const auto& s : judges) {
-      if (s.criterion != o.human_criterion) continue;
-      const auto sit = score_by_id.find(s.judge);
-      if (sit == score_by_id.end()) continue;
-      const auto [x, y] = joinById(sit->second, human);
-      const auto rho = stats::spearman(x, y);
-      const auto tau = stats::kendallTauB(x, y);
-      any = true;
-      out << fmt::format("  {:<18} n {}, Spearman {}{}, tau-b {}\n", s.judge, x.size(),
-                         num(rhoOf(rho)), rho ? fmt::format(" (p {:.3g})", rho->p_value) : "",
-                         num(tau));
+  return out;
+}
+
+void printHuman(const ReportOptions& o, const Judgments& j, const Labels& labels,
+                std::ostream& out) {
+  out << fmt::format(
+      "judge vs human label {} (judges of criterion {}; Spearman rho with its p-value, "
+      "Kendall tau-b; the same code as assay_judge_human_spearman):\n",
+      o.human_pointer, o.human_criterion);
+  bool any = false;
+  for (const auto& s : j.judges) {
+    if (s.criterion != o.human_criterion) continue;
+    const auto sit = j.score_by_id.find(s.judge);
+    if (sit == j.score_by_id.end()) continue;
+    const auto [x, y] = joinById(sit->second, labels.human);
+    const auto rho = stats::spearman(x, y);
+    const auto tau = stats::kendallTauB(x, y);
+    any = true;
+    out << fmt::format("  {:<18} n {}, Spearman {}{}, tau-b {}\n", s.judge, x.size(),
+                       num(rhoOf(rho)), rho ? fmt::format(" (p {:.3g})", rho->p_value) : "",
+                       num(tau));
+  }
+  if (!any)
+    out << fmt::format("  ({} events carry a number there; no judge of criterion {} scored them)\n",
+                       labels.human.size(), o.human_criterion);
+}
+
+/// ROC AUC of one judge against the boolean labels, overall and per group.
+void printAuc(const ReportOptions& o, const std::string& judge, const Judgments& j,
+              const std::unordered_map<std::string, double>& scores, const Labels& labels,
+              std::ostream& out) {
+  // A faithfulness score is high for faithful answers, so rank by (max − score) to detect the
+  // positive class "hallucinated".
+  const double top = j.judges[j.judge_index.at(judge)].max_score;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<bool>>> by_group;
+  std::vector<double> all_scores;
+  std::vector<bool> all_labels;
+  long not_judged = 0;
+  for (const auto& e : labels.labelled) {
+    auto it = scores.find(e.id);
+    if (it == scores.end()) {
+      ++not_judged;
+      continue;
     }
-    if (!any)
-      out << fmt::format(
-          "  ({} events carry a number there; no judge of criterion {} scored them)\n",
-          human.size(), o.human_criterion);
+    all_scores.push_back(top - it->second);
+    all_labels.push_back(e.label);
+    by_group[e.group].first.push_back(top - it->second);
+    by_group[e.group].second.push_back(e.label);
   }
-  if (labelled.empty()) {
+  const long pos = std::count(all_labels.begin(), all_labels.end(), true);
+  const long neg = static_cast<long>(all_labels.size()) - pos;
+  const auto auc = rocAuc(all_scores, all_labels);
+  out << fmt::format(
+      "{} vs label {} (true = positive class; a LOW score predicts it, so AUC = P(a positive "
+      "scores below a negative); 0.5 = chance, 1 = perfect):\n",
+      judge, o.label_pointer);
+  out << fmt::format(
+      "  ROC AUC {}  (positive {} / negative {}; {} labelled events without a score)\n",
+      auc ? fmt::format("{:.3f}", *auc) : "n/a", pos, neg, not_judged);
+  if (by_group.size() <= 1) return;
+  for (const auto& [group, sl] : by_group) {
+    const auto g = rocAuc(sl.first, sl.second);
+    const long gp = std::count(sl.second.begin(), sl.second.end(), true);
+    out << fmt::format("    {:<14} AUC {}  ({} / {})\n", group.empty() ? "(none)" : group,
+                       g ? fmt::format("{:.3f}", *g) : "n/a", gp,
+                       static_cast<long>(sl.second.size()) - gp);
+  }
+}
+
+bool readable(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec) && std::ifstream(path)) return true;
+  std::cerr << "assay report: cannot read '" << path << "' (not a readable file)\n";
+  return false;
+}
+
+}  // namespace
+
+int runReport(const ReportOptions& o, std::ostream& out) {
+  if (!o.events_path.empty() && !readable(o.events_path)) return 2;
+  if (!readable(o.judgments_path)) return 2;
+  std::ifstream in(o.judgments_path);
+  Judgments j;
+  if (!readJudgments(o.judgments_path, in, j)) return 2;
+  out << fmt::format(
+      "judgments: {} events in {}{}{}\n", j.events, o.judgments_path,
+      j.bad_lines ? fmt::format(" ({} unreadable lines skipped)", j.bad_lines) : "",
+      j.duplicates ? fmt::format(" ({} repeated ids: the last judgment of each kept)", j.duplicates)
+                   : "");
+  out << "per judge: runs by outcome (ok = scored; any other outcome = could not judge), then\n"
+         "the score distribution of ok runs (p10/p90 = 10th/90th percentile; top-score share =\n"
+         "runs at the judge's maximum score):\n";
+  for (const auto& s : j.judges) printDistribution(s, out);
+  printTracking(j.judges, j.score_by_id, o.tracking, out);
+
+  if (o.events_path.empty()) return 0;
+  std::ifstream ev(o.events_path);
+  const Labels labels = readLabels(o, ev);
+  if (!o.human_pointer.empty()) printHuman(o, j, labels, out);
+  if (labels.labelled.empty()) {
     std::cerr << "assay report: no event in '" << o.events_path << "' has a boolean at "
               << o.label_pointer
-              << (non_boolean
-                      ? " (" + std::to_string(non_boolean) + " have a non-boolean value there)"
-                      : std::string())
+              << (labels.non_boolean ? " (" + std::to_string(labels.non_boolean) +
+                                           " have a non-boolean value there)"
+                                     : std::string())
               << ": no AUC\n";
     return 2;
   }
   for (const auto& judge : o.auc_judges) {
-    auto sit = score_by_id.find(judge);
-    if (sit == score_by_id.end()) {
+    auto sit = j.score_by_id.find(judge);
+    if (sit == j.score_by_id.end()) {
       std::cerr << "assay report: --auc " << judge << ": no scored verdict of that judge in '"
                 << o.judgments_path << "'\n";
       continue;
     }
-    // A faithfulness score is high for faithful answers, so rank by (max − score) to detect
-    // the positive class "hallucinated".
-    const double top = judges[judge_index[judge]].max_score;
-    std::map<std::string, std::pair<std::vector<double>, std::vector<bool>>> by_group;
-    std::vector<double> all_scores;
-    std::vector<bool> all_labels;
-    long not_judged = 0;
-    for (const auto& e : labelled) {
-      auto it = sit->second.find(e.id);
-      if (it == sit->second.end()) {
-        ++not_judged;
-        continue;
-      }
-      all_scores.push_back(top - it->second);
-      all_labels.push_back(e.label);
-      by_group[e.group].first.push_back(top - it->second);
-      by_group[e.group].second.push_back(e.label);
-    }
-    const long pos = std::count(all_labels.begin(), all_labels.end(), true);
-    const long neg = static_cast<long>(all_labels.size()) - pos;
-    const auto auc = rocAuc(all_scores, all_labels);
-    out << fmt::format(
-        "{} vs label {} (true = positive class; a LOW score predicts it, so AUC = P(a positive "
-        "scores below a negative); 0.5 = chance, 1 = perfect):\n",
-        judge, o.label_pointer);
-    out << fmt::format(
-        "  ROC AUC {}  (positive {} / negative {}; {} labelled events without a score)\n",
-        auc ? fmt::format("{:.3f}", *auc) : "n/a", pos, neg, not_judged);
-    if (by_group.size() > 1) {
-      for (const auto& [group, sl] : by_group) {
-        const auto g = rocAuc(sl.first, sl.second);
-        const long gp = std::count(sl.second.begin(), sl.second.end(), true);
-        out << fmt::format("    {:<14} AUC {}  ({} / {})\n", group.empty() ? "(none)" : group,
-                           g ? fmt::format("{:.3f}", *g) : "n/a", gp,
-                           static_cast<long>(sl.second.size()) - gp);
-      }
-    }
+    printAuc(o, judge, j, sit->second, labels, out);
   }
   return 0;
 }

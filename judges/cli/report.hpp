@@ -1,6 +1,6 @@
 #pragma once
-/// `assay report`: reads a JSON Lines judgments file (docs/events.md, "Output") and, optionally, the
-/// events file with human labels, and summarises per judge the outcomes and score distribution,
+/// `assay report`: reads a JSON Lines judgments file (docs/events.md, "Output") and, optionally,
+/// the events file with human labels, and summarises per judge the outcomes and score distribution,
 /// and how well a judge's score separates answers humans labelled hallucinated (ROC AUC).
 
 #include <map>

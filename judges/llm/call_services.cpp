@@ -117,7 +117,7 @@ void CallServices::refresh() {
     for (const auto& [name, s] : scopes_) names.push_back(name);
   }
   const std::string day = budgetDay(budget_.timezone, nowMs());
-  ledger_->snapshot(names, day, [this, names, day](std::vector<Snapshot> snaps) {
+  ledger_->snapshot(names, day, [this, names, day](const std::vector<Snapshot>& snaps) {
     apply(day, names, snaps);
   });
 }
@@ -136,8 +136,8 @@ void CallServices::apply(const std::string& day, const std::vector<std::string>&
     s.gauges.projected->Set(projected.value_or(spent));
     if (s.cap > 0 && spent >= budget_.alert_ratio * s.cap && s.alerted_day != day) {
       s.alerted_day = day;
-      spdlog::warn("budget {}: €{:.6f} spent of €{} today (alert_ratio {})", names[i], spent,
-                   s.cap, budget_.alert_ratio);
+      spdlog::warn("budget {}: €{:.6f} spent of €{} today (alert_ratio {})", names[i], spent, s.cap,
+                   budget_.alert_ratio);
     }
     if (projected && s.cap > 0 && *projected > s.cap && s.projection_alerted_day != day) {
       s.projection_alerted_day = day;

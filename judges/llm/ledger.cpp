@@ -38,9 +38,9 @@ void Ledger::reserve(ReserveRequest request, std::function<void(ReserveAnswer)> 
     ++reservations_;
     tasks_.push_back(Task{Kind::kReserve, [this, r = std::move(request), done = std::move(done)] {
                             ReserveAnswer a;
-                            a.result = store_->reserve(r.scopes, r.amount_eur, r.day,
-                                                       r.reservation_id, r.ttl_ms,
-                                                       r.close_on_refusal);
+                            a.result =
+                                store_->reserve(r.scopes, r.amount_eur, r.day, r.reservation_id,
+                                                r.ttl_ms, r.close_on_refusal);
                             if (a.result.ok() && !r.mark_event_id.empty() &&
                                 !store_->markJudged(r.mark_event_id, r.mark_judge, kLedgerTtlMs)) {
                               store_->release(r.reservation_id, r.day, r.scopes);
@@ -79,8 +79,8 @@ void Ledger::snapshot(std::vector<std::string> scopes, std::string day,
     std::lock_guard lock(mu_);
     if (stopping_ || snapshot_queued_) return;
     snapshot_queued_ = true;
-    tasks_.push_back(Task{Kind::kSnapshot, [this, scopes = std::move(scopes),
-                                            day = std::move(day), done = std::move(done)] {
+    tasks_.push_back(Task{Kind::kSnapshot, [this, scopes = std::move(scopes), day = std::move(day),
+                                            done = std::move(done)] {
                             std::vector<Snapshot> out;
                             bool ok = true;
                             for (const auto& s : scopes) {

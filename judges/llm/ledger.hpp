@@ -90,7 +90,7 @@ class Ledger {
  private:
   enum class Kind { kReserve, kMoney, kSnapshot };
   struct Task {
-    Kind kind;
+    Kind kind = Kind::kMoney;
     std::function<void()> run;
   };
   void push(Task task);
@@ -108,7 +108,7 @@ class Ledger {
   bool running_task_ = false;
   bool stopping_ = false;
   bool finished_ = false;  // the thread returned
-  std::thread thread_;  // last: started once everything above exists
+  std::thread thread_;     // last: started once everything above exists
 };
 
 }  // namespace assay::llm

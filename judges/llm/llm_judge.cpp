@@ -149,7 +149,8 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   if (settings_.rubric.needs_contexts && event.contexts.empty())
     return early(Outcome::kNoContext, "the event has no contexts to judge against");
   auto prompt = buildPrompt(settings_.rubric, event, settings_.max_input_tokens);
-  if (!prompt) return early(Outcome::kContextTooLong, "question and answer exceed max_input_tokens");
+  if (!prompt)
+    return early(Outcome::kContextTooLong, "question and answer exceed max_input_tokens");
 
   auto c = std::make_shared<Call>();
   c->started = t0;
@@ -169,10 +170,10 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   c->ttl_ms = settings_.timeout.count() * (settings_.retry.max_attempts + 1) +
               settings_.retry.max_retry_wait.count() * settings_.retry.max_attempts + 60'000;
   c->done = std::move(done);
-  reserve(std::move(c), false);
+  reserve(c, false);
 }
 
-void LlmJudge::reserve(std::shared_ptr<Call> c, bool chain) const {
+void LlmJudge::reserve(const std::shared_ptr<Call>& c, bool chain) const {
   ReserveRequest r;
   r.scopes = scopes();
   r.amount_eur = c->reserved_eur;
@@ -185,7 +186,7 @@ void LlmJudge::reserve(std::shared_ptr<Call> c, bool chain) const {
   r.mark_event_id = c->event.id;
   r.mark_judge = settings_.name;
   ledger_.reserve(std::move(r),
-                  [this, c, chain](ReserveAnswer a) { onReserved(c, a, chain); });
+                  [this, c, chain](const ReserveAnswer& a) { onReserved(c, a, chain); });
 }
 
 void LlmJudge::finishEarly(const std::shared_ptr<Call>& c, Outcome o, std::string why,
@@ -217,9 +218,9 @@ void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a
       // worst case): wait, in arrival order, for one of ours to finish, or poll when the holds
       // are another judge's or daemon's.
       if (Steady::now() - c->started > kMaxBudgetWait)
-        return finishEarly(c, Outcome::kSkippedBudget,
-                           "budget held by calls in flight for too long (" + r.exhausted_scope +
-                               ")");
+        return finishEarly(
+            c, Outcome::kSkippedBudget,
+            "budget held by calls in flight for too long (" + r.exhausted_scope + ")");
       {
         std::lock_guard lock(mu_);
         if (in_flight_ > 0) {
@@ -267,12 +268,12 @@ void LlmJudge::retryBudgetWaiting() const {
     next = std::move(budget_waiting_.front());
     budget_waiting_.pop_front();
   }
-  reserve(std::move(next), /*chain=*/true);
+  reserve(next, /*chain=*/true);
 }
 
-void LlmJudge::start(std::shared_ptr<Call> c) const { attempt(std::move(c)); }
+void LlmJudge::start(const std::shared_ptr<Call>& c) const { attempt(c); }
 
-void LlmJudge::attempt(std::shared_ptr<Call> c) const {
+void LlmJudge::attempt(const std::shared_ptr<Call>& c) const {
   Millis wait{0};
   bool open = false;
   {
@@ -290,7 +291,7 @@ void LlmJudge::attempt(std::shared_ptr<Call> c) const {
     LlmVerdict v;
     v.outcome = Outcome::kProviderError;
     v.justification = "circuit breaker open: " + settings_.endpoint + " keeps failing";
-    return finish(std::move(c), std::move(v), std::nullopt);
+    return finish(c, std::move(v), std::nullopt);
   }
   if (wait > Millis{0}) {
     client_.schedule(wait, [this, c] { attempt(c); });
@@ -300,7 +301,7 @@ void LlmJudge::attempt(std::shared_ptr<Call> c) const {
   client_.submit(c->request, [this, c](HttpResponse res) { onResponse(c, std::move(res)); });
 }
 
-void LlmJudge::onResponse(std::shared_ptr<Call> c, HttpResponse res) const {
+void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) const {
   if (res.status >= 200 && res.status < 300) {
     c->answered = true;
     const auto reply = parseReply(settings_.provider, res.status, res.body);
@@ -312,13 +313,12 @@ void LlmJudge::onResponse(std::shared_ptr<Call> c, HttpResponse res) const {
       LlmVerdict v;
       v.outcome = Outcome::kProviderError;
       v.justification = reply.error_type + ": " + reply.error_message;
-      return finish(std::move(c), std::move(v), reply.usage);
+      return finish(c, std::move(v), reply.usage);
     }
     auto v = parseVerdict(reply.content, reply.finish, settings_.rubric.minScore(),
                           settings_.rubric.maxScore());
     // Missing usage: charge the conservative estimate (finish() does it).
-    return finish(std::move(c), std::move(v),
-                  reply.usage ? reply.usage : std::optional<TokenUsage>{});
+    return finish(c, std::move(v), reply.usage ? reply.usage : std::optional<TokenUsage>{});
   }
   AttemptResult ar;
   ar.status = res.status;
@@ -351,10 +351,10 @@ void LlmJudge::onResponse(std::shared_ptr<Call> c, HttpResponse res) const {
   LlmVerdict v;
   v.outcome = d.give_up;
   v.justification = res.status ? "HTTP " + std::to_string(res.status) : res.error;
-  finish(std::move(c), std::move(v), std::nullopt);  // error replies are not billed
+  finish(c, std::move(v), std::nullopt);  // error replies are not billed
 }
 
-void LlmJudge::finish(std::shared_ptr<Call> c, LlmVerdict verdict,
+void LlmJudge::finish(const std::shared_ptr<Call>& c, LlmVerdict verdict,
                       std::optional<TokenUsage> usage) const {
   LlmCallResult r;
   r.attempts = c->attempts;
@@ -394,7 +394,7 @@ void LlmJudge::settled(const std::shared_ptr<Call>& c, LlmCallResult r) const {
     }
   }
   c->done(std::move(r));
-  if (next) start(std::move(next));
+  if (next) start(next);
   retryBudgetWaiting();  // this call's hold is gone: the first waiting reservation may fit now
 }
 

@@ -116,17 +116,16 @@ class LlmJudge final : public Judge {
   static constexpr Millis kBusyPoll{250};          ///< when the holds are another daemon's
   /// Asks the ledger for the call's reservation; onReserved() goes on from its answer.
   /// `chain`: a call taken from budget_waiting_ that passes the turn to the next one.
-  void reserve(std::shared_ptr<Call> call, bool chain) const;
-  void onReserved(const std::shared_ptr<Call>& call, const ReserveAnswer& answer,
-                  bool chain) const;
+  void reserve(const std::shared_ptr<Call>& call, bool chain) const;
+  void onReserved(const std::shared_ptr<Call>& call, const ReserveAnswer& answer, bool chain) const;
   /// Retries the reservation of the first call waiting for budget held by calls in flight.
   void retryBudgetWaiting() const;
   void finishEarly(const std::shared_ptr<Call>& call, Outcome o, std::string why,
                    std::string scope = {}, bool store_unavailable = false) const;
-  void start(std::shared_ptr<Call> call) const;
-  void attempt(std::shared_ptr<Call> call) const;
-  void onResponse(std::shared_ptr<Call> call, HttpResponse response) const;
-  void finish(std::shared_ptr<Call> call, LlmVerdict verdict,
+  void start(const std::shared_ptr<Call>& call) const;
+  void attempt(const std::shared_ptr<Call>& call) const;
+  void onResponse(const std::shared_ptr<Call>& call, HttpResponse response) const;
+  void finish(const std::shared_ptr<Call>& call, LlmVerdict verdict,
               std::optional<TokenUsage> usage) const;
   /// Frees the call's slot (starting the next waiting call) once its money is recorded.
   void settled(const std::shared_ptr<Call>& call, LlmCallResult result) const;

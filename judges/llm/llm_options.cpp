@@ -89,13 +89,14 @@ std::string scalarOf(const OptionTree* t) {
 }
 
 /// Unknown keys of a mapping node; false when `t` is not a mapping.
-bool checkKeys(const OptionTree& t, const std::string& path, std::set<std::string> known,
+bool checkKeys(const OptionTree& t, const std::string& path, const std::set<std::string>& known,
                Errors& errors) {
   if (t.kind != OptionTree::Kind::kMap) {
     errors.add(path, "expected a mapping");
     return false;
   }
-  for (const auto& [k, v] : t.map) {
+  for (const auto& e : t.map) {
+    const auto& k = e.key;
     if (known.count(k)) continue;
     std::string all;
     for (const auto& n : known) all += " " + n;
@@ -110,7 +111,7 @@ void rubricLevels(const OptionTree& levels, Rubric& rubric, Errors& errors) {
     errors.add("rubric.levels", "expected {score: {name?, description?}}");
     return;
   }
-  for (const auto& [key, value] : levels.map) {
+  for (const auto& [key, value] : levels.map) {  // OptionTreeEntry
     const std::string lp = "rubric.levels." + key;
     OptionTree k{OptionTree::Kind::kScalar, key, {}, {}};
     const auto score = intIn(k, lo, hi);
@@ -140,7 +141,10 @@ void rubricExamples(const OptionTree& examples, Rubric& rubric, Errors& errors) 
     const std::string ep = "rubric.examples[" + std::to_string(i) + "]";
     if (!checkKeys(ex, ep, {"question", "contexts", "answer", "score", "justification"}, errors))
       continue;
-    FewShotExample e{scalarOf(ex.find("question")), {}, scalarOf(ex.find("answer")), 0,
+    FewShotExample e{scalarOf(ex.find("question")),
+                     {},
+                     scalarOf(ex.find("answer")),
+                     0,
                      scalarOf(ex.find("justification"))};
     if (const auto* c = ex.find("contexts")) {
       if (c->kind != OptionTree::Kind::kList)
@@ -153,8 +157,8 @@ void rubricExamples(const OptionTree& examples, Rubric& rubric, Errors& errors) 
     if (!s)
       errors.add(ep + ".score", "missing");
     else if (!score)
-      errors.add(ep + ".score", "must be between " + std::to_string(lo) + " and " +
-                                    std::to_string(hi));
+      errors.add(ep + ".score",
+                 "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
     if (e.answer.empty()) errors.add(ep + ".answer", "missing");
     if (score && !seen.insert(*score).second) errors.add(ep + ".score", "one example per level");
     e.score = score.value_or(lo);
@@ -166,9 +170,9 @@ void readRubric(const JudgeOptionValues& values, LlmJudgeSettings& s, Errors& er
   const std::string criterion = values.getString("criterion", "");
   const Rubric* builtin = builtinRubric(criterion);
   if (!builtin) {
-    errors.add("criterion", (criterion.empty() ? std::string("missing")
-                                               : "no rubric for '" + criterion + "'") +
-                                " (one of: " + knownCriteria() + ")");
+    errors.add("criterion",
+               (criterion.empty() ? std::string("missing") : "no rubric for '" + criterion + "'") +
+                   " (one of: " + knownCriteria() + ")");
     s.rubric = *builtinRubric("faithfulness");  // so the rest can still be checked
   } else {
     s.rubric = *builtin;
@@ -188,7 +192,8 @@ void readEndpoint(const JudgeOptionValues& values, LlmJudgeSettings& s, Errors& 
   s.provider = provider == "anthropic" ? Provider::kAnthropic : Provider::kOpenAi;
   errors.check([&] { s.endpoint = values.getString("endpoint", ""); });
   if (s.endpoint.empty())
-    s.endpoint = provider == "anthropic" ? "https://api.anthropic.com" : "https://api.openai.com/v1";
+    s.endpoint =
+        provider == "anthropic" ? "https://api.anthropic.com" : "https://api.openai.com/v1";
   if (s.endpoint.rfind("https://", 0) != 0 && s.endpoint.rfind("http://", 0) != 0)
     errors.add("endpoint", "expected an http:// or https:// URL");
   errors.check([&] { s.ca_file = values.getString("ca_file", ""); });
@@ -221,26 +226,27 @@ void readApiKey(const JudgeOptionValues& values, const JudgeContext& ctx, LlmJud
   if (key && *key) {
     s.api_key = key;
   } else if (ctx.services) {
-    errors.add("api_key_env", "environment variable " + env + " is not set (judge '" + ctx.name +
-                                  "')");
+    errors.add("api_key_env",
+               "environment variable " + env + " is not set (judge '" + ctx.name + "')");
   } else if (ctx.warn) {
-    ctx.warn("api_key_env", env + " is not set in this environment; assayd refuses to start "
-                                  "without it");
+    ctx.warn("api_key_env", env +
+                                " is not set in this environment; assayd refuses to start "
+                                "without it");
   }
 }
 
 void readLimits(const JudgeOptionValues& v, LlmJudgeSettings& s, Errors& errors) {
   errors.check([&] { s.daily_limit_eur = v.getNumberIn("daily_limit_eur", 0, 0, 1e6); });
   errors.check([&] { s.max_tokens = static_cast<int>(v.getIntIn("max_tokens", 300, 16, 100000)); });
-  errors.check([&] { s.max_input_tokens = v.getIntIn("max_input_tokens", 16000, 256, 10'000'000); });
+  errors.check(
+      [&] { s.max_input_tokens = v.getIntIn("max_input_tokens", 16000, 256, 10'000'000); });
   errors.check([&] { s.timeout = Millis{v.getIntIn("timeout_ms", 30000, 100, 600'000)}; });
   errors.check(
       [&] { s.max_in_flight = static_cast<int>(v.getIntIn("max_in_flight", 8, 1, 1024)); });
   errors.check([&] { s.requests_per_minute = v.getNumberIn("requests_per_minute", 0, 0, 1e7); });
   errors.check([&] { s.tokens_per_minute = v.getNumberIn("tokens_per_minute", 0, 0, 1e10); });
-  errors.check([&] {
-    s.retry.max_attempts = static_cast<int>(v.getIntIn("max_retries", 3, 0, 10)) + 1;
-  });
+  errors.check(
+      [&] { s.retry.max_attempts = static_cast<int>(v.getIntIn("max_retries", 3, 0, 10)) + 1; });
   errors.check([&] {
     s.retry.max_retry_wait = Millis{v.getIntIn("max_retry_wait_ms", 60000, 0, 3'600'000)};
   });
@@ -288,8 +294,11 @@ std::unique_ptr<Judge> LlmJudge::create(const JudgeOptionValues& values,
 JudgeInfo LlmJudge::info(const JudgeOptionValues& values) {
   const Rubric* r = builtinRubric(values.getString("criterion", ""));
   if (!r) r = builtinRubric("faithfulness");
-  JudgeInfo i{r->criterion, static_cast<double>(r->minScore()),
-              static_cast<double>(r->maxScore()), {}, true};
+  JudgeInfo i{r->criterion,
+              static_cast<double>(r->minScore()),
+              static_cast<double>(r->maxScore()),
+              {},
+              true};
   for (const auto& level : r->levels) i.buckets.push_back(level.score);
   return i;
 }

@@ -37,7 +37,8 @@ LlmStats::Judge LlmStats::forJudge(const std::string& judge, const std::string& 
 }
 
 BudgetStats::BudgetStats(prometheus::Registry& r)
-    : spent(gauge(r, "assay_budget_spent_euros", "Euros spent today (local day of budget.timezone)")),
+    : spent(
+          gauge(r, "assay_budget_spent_euros", "Euros spent today (local day of budget.timezone)")),
       limit(gauge(r, "assay_budget_limit_euros", "Daily cap in euros")),
       exhausted(gauge(r, "assay_budget_exhausted", "1 once today's cap refused a call")),
       projected(gauge(r, "assay_budget_projected_daily_euros",

@@ -115,8 +115,8 @@ RetryPolicy::RetryPolicy(RetryOptions options, std::uint64_t seed)
 RetryDecision RetryPolicy::decide(int attempts_made, const AttemptResult& last) {
   const bool rate = last.status == 429 || last.status == 529 || last.overloaded;
   const Outcome outcome = rate             ? Outcome::kRateLimited
-                             : last.timed_out ? Outcome::kTimeout
-                                              : Outcome::kProviderError;
+                          : last.timed_out ? Outcome::kTimeout
+                                           : Outcome::kProviderError;
   if (!isRetryable(last)) return {false, Millis{0}, Outcome::kProviderError};
   if (last.retry_after && *last.retry_after > options_.max_retry_wait)
     return {false, Millis{0}, Outcome::kRateLimited};  // asked to wait too long: give up now

@@ -45,7 +45,7 @@ bool isRetryable(const AttemptResult& r);
 
 struct RetryDecision {
   bool retry = false;
-  Millis wait{0};                                   ///< when retry: sleep this long first
+  Millis wait{0};                             ///< when retry: sleep this long first
   Outcome give_up = Outcome::kProviderError;  ///< when !retry: the outcome to report
 };
 

@@ -72,8 +72,7 @@ std::string verdictSchema(int min_score, int max_score) {
 
 LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_score,
                         int max_score) {
-  if (finish == FinishReason::kLength)
-    return fail(Outcome::kTruncated, "reply cut at max_tokens");
+  if (finish == FinishReason::kLength) return fail(Outcome::kTruncated, "reply cut at max_tokens");
   if (finish == FinishReason::kRefusal)
     return fail(Outcome::kRefused, "the provider flagged a refusal");
   const std::string_view body = stripFence(content);
@@ -88,8 +87,8 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
   d.Parse(body.data(), body.size());
   if (d.HasParseError()) {
     return fail(Outcome::kSchemaError, std::string("not JSON: ") +
-                                              rapidjson::GetParseError_En(d.GetParseError()) +
-                                              " at byte " + std::to_string(d.GetErrorOffset()));
+                                           rapidjson::GetParseError_En(d.GetParseError()) +
+                                           " at byte " + std::to_string(d.GetErrorOffset()));
   }
   rapidjson::Document schema_doc;
   schema_doc.Parse(verdictSchema(min_score, max_score).c_str());
@@ -99,8 +98,8 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
     rapidjson::StringBuffer where;
     validator.GetInvalidDocumentPointer().StringifyUriFragment(where);
     return fail(Outcome::kSchemaError, std::string("violates the verdict schema ('") +
-                                              validator.GetInvalidSchemaKeyword() + "' at " +
-                                              where.GetString() + ")");
+                                           validator.GetInvalidSchemaKeyword() + "' at " +
+                                           where.GetString() + ")");
   }
   const auto& s = d["score"];
   long score = 0;
@@ -112,8 +111,8 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
   }
   if (score < min_score || score > max_score) {
     return fail(Outcome::kSchemaError, "score " + std::to_string(score) + " outside " +
-                                              std::to_string(min_score) + ".." +
-                                              std::to_string(max_score));
+                                           std::to_string(min_score) + ".." +
+                                           std::to_string(max_score));
   }
   LlmVerdict v;
   v.outcome = Outcome::kOk;

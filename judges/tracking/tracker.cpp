@@ -2,14 +2,13 @@
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <stdexcept>
-
-#include <spdlog/spdlog.h>
 
 #include "config/rfc3339.hpp"
 #include "judges/tracking/stats.hpp"
@@ -415,7 +414,7 @@ void ScoreTracker::setBaseline(std::size_t index, std::vector<double> scores) {
 }
 
 void ScoreTracker::setGauge(const char* family, const prometheus::Labels& labels,
-                            std::optional<double> v, std::map<std::string, bool>& touched) {
+                            std::optional<double> v, Touched& touched) {
   const std::string key = seriesKey(family, labels);
   if (!v || !std::isfinite(*v)) return;  // left untouched: removed at the end of refresh()
   auto& g = series_[key];
@@ -424,105 +423,139 @@ void ScoreTracker::setGauge(const char* family, const prometheus::Labels& labels
   touched[key] = true;
 }
 
-void ScoreTracker::refresh() {
-  const double t = now();
+/// What refresh() computes from, copied under the lock.
+struct ScoreTracker::Snapshot {
   struct JudgeSnap {
     std::optional<stats::WindowSummary> summary;
     std::optional<stats::DriftResult> drift;
     std::map<std::string, std::vector<double>> variants;
   };
-  std::vector<JudgeSnap> js(judges_.size());
-  std::vector<
-      std::pair<std::vector<std::string>, std::pair<std::vector<double>, std::vector<double>>>>
-      agreement, human, kappa;
+  using Pairs = std::vector<
+      std::pair<std::vector<std::string>, std::pair<std::vector<double>, std::vector<double>>>>;
+  std::vector<JudgeSnap> judges;
+  Pairs agreement, human, kappa;
   std::map<std::string, std::map<std::string, Stars>> ab;
-  {
-    std::lock_guard lock(mu_);
-    for (std::size_t i = 0; i < judges_.size(); ++i) {
-      Judge& j = *judges_[i];
-      j.window.expire(t);
-      js[i].summary = j.window.summary(options_.leniency_max_ratio,
-                                       static_cast<std::size_t>(options_.min_samples));
-      js[i].drift = j.drift.evaluate(t);
-      for (auto& [v, w] : j.by_variant) {
-        w.expire(t);
-        js[i].variants[v] = w.values();
-      }
-    }
-    const auto copy = [&](auto& from, auto& to) {
-      for (auto& [k, p] : from) {
-        p->pairs.expire(t);
-        to.push_back({k, {p->pairs.xs(), p->pairs.ys()}});
-      }
-    };
-    copy(agreement_, agreement);
-    copy(human_, human);
-    copy(kappa_, kappa);
-    ab = ab_;
-    pending_gauge_.Set(static_cast<double>(pending_feedback_));
-  }
+};
 
-  std::map<std::string, bool> touched;
-  const auto opt = [](auto v) { return std::optional<double>(static_cast<double>(v)); };
+ScoreTracker::Snapshot ScoreTracker::snapshot(double t) {
+  Snapshot snap;
+  snap.judges.resize(judges_.size());
+  std::lock_guard lock(mu_);
   for (std::size_t i = 0; i < judges_.size(); ++i) {
-    const auto& spec = judges_[i]->spec;
-    const prometheus::Labels labels{{"judge", spec.name}, {"criterion", spec.criterion}};
-    if (const auto& s = js[i].summary) {
-      setGauge("assay_judge_max_score_ratio", labels, s->top_share, touched);
-      setGauge("assay_judge_min_score_ratio", labels, s->bottom_share, touched);
-      setGauge("assay_judge_distinct_scores", labels, opt(s->distinct), touched);
-      setGauge("assay_judge_score_entropy", labels, s->entropy, touched);
-      setGauge("assay_judge_window_size", labels, opt(s->n), touched);
-      setGauge("assay_score_window_mean", labels, s->mean, touched);
-      if (spec.graded && s->n >= static_cast<std::size_t>(options_.min_samples))
-        setGauge("assay_judge_lenient", labels, s->lenient ? 1.0 : 0.0, touched);
+    Judge& j = *judges_[i];
+    j.window.expire(t);
+    snap.judges[i].summary = j.window.summary(options_.leniency_max_ratio,
+                                              static_cast<std::size_t>(options_.min_samples));
+    snap.judges[i].drift = j.drift.evaluate(t);
+    for (auto& [v, w] : j.by_variant) {
+      w.expire(t);
+      snap.judges[i].variants[v] = w.values();
     }
-    if (const auto& d = js[i].drift) {
-      setGauge("assay_score_baseline_mean", labels, d->baseline_mean, touched);
-      setGauge("assay_score_recent_mean", labels, d->recent_mean, touched);
-      setGauge("assay_score_drift_p_value", labels, d->p_value, touched);
-      setGauge("assay_score_drift", labels, d->drift ? 1.0 : 0.0, touched);
-    }
-    std::map<std::string, stats::MeanInterval> intervals;
-    for (const auto& [variant, values] : js[i].variants) {
-      auto l = labels;
-      l["variant"] = variant;
-      if (values.empty()) continue;
-      setGauge("assay_score_n", l, opt(values.size()), touched);
-      const auto ci = stats::meanInterval95(values);
-      if (!ci) {  // one score: a mean, no spread
-        setGauge("assay_score_mean", l, values.front(), touched);
-        continue;
-      }
-      intervals.emplace(variant, *ci);
-      setGauge("assay_score_mean", l, ci->mean, touched);
-      setGauge("assay_score_sd", l, ci->sd, touched);
-      setGauge("assay_score_ci95_low", l, ci->low, touched);
-      setGauge("assay_score_ci95_high", l, ci->high, touched);
-    }
-    // Overlap of every two of the kMaxOverlapVariants arms with the most scores (the pairs
-    // grow with the square of the arms).
-    if (intervals.size() > kMaxOverlapVariants) {
-      std::vector<std::pair<std::size_t, std::string>> by_n;
-      for (const auto& [v, ci] : intervals) by_n.push_back({ci.n, v});
-      std::sort(by_n.begin(), by_n.end(), std::greater<>());
-      for (std::size_t k = kMaxOverlapVariants; k < by_n.size(); ++k)
-        intervals.erase(by_n[k].second);
-    }
-    for (auto a = intervals.begin(); a != intervals.end(); ++a)
-      for (auto b = std::next(a); b != intervals.end(); ++b) {
-        auto l = labels;
-        l["variant_a"] = a->first;
-        l["variant_b"] = b->first;
-        const bool overlap = a->second.low <= b->second.high && b->second.low <= a->second.high;
-        setGauge("assay_score_ci95_overlap", l, overlap ? 1.0 : 0.0, touched);
-      }
   }
+  const auto copy = [&](auto& from, Snapshot::Pairs& to) {
+    for (auto& [k, p] : from) {
+      p->pairs.expire(t);
+      to.push_back({k, {p->pairs.xs(), p->pairs.ys()}});
+    }
+  };
+  copy(agreement_, snap.agreement);
+  copy(human_, snap.human);
+  copy(kappa_, snap.kappa);
+  snap.ab = ab_;
+  pending_gauge_.Set(static_cast<double>(pending_feedback_));
+  return snap;
+}
+
+void ScoreTracker::refresh() {
+  const Snapshot snap = snapshot(now());
+  Touched touched;
+  for (std::size_t i = 0; i < judges_.size(); ++i) exportJudge(snap, i, touched);
+  exportAgreement(snap, touched);
+  exportAb(snap, touched);
+  // Series whose statistic is no longer defined (window expired, a variant gone) disappear.
+  for (auto it = series_.begin(); it != series_.end();) {
+    if (touched.count(it->first)) {
+      ++it;
+      continue;
+    }
+    const std::string family = it->first.substr(0, it->first.find('\x1f'));
+    families_.at(family)->Remove(it->second);
+    it = series_.erase(it);
+  }
+}
+
+namespace {
+std::optional<double> opt(std::size_t v) { return static_cast<double>(v); }
+}  // namespace
+
+void ScoreTracker::exportJudge(const Snapshot& snap, std::size_t i, Touched& touched) {
+  const auto& js = snap.judges[i];
+  const auto& spec = judges_[i]->spec;
+  const prometheus::Labels labels{{"judge", spec.name}, {"criterion", spec.criterion}};
+  if (const auto& s = js.summary) {
+    setGauge("assay_judge_max_score_ratio", labels, s->top_share, touched);
+    setGauge("assay_judge_min_score_ratio", labels, s->bottom_share, touched);
+    setGauge("assay_judge_distinct_scores", labels, opt(s->distinct), touched);
+    setGauge("assay_judge_score_entropy", labels, s->entropy, touched);
+    setGauge("assay_judge_window_size", labels, opt(s->n), touched);
+    setGauge("assay_score_window_mean", labels, s->mean, touched);
+    if (spec.graded && s->n >= static_cast<std::size_t>(options_.min_samples))
+      setGauge("assay_judge_lenient", labels, s->lenient ? 1.0 : 0.0, touched);
+  }
+  if (const auto& d = js.drift) {
+    setGauge("assay_score_baseline_mean", labels, d->baseline_mean, touched);
+    setGauge("assay_score_recent_mean", labels, d->recent_mean, touched);
+    setGauge("assay_score_drift_p_value", labels, d->p_value, touched);
+    setGauge("assay_score_drift", labels, d->drift ? 1.0 : 0.0, touched);
+  }
+  exportVariants(labels, js.variants, touched);
+}
+
+void ScoreTracker::exportVariants(const prometheus::Labels& labels,
+                                  const std::map<std::string, std::vector<double>>& variants,
+                                  Touched& touched) {
+  std::map<std::string, stats::MeanInterval> intervals;
+  for (const auto& [variant, values] : variants) {
+    auto l = labels;
+    l["variant"] = variant;
+    if (values.empty()) continue;
+    setGauge("assay_score_n", l, opt(values.size()), touched);
+    const auto ci = stats::meanInterval95(values);
+    if (!ci) {  // one score: a mean, no spread
+      setGauge("assay_score_mean", l, values.front(), touched);
+      continue;
+    }
+    intervals.emplace(variant, *ci);
+    setGauge("assay_score_mean", l, ci->mean, touched);
+    setGauge("assay_score_sd", l, ci->sd, touched);
+    setGauge("assay_score_ci95_low", l, ci->low, touched);
+    setGauge("assay_score_ci95_high", l, ci->high, touched);
+  }
+  // Overlap of every two of the kMaxOverlapVariants arms with the most scores (the pairs grow
+  // with the square of the arms).
+  if (intervals.size() > kMaxOverlapVariants) {
+    std::vector<std::pair<std::size_t, std::string>> by_n;
+    by_n.reserve(intervals.size());
+    for (const auto& [v, ci] : intervals) by_n.push_back({ci.n, v});
+    std::sort(by_n.begin(), by_n.end(), std::greater<>());
+    for (std::size_t k = kMaxOverlapVariants; k < by_n.size(); ++k) intervals.erase(by_n[k].second);
+  }
+  for (auto a = intervals.begin(); a != intervals.end(); ++a)
+    for (auto b = std::next(a); b != intervals.end(); ++b) {
+      auto l = labels;
+      l["variant_a"] = a->first;
+      l["variant_b"] = b->first;
+      const bool overlap = a->second.low <= b->second.high && b->second.low <= a->second.high;
+      setGauge("assay_score_ci95_overlap", l, overlap ? 1.0 : 0.0, touched);
+    }
+}
+
+void ScoreTracker::exportAgreement(const Snapshot& snap, Touched& touched) {
   // Agreement statistics need tracking.min_pairs pairs: from a handful they are noise.
   const auto enough = [&](const auto& xy) {
     return xy.first.size() >= static_cast<std::size_t>(options_.min_pairs);
   };
-  for (const auto& [key, xy] : agreement) {
+  for (const auto& [key, xy] : snap.agreement) {
     const prometheus::Labels l{{"criterion", key[0]}, {"judge_a", key[1]}, {"judge_b", key[2]}};
     setGauge("assay_judge_agreement_pairs", l, opt(xy.first.size()), touched);
     if (!enough(xy)) continue;
@@ -538,16 +571,17 @@ void ScoreTracker::refresh() {
                  std::string_view(levelOf(*tau)) == level ? 1.0 : 0.0, touched);
       }
   }
-  for (const auto& [key, xy] : human) {
+  for (const auto& [key, xy] : snap.human) {
+    const std::string& judge = key[0];
     const auto it = std::find_if(judges_.begin(), judges_.end(),
-                                 [&](const auto& j) { return j->spec.name == key[0]; });
-    const prometheus::Labels l{{"judge", key[0]}, {"criterion", (*it)->spec.criterion}};
+                                 [&](const auto& j) { return j->spec.name == judge; });
+    const prometheus::Labels l{{"judge", judge}, {"criterion", (*it)->spec.criterion}};
     setGauge("assay_judge_human_pairs", l, opt(xy.first.size()), touched);
     if (!enough(xy)) continue;
     if (const auto rho = stats::spearman(xy.first, xy.second))
       setGauge("assay_judge_human_spearman", l, rho->coefficient, touched);
   }
-  for (const auto& [key, xy] : kappa) {
+  for (const auto& [key, xy] : snap.kappa) {
     // A pair is exported only when both annotators keep their own label value
     // (tracking.max_label_values): a kappa "with other" would mix several people.
     if (!enough(xy) || annotators_.fold(key[1]) != key[1] || annotators_.fold(key[2]) != key[2])
@@ -562,7 +596,10 @@ void ScoreTracker::refresh() {
     setGauge("assay_annotator_kappa", quadratic,
              stats::cohenKappa(a, b, stats::KappaWeights::kQuadratic), touched);
   }
-  for (const auto& [experiment, arms] : ab) {
+}
+
+void ScoreTracker::exportAb(const Snapshot& snap, Touched& touched) {
+  for (const auto& [experiment, arms] : snap.ab) {
     // The test runs on the real arms; the ratings gauge folds their names for its label.
     std::vector<std::vector<double>> table;
     std::map<std::string, double> ratings_by_label;
@@ -582,16 +619,6 @@ void ScoreTracker::refresh() {
     const prometheus::Labels l{{"experiment", experiment}};
     setGauge("assay_ab_p_value", l, chi->p_value, touched);
     setGauge("assay_ab_decided", l, chi->p_value < 0.05 && every_arm_30 ? 1.0 : 0.0, touched);
-  }
-  // Series whose statistic is no longer defined (window expired, a variant gone) disappear.
-  for (auto it = series_.begin(); it != series_.end();) {
-    if (touched.count(it->first)) {
-      ++it;
-      continue;
-    }
-    const std::string family = it->first.substr(0, it->first.find('\x1f'));
-    families_.at(family)->Remove(it->second);
-    it = series_.erase(it);
   }
 }
 

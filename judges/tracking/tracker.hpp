@@ -175,8 +175,16 @@ class ScoreTracker {
 
   // Gauges owned by refresh() (poll thread only): series key → gauge.
   std::map<std::string, prometheus::Gauge*> series_;
+  using Touched = std::map<std::string, bool>;  // series set by this refresh
+  struct Snapshot;
+  Snapshot snapshot(double t);  // copies what refresh() computes from, under the lock
+  void exportJudge(const Snapshot& snap, std::size_t index, Touched& touched);
+  void exportVariants(const prometheus::Labels& labels,
+                      const std::map<std::string, std::vector<double>>& variants, Touched& touched);
+  void exportAgreement(const Snapshot& snap, Touched& touched);
+  void exportAb(const Snapshot& snap, Touched& touched);
   void setGauge(const char* family, const prometheus::Labels& labels, std::optional<double> v,
-                std::map<std::string, bool>& touched);
+                Touched& touched);
 };
 
 }  // namespace assay

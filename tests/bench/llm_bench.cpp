@@ -76,8 +76,8 @@ void BM_LlmJudgeCall(benchmark::State& state) {
     judge.call(event, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
     auto r = f.get();
     if (r.verdict.outcome != Outcome::kOk) {
-      state.SkipWithError(("verdict not ok: " + std::string(outcomeName(r.verdict.outcome)) +
-                           " " + r.verdict.justification)
+      state.SkipWithError(("verdict not ok: " + std::string(outcomeName(r.verdict.outcome)) + " " +
+                           r.verdict.justification)
                               .c_str());
       break;
     }

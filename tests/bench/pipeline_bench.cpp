@@ -96,7 +96,8 @@ BENCHMARK(BM_Judge)->DenseRange(0, static_cast<int>(localJudges().size()) - 1);
 // All judges on one event: the per-event CPU cost of the demo configuration.
 void BM_AllJudgesPerEvent(benchmark::State& state) {
   std::vector<std::unique_ptr<Judge>> judges;
-  for (const auto* f : localJudges()) judges.push_back(f->create(JudgeOptionValues{}, JudgeContext{}));
+  for (const auto* f : localJudges())
+    judges.push_back(f->create(JudgeOptionValues{}, JudgeContext{}));
   std::size_t i = 0;
   for (auto _ : state) {
     const auto& e = events()[i++ % events().size()];

@@ -1,11 +1,11 @@
 #include "config/loader.hpp"
-#include "judges/llm/llm_judge.hpp"
 
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "config/rfc3339.hpp"
+#include "judges/llm/llm_judge.hpp"
 
 using namespace assay;
 

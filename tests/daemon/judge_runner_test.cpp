@@ -87,8 +87,13 @@ RunnableJudge local(const char* name, JudgeKind kind, const char* type, double r
                     std::vector<RunIfCondition> run_if = {}) {
   const auto* f = findJudgeFactory(kind, type);
   REQUIRE(f != nullptr);
-  return RunnableJudge{name,   f->info({}), rate, std::move(run_if), f->create({}, JudgeContext{}),
-                       false, f->descriptor->outcomes};
+  return RunnableJudge{name,
+                       f->info({}),
+                       rate,
+                       std::move(run_if),
+                       f->create({}, JudgeContext{}),
+                       false,
+                       f->descriptor->outcomes};
 }
 
 Event event(int i, std::string answer) {
@@ -178,9 +183,9 @@ TEST_CASE("ten events in, every judge's verdict out; run_if admits and refuses")
     // Configuration order; the run_if judge only where the overlap is low.
     std::vector<std::string> names;
     for (const auto& v : j.verdicts) names.push_back(v.judge);
-    CHECK(names == (supported ? std::vector<std::string>{"nonempty", "overlap", "question"}
-                              : std::vector<std::string>{"nonempty", "overlap", "length",
-                                                         "question"}));
+    CHECK(names == (supported
+                        ? std::vector<std::string>{"nonempty", "overlap", "question"}
+                        : std::vector<std::string>{"nonempty", "overlap", "length", "question"}));
     CHECK(*out.verdict(id, "overlap")->verdict.score == (supported ? 1.0 : 0.0));
     CHECK(out.verdict(id, "overlap")->criterion == "faithfulness");
     CHECK(out.verdict(id, "nonempty")->verdict.passed == true);
@@ -199,8 +204,13 @@ TEST_CASE("a judge that throws gets judge_error; the worker and the other verdic
   BoundedQueue<WorkItem> queue(100);
   Collected out;
   std::vector<RunnableJudge> judges;
-  judges.push_back(RunnableJudge{"thrower", JudgeInfo{"explodes", 0, 1, {0, 1}, false}, 1.0, {},
-                                 std::make_unique<ThrowingJudge>(), false, {}});
+  judges.push_back(RunnableJudge{"thrower",
+                                 JudgeInfo{"explodes", 0, 1, {0, 1}, false},
+                                 1.0,
+                                 {},
+                                 std::make_unique<ThrowingJudge>(),
+                                 false,
+                                 {}});
   judges.push_back(local("overlap", JudgeKind::kLexical, "context_overlap"));
   JudgeRunner runner(std::move(judges), stats, queue, out.listener(), /*workers=*/2, nullptr);
   for (int i = 0; i < 10; ++i) {
@@ -237,8 +247,13 @@ TEST_CASE("asynchronous verdicts: the last one completes the judgment; nested ra
   RemoteJudge* remote_ptr = remote.get();
   std::vector<RunnableJudge> judges;
   // Listed first, run last: an asynchronous judge starts after every local one.
-  judges.push_back(RunnableJudge{"remote", JudgeInfo{"faithfulness", 0, 1, {0, 1}, true}, 1.0, {},
-                                 std::move(remote), true, {}});
+  judges.push_back(RunnableJudge{"remote",
+                                 JudgeInfo{"faithfulness", 0, 1, {0, 1}, true},
+                                 1.0,
+                                 {},
+                                 std::move(remote),
+                                 true,
+                                 {}});
   judges.push_back(local("overlap", JudgeKind::kLexical, "context_overlap"));
   judges.push_back(local("half", JudgeKind::kCheck, "answer_nonempty", 0.5));
   JudgeRunner runner(std::move(judges), stats, queue, out.listener(), /*workers=*/0, nullptr);

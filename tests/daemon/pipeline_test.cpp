@@ -28,8 +28,8 @@ double sample(const std::string& text, const std::string& series) {
 }
 
 struct TempDir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("assay_pipeline_" + std::to_string(::getpid()));
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("assay_pipeline_" + std::to_string(::getpid()));
   TempDir() { std::filesystem::create_directories(path); }
   ~TempDir() { std::filesystem::remove_all(path); }
 };
@@ -45,8 +45,9 @@ TEST_CASE("pollOnce: consume, screen, parse, sample and queue; judge; finish eve
     std::ofstream out(events);
     std::string line;
     for (int i = 0; i < 30 && std::getline(dev, line); ++i) out << line << "\n";
-    out << "this is not JSON\n";                                   // unkeyed: parsed, invalid
-    out << R"({"question": "where is it?"})" << "\n";  // unkeyed, no answer: missing_field
+    out << "this is not JSON\n";  // unkeyed: parsed, invalid
+    out << R"({"question": "where is it?"})"
+        << "\n";  // unkeyed, no answer: missing_field
   }
   const auto loaded = loadConfigString(R"(
 kafka: {brokers: embedded, topic: t, group_id: g, partitions: 2}
@@ -97,8 +98,9 @@ sinks: {jsonl: {path: ")" + jsonl + R"("}}
   REQUIRE(p.pollOnce(0));
   text = serializeMetrics(p.registry());
   CHECK(sample(text, "assay_events_judged_total") == static_cast<double>(expected));
-  CHECK(sample(text, "assay_judge_runs_total{criterion=\"non_empty\",judge=\"nonempty\","
-                     "outcome=\"ok\"}") == static_cast<double>(expected));
+  CHECK(sample(text,
+               "assay_judge_runs_total{criterion=\"non_empty\",judge=\"nonempty\","
+               "outcome=\"ok\"}") == static_cast<double>(expected));
   CHECK(sample(text, "assay_queue_depth") == 0);
   // Every message of both partitions is finished: the committable positions cover them all.
   CHECK(p.offsets().committable(0) + p.offsets().committable(1) == 32);

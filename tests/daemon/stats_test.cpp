@@ -52,14 +52,18 @@ TEST_CASE("stats structs: names, labels, and promtool check metrics accepts the 
   CHECK(has(text, "assay_events_sampled_total{tenant=\"acme\"} 1"));
   CHECK(has(text, "assay_events_sampled_total{tenant=\"other\"} 1"));
   CHECK(sampling.sampledTotal() == 2.0);
-  CHECK(has(text, "assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_l\","
-                  "outcome=\"ok\"} 1"));
-  CHECK(has(text, "assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_l\","
-                  "outcome=\"no_reference\"} 0"));
-  CHECK(has(text, "assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\",le="
-                  "\"1\"} 1"));
-  CHECK(has(text, "assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\",le="
-                  "\"0.5\"} 0"));
+  CHECK(has(text,
+            "assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_l\","
+            "outcome=\"ok\"} 1"));
+  CHECK(has(text,
+            "assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_l\","
+            "outcome=\"no_reference\"} 0"));
+  CHECK(has(text,
+            "assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\",le="
+            "\"1\"} 1"));
+  CHECK(has(text,
+            "assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\",le="
+            "\"0.5\"} 0"));
   CHECK(has(text, "assay_build_info{version=\"9.9.9\"} 1"));
   CHECK(has(text, "assay_consumer_lag_messages{partition=\"0\",topic=\"rag.events\"} 7"));
   CHECK(has(text, "assay_events_judged_total 0"));

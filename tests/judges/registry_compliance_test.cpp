@@ -1,13 +1,12 @@
 // Compliance test: walks the whole judge registry, so a new judge gets this coverage for free.
 #include <doctest/doctest.h>
+#include <prometheus/registry.h>
 
 #include <algorithm>
 #include <cmath>
 #include <future>
 #include <set>
 #include <string>
-
-#include <prometheus/registry.h>
 
 #include "../llm/fake_server.hpp"
 #include "judges/budget_options.hpp"
@@ -155,13 +154,20 @@ TEST_CASE("registry: descriptors are complete and well-formed") {
 
 TEST_CASE("registry: the issue's judges are all listed") {
   const std::pair<JudgeKind, const char*> expected[] = {
-      {JudgeKind::kCheck, "answer_nonempty"},   {JudgeKind::kCheck, "json_valid"},
-      {JudgeKind::kCheck, "cites_source"},      {JudgeKind::kCheck, "context_count"},
-      {JudgeKind::kCheck, "answer_length"},     {JudgeKind::kCheck, "refusal"},
-      {JudgeKind::kLexical, "rouge_l"},         {JudgeKind::kLexical, "bleu"},
-      {JudgeKind::kLexical, "token_f1"},        {JudgeKind::kRetrieval, "hit_rate"},
-      {JudgeKind::kRetrieval, "mrr"},           {JudgeKind::kRetrieval, "ndcg"},
-      {JudgeKind::kLexical, "context_overlap"}, {JudgeKind::kLexical, "question_overlap"},
+      {JudgeKind::kCheck, "answer_nonempty"},
+      {JudgeKind::kCheck, "json_valid"},
+      {JudgeKind::kCheck, "cites_source"},
+      {JudgeKind::kCheck, "context_count"},
+      {JudgeKind::kCheck, "answer_length"},
+      {JudgeKind::kCheck, "refusal"},
+      {JudgeKind::kLexical, "rouge_l"},
+      {JudgeKind::kLexical, "bleu"},
+      {JudgeKind::kLexical, "token_f1"},
+      {JudgeKind::kRetrieval, "hit_rate"},
+      {JudgeKind::kRetrieval, "mrr"},
+      {JudgeKind::kRetrieval, "ndcg"},
+      {JudgeKind::kLexical, "context_overlap"},
+      {JudgeKind::kLexical, "question_overlap"},
       {JudgeKind::kLlm, "llm"},
   };
   for (const auto& [kind, type] : expected) {
@@ -236,11 +242,16 @@ TEST_CASE("registry: every judge survives an empty event and hostile input") {
 TEST_CASE("registry: an empty event yields each judge's 'cannot judge' outcome") {
   const Event empty;
   const std::pair<const char*, Outcome> expected[] = {
-      {"json_valid", Outcome::kNotApplicable},  {"cites_source", Outcome::kNoContext},
-      {"rouge_l", Outcome::kNoReference},       {"bleu", Outcome::kNoReference},
-      {"token_f1", Outcome::kNoReference},      {"hit_rate", Outcome::kNoGroundTruth},
-      {"mrr", Outcome::kNoGroundTruth},         {"ndcg", Outcome::kNoGroundTruth},
-      {"context_overlap", Outcome::kNoContext}, {"question_overlap", Outcome::kEmptyInput},
+      {"json_valid", Outcome::kNotApplicable},
+      {"cites_source", Outcome::kNoContext},
+      {"rouge_l", Outcome::kNoReference},
+      {"bleu", Outcome::kNoReference},
+      {"token_f1", Outcome::kNoReference},
+      {"hit_rate", Outcome::kNoGroundTruth},
+      {"mrr", Outcome::kNoGroundTruth},
+      {"ndcg", Outcome::kNoGroundTruth},
+      {"context_overlap", Outcome::kNoContext},
+      {"question_overlap", Outcome::kEmptyInput},
       {"llm", Outcome::kNoContext},
   };
   Setup setup;
@@ -262,8 +273,7 @@ TEST_CASE("registry: a wrong-typed option value throws OptionError naming the ke
     for (const auto& spec : d.options) {
       CAPTURE(label(d));
       CAPTURE(spec.name);
-      const auto values =
-          with(setup.minimal(d), {{std::string(spec.name), wrongTyped(spec.type)}});
+      const auto values = with(setup.minimal(d), {{std::string(spec.name), wrongTyped(spec.type)}});
       try {
         setup.create(f, values);
         FAIL("create() accepted a wrong-typed value");

@@ -367,7 +367,8 @@ TEST_CASE("budget.store URLs") {
     CHECK(u.host == "::1");
     CHECK(u.port == 7000);
     CHECK(u.db == 1);
-    const RedisOptions t = parseRedisUrl("redis://h:6379/0?command_timeout_ms=3000&connect_timeout_ms=50");
+    const RedisOptions t =
+        parseRedisUrl("redis://h:6379/0?command_timeout_ms=3000&connect_timeout_ms=50");
     CHECK(t.command_timeout_ms == 3000);
     CHECK(t.connect_timeout_ms == 50);
     CHECK(t.db == 0);

@@ -221,7 +221,7 @@ TEST_CASE("a full local backlog ends new calls at once, without reserving") {
   e2.id = "backlog-2";
   j.call(e1, [&](LlmCallResult r) { p1.set_value(std::move(r)); });  // in flight
   j.call(e2, [&](LlmCallResult r) { p2.set_value(std::move(r)); });  // waits
-  const auto third = run(j);                                          // no room left
+  const auto third = run(j);                                         // no room left
   CHECK(third.verdict.outcome == Outcome::kRateLimited);
   CHECK(third.verdict.justification.find("local backlog full") == 0);
   CHECK(p1.get_future().get().verdict.outcome == Outcome::kOk);

@@ -7,12 +7,12 @@
 #include <fstream>
 #include <string>
 
+#include "sinks/exposition.hpp"
 #include "sinks/jsonl_sink.hpp"
 #include "sinks/judgment.hpp"
-#include "sinks/exposition.hpp"
 #include "sinks/label_folder.hpp"
-#include "sinks/sink_stats.hpp"
 #include "sinks/registry.hpp"
+#include "sinks/sink_stats.hpp"
 
 using namespace assay;
 
@@ -92,8 +92,8 @@ TEST_CASE("JSONL sink appends one line per judgment and releases the delivery to
     ++lines;
   }
   CHECK(lines == 3);
-  CHECK(serializeMetrics(registry).find("assay_sink_writes_total{result=\"ok\",sink=\"jsonl\"} 3") !=
-        std::string::npos);
+  CHECK(serializeMetrics(registry).find(
+            "assay_sink_writes_total{result=\"ok\",sink=\"jsonl\"} 3") != std::string::npos);
   std::filesystem::remove_all(dir);
 
   SinksOptions bad;
