@@ -1,5 +1,7 @@
 #include "judges/checks.hpp"
 
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -12,7 +14,7 @@ namespace {
 
 constexpr OptionSpec kCitesOptions[] = {
     {"patterns", OptionType::kStringList,
-     "extra regexes (ECMAScript, case-insensitive) that count as a citation, e.g. 'Source: \\w+'"},
+     "extra regexes (RE2 syntax, case-insensitive) that count as a citation, e.g. 'Source: \\w+'"},
 };
 constexpr OptionSpec kContextCountOptions[] = {
     {"min", OptionType::kInt, "fewest retrieved contexts, >= 0; default 1"},
@@ -24,7 +26,7 @@ constexpr OptionSpec kAnswerLengthOptions[] = {
 };
 constexpr OptionSpec kRefusalOptions[] = {
     {"patterns", OptionType::kStringList,
-     "extra regexes (ECMAScript, case-insensitive) that mark a refusal"},
+     "extra regexes (RE2 syntax, case-insensitive) that mark a refusal"},
 };
 
 // Lower-cases (Unicode) and maps the typographic apostrophe to ', so built-in phrases match
@@ -63,15 +65,15 @@ constexpr std::array<std::string_view, 44> kRefusalPhrases = {
 
 }  // namespace
 
-std::vector<std::regex> compilePatterns(const std::vector<std::string>& patterns,
-                                        const std::string& key) {
-  std::vector<std::regex> out;
+Patterns compilePatterns(const std::vector<std::string>& patterns, const std::string& key) {
+  Patterns out;
+  re2::RE2::Options options;
+  options.set_case_sensitive(false);
+  options.set_log_errors(false);
   for (const auto& p : patterns) {
-    try {
-      out.emplace_back(p, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
-    } catch (const std::regex_error& e) {
-      throw OptionError(key, "invalid regex '" + p + "': " + e.what());
-    }
+    auto re = std::make_shared<const re2::RE2>(p, options);
+    if (!re->ok()) throw OptionError(key, "invalid regex '" + p + "': " + re->error());
+    out.push_back(std::move(re));
   }
   return out;
 }
@@ -157,7 +159,8 @@ Verdict CitesSourceJudge::judge(const Event& e) const {
       return Verdict::check(true, "cites " + c.source);
   }
   for (const auto& re : patterns_) {
-    if (std::regex_search(e.answer, re)) return Verdict::check(true, "matches a citation pattern");
+    if (re2::RE2::PartialMatch(e.answer, *re))
+      return Verdict::check(true, "matches a citation pattern");
   }
   return Verdict::check(false, dangling ? "citation markers point to no retrieved context"
                                         : "no citation of a retrieved context");
@@ -250,8 +253,8 @@ std::string RefusalJudge::matchedPhrase(std::string_view answer) const {
   for (auto phrase : kRefusalPhrases)
     if (norm.find(phrase) != std::string::npos) return std::string(phrase);
   for (const auto& re : patterns_) {
-    std::smatch m;
-    if (std::regex_search(norm, m, re)) return m.str();
+    re2::StringPiece m;
+    if (re->Match(norm, 0, norm.size(), re2::RE2::UNANCHORED, &m, 1)) return std::string(m);
   }
   return {};
 }

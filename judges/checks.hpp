@@ -3,13 +3,21 @@
 /// except `refusal`, which is a label (score 1 = the answer declines), not a quality score.
 /// All run in microseconds.
 
-#include <regex>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "judges/judge.hpp"
 
+namespace re2 {
+class RE2;
+}
+
 namespace assay {
+
+/// User-supplied patterns, compiled with RE2 (linear time in the text, bounded memory: no
+/// pattern can make a judge hang or overflow its stack on a hostile answer).
+using Patterns = std::vector<std::shared_ptr<const re2::RE2>>;
 
 /// Passes when the answer has at least one non-white-space character.
 class AnswerNonemptyJudge final : public Judge {
@@ -20,7 +28,7 @@ class AnswerNonemptyJudge final : public Judge {
 };
 
 struct CitesSourceOptions {
-  std::vector<std::string> patterns;  ///< extra ECMAScript regexes; a match counts as a citation
+  std::vector<std::string> patterns;  ///< extra RE2 regexes; a match counts as a citation
 };
 
 /// Passes when the answer references at least one retrieved context: a bracketed marker
@@ -35,7 +43,7 @@ class CitesSourceJudge final : public Judge {
   Verdict judge(const Event& event) const override;
 
  private:
-  std::vector<std::regex> patterns_;
+  Patterns patterns_;
 };
 
 struct ContextCountOptions {
@@ -86,11 +94,11 @@ class RefusalJudge final : public Judge {
   std::string matchedPhrase(std::string_view answer) const;
 
  private:
-  std::vector<std::regex> patterns_;
+  Patterns patterns_;
 };
 
-/// Compiles ECMAScript, case-insensitive regexes; throws OptionError(key) naming the bad one.
-std::vector<std::regex> compilePatterns(const std::vector<std::string>& patterns,
-                                        const std::string& key);
+/// Compiles case-insensitive RE2 regexes (syntax: github.com/google/re2/wiki/Syntax, UTF-8);
+/// throws OptionError(key) naming the bad one and RE2's reason.
+Patterns compilePatterns(const std::vector<std::string>& patterns, const std::string& key);
 
 }  // namespace assay

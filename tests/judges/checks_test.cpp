@@ -229,6 +229,19 @@ TEST_CASE("refusal: configured patterns") {
   CHECK(*j->judge(answerOnly("No comment.")).score == 1.0);
   CHECK(*RefusalJudge::create({})->judge(answerOnly("No comment.")).score == 0.0);
   CHECK(optionErrorKey<RefusalJudge>({{"patterns", Strings{"[a-"}}}) == "patterns");
+  // RE2 syntax: a backreference (which would need backtracking) is refused at load.
+  CHECK(optionErrorKey<RefusalJudge>({{"patterns", Strings{R"((a)\1)"}}}) == "patterns");
+}
+
+TEST_CASE("user patterns on hostile answers: linear time, no stack to overflow") {
+  // (a+)+b backtracks exponentially in std::regex on a run of a's with no b, and a long
+  // answer overflows its recursive matcher: with RE2 both are one linear pass.
+  const auto j = make<CitesSourceJudge>({{"patterns", Strings{"(a+)+b", "(.|\\n)*z"}}});
+  const auto hostile = withContexts(std::string(1 << 20, 'a') + "!", 1);
+  CHECK_FALSE(passes(*j, hostile));
+  const auto r = make<RefusalJudge>({{"patterns", Strings{"(x+x+)+y"}}});
+  CHECK(*r->judge(answerOnly(std::string(1 << 20, 'x'))).score == 0.0);
+  CHECK(*r->judge(answerOnly(std::string(100, 'x') + "y")).score == 1.0);
 }
 
 // ---- json_valid --------------------------------------------------------------------------------
