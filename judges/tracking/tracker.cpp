@@ -224,31 +224,34 @@ std::map<std::string, std::vector<double>> loadBaselineScores(
 
 // ---- Tracker -----------------------------------------------------------------------------------
 
+TrackerStats::TrackerStats(prometheus::Registry& registry)
+    : feedback(prometheus::BuildCounter()
+                   .Name("assay_feedback_events_total")
+                   .Help("Feedback events by kind and outcome (joined to a judged event, "
+                         "unmatched = its event was never seen here, duplicate, invalid)")
+                   .Register(registry)),
+      rejected(prometheus::BuildCounter()
+                   .Name("assay_judge_scores_rejected_total")
+                   .Help("Scores outside the judge's scale or not finite, kept out of every "
+                         "statistic")
+                   .Register(registry)),
+      pending(prometheus::BuildGauge()
+                  .Name("assay_feedback_pending")
+                  .Help("Feedback events held until their event is seen")
+                  .Register(registry)
+                  .Add({})) {
+  for (const auto& f : kFamilies)
+    gauges[f.name] = &prometheus::BuildGauge().Name(f.name).Help(f.help).Register(registry);
+}
+
 ScoreTracker::ScoreTracker(const std::vector<TrackedJudge>& judges, const TrackingOptions& options,
                            prometheus::Registry& registry, std::function<double()> clock)
     : options_(options),
       clock_(std::move(clock)),
-      registry_(registry),
-      feedback_(prometheus::BuildCounter()
-                    .Name("assay_feedback_events_total")
-                    .Help("Feedback events by kind and outcome (joined to a judged event, "
-                          "unmatched = its event was never seen here, duplicate, invalid)")
-                    .Register(registry)),
-      rejected_(prometheus::BuildCounter()
-                    .Name("assay_judge_scores_rejected_total")
-                    .Help("Scores outside the judge's scale or not finite, kept out of every "
-                          "statistic")
-                    .Register(registry)),
-      pending_gauge_(prometheus::BuildGauge()
-                         .Name("assay_feedback_pending")
-                         .Help("Feedback events held until their event is seen")
-                         .Register(registry)
-                         .Add({})),
+      stats_(registry),
       variants_(static_cast<std::size_t>(options.max_label_values)),
       experiments_(static_cast<std::size_t>(options.max_label_values)),
       annotators_(static_cast<std::size_t>(options.max_label_values)) {
-  for (const auto& f : kFamilies)
-    families_[f.name] = &prometheus::BuildGauge().Name(f.name).Help(f.help).Register(registry);
   for (const auto& j : judges) judges_.push_back(std::make_unique<Judge>(j, options));
 }
 
@@ -260,7 +263,7 @@ double ScoreTracker::now() const {
 }
 
 void ScoreTracker::countFeedback(const char* kind, const char* outcome) {
-  feedback_.Add({{"kind", kind}, {"outcome", outcome}}).Increment();
+  stats_.feedback.Add({{"kind", kind}, {"outcome", outcome}}).Increment();
 }
 
 void ScoreTracker::countInvalidFeedback(const std::string& kind) {
@@ -331,7 +334,7 @@ void ScoreTracker::record(std::size_t index, const std::string& id, const std::s
   std::lock_guard lock(mu_);
   Judge& j = *judges_[index];
   if (!j.window.add(score, t)) {
-    rejected_.Add({{"judge", j.spec.name}}).Increment();
+    stats_.rejected.Add({{"judge", j.spec.name}}).Increment();
     return;
   }
   j.drift.add(score, t);
@@ -418,7 +421,7 @@ void ScoreTracker::setGauge(const char* family, const prometheus::Labels& labels
   const std::string key = seriesKey(family, labels);
   if (!v || !std::isfinite(*v)) return;  // left untouched: removed at the end of refresh()
   auto& g = series_[key];
-  if (!g) g = &families_.at(family)->Add(labels);
+  if (!g) g = &stats_.gauges.at(family)->Add(labels);
   g->Set(*v);
   touched[key] = true;
 }
@@ -462,7 +465,7 @@ ScoreTracker::Snapshot ScoreTracker::snapshot(double t) {
   copy(human_, snap.human);
   copy(kappa_, snap.kappa);
   snap.ab = ab_;
-  pending_gauge_.Set(static_cast<double>(pending_feedback_));
+  stats_.pending.Set(static_cast<double>(pending_feedback_));
   return snap;
 }
 
@@ -479,7 +482,7 @@ void ScoreTracker::refresh() {
       continue;
     }
     const std::string family = it->first.substr(0, it->first.find('\x1f'));
-    families_.at(family)->Remove(it->second);
+    stats_.gauges.at(family)->Remove(it->second);
     it = series_.erase(it);
   }
 }

@@ -92,6 +92,17 @@ std::map<std::string, std::vector<double>> loadBaselineScores(const std::string&
                                                               std::optional<std::int64_t> from_ms,
                                                               std::optional<std::int64_t> until_ms);
 
+/// The tracker's series, declared once (the gauge families of the table in tracker.cpp, and
+/// the counters below); ScoreTracker creates and removes the gauges' series as statistics come
+/// and go.
+struct TrackerStats {
+  explicit TrackerStats(prometheus::Registry& registry);
+  std::map<std::string, prometheus::Family<prometheus::Gauge>*, std::less<>> gauges;  // by name
+  prometheus::Family<prometheus::Counter>& feedback;  ///< assay_feedback_events_total{kind,outcome}
+  prometheus::Family<prometheus::Counter>& rejected;  ///< assay_judge_scores_rejected_total{judge}
+  prometheus::Gauge& pending;                         ///< assay_feedback_pending
+};
+
 class ScoreTracker;
 
 /// Freezes the drift baseline of every judge found in `options.baseline_file` (limited to
@@ -155,11 +166,7 @@ class ScoreTracker {
 
   TrackingOptions options_;
   std::function<double()> clock_;
-  prometheus::Registry& registry_;
-  std::map<std::string, prometheus::Family<prometheus::Gauge>*> families_;
-  prometheus::Family<prometheus::Counter>& feedback_;
-  prometheus::Family<prometheus::Counter>& rejected_;
-  prometheus::Gauge& pending_gauge_;
+  TrackerStats stats_;
   LabelFolder variants_, experiments_, annotators_;
 
   std::mutex mu_;
