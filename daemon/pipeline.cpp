@@ -91,7 +91,6 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
               run_.no_workers ? 0 : config.limits.workers, &services_),
       admin_(config.admin.listen, {[this] { return serializeMetrics(*registry_); },
                                    [this] { return ready_.load() && services_.ready(); }}) {
-  g_stop = false;
   freezeBaselines(tracker_, trackedJudges(config), config.tracking);
   if (sinks_.empty()) spdlog::warn("no sink configured: judgments go to the metrics only");
   if (!config.kafka.feedback_topic.empty())
