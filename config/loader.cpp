@@ -74,7 +74,7 @@ class Reader {
     const auto m = n.Mark();
     warnings_.push_back(
         ConfigError{file_, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1, path,
-                    "warning: accepted, but has no effect in this version (" + why + ")"});
+                    "warning: accepted, but has no effect in this configuration (" + why + ")"});
   }
 
   void error(const YAML::Mark& m, const std::string& path, const std::string& message) {
@@ -309,6 +309,11 @@ void loadLimits(Reader& r, const YAML::Node& n, LimitsOptions& o) {
   r.getRange<std::size_t>(n, "max_event_bytes", p, o.max_event_bytes, 64, 64u << 20);
   r.getRange(n, "workers", p, o.workers, 1, 64);
   r.getRange(n, "drain_timeout_ms", p, o.drain_timeout_ms, 0, 3'600'000);
+  if (o.drain_timeout_ms > 45'000)
+    r.warn(n["drain_timeout_ms"], p + ".drain_timeout_ms",
+           "longer than 45 s: the shipped systemd unit stops assayd with SIGKILL after "
+           "TimeoutStopSec=60 (drain, then up to 10 s for the results topic); raise it with a "
+           "drop-in");
 }
 
 void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
@@ -637,6 +642,10 @@ void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
   r.getRange(n, "drift_min_delta", p, o.drift_min_delta, 0.0, 1e6);
   r.get(n, "rolling_baseline", p, o.rolling_baseline);
   r.get(n, "baseline_file", p, o.baseline_file);
+  if (const YAML::Node bf = n["baseline_file"]) {
+    const auto m = bf.Mark();
+    if (!m.is_null()) o.baseline_file_line = m.line + 1, o.baseline_file_column = m.column + 1;
+  }
   for (const char* key : {"baseline_from", "baseline_until"}) {
     std::string& value =
         std::string_view(key) == "baseline_from" ? o.baseline_from : o.baseline_until;
@@ -712,7 +721,9 @@ void loadLog(Reader& r, const YAML::Node& n, LogOptions& o) {
 
 std::string ConfigError::format() const {
   std::ostringstream s;
-  s << file << ':' << line << ':' << column << ": ";
+  s << file;
+  if (line > 0) s << ':' << line << ':' << column;
+  s << ": ";
   if (!path.empty()) s << path << ": ";
   s << message;
   return s.str();

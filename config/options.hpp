@@ -89,6 +89,7 @@ struct TrackingOptions {
   double drift_min_delta = 0.25;  ///< and the means must move at least this much
   bool rolling_baseline = false;  ///< true: the baseline rolls just before the recent window
   std::string baseline_file;      ///< judgments JSON Lines whose scores freeze the baseline
+  int baseline_file_line = 0, baseline_file_column = 0;  ///< where the key is (error messages)
   std::string baseline_from, baseline_until;  ///< RFC 3339: only judgments judged in [from, until)
   int max_label_values = 50;  ///< distinct tenant/app/variant label values before "other"
 };

@@ -44,9 +44,9 @@ struct AdminServer::Impl {
       res.result(http::status::ok);
       res.body() = "ok\n";
     } else if (path == "/readyz") {
-      const bool ready = handlers.ready();
-      res.result(ready ? http::status::ok : http::status::service_unavailable);
-      res.body() = ready ? "ready\n" : "not ready: waiting for the Kafka partition assignment\n";
+      const std::string why = handlers.not_ready();
+      res.result(why.empty() ? http::status::ok : http::status::service_unavailable);
+      res.body() = why.empty() ? "ready\n" : "not ready: " + why + "\n";
     } else {
       res.result(http::status::not_found);
       res.body() = "not found; try /metrics, /healthz or /readyz\n";

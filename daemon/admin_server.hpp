@@ -1,6 +1,6 @@
 #pragma once
 /// The admin HTTP endpoint (HTTP/1.1 on `admin.listen`): `GET /metrics` (Prometheus text format
-/// 0.0.4), `GET /healthz` (200 while the process runs), `GET /readyz` (200 once `ready()` says
+/// 0.0.4), `GET /healthz` (200 while the process runs), `GET /readyz` (200 once `not_ready()` says
 /// so, else 503). Runs on its own thread with Boost.Beast; the interface keeps Beast out of
 /// every other translation unit.
 
@@ -14,7 +14,8 @@ class AdminServer {
  public:
   struct Handlers {
     std::function<std::string()> metrics;  ///< body of /metrics
-    std::function<bool()> ready;           ///< /readyz status
+    /// Why the daemon is not ready ("" = ready): /readyz answers 503 with it, else 200.
+    std::function<std::string()> not_ready;
   };
   /// Binds `listen` ("host:port", port 0 = any free port) and starts serving.
   /// Throws std::runtime_error naming the address when it cannot bind (start-up only).

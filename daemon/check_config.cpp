@@ -1,5 +1,12 @@
 #include "daemon/check_config.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <filesystem>
 #include <ostream>
 
 #include "config/loader.hpp"
@@ -27,27 +34,76 @@ ConfigError kafkaError(const Config& c, const std::string& message) {
   return e;
 }
 
-}  // namespace
+/// The JSON Lines file can be appended to: not a directory, and its folder exists and is
+/// writable, or can be created (start-up creates it). Nothing is created here.
+std::string jsonlProblem(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return "'" + path + "' is a directory, not a file";
+  if (fs::exists(path, ec)) {
+    return ::access(path.c_str(), W_OK) == 0 ? "" : "'" + path + "' is not writable";
+  }
+  fs::path dir = fs::absolute(path, ec).parent_path();
+  while (!dir.empty() && !fs::exists(dir, ec)) dir = dir.parent_path();
+  if (dir.empty() || !fs::is_directory(dir, ec))
+    return "cannot create '" + path + "': '" + dir.string() + "' is not a folder";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return "cannot create '" + path + "': '" + dir.string() + "' is not writable";
+  return "";
+}
 
-int checkConfig(const std::string& path, std::ostream& out, std::ostream& err) {
-  const auto res = loadConfigFile(path);
-  for (const auto& e : res.errors) err << e.format() << "\n";
-  for (const auto& w : res.warnings) err << w.format() << "\n";
-  if (!res.ok()) return 2;
-  const Config& c = res.config;
+/// The admin host resolves to an address to listen on (whether the port is free is a
+/// condition of the moment, not of the file).
+std::string listenProblem(const std::string& listen) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host.empty()) return "";
+  addrinfo hints{};
+  hints.ai_flags = AI_PASSIVE;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (res) ::freeaddrinfo(res);
+  return rc == 0 ? "" : "cannot resolve '" + host + "': " + ::gai_strerror(rc);
+}
+
+/// What start-up would refuse beyond the loader's checks, for a configuration whose sections
+/// loaded (each check runs on its own section, so they add to the loader's errors).
+void environmentErrors(const Config& c, std::vector<ConfigError>& errors) {
+  if (const std::string why = checkKafkaClients(c.kafka); !why.empty())
+    errors.push_back(kafkaError(c, "librdkafka would refuse it when assayd starts: " + why));
   if (const auto& t = c.tracking; !t.baseline_file.empty()) {
     try {  // the file's content, as the daemon will read it
       (void)loadBaselineScores(t.baseline_file, std::nullopt, std::nullopt);
     } catch (const std::exception& e) {
-      err << path << ": tracking.baseline_file: " << e.what() << "\n";
-      return 2;
+      errors.push_back({c.file, t.baseline_file_line, t.baseline_file_column,
+                        "tracking.baseline_file", e.what()});
     }
   }
-  if (const std::string why = checkKafkaClients(c.kafka); !why.empty()) {
-    err << kafkaError(c, "librdkafka would refuse it when assayd starts: " + why).format() << "\n";
-    return 2;
-  }
-  out << path << ": OK (" << c.judges.size() << " judges)\n";
+  if (c.sinks.jsonl_enabled && !c.sinks.jsonl.path.empty())
+    if (const auto why = jsonlProblem(c.sinks.jsonl.path); !why.empty())
+      errors.push_back({c.file, 0, 0, "sinks.jsonl.path", why});
+  if (const auto why = listenProblem(c.admin.listen); !why.empty())
+    errors.push_back({c.file, 0, 0, "admin.listen", why});
+}
+
+}  // namespace
+
+int checkConfig(const std::string& path, std::ostream& out, std::ostream& err) {
+  auto res = loadConfigFile(path);
+  const bool readable = res.errors.empty() || res.errors.front().line > 0;
+  if (readable) environmentErrors(res.config, res.errors);
+  // In file order; errors without a position (a file's content, a folder) last.
+  const auto key = [](const ConfigError& e) {
+    return std::pair(e.line > 0 ? e.line : INT_MAX, e.column);
+  };
+  std::stable_sort(res.errors.begin(), res.errors.end(),
+                   [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  for (const auto& e : res.errors) err << e.format() << "\n";
+  for (const auto& w : res.warnings) err << w.format() << "\n";
+  if (!res.errors.empty()) return 2;
+  out << path << ": OK (" << res.config.judges.size() << " judges)\n";
   return 0;
 }
 

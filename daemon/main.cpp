@@ -115,7 +115,10 @@ int main(int argc, char** argv) {
 
   spdlog::info("assayd {} starting with {} ({} judges, sampling rate {})", assay::kAssayVersion,
                config_path, res.config.judges.size(), res.config.sampling.rate);
-  for (const auto& w : res.warnings) spdlog::warn("{}", w.format());
+  for (auto w : res.warnings) {
+    if (w.message.rfind("warning: ", 0) == 0) w.message.erase(0, 9);  // the log says it already
+    spdlog::warn("{}", w.format());
+  }
   // Every failure from here on is the environment's or a component's (a property librdkafka
   // refuses, a port in use, a file that cannot be opened): one line, exit 1, so that systemd
   // restarts the service; --check-config finds the configuration's part of them first.

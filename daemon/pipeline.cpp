@@ -63,6 +63,8 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
       sampling_stats_(*registry_, static_cast<std::size_t>(config.tracking.max_label_values)),
       judge_stats_(*registry_),
       sink_stats_(*registry_),
+      admin_(config.admin.listen,
+             {[this] { return serializeMetrics(*registry_); }, [this] { return notReady(); }}),
       broker_(embeddedBroker(config.kafka)),
       bootstrap_(broker_ ? broker_->bootstrapServers() : config.kafka.brokers),
       producer_(config.kafka, bootstrap_),
@@ -88,16 +90,15 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                                    }));
                     last_judged_ns_ = steadyNs();
                   }},
-              run_.no_workers ? 0 : config.limits.workers, &services_),
-      admin_(config.admin.listen, {[this] { return serializeMetrics(*registry_); },
-                                   [this] { return ready_.load() && services_.ready(); }}) {
+              run_.no_workers ? 0 : config.limits.workers, &services_) {
   freezeBaselines(tracker_, trackedJudges(config), config.tracking);
   if (sinks_.empty()) spdlog::warn("no sink configured: judgments go to the metrics only");
   if (!config.kafka.feedback_topic.empty())
     spdlog::info("kafka: feedback from '{}' (ratings and annotations, joined by id)",
                  config.kafka.feedback_topic);
-  spdlog::info("admin: http://{}:{}/metrics, /healthz, /readyz",
-               config.admin.listen.substr(0, config.admin.listen.rfind(':')), admin_.port());
+  const std::string host = config.admin.listen.substr(0, config.admin.listen.rfind(':'));
+  spdlog::info("admin: http://{}:{}/metrics, /healthz, /readyz", host.empty() ? "0.0.0.0" : host,
+               admin_.port());
 }
 
 Pipeline::~Pipeline() = default;
@@ -128,8 +129,8 @@ bool Pipeline::pollOnce(int timeout_ms) {
     if (fatal) return false;
   }
   producer_.poll();  // delivery reports: results-topic tokens, dead letters
-  if (consumer_.assigned() && !ready_) {
-    ready_ = true;
+  if (consumer_.assigned() && !assigned_) {
+    assigned_ = true;
     last_activity_ = Clock::now();  // the idle timer starts at the first assignment
   }
   consumer_.storeFinishedOffsets();
@@ -223,8 +224,16 @@ void Pipeline::handleFeedback(const rd_kafka_message_t* m) {
   feedback_offsets_.skip(m->partition, m->offset);
 }
 
+std::string Pipeline::notReady() const {
+  if (!assigned_) return "waiting for the Kafka partition assignment";
+  if (!store_ready_) return "the budget store (budget.store) does not answer";
+  return "";
+}
+
 void Pipeline::everySecond() {
   services_.refresh();  // queued on the ledger's thread: never waits for Redis here
+  store_ready_ = services_.ready();
+  judge_stats_.pending.Set(static_cast<double>(runner_.pending()));
   tracker_.refresh();
   consumer_stats_.setLag(consumer_.lag());
   last_refresh_ = Clock::now();

@@ -7,11 +7,12 @@
 ///     └──────────── sinks (JSON Lines, results topic) ◄── judgment ──┘   └─► score tracker
 ///
 /// Members are declared in dependency order, so that destruction (reverse order) is right on
-/// every path, a constructor that throws half-way included: the admin server goes first; the
-/// judge runner closes the queue, joins its workers and stops the judges' services before its
-/// judges go; the consumer (its final commit) after every stage that finishes offsets; the
-/// sinks after everything that writes to them; the producer after the sinks that use it; the
-/// embedded broker after both clients; the metrics registry last.
+/// every path, a constructor that throws half-way included: the judge runner goes first (it
+/// closes the queue, joins its workers and stops the judges' services before its judges go);
+/// the consumer (its final commit) after the runner; the sinks after everything that writes to
+/// them; the producer after the sinks that use it; the offset trackers after the producer,
+/// whose last acknowledgements finish offsets; the embedded broker after both clients; the
+/// admin endpoint, which reads only the registry and two flags, after them; the registry last.
 
 #include <prometheus/registry.h>
 
@@ -85,7 +86,7 @@ class Pipeline {
   // Observers, for tests and the exit summary.
   std::size_t queued() const { return queue_.size(); }
   const OffsetTracker& offsets() const { return offsets_; }
-  bool assigned() const { return consumer_.assigned(); }
+  bool assigned() const { return assigned_.load(); }
   unsigned short adminPort() const { return admin_.port(); }
   prometheus::Registry& registry() { return *registry_; }
 
@@ -96,6 +97,9 @@ class Pipeline {
   void finishInvalid(const rd_kafka_message_t* m, const ParseOutcome& po);
   void enqueue(WorkItem item);
   void everySecond();
+  /// Why /readyz says 503 ("" = ready): no partition assignment yet, or a budget store that
+  /// does not answer. Reads only atomics (the admin thread calls it).
+  std::string notReady() const;
   bool idle() const;
   void logSummary() const;
 
@@ -107,11 +111,17 @@ class Pipeline {
   SamplingStats sampling_stats_;
   JudgeStats judge_stats_;
   SinkStats sink_stats_;
-  // ---- Kafka clients and what finishes offsets.
+  // ---- The admin endpoint, first of the stages: a port in use fails start-up before anything
+  // ---- joins the consumer group. Its handlers read only the registry and these atomics.
+  std::atomic<bool> assigned_{false};    // the consumer group gave this instance partitions
+  std::atomic<bool> store_ready_{true};  // the budget store answered (judges' services)
+  AdminServer admin_;
+  // ---- Kafka clients and what finishes offsets. The offset trackers outlive the producer,
+  // ---- whose destructor may still deliver acknowledgements that finish offsets.
   std::unique_ptr<EmbeddedBroker> broker_;  // null unless kafka.brokers is "embedded"
   std::string bootstrap_;
-  KafkaProducer producer_;
   OffsetTracker offsets_, feedback_offsets_;
+  KafkaProducer producer_;
   ScoreTracker tracker_;
   Sinks sinks_;
   KafkaConsumer consumer_;
@@ -120,17 +130,14 @@ class Pipeline {
   Sampler sampler_;
   BoundedQueue<WorkItem> queue_;
   JudgeServices services_;
-  JudgeRunner runner_;
+  JudgeRunner runner_;  // destroyed first: closes the queue, joins, stops the services
   // ---- Poll-thread state.
   RateLimitedLog invalid_log_, feedback_log_, kafka_log_;
-  std::atomic<bool> ready_{false};
   std::optional<std::chrono::steady_clock::time_point> last_activity_;
   std::chrono::steady_clock::time_point last_refresh_{};
   std::chrono::steady_clock::time_point first_consumed_{};
   std::atomic<std::int64_t> last_judged_ns_{0};  // steady clock, set by whoever delivers
   int exit_code_ = 0;
-  // ---- Last: destroyed first, so /metrics and /readyz never see a stage half gone.
-  AdminServer admin_;
 };
 
 }  // namespace assay

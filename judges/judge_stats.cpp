@@ -21,7 +21,12 @@ JudgeStats::JudgeStats(prometheus::Registry& registry)
       latency_(prometheus::BuildHistogram()
                    .Name("assay_judge_latency_seconds")
                    .Help("Wall time of one judge run on one event")
-                   .Register(registry)) {}
+                   .Register(registry)),
+      pending(prometheus::BuildGauge()
+                  .Name("assay_judge_pending_events")
+                  .Help("Sampled events whose asynchronous (LLM) verdicts are not all in yet")
+                  .Register(registry)
+                  .Add({})) {}
 
 JudgeStats::Judge& JudgeStats::add(const std::string& name, const JudgeInfo& info,
                                    std::span<const Outcome> outcomes) {

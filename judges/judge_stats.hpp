@@ -3,11 +3,14 @@
 ///   assay_judge_runs_total{judge, criterion, outcome}   one per run; outcome ok = a score
 ///   assay_judge_score{judge, criterion}                 histogram on the judge's own scale
 ///   assay_judge_latency_seconds{judge}                  wall time of one run, seconds
+///   assay_judge_pending_events                          sampled events whose asynchronous
+///                                                       (LLM) verdicts are not all in
 /// The outcomes a judge's type can produce (its descriptor's) exist from the start at 0; any
 /// other is created on first use. The hot path holds a `Judge&` and never looks up a family.
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
+#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
@@ -44,6 +47,9 @@ class JudgeStats {
   prometheus::Family<prometheus::Histogram>& latency_;
   std::mutex mu_;  // creating a series on first use
   std::deque<Judge> judges_;
+
+ public:
+  prometheus::Gauge& pending;  ///< assay_judge_pending_events, set by the pipeline each second
 };
 
 }  // namespace assay

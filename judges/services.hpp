@@ -36,9 +36,11 @@ class JudgeServices {
   /// thread. Never blocks; called about once a second by the poll thread.
   void refresh();
   /// Stops the HTTP threads (calls still running are abandoned: their callbacks never run, so
-  /// their events stay unfinished and are judged again after a restart), then the ledger (its
-  /// queued settlements are recorded first). Call it once no worker can start a judgement any
-  /// more, and before the judges and whatever their callbacks reach are destroyed. Idempotent.
+  /// their events stay unfinished), then the ledger (its queued settlements are recorded first;
+  /// queued reservations are dropped), then releases the reservations of the abandoned calls
+  /// and removes their (event, judge) marks, so that their redelivered events are judged again
+  /// after a restart. Call it once no worker can start a judgement any more, and before the
+  /// judges and whatever their callbacks reach are destroyed. Idempotent.
   void stop();
 
   /// The LLM judges' side (judges/llm/call_services.hpp).

@@ -221,6 +221,12 @@ bool BudgetStore::markJudged(std::string_view event_id, std::string_view judge,
   return doMarkJudged(event_id, judge, ttl_ms);
 }
 
+bool BudgetStore::unmarkJudged(std::string_view event_id, std::string_view judge) {
+  checkId(event_id, "event id");
+  checkId(judge, "judge name");
+  return doUnmarkJudged(event_id, judge);
+}
+
 // ---------------------------------------------------------------------------------------------
 // MemoryBudgetStore
 
@@ -356,6 +362,15 @@ bool MemoryBudgetStore::doMarkJudged(std::string_view event_id, std::string_view
   if (inserted) return true;
   if (it->second > now) return false;  // seen within the TTL: a redelivery
   it->second = expires;
+  return true;
+}
+
+bool MemoryBudgetStore::doUnmarkJudged(std::string_view event_id, std::string_view judge) {
+  std::string key;
+  key.append(judge).push_back('\0');
+  key.append(event_id);
+  std::lock_guard lock(mu_);
+  judged_.erase(key);
   return true;
 }
 

@@ -146,6 +146,12 @@ class BudgetStore {
   /// next step, `reserve()`, then fails closed with kUnavailable.
   bool markJudged(std::string_view event_id, std::string_view judge, std::int64_t ttl_ms);
 
+  /// Removes the (event id, judge) mark if this store object set it (a call abandoned before it
+  /// was answered, at a clean stop: the redelivered event is then judged again). A mark set by
+  /// another instance is left alone. Returns false if the store did not answer (the mark then
+  /// expires after its TTL).
+  bool unmarkJudged(std::string_view event_id, std::string_view judge);
+
   /// True if the store answers now (for /readyz).
   virtual bool ping() = 0;
   /// True if the ledger is shared between daemons and kept across restarts.
@@ -169,6 +175,7 @@ class BudgetStore {
   virtual Snapshot doSpent(std::string_view scope, std::string_view day) = 0;
   virtual bool doMarkJudged(std::string_view event_id, std::string_view judge,
                             std::int64_t ttl_ms) = 0;
+  virtual bool doUnmarkJudged(std::string_view event_id, std::string_view judge) = 0;
 };
 
 /// `store: memory`: the ledger in this process, guarded by one mutex. Not shared between
@@ -205,6 +212,7 @@ class MemoryBudgetStore final : public BudgetStore {
   Snapshot doSpent(std::string_view scope, std::string_view day) override;
   bool doMarkJudged(std::string_view event_id, std::string_view judge,
                     std::int64_t ttl_ms) override;
+  bool doUnmarkJudged(std::string_view event_id, std::string_view judge) override;
 
   DayState& dayLocked(std::string_view day);
   static void reclaimLocked(ScopeState& s, Clock::time_point now);
@@ -268,9 +276,12 @@ RedisOptions parseRedisUrl(std::string_view url);
 ///            ZREM resexp, INCRBY spent actual in every scope, PEXPIRE all, returns 1.
 ///   release  KEYS = (spent, res, resexp) per scope; ARGV = id. HDEL res, ZREM resexp everywhere.
 ///   snapshot KEYS = spent, res, resexp; reclaims expired reservations, returns {spent (string),
-///   sum}. judged   KEYS = the mark; ARGV = token, ttl_ms. SET NX PX; returns 1 if set, or if the
-///   mark
-///            already holds this call's token (a retried request), else 0.
+///   sum}.
+///   judged   KEYS = the mark; ARGV = token, ttl_ms. SET NX PX; returns 1 if set, or if the mark
+///            already holds this call's token (a retried request), else 0. Tokens are
+///            "<this store's random instance token>-<counter>".
+///   unjudged KEYS = the mark; ARGV = this store's "<instance token>-". DEL when the mark's value
+///            starts with it (a mark of this store object); returns 1 if deleted.
 class RedisBudgetStore final : public BudgetStore {
  public:
   explicit RedisBudgetStore(RedisOptions options);  ///< does not connect yet; never throws on I/O
@@ -305,6 +316,7 @@ class RedisBudgetStore final : public BudgetStore {
   Snapshot doSpent(std::string_view scope, std::string_view day) override;
   bool doMarkJudged(std::string_view event_id, std::string_view judge,
                     std::int64_t ttl_ms) override;
+  bool doUnmarkJudged(std::string_view event_id, std::string_view judge) override;
 
   // All *Locked functions expect mu_ held.
   /// Runs `script` (EVALSHA, EVAL on NOSCRIPT) with `keys` and `args` via runLocked().
@@ -331,7 +343,8 @@ class RedisBudgetStore final : public BudgetStore {
   std::string last_error_;      // why the last connection attempt failed
   bool reported_down_ = false;  // an outage is logged once, and its end once
   std::uint64_t judged_counter_ = 0;
-  Script reserve_script_, settle_script_, release_script_, snapshot_script_, judged_script_;
+  Script reserve_script_, settle_script_, release_script_, snapshot_script_, judged_script_,
+      unjudged_script_;
 };
 
 /// The store named by `budget.store`: "memory" or a redis:// URL (see `parseRedisUrl()`).

@@ -109,6 +109,13 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
 return 0
 )lua";
 
+// KEYS: the mark. ARGV: this store's token prefix. 1 when the mark was this store's and is gone.
+constexpr const char* kLuaUnjudged = R"lua(
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+)lua";
+
 // ---------------------------------------------------------------------------------------------
 // Keys
 
@@ -140,7 +147,8 @@ int hexValue(char c) {
 [[noreturn]] void badUrl(const std::string& why) {
   throw std::invalid_argument(
       "budget.store: " + why +
-      " (expected redis://[[user]:password@]host[:port][/db][?command_timeout_ms=N])");
+      " (expected redis://[[user]:password@]host[:port][/db][?command_timeout_ms=N"
+      "&connect_timeout_ms=N])");
 }
 
 std::string percentDecode(std::string_view s) {
@@ -269,7 +277,8 @@ RedisBudgetStore::RedisBudgetStore(RedisOptions options)
       settle_script_{kLuaSettle, {}},
       release_script_{kLuaRelease, {}},
       snapshot_script_{std::string(kLuaPrelude) + kLuaSnapshot, {}},
-      judged_script_{kLuaJudged, {}} {
+      judged_script_{kLuaJudged, {}},
+      unjudged_script_{kLuaUnjudged, {}} {
   if (options_.host.empty() || options_.port < 1 || options_.port > 65535 || options_.db < 0 ||
       options_.connect_timeout_ms <= 0 || options_.command_timeout_ms <= 0 ||
       options_.reconnect_backoff_ms < 0) {
@@ -368,8 +377,8 @@ bool RedisBudgetStore::ensureConnectedLocked(std::string& error) {
     if (!setup(auth, "AUTH")) return false;
   }
   if (options_.db != 0 && !setup({"SELECT", std::to_string(options_.db)}, "SELECT")) return false;
-  for (Script* s :
-       {&reserve_script_, &settle_script_, &release_script_, &snapshot_script_, &judged_script_}) {
+  for (Script* s : {&reserve_script_, &settle_script_, &release_script_, &snapshot_script_,
+                    &judged_script_, &unjudged_script_}) {
     Reply reply = setup({"SCRIPT", "LOAD", s->body}, "SCRIPT LOAD");
     if (!reply) return false;
     const auto* r = static_cast<const redisReply*>(reply.get());
@@ -533,6 +542,15 @@ bool RedisBudgetStore::doMarkJudged(std::string_view event_id, std::string_view 
   if (!reply) return true;  // unknown: reserve() fails closed next (see budget.hpp)
   const auto* r = static_cast<const redisReply*>(reply.get());
   return !(r->type == REDIS_REPLY_INTEGER && r->integer == 0);
+}
+
+bool RedisBudgetStore::doUnmarkJudged(std::string_view event_id, std::string_view judge) {
+  std::string key = "assay:judged:";
+  key.append(judge).append(":").append(event_id);
+  std::string error;
+  std::lock_guard lock(mu_);
+  return static_cast<bool>(
+      evalLocked(unjudged_script_, {key}, {std::to_string(instance_token_) + "-"}, error));
 }
 
 }  // namespace assay::llm

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <vector>
 
+#include "judges/llm/llm_judge.hpp"
 #include "judges/services.hpp"
 
 namespace assay {
@@ -93,6 +94,45 @@ void CallServices::addScope(const std::string& scope, double cap_eur) {
   scopes_.emplace(scope, std::move(s));
 }
 
+void CallServices::addJudge(const LlmJudge* judge) {
+  std::lock_guard lock(mu_);
+  judges_.push_back(judge);
+}
+
+void CallServices::removeJudge(const LlmJudge* judge) {
+  std::lock_guard lock(mu_);
+  std::erase(judges_, judge);
+}
+
+void CallServices::undoAbandoned() {
+  std::vector<const LlmJudge*> judges;
+  {
+    std::lock_guard lock(mu_);
+    judges = judges_;
+  }
+  std::size_t n = 0, failed = 0;
+  auto& store = ledger_->store();
+  for (const auto* j : judges)
+    for (const auto& a : j->abandon()) {
+      ++n;
+      bool ok = store.release(a.reservation_id, a.day, a.scopes);
+      if (!a.event_id.empty()) ok = store.unmarkJudged(a.event_id, j->settings().name) && ok;
+      failed += ok ? 0 : 1;
+    }
+  if (n == 0) return;
+  if (failed == 0)
+    spdlog::info(
+        "llm: {} call(s) abandoned at the stop: reservations released and judged marks removed, "
+        "so their redelivered events are judged again",
+        n);
+  else
+    spdlog::warn(
+        "llm: {} call(s) abandoned at the stop; for {} of them the budget store did not answer: "
+        "their reservations expire with their TTL and their judged marks after 48 h (until then "
+        "their redelivered events come out already_judged)",
+        n, failed);
+}
+
 void CallServices::onCall(const std::string& judge_scope, double cost_eur,
                           const std::string& exhausted_scope) {
   const auto t = nowMs();
@@ -154,6 +194,7 @@ void CallServices::stop() {
   if (!ledger_ || stopped_) return;
   stopped_ = true;
   ledger_->stop();
+  undoAbandoned();
   // The last scrape shows the final spend: one snapshot on this thread (the poll loop is over).
   std::vector<std::string> names;
   {

@@ -27,6 +27,8 @@
 
 namespace assay::llm {
 
+class LlmJudge;
+
 /// Projected daily spend of one scope, from the cost of its last calls.
 class Projection {
  public:
@@ -60,6 +62,9 @@ class CallServices {
   void onCall(const std::string& judge_scope, double cost_eur, const std::string& exhausted_scope);
   /// Calls started and not yet answered (judges count them).
   std::atomic<int>& pending() { return pending_; }
+  /// Judges register while they live, so that stop() can undo their abandoned calls.
+  void addJudge(const LlmJudge* judge);
+  void removeJudge(const LlmJudge* judge);
 
   bool ready() const { return !ledger_ || ledger_->answered(); }
   void refresh();
@@ -73,6 +78,9 @@ class CallServices {
     std::string refused_day;  // local day on which a reservation was refused
     std::string alerted_day, projection_alerted_day;
   };
+  /// After the ledger stopped: releases the reservations and removes the judged marks of the
+  /// calls abandoned at the stop (on this thread), and logs how many.
+  void undoAbandoned();
   /// Sets the gauges of every scope from a ledger snapshot (ledger thread).
   void apply(const std::string& day, const std::vector<std::string>& names,
              const std::vector<Snapshot>& snaps);
@@ -86,6 +94,7 @@ class CallServices {
   std::optional<BudgetStats> budget_stats_;
   std::mutex mu_;  // guards scopes_' bookkeeping (ledger, HTTP and poll threads)
   std::map<std::string, Scope> scopes_;
+  std::vector<const LlmJudge*> judges_;  // guarded by mu_
   // Threads last: destroyed (stopped) first.
   std::unique_ptr<Ledger> ledger_;
   std::map<std::string, std::unique_ptr<HttpClient>> clients_;  // by ca_file

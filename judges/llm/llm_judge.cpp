@@ -64,13 +64,23 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
                  Steady::now());
   if (settings_.daily_limit_eur > 0)
     services.addScope("judge:" + settings_.name, settings_.daily_limit_eur);
+  services.addJudge(this);
   spdlog::info("llm judge '{}': {} {} via {} ({}), {} in flight at most", settings_.name,
                settings_.rubric.criterion, settings_.model, settings_.endpoint,
                settings_.provider == Provider::kAnthropic ? "anthropic" : "openai",
                settings_.max_in_flight);
 }
 
-LlmJudge::~LlmJudge() = default;
+LlmJudge::~LlmJudge() { services_.removeJudge(this); }
+
+std::vector<LlmJudge::Abandoned> LlmJudge::abandon() const {
+  std::vector<Abandoned> out;
+  std::lock_guard lock(mu_);
+  for (const auto& c : reserved_) out.push_back({c->reservation_id, c->day, c->event.id, scopes()});
+  reserved_.clear();
+  waiting_.clear();
+  return out;
+}
 
 int LlmJudge::inFlight() const {
   std::lock_guard lock(mu_);
@@ -242,6 +252,7 @@ void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a
   bool overflow = false;
   {
     std::lock_guard lock(mu_);
+    reserved_.insert(c);
     if (in_flight_ < settings_.max_in_flight) {
       ++in_flight_;
     } else if (waiting_.size() < settings_.max_waiting) {
@@ -249,6 +260,7 @@ void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a
       return;
     } else {
       overflow = true;
+      reserved_.erase(c);
     }
   }
   if (overflow) {
@@ -368,6 +380,10 @@ void LlmJudge::finish(const std::shared_ptr<Call>& c, LlmVerdict verdict,
   r.cost_usd = costUsd(settings_.price, *usage);
   r.cost_eur = costEur(r.cost_usd, settings_.usd_to_eur);
   r.verdict = std::move(verdict);
+  {
+    std::lock_guard lock(mu_);
+    reserved_.erase(c);  // the settlement or release below is queued: it runs even at a stop
+  }
   // The verdict goes on once the ledger has recorded its money (settle), or freed the
   // reservation of a call nobody answered (release).
   if (c->answered && (r.usage.prompt_tokens > 0 || r.usage.completion_tokens > 0)) {

@@ -24,7 +24,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "judges/event.hpp"
 #include "judges/judge.hpp"
@@ -110,6 +112,16 @@ class LlmJudge final : public Judge {
   const LlmJudgeSettings& settings() const { return settings_; }
   int inFlight() const;
 
+  /// A call that holds a reservation and never got its answer (the services stopped).
+  struct Abandoned {
+    std::string reservation_id, day, event_id;
+    std::vector<ScopeLimit> scopes;
+  };
+  /// Once the services' threads are stopped: the calls abandoned with a reservation (waiting
+  /// for a slot, or in flight), forgotten here; CallServices releases their reservations and
+  /// removes their judged marks, so that their redelivered events are judged again.
+  std::vector<Abandoned> abandon() const;
+
  private:
   struct Call;
   static constexpr Millis kMaxBudgetWait{60'000};  ///< longest wait for in-flight holds
@@ -145,6 +157,7 @@ class LlmJudge final : public Judge {
   mutable int in_flight_ = 0;
   mutable std::deque<std::shared_ptr<Call>> waiting_;         // reserved, waiting for a slot
   mutable std::deque<std::shared_ptr<Call>> budget_waiting_;  // "busy": retried as calls finish
+  mutable std::set<std::shared_ptr<Call>> reserved_;          // hold a reservation, not yet settled
   mutable std::atomic<std::uint64_t> sequence_{0};
   mutable std::atomic<bool> self_warned_{false};
 };

@@ -9,7 +9,10 @@ Each case is a configuration the loader accepts (or a run-time condition) that c
   3. admin.listen on a port another process holds: exit 1 naming admin.listen.
   4. an LLM judge whose api_key_env is not set: --check-config warns (exit 0); start-up exits 1
      naming judges[0].api_key_env.
-  5. tracking.baseline_file with bad content: exit 1 naming tracking.baseline_file and the line.
+  5. tracking.baseline_file with bad content: exit 1 naming tracking.baseline_file and the line;
+     --check-config reports it at the key's line.
+--check-config also refuses a JSON Lines path that is a folder and an admin host that does not
+resolve. Last, /readyz says why it answers 503: an LLM judge whose budget store does not answer.
 Each run uses the embedded broker, so a case takes well under a second; every case must print
 exactly one critical line and nothing an abort or a sanitizer prints (scripts/test runs this
 test again on the AddressSanitizer + UndefinedBehaviorSanitizer build).
@@ -20,6 +23,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_pipeline as tp  # noqa: E402
@@ -76,6 +80,22 @@ def run(args, workdir, checks):
               run_assayd(args, "--check-config", cfg)[0])
     check_start_failure(checks, args, "sinks.jsonl.path unopenable", cfg, "sinks.jsonl.path")
 
+    # 2b. A JSON Lines path that is a folder, an admin host that does not resolve: --check-config
+    #     sees both (the file's content), as start-up would.
+    cfg = write_config(workdir, "dir", 6, jsonl=workdir)
+    rc, _, err = run_assayd(args, "--check-config", cfg)
+    checks.eq("--check-config: sinks.jsonl.path is a folder: exit", 2, rc)
+    checks.true("it names sinks.jsonl.path", "sinks.jsonl.path: " in err and "is a directory" in err,
+                err)
+    cfg = write_config(workdir, "host", 7)
+    with open(cfg) as f:
+        text = f.read().replace('listen: "127.0.0.1:0"', 'listen: "256.1.1.1:0"')
+    with open(cfg, "w") as f:
+        f.write(text)
+    rc, _, err = run_assayd(args, "--check-config", cfg)
+    checks.eq("--check-config: admin host that does not resolve: exit", 2, rc)
+    checks.true("it names admin.listen", "admin.listen: cannot resolve '256.1.1.1'" in err, err)
+
     # 3. The admin port taken by another process.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
         held.bind(("127.0.0.1", 0))
@@ -101,6 +121,30 @@ def run(args, workdir, checks):
         f.write('{"id": "a", "verdicts": []}\nnot json\n')
     cfg = write_config(workdir, "baseline", 5, extra=f'tracking: {{baseline_file: "{bad}"}}\n')
     check_start_failure(checks, args, "baseline file content", cfg, "tracking.baseline_file")
+    rc, _, err = run_assayd(args, "--check-config", cfg)
+    checks.eq("--check-config reads the baseline file: exit", 2, rc)
+    checks.true("it points at the key's line", f"{cfg}:6:" in err and "tracking.baseline_file" in err,
+                err)
+
+    # 6. Readiness says why: an LLM judge whose budget store does not answer.
+    admin = tp.free_loopback_port()
+    llm = ("  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
+           "endpoint: \"http://127.0.0.1:1/v1\"}\n")
+    cfg = write_config(workdir, "ready", 8, admin=admin, judges=llm,
+                       extra='budget: {store: "redis://127.0.0.1:1/0"}\n')
+    daemon = subprocess.Popen([args.assayd, "--config", cfg], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        body = ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "budget store" not in body:
+            status, body = tp.http_get(f"http://127.0.0.1:{admin}/readyz")
+            time.sleep(0.2)
+        tp.log(f"/readyz with the budget store down: {status} {body.strip()}")
+        checks.eq("/readyz with the budget store down: status", 503, status)
+        checks.true("/readyz names the budget store", "budget store" in body, body)
+    finally:
+        tp.stop_process(daemon, "assayd (readiness)")
     return "start-up failures exit 1 with one line naming the cause"
 
 

@@ -561,6 +561,23 @@ TEST_CASE_TEMPLATE("budget store behaviour", Kind, MemoryStoreKind, RedisStoreKi
     CHECK_FALSE(store->markJudged("evt-1", "faithfulness_llm", kLedgerTtlMs));
   }
 
+  SUBCASE("unmarkJudged: a call abandoned at a stop is judged again; other marks stay") {
+    CHECK(store->markJudged("evt-1", "faithfulness_llm", kLedgerTtlMs));
+    CHECK(store->markJudged("evt-2", "faithfulness_llm", kLedgerTtlMs));
+    CHECK(store->unmarkJudged("evt-1", "faithfulness_llm"));
+    CHECK(store->markJudged("evt-1", "faithfulness_llm", kLedgerTtlMs));  // judged again
+    CHECK_FALSE(store->markJudged("evt-2", "faithfulness_llm", kLedgerTtlMs));
+    CHECK(store->unmarkJudged("never-marked", "faithfulness_llm"));  // a no-op
+    if (store->shared()) {
+      // Another instance's mark on the same Redis is not this store's to remove.
+      const auto other = Kind::make();
+      CHECK(other->markJudged("evt-3", "faithfulness_llm", kLedgerTtlMs));
+      CHECK(store->unmarkJudged("evt-3", "faithfulness_llm"));
+      CHECK_FALSE(store->markJudged("evt-3", "faithfulness_llm", kLedgerTtlMs));
+    }
+    CHECK_THROWS_AS(store->unmarkJudged("", "j"), std::invalid_argument);
+  }
+
   SUBCASE("64 concurrent callers never commit past the cap") {
     const auto scopes = globalOnly(0.010);
     const Race r = race({store.get()}, 64, scopes, kDay, 0.0015, 0.001);
