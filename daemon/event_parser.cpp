@@ -6,6 +6,8 @@
 #include <rapidjson/memorystream.h>
 #include <rapidjson/pointer.h>
 
+#include "judges/json_limits.hpp"
+
 namespace assay {
 
 std::string_view invalidReasonName(InvalidReason r) {
@@ -20,6 +22,8 @@ std::string_view invalidReasonName(InvalidReason r) {
       return "wrong_type";
     case InvalidReason::kTooLarge:
       return "too_large";
+    case InvalidReason::kTooDeep:
+      return "too_deep";
     case InvalidReason::kCount_:
       break;
   }
@@ -143,6 +147,7 @@ EventParser::EventParser(const EventFieldOptions& fields, std::size_t max_event_
 EventParser::~EventParser() = default;
 
 std::string EventParser::extractId(std::string_view payload) const {
+  if (jsonShapeProblem(payload)) return {};
   rapidjson::Document d;
   d.Parse(payload.data(), payload.size());
   if (d.HasParseError() || !d.IsObject()) return {};
@@ -160,6 +165,11 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
                 std::to_string(max_event_bytes_)};
   }
   if (!validUtf8(payload)) return {false, InvalidReason::kNotUtf8, "invalid UTF-8 sequence"};
+  if (const auto shape = jsonShapeProblem(payload))
+    return {false,
+            shape->kind == JsonShapeProblem::Kind::kTooDeep ? InvalidReason::kTooDeep
+                                                            : InvalidReason::kNotJson,
+            shape->message()};
   rapidjson::Document d;
   d.Parse(payload.data(), payload.size());
   if (d.HasParseError()) {

@@ -1,7 +1,8 @@
 #pragma once
 /// Turns one Kafka message value into an `Event`, reading fields at the configured JSON
 /// Pointers (RFC 6901). Checks, in this order: size (`too_large`), UTF-8 validity of the whole
-/// payload (`not_utf8`), JSON syntax and a top-level object (`not_json`), required fields
+/// payload (`not_utf8`), nesting depth (`too_deep`) and NUL bytes (`not_json`:
+/// judges/json_limits.hpp), JSON syntax and a top-level object (`not_json`), required fields
 /// `question`/`answer` (`missing_field`, also when null), and field types (`wrong_type`).
 /// Never throws on message content.
 
@@ -15,9 +16,17 @@
 namespace assay {
 
 /// Why a Kafka message is not an event (`assay_events_invalid_total{reason}`).
-enum class InvalidReason { kNotJson = 0, kNotUtf8, kMissingField, kWrongType, kTooLarge, kCount_ };
+enum class InvalidReason {
+  kNotJson = 0,
+  kNotUtf8,
+  kMissingField,
+  kWrongType,
+  kTooLarge,
+  kTooDeep,  ///< arrays/objects nested deeper than kMaxJsonDepth (judges/json_limits.hpp)
+  kCount_
+};
 inline constexpr int kInvalidReasonCount = static_cast<int>(InvalidReason::kCount_);
-/// The reason's label value: not_json, not_utf8, missing_field, wrong_type, too_large.
+/// The reason's label value: not_json, not_utf8, missing_field, wrong_type, too_large, too_deep.
 std::string_view invalidReasonName(InvalidReason r);
 
 struct ParseOutcome {

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "judges/json_limits.hpp"
+
 namespace assay {
 namespace {
 constexpr OptionSpec kJsonValidOptions[] = {
@@ -56,6 +58,8 @@ std::unique_ptr<Judge> JsonValidJudge::create(const JudgeOptionValues& values) {
 
 Verdict JsonValidJudge::judge(const Event& e) const {
   if (e.expected_format != AnswerFormat::kJson) return Verdict::fail(Outcome::kNotApplicable);
+  if (const auto shape = jsonShapeProblem(e.answer))
+    return Verdict::check(false, "not accepted as JSON: " + shape->message());
   rapidjson::Document d;
   d.Parse(e.answer.data(), e.answer.size());
   if (d.HasParseError()) {

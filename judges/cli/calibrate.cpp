@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "judges/cli/cli_text.hpp"
+#include "judges/json_limits.hpp"
 
 namespace assay {
 
@@ -166,9 +167,12 @@ Table jsonlTable(std::string_view text, const std::string& source) {
     Record r;
     r.line = line;
     rapidjson::Document d;
-    d.Parse<rapidjson::kParseNumbersAsStringsFlag>(content.data(), content.size());
+    const auto shape = jsonShapeProblem(content);
+    if (!shape) d.Parse<rapidjson::kParseNumbersAsStringsFlag>(content.data(), content.size());
     std::vector<std::pair<std::size_t, Cell>> cells;
-    if (d.HasParseError()) {
+    if (shape) {
+      r.error = "not JSON (" + shape->message() + ")";
+    } else if (d.HasParseError()) {
       r.error = fmt::format("not JSON ({} at offset {})",
                             rapidjson::GetParseError_En(d.GetParseError()), d.GetErrorOffset());
     } else if (!d.IsObject()) {

@@ -15,6 +15,7 @@
 
 #include "config/options.hpp"
 #include "config/rfc3339.hpp"
+#include "judges/json_limits.hpp"
 #include "judges/tracking/stats.hpp"
 #include "judges/tracking/window.hpp"
 
@@ -272,6 +273,10 @@ bool readJudgments(const std::string& path, std::istream& in, Judgments& j) {
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     ++j.lines_read;
+    if (jsonShapeProblem(line)) {
+      ++j.bad_lines;
+      continue;
+    }
     rapidjson::Document d;
     d.Parse(line.c_str());
     if (d.HasParseError() || !d.IsObject() || !d.HasMember("verdicts") ||
@@ -315,6 +320,7 @@ Labels readLabels(const ReportOptions& o, std::istream& ev) {
   const rapidjson::Pointer human_ptr(o.human_pointer.empty() ? "" : o.human_pointer.c_str());
   std::string line;
   while (std::getline(ev, line)) {
+    if (jsonShapeProblem(line)) continue;
     rapidjson::Document d;
     d.Parse(line.c_str());
     if (d.HasParseError() || !d.IsObject() || !d.HasMember("id") || !d["id"].IsString()) continue;

@@ -4,6 +4,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "judges/json_limits.hpp"
+
 namespace assay::llm {
 namespace {
 
@@ -80,8 +82,10 @@ HttpRequest buildRequest(Provider provider, const std::string& endpoint, const s
 ProviderReply parseReply(Provider provider, int status, const std::string& body) {
   ProviderReply out;
   rapidjson::Document d;
-  d.Parse(body.c_str(), body.size());
-  const bool json = !d.HasParseError() && d.IsObject();
+  // A reply nested too deep (or with a NUL byte) is no JSON object: the status decides.
+  const bool shaped = !jsonShapeProblem(body);
+  if (shaped) d.Parse(body.c_str(), body.size());
+  const bool json = shaped && !d.HasParseError() && d.IsObject();
   if (status < 200 || status >= 300) {
     if (json && d.HasMember("error")) {
       const auto& e = d["error"];

@@ -10,6 +10,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "judges/json_limits.hpp"
+
 namespace assay::llm {
 namespace {
 
@@ -82,6 +84,8 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
       return fail(Outcome::kRefused, std::string(body.substr(0, 200)));
     return fail(Outcome::kSchemaError, "reply is not a JSON object");
   }
+  if (const auto shape = jsonShapeProblem(body))
+    return fail(Outcome::kSchemaError, "not accepted as JSON: " + shape->message());
   rapidjson::Document d;
   // kParseStopWhenDoneFlag is not used: text after the object is an error, not ignored.
   d.Parse(body.data(), body.size());

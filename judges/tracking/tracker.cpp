@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "config/rfc3339.hpp"
+#include "judges/json_limits.hpp"
 #include "judges/tracking/stats.hpp"
 
 namespace assay {
@@ -115,6 +116,10 @@ struct ScoreTracker::PairStat {
 std::optional<Feedback> parseFeedback(std::string_view payload, std::string_view fallback_id,
                                       std::string& error, std::string& kind) {
   kind = "unknown";
+  if (const auto shape = jsonShapeProblem(payload)) {
+    error = "not JSON: " + shape->message();
+    return std::nullopt;
+  }
   rapidjson::Document d;
   d.Parse<rapidjson::kParseValidateEncodingFlag>(payload.data(), payload.size());
   if (d.HasParseError()) {
@@ -195,6 +200,8 @@ std::map<std::string, std::vector<double>> loadBaselineScores(
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const auto where = path + ":" + std::to_string(n) + ": ";
+    if (const auto shape = jsonShapeProblem(line))
+      throw std::runtime_error(where + "not a judgment line: " + shape->message());
     rapidjson::Document d;
     d.Parse(line.data(), line.size());
     if (d.HasParseError() || !d.IsObject())

@@ -94,3 +94,31 @@ TEST_CASE("extractId reads the id for replay keys") {
   CHECK(p.extractId("garbage").empty());
   CHECK(p.extractId(R"({"question":"q"})").empty());
 }
+
+TEST_CASE("hostile nesting and NUL bytes are invalid, never a crash (poison pills before)") {
+  EventParser p({}, 1 << 20);
+  Event e;
+  // 160,000 arrays (320 KB, under the 1 MiB limit) overflowed RapidJSON's recursive parser.
+  const std::string arrays = std::string(160'000, '[') + std::string(160'000, ']');
+  auto r = p.parse(R"({"question":"q","answer":"a","contexts":)" + arrays + "}", "k", e);
+  CHECK(r.reason == InvalidReason::kTooDeep);
+  CHECK(r.detail.find("nested deeper than 128") != std::string::npos);
+  std::string objects;
+  for (int i = 0; i < 150'000; ++i) objects += R"({"a":)";
+  objects += "1" + std::string(150'000, '}');
+  CHECK(p.parse(objects, "k", e).reason == InvalidReason::kTooDeep);
+  CHECK(p.extractId(R"({"id":"x","y":)" + arrays + "}").empty());  // --replay
+  // 128 levels are fine; brackets inside strings do not count.
+  const std::string ok_depth = std::string(127, '[') + std::string(127, ']');
+  CHECK(p.parse(R"({"question":"[[[[","answer":"a\"[[","x":)" + ok_depth + "}", "k", e).ok);
+  CHECK(p.parse(R"({"question":"q","answer":"a","x":)" + ok_depth.substr(0, 127) + "[]" +
+                    ok_depth.substr(127) + "}",
+                "k", e)
+            .reason == InvalidReason::kTooDeep);
+  // A NUL byte ended the document for RapidJSON: the rest was silently ignored.
+  const std::string with_nul = std::string(R"({"question":"q","answer":"a"})") + '\0' + "junk";
+  r = p.parse(with_nul, "k", e);
+  CHECK(r.reason == InvalidReason::kNotJson);
+  CHECK(r.detail == "a NUL byte at byte 29");
+  CHECK(invalidReasonName(InvalidReason::kTooDeep) == "too_deep");
+}

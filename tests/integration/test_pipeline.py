@@ -5,7 +5,7 @@ topic, dead-letter topic and Prometheus metrics (issue 2, "Tests").
   1. starts a Kafka broker in its own process (tests/tools/mock_broker.cpp: librdkafka's mock
      cluster on loopback) with an events topic, a results topic and a dead-letter topic;
   2. produces the dev data with kcat (an independent client), keyed by each event's id, plus
-     four invalid messages without a key (so assayd must parse them): invalid UTF-8, not JSON,
+     five invalid messages without a key (so assayd must parse them): invalid UTF-8, not JSON,
      no `answer`, larger than limits.max_event_bytes; and one garbage message keyed by an id that
      is NOT sampled (assayd must skip it unparsed: consumed, but neither invalid nor dead-lettered);
   3. writes a config (sampling rate 0.5, a judge with a nested rate 0.5) and checks it with
@@ -51,7 +51,7 @@ KEY_DELIM = b"\t"  # kcat -K: kcat splits at the first one, so only keys and unk
 # Judges with rate 1 (they run on every sampled event), and one with a nested rate.
 FULL_RATE_JUDGES = ["answer_nonempty", "citation", "context_count", "rouge_l", "context_overlap"]
 NESTED_JUDGE = "token_f1_half"
-INVALID_REASONS = ["not_utf8", "not_json", "missing_field", "too_large"]
+INVALID_REASONS = ["not_utf8", "not_json", "missing_field", "too_large", "too_deep"]
 
 
 class TestFailure(Exception):
@@ -106,7 +106,7 @@ def unsampled_key(rate):
 
 
 def invalid_messages(max_event_bytes):
-    """The four invalid messages (no key), keyed by the reason assayd must report."""
+    """The five invalid messages (no key), keyed by the reason assayd must report."""
     big_answer = "x" * (max_event_bytes + 1000)
     too_large = json.dumps({"id": "integ-too-large", "question": "Is this too large?",
                             "answer": big_answer}).encode()
@@ -118,6 +118,10 @@ def invalid_messages(max_event_bytes):
                                      "contexts": ["nothing here"]}).encode(),
         # A complete, valid event but for its size.
         "too_large": too_large,
+        # Contexts nested 5,000 arrays deep (10 KB, under the size limit): refused before
+        # RapidJSON's recursive parser sees it (judges/json_limits.hpp).
+        "too_deep": (b'{"id": "integ-too-deep", "question": "q?", "answer": "a", "contexts": '
+                     + b"[" * 5000 + b"]" * 5000 + b"}"),
     }
     for reason, m in msgs.items():
         assert KEY_DELIM not in m and b"\n" not in m, reason
@@ -634,7 +638,7 @@ def run(args, workdir, checks):
         checks.eq(f"messages in dead-letter topic {DLQ_TOPIC}", len(invalid), len(dlq))
         got = sorted((h.get("assay-invalid-reason", b"").decode(), v) for _, v, h in dlq)
         want = sorted((r, m) for r, m in invalid.items())
-        checks.true("dead-letter topic holds the 4 invalid messages byte for byte, with "
+        checks.true(f"dead-letter topic holds the {len(invalid)} invalid messages byte for byte, with "
                     "their reason header", got == want,
                     f"reasons {[r for r, _ in got]}, sizes {[len(v) for _, v in got]}")
 

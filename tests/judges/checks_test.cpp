@@ -298,4 +298,12 @@ TEST_CASE("refusal: upper-case French is recognised") {
   CHECK(j->judge(e).score == 1.0);
 }
 
+TEST_CASE("json_valid: an answer nested 300,000 deep fails the check, never crashes a worker") {
+  const auto j = JsonValidJudge::create(JudgeOptionValues{});
+  const Verdict v = j->judge(jsonAnswer(std::string(300'000, '[')));
+  CHECK(v.passed == false);
+  CHECK(v.evidence.find("nested deeper than 128") != std::string::npos);
+  CHECK(j->judge(jsonAnswer(std::string(100, '[') + std::string(100, ']'))).passed == true);
+}
+
 }  // namespace assay

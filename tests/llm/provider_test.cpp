@@ -140,3 +140,12 @@ TEST_CASE("against the fake provider over HTTPS: verdicts, fences, truncation, b
   CHECK(res.status == 401);
   CHECK(parseReply(Provider::kOpenAi, res.status, res.body).error_type == "invalid_request_error");
 }
+
+TEST_CASE("a provider body nested 600,000 deep is no JSON object: bad_response, never a crash") {
+  const std::string deep = "{\"choices\": " + std::string(600'000, '[') + "}";
+  const auto ok_status = parseReply(Provider::kOpenAi, 200, deep);
+  CHECK_FALSE(ok_status.ok);
+  CHECK(ok_status.error_type == "bad_response");
+  const auto error_status = parseReply(Provider::kAnthropic, 500, deep);
+  CHECK(error_status.error_type == "http_500");
+}

@@ -101,3 +101,15 @@ TEST_CASE("other rubric ranges and outcome names") {
   CHECK(outcomeName(Outcome::kSkippedBudget) == "skipped_budget");
   CHECK(outcomeName(Outcome::kContextTooLong) == "context_too_long");
 }
+
+TEST_CASE("a reply nested 600,000 deep or with a NUL byte is a schema_error, never a crash") {
+  const auto deep = parseVerdict(R"({"score": 3, "justification": "x", "y": )" +
+                                     std::string(600'000, '[') + std::string(600'000, ']') + "}",
+                                 FinishReason::kStop, 1, 4);
+  CHECK(deep.outcome == Outcome::kSchemaError);
+  CHECK(deep.justification.find("nested deeper") != std::string::npos);
+  const auto nul =
+      parseVerdict(std::string(R"({"score": 3, "justification": "x"})") + '\0' + R"({"score": 1})",
+                   FinishReason::kStop, 1, 4);
+  CHECK(nul.outcome == Outcome::kSchemaError);
+}

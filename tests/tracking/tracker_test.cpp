@@ -476,3 +476,14 @@ TEST_CASE("interval overlap only among the ten largest variants") {
   CHECK_FALSE(value(reg, "assay_score_ci95_overlap", {{"variant_a", "v0"}}));  // smallest two
   CHECK(value(reg, "assay_score_mean", {{"variant", "v0"}}));                  // still exported
 }
+
+TEST_CASE("feedback nested too deep or with a NUL byte is invalid, never a crash") {
+  std::string error, kind;
+  const std::string deep = R"({"id":"a","kind":"rating","value":1,"x":)" +
+                           std::string(200'000, '[') + std::string(200'000, ']') + "}";
+  CHECK_FALSE(parseFeedback(deep, "", error, kind));
+  CHECK(error.find("nested deeper than 128") != std::string::npos);
+  const std::string nul = std::string(R"({"id":"a","kind":"rating","value":1})") + '\0' + "x";
+  CHECK_FALSE(parseFeedback(nul, "", error, kind));
+  CHECK(error.find("NUL byte") != std::string::npos);
+}
