@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -96,13 +97,8 @@ class Reader {
       error(map, path, "expected a mapping");
       return false;
     }
-    std::set<std::string> seen;
     for (const auto& kv : map) {
       const auto key = kv.first.as<std::string>("");
-      if (!seen.insert(key).second) {
-        error(kv.first, join(path, key), "duplicate key (YAML would silently keep one of them)");
-        continue;
-      }
       if (std::find(known.begin(), known.end(), key) != known.end()) continue;
       std::string msg = "unknown key";
       std::string_view best;
@@ -156,6 +152,14 @@ class Reader {
     if (!n) return;
     T v = out;
     get(map, key, path, v);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!std::isfinite(v)) {  // .nan and .inf would pass every comparison below or break math
+        std::ostringstream m;
+        m << "must be a finite number between " << lo << " and " << hi;
+        error(n, join(path, key), m.str());
+        return;
+      }
+    }
     if (v < lo || v > hi) {
       std::ostringstream m;
       m << "must be between " << lo << " and " << hi;
@@ -220,14 +224,9 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
     } else {
       // librdkafka itself says whether a property exists and its value is valid.
       rd_kafka_conf_t* probe = rd_kafka_conf_new();
-      std::set<std::string> seen;
       for (const auto& kv : props) {
         const auto key = kv.first.as<std::string>("");
         const std::string kp = p + ".properties." + key;
-        if (!seen.insert(key).second) {
-          r.error(kv.first, kp, "duplicate key");
-          continue;
-        }
         if (!kv.second.IsScalar()) {
           r.error(kv.second, kp, "expected a scalar value");
           continue;
@@ -236,7 +235,7 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
         char err[512];
         if (rd_kafka_conf_set(probe, key.c_str(), value.c_str(), err, sizeof err) !=
             RD_KAFKA_CONF_OK) {
-          r.error(kv.first, kp, std::string("librdkafka: ") + err);
+          r.error(kv.first, kp, "librdkafka: " + kafkaPropertyMessage(key, value, err));
           continue;
         }
         o.properties.emplace_back(key, value);
@@ -322,7 +321,8 @@ void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
                   {"usd_to_eur", "daily_limit_eur", "alert_ratio", "timezone", "store", "prices"}))
     return;
   r.getRange(n, "usd_to_eur", p, o.usd_to_eur, 0.0001, 10000.0);
-  r.getRange(n, "daily_limit_eur", p, o.daily_limit_eur, 0.0, 1e9);
+  // The ledger holds amounts up to kMaxLedgerEuros (exact integer nano-euros in Redis' Lua).
+  r.getRange(n, "daily_limit_eur", p, o.daily_limit_eur, 0.0, llm::kMaxLedgerEuros);
   r.getRange(n, "alert_ratio", p, o.alert_ratio, 0.0, 1.0);
   r.get(n, "timezone", p, o.timezone);
   r.get(n, "store", p, o.store);
@@ -425,10 +425,10 @@ void loadJudgeOptions(Reader& r, const YAML::Node& n, const std::string& p, Judg
       }
       case OptionType::kNumber: {
         double x = 0;
-        if (v.IsScalar() && YAML::convert<double>::decode(v, x))
+        if (v.IsScalar() && YAML::convert<double>::decode(v, x) && std::isfinite(x))
           j.values.set(std::string(spec.name), x);
         else
-          r.error(v, key, "expected a number");
+          r.error(v, key, "expected a finite number");
         break;
       }
       case OptionType::kBool: {
@@ -719,6 +719,46 @@ void loadLog(Reader& r, const YAML::Node& n, LogOptions& o) {
 
 }  // namespace
 
+namespace {
+
+constexpr const char* kSecretWords[] = {"password", "secret", "token", "credential", "pem"};
+
+/// Duplicate keys at any depth (YAML keeps one of them silently): one error each, at the
+/// repeated key, naming the line of the first.
+void checkDuplicates(Reader& r, const YAML::Node& n, const std::string& path) {
+  if (n.IsMap()) {
+    std::map<std::string, int> first_line;
+    for (const auto& kv : n) {
+      const auto key = kv.first.as<std::string>("");
+      const std::string kp = Reader::join(path, key);
+      const auto m = kv.first.Mark();
+      const auto [it, fresh] = first_line.emplace(key, m.is_null() ? 0 : m.line + 1);
+      if (!fresh)
+        r.error(kv.first, kp,
+                "duplicate key (first on line " + std::to_string(it->second) +
+                    "; YAML would silently keep one of them)");
+      checkDuplicates(r, kv.second, kp);
+    }
+  } else if (n.IsSequence()) {
+    for (std::size_t i = 0; i < n.size(); ++i)
+      checkDuplicates(r, n[i], path + "[" + std::to_string(i) + "]");
+  }
+}
+
+}  // namespace
+
+std::string kafkaPropertyMessage(const std::string& key, const std::string& value,
+                                 std::string message) {
+  const bool secret = key.rfind("sasl.", 0) == 0 || key.rfind("ssl.", 0) == 0 ||
+                      std::any_of(std::begin(kSecretWords), std::end(kSecretWords),
+                                  [&](const char* w) { return key.find(w) != std::string::npos; });
+  if (!secret || value.empty()) return message;
+  for (std::size_t at = message.find(value); at != std::string::npos;
+       at = message.find(value, at + 10))
+    message.replace(at, value.size(), "<redacted>");
+  return message;
+}
+
 std::string ConfigError::format() const {
   std::ostringstream s;
   s << file;
@@ -740,6 +780,7 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
     r.error(e.mark, "", "YAML syntax error: " + e.msg);
     return res;
   }
+  checkDuplicates(r, root, "");
   if (root.IsNull()) {
     r.error(YAML::Mark(), "",
             "empty configuration: at least one judge is needed (see config/demo.yaml)");

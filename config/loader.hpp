@@ -35,6 +35,12 @@ struct ConfigurationError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// librdkafka's message about `key: value`, with the value replaced by "<redacted>" when the
+/// property may hold a secret (sasl.*, ssl.*, or a name with password, secret, token,
+/// credential or pem in it): a password pasted into the wrong property is never echoed.
+std::string kafkaPropertyMessage(const std::string& key, const std::string& value,
+                                 std::string message);
+
 /// Reads `path`. Never throws: an unreadable file or a YAML syntax error is an error entry.
 LoadResult loadConfigFile(const std::string& path);
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "daemon/rate_limited_log.hpp"
+#include "judges/log_text.hpp"
 #include "judges/registry.hpp"
 
 namespace assay {
@@ -29,7 +30,7 @@ RateLimitedLog g_judge_error_log;
 Verdict judgeError(const std::string& judge, const char* what) {
   long suppressed = 0;
   if (g_judge_error_log.allow(suppressed))
-    spdlog::error("judge '{}' threw: {} (outcome judge_error){}", judge, what,
+    spdlog::error("judge '{}' threw: {} (outcome judge_error){}", judge, logText(what),
                   RateLimitedLog::note(suppressed));
   return Verdict::fail(Outcome::kJudgeError, std::string("the judge failed: ") + what);
 }

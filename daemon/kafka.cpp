@@ -20,7 +20,8 @@ void set(rd_kafka_conf_t* conf, const std::string& key, const std::string& value
   char err[512];
   if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
     rd_kafka_conf_destroy(conf);
-    throw ConfigurationError("kafka.properties." + key + ": " + err);
+    throw ConfigurationError("kafka.properties." + key + ": " +
+                             kafkaPropertyMessage(key, value, err));
   }
 }
 

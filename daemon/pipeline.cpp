@@ -8,6 +8,7 @@
 
 #include "config/loader.hpp"
 #include "daemon/version.hpp"
+#include "judges/log_text.hpp"
 #include "sinks/exposition.hpp"
 
 namespace assay {
@@ -197,10 +198,10 @@ void Pipeline::finishInvalid(const rd_kafka_message_t* m, const ParseOutcome& po
   long suppressed = 0;
   if (invalid_log_.allow(suppressed)) {
     const auto key = keyOf(m);
-    spdlog::warn("invalid message at topic {} partition {} offset {}{}: {}: {}{}",
-                 config_.kafka.topic, m->partition, m->offset,
-                 key.empty() ? "" : fmt::format(" (key '{}')", key.substr(0, 64)),
-                 invalidReasonName(po.reason), po.detail, RateLimitedLog::note(suppressed));
+    spdlog::warn(
+        "invalid message at topic {} partition {} offset {}{}: {}: {}{}", config_.kafka.topic,
+        m->partition, m->offset, key.empty() ? "" : fmt::format(" (key '{}')", logText(key, 64)),
+        invalidReasonName(po.reason), logText(po.detail), RateLimitedLog::note(suppressed));
   }
   if (!config_.kafka.dead_letter_topic.empty() &&
       producer_.produceDeadLetter(config_.kafka.dead_letter_topic, m->payload, m->len, m->key,
@@ -218,7 +219,7 @@ void Pipeline::handleFeedback(const rd_kafka_message_t* m) {
     long suppressed = 0;
     if (feedback_log_.allow(suppressed))
       spdlog::warn("invalid feedback at topic {} partition {} offset {}: {}{}",
-                   config_.kafka.feedback_topic, m->partition, m->offset, error,
+                   config_.kafka.feedback_topic, m->partition, m->offset, logText(error),
                    RateLimitedLog::note(suppressed));
   }
   feedback_offsets_.skip(m->partition, m->offset);

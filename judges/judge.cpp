@@ -1,6 +1,8 @@
 #include "judges/judge.hpp"
 
+#include <cmath>
 #include <sstream>
+#include <type_traits>
 
 namespace assay {
 
@@ -107,6 +109,13 @@ namespace {
 
 template <typename T>
 T checkedRange(std::string_view name, T v, T lo, T hi) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(v)) {
+      std::ostringstream m;
+      m << "must be a finite number between " << lo << " and " << hi;
+      throw OptionError(std::string(name), m.str());
+    }
+  }
   if (v < lo || v > hi) {
     std::ostringstream m;
     m << "must be between " << lo << " and " << hi;

@@ -7,6 +7,7 @@
 #include <future>
 
 #include "judges/llm/prompt.hpp"
+#include "judges/log_text.hpp"
 
 namespace assay::llm {
 
@@ -110,7 +111,7 @@ void LlmJudge::warnSelfJudging(const Event& event) const {
     spdlog::warn(
         "llm judge '{}' ({}) judges answers of the same model family ('{}'): judges prefer "
         "their own family's answers; judge with another family",
-        settings_.name, settings_.model, event.model);
+        settings_.name, settings_.model, logText(event.model, 80));
 }
 
 void LlmJudge::judgeAsync(const Event& event, VerdictCallback done) const {

@@ -1,6 +1,8 @@
 // `kind: llm` judges in the judge table: the descriptor, the options (docs/configuration.md,
 // "LLM judges") and their checks, the rubric's scale. Adding an option touches this file, the
 // settings in llm_judge.hpp and the docs.
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <set>
 
@@ -222,6 +224,16 @@ void readApiKey(const JudgeOptionValues& values, const JudgeContext& ctx, LlmJud
   std::string env;
   errors.check([&] { env = values.getString("api_key_env", ""); });
   if (env.empty()) return;
+  const bool name = (std::isalpha(static_cast<unsigned char>(env[0])) || env[0] == '_') &&
+                    std::all_of(env.begin(), env.end(), [](char c) {
+                      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                    });
+  if (!name) {  // a key pasted where its variable's name goes: never echo it
+    errors.add("api_key_env",
+               "expected the name of an environment variable (letters, digits and _); this "
+               "value is not one (it is not printed: it may be the key itself)");
+    return;
+  }
   const char* key = std::getenv(env.c_str());
   if (key && *key) {
     s.api_key = key;

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "config/rfc3339.hpp"
@@ -236,7 +237,27 @@ TEST_CASE("duplicate keys and properties librdkafka rejects are load errors") {
   const auto dup = load(std::string(kJudge) + "kafka: {topic: first}\nkafka: {topic: second}\n");
   REQUIRE(dup.errors.size() == 1);
   CHECK(dup.errors[0].format() ==
-        "t.yaml:4:1: kafka: duplicate key (YAML would silently keep one of them)");
+        "t.yaml:4:1: kafka: duplicate key (first on line 3; YAML would silently keep one of them)");
+  // At every depth: budget prices, a rubric's levels.
+  const auto deep = load(
+      "budget: {prices: {m: {input: 1, output: 2}, m: {input: 9, output: 9}}}\n"
+      "judges:\n"
+      "  - name: f\n"
+      "    kind: llm\n"
+      "    criterion: faithfulness\n"
+      "    model: gpt-4o-mini\n"
+      "    rubric:\n"
+      "      levels:\n"
+      "        4: {name: a}\n"
+      "        4: {name: b}\n");
+  std::vector<std::string> dup_paths;
+  for (const auto& e : deep.errors) dup_paths.push_back(e.format());
+  CHECK(dup_paths ==
+        std::vector<std::string>{
+            "t.yaml:1:45: budget.prices.m: duplicate key (first on line 1; YAML would silently "
+            "keep one of them)",
+            "t.yaml:10:9: judges[0].rubric.levels.4: duplicate key (first on line 9; YAML would "
+            "silently keep one of them)"});
   const auto props =
       load(std::string(kJudge) +
            "kafka:\n  properties:\n    no.such.property: 5\n    fetch.wait.max.ms: x\n"
@@ -371,4 +392,35 @@ TEST_CASE("LLM judges: rubric wording overrides and few-shot examples") {
   for (const auto& e : bad.errors) paths.push_back(e.path);
   CHECK(paths == std::vector<std::string>{"judges[0].rubric.levels.5",
                                           "judges[0].rubric.examples[1].score"});
+}
+
+TEST_CASE("no configuration value that can be a secret is echoed; every number is finite") {
+  const auto r = load(
+      "kafka: {properties: {ssl.endpoint.identification.algorithm: \"Passw0rd-42\"}}\n"
+      "budget: {daily_limit_eur: .nan, usd_to_eur: .inf}\n"
+      "tracking: {drift_alpha: .nan}\n"
+      "judges:\n"
+      "  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, api_key_env: "
+      "\"sk-proj-ABCDEF123456\", requests_per_minute: .nan}\n"
+      "  - {name: c, kind: lexical, metric: context_overlap, number_weight: .inf}\n");
+  std::string all;
+  std::vector<std::string> paths;
+  for (const auto& e : r.errors) {
+    all += e.format() + "\n";
+    paths.push_back(e.path);
+  }
+  INFO(all);
+  CHECK(all.find("Passw0rd-42") == std::string::npos);
+  CHECK(all.find("<redacted>") != std::string::npos);
+  CHECK(all.find("sk-proj") == std::string::npos);
+  std::sort(paths.begin(), paths.end());
+  CHECK(paths == std::vector<std::string>{"budget.daily_limit_eur", "budget.usd_to_eur",
+                                          "judges[0].api_key_env", "judges[0].requests_per_minute",
+                                          "judges[1].number_weight",
+                                          "kafka.properties.ssl.endpoint.identification.algorithm",
+                                          "tracking.drift_alpha"});
+  // The ledger holds at most 10^6 euros: a larger cap is refused at load, not at the first call.
+  const auto big = load(std::string(kJudge) + "budget: {daily_limit_eur: 2000000}\n");
+  REQUIRE(big.errors.size() == 1);
+  CHECK(big.errors[0].path == "budget.daily_limit_eur");
 }
