@@ -42,6 +42,8 @@ std::string_view outcomeName(Outcome o) {
       return "already_judged";
     case Outcome::kJudgeError:
       return "judge_error";
+    case Outcome::kTooLong:
+      return "too_long";
     case Outcome::kCount_:
       break;
   }

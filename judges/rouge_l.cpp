@@ -5,6 +5,12 @@
 #include "judges/tokenizer.hpp"
 
 namespace assay {
+namespace {
+const Outcome kOutcomes[] = {Outcome::kNoReference,  Outcome::kNoContext,
+                             Outcome::kNoGroundTruth, Outcome::kNoContextIds,
+                             Outcome::kEmptyInput,    Outcome::kNotApplicable,
+                             Outcome::kTooLong};
+}  // namespace
 
 const JudgeDescriptor RougeLJudge::kDescriptor{
     "rouge_l",
@@ -15,7 +21,8 @@ const JudgeDescriptor RougeLJudge::kDescriptor{
     kUnitIntervalBuckets,
     {},
     CostClass::kCpuMicroseconds,
-    "ROUGE-L F-measure of the answer against the reference (LCS of word tokens)"};
+    "ROUGE-L F-measure of the answer against the reference (LCS of word tokens)",
+    kOutcomes};
 
 std::size_t lcsLength(const std::vector<std::string>& a, const std::vector<std::string>& b) {
   const auto& longer = a.size() >= b.size() ? a : b;
@@ -52,7 +59,12 @@ Verdict RougeLJudge::judge(const Event& e) const {
   if (!e.reference) return Verdict::fail(Outcome::kNoReference);
   auto ref = tokenize(stripCitationMarkers(*e.reference));
   if (ref.empty()) return Verdict::fail(Outcome::kNoReference, "reference has no tokens");
-  const auto s = rougeL(tokenize(stripCitationMarkers(e.answer)), ref);
+  const auto cand = tokenize(stripCitationMarkers(e.answer));
+  if (cand.size() * ref.size() > kMaxLcsCells)
+    return Verdict::fail(Outcome::kTooLong, std::to_string(cand.size()) + " × " +
+                                                std::to_string(ref.size()) +
+                                                " tokens: more than the LCS computes in bounded time");
+  const auto s = rougeL(cand, ref);
   return Verdict::ok(s.f, "lcs " + std::to_string(s.lcs));
 }
 

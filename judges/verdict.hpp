@@ -30,6 +30,8 @@ enum class Outcome {
   kContextTooLong,  ///< question + answer exceed max_input_tokens; no call made
   kAlreadyJudged,   ///< a redelivered event this LLM judge already paid for (within 48 h)
   kJudgeError,      ///< the judge threw (a bug, logged): the event's other verdicts stand
+  kTooLong,         ///< the input is larger than the judge scores in bounded time (e.g. ROUGE-L's
+                    ///< LCS over more than kMaxLcsCells token pairs)
   kCount_,          // number of outcomes; keep last
 };
 

@@ -77,6 +77,9 @@ std::string seriesKey(const char* family, const prometheus::Labels& labels) {
 constexpr std::size_t kMaxArms = 1000;           // raw A/B arms per experiment
 constexpr std::size_t kMaxOverlapVariants = 10;  // overlap gauges: among the largest arms
 constexpr std::size_t kMaxNameBytes = 256;       // raw variant and annotator names kept
+// Annotations kept per event: each new one pairs with every earlier one (kappa), so 1,000
+// annotators of one event took 1.25 GB; beyond this they are counted over_limit.
+constexpr std::size_t kMaxAnnotationsPerEvent = 16;
 
 /// `s` cut to at most `n` bytes without splitting a UTF-8 sequence.
 std::string cut(const std::string& s, std::size_t n) {
@@ -258,7 +261,8 @@ ScoreTracker::ScoreTracker(const std::vector<TrackedJudge>& judges, const Tracki
       stats_(registry),
       variants_(static_cast<std::size_t>(options.max_label_values)),
       experiments_(static_cast<std::size_t>(options.max_label_values)),
-      annotators_(static_cast<std::size_t>(options.max_label_values)) {
+      annotators_(static_cast<std::size_t>(options.max_label_values)),
+      criteria_(static_cast<std::size_t>(options.max_label_values)) {
   for (const auto& j : judges) judges_.push_back(std::make_unique<Judge>(j, options));
 }
 
@@ -396,6 +400,13 @@ void ScoreTracker::onFeedback(const Feedback& f) {
   // Raw names decide who is who (two annotators folded into "other" are still two people);
   // only the export folds them (refresh()).
   const std::string annotator = cut(f.annotator, kMaxNameBytes);
+  // Bounded per event, and by tracking.max_label_values distinct criteria (criteria come from
+  // feedback: 44,500 distinct ones held the consuming thread 6 s).
+  if (e.annotations.size() >= kMaxAnnotationsPerEvent ||
+      criteria_.fold(f.criterion) != f.criterion) {
+    countFeedback("annotation", "over_limit");
+    return;
+  }
   for (const auto& an : e.annotations)
     if (an.criterion == f.criterion && an.annotator == annotator) {
       countFeedback("annotation", "duplicate");
@@ -404,8 +415,13 @@ void ScoreTracker::onFeedback(const Feedback& f) {
   for (const auto& [k, s] : e.scores)
     if (judges_[k]->spec.criterion == f.criterion)
       pairStat(human_, {judges_[k]->spec.name}).pairs.add(s, f.value, t);
+  // Kappa pairs only between annotators that keep their own label (the first
+  // tracking.max_label_values): a pair with a folded one is never exported, and tracking every
+  // pair of distinct annotators would grow with their square.
+  const bool named = annotators_.fold(annotator) == annotator;
   for (const auto& an : e.annotations) {
-    if (an.criterion != f.criterion) continue;
+    if (an.criterion != f.criterion || !named || annotators_.fold(an.annotator) != an.annotator)
+      continue;
     const bool first = an.annotator < annotator;
     pairStat(kappa_,
              {f.criterion, first ? an.annotator : annotator, first ? annotator : an.annotator})

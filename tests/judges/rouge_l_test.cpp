@@ -139,4 +139,22 @@ TEST_CASE("ROUGE-L: a longer candidate with the whole reference keeps recall 1")
   CHECK(s.f == doctest::Approx(2 * (5.0 / 8.0) / (5.0 / 8.0 + 1.0)).epsilon(1e-12));
 }
 
+TEST_CASE("rouge_l: time bounded whatever the size: too_long above kMaxLcsCells token pairs") {
+  std::string words;
+  for (int i = 0; i < 5000; ++i) words += "w" + std::to_string(i % 977) + " ";
+  Event e;
+  e.answer = words;
+  e.reference = words;
+  const auto j = RougeLJudge::create({});
+  const Verdict v = j->judge(e);  // 5000 × 5000 = 25 M cells: 13 s at 50,000 tokens a side
+  CHECK(v.outcome == Outcome::kTooLong);
+  CHECK_FALSE(v.score.has_value());
+  CHECK(v.evidence.find("5000 × 5000 tokens") == 0);
+  std::string fewer;
+  for (int i = 0; i < 3000; ++i) fewer += "w" + std::to_string(i % 977) + " ";
+  e.answer = fewer;
+  e.reference = fewer;  // 9 M cells: scored
+  CHECK(j->judge(e).score == doctest::Approx(1.0));
+}
+
 }  // namespace assay

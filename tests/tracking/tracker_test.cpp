@@ -487,3 +487,35 @@ TEST_CASE("feedback nested too deep or with a NUL byte is invalid, never a crash
   CHECK_FALSE(parseFeedback(nul, "", error, kind));
   CHECK(error.find("NUL byte") != std::string::npos);
 }
+
+TEST_CASE("per-event feedback is bounded: annotations per event, distinct criteria") {
+  prometheus::Registry reg;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4, true}}, TrackingOptions{}, reg);
+  t.noteEvent("evt", "", "");
+  // 1,000 distinct annotators of one event grew memory to 1.25 GB (every pair a kappa window).
+  for (int i = 0; i < 1000; ++i)
+    t.onFeedback({Feedback::Kind::kAnnotation, "evt", 1 + i % 4, "faithfulness",
+                  "annotator-" + std::to_string(i)});
+  CHECK(value(reg, "assay_feedback_events_total",
+              {{"kind", "annotation"}, {"outcome", "joined"}}) == 16.0);
+  CHECK(value(reg, "assay_feedback_events_total",
+              {{"kind", "annotation"}, {"outcome", "over_limit"}}) == 984.0);
+  // 44,500 distinct criteria held the consuming thread 6 s: the first max_label_values (50)
+  // criteria are kept, one annotation each per event here.
+  for (int i = 0; i < 2000; ++i) {
+    const std::string id = "c" + std::to_string(i);
+    t.noteEvent(id, "", "");
+    t.onFeedback({Feedback::Kind::kAnnotation, id, 2, "criterion-" + std::to_string(i), "a"});
+  }
+  CHECK(
+      value(reg, "assay_feedback_events_total", {{"kind", "annotation"}, {"outcome", "joined"}}) ==
+      16.0 + 49.0);  // "faithfulness" is the first of the 50
+  CHECK(value(reg, "assay_feedback_events_total",
+              {{"kind", "annotation"}, {"outcome", "over_limit"}}) == 984.0 + 1951.0);
+  t.refresh();
+  // Pairs among the 16 kept annotators only: C(16, 2) = 120 kappa series at most (two weightings).
+  std::size_t kappa_series = 0;
+  for (const auto& f : reg.Collect())
+    if (f.name == "assay_annotator_kappa") kappa_series = f.metric.size();
+  CHECK(kappa_series <= 240);
+}
