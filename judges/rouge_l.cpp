@@ -6,9 +6,8 @@
 
 namespace assay {
 namespace {
-const Outcome kOutcomes[] = {Outcome::kNoReference,  Outcome::kNoContext,
-                             Outcome::kNoGroundTruth, Outcome::kNoContextIds,
-                             Outcome::kEmptyInput,    Outcome::kNotApplicable,
+const Outcome kOutcomes[] = {Outcome::kNoReference,  Outcome::kNoContext,  Outcome::kNoGroundTruth,
+                             Outcome::kNoContextIds, Outcome::kEmptyInput, Outcome::kNotApplicable,
                              Outcome::kTooLong};
 }  // namespace
 
@@ -61,9 +60,9 @@ Verdict RougeLJudge::judge(const Event& e) const {
   if (ref.empty()) return Verdict::fail(Outcome::kNoReference, "reference has no tokens");
   const auto cand = tokenize(stripCitationMarkers(e.answer));
   if (cand.size() * ref.size() > kMaxLcsCells)
-    return Verdict::fail(Outcome::kTooLong, std::to_string(cand.size()) + " × " +
-                                                std::to_string(ref.size()) +
-                                                " tokens: more than the LCS computes in bounded time");
+    return Verdict::fail(Outcome::kTooLong,
+                         std::to_string(cand.size()) + " × " + std::to_string(ref.size()) +
+                             " tokens: more than the LCS computes in bounded time");
   const auto s = rougeL(cand, ref);
   return Verdict::ok(s.f, "lcs " + std::to_string(s.lcs));
 }
