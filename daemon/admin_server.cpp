@@ -6,6 +6,8 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -82,10 +84,32 @@ struct AdminServer::Impl {
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
   }
 
+  /// Accepts for as long as the server lives. An accept error (EMFILE when the process is out
+  /// of file descriptors, ENOBUFS…) is logged at most once a minute and retried after a growing
+  /// pause (10 ms to 1 s): the endpoint never stops answering for good.
   asio::awaitable<void> accept() {
+    auto pause = std::chrono::milliseconds(10);
+    auto last_log = std::chrono::steady_clock::time_point{};
+    long failures = 0;
     for (;;) {
-      tcp::socket socket = co_await acceptor.async_accept(asio::use_awaitable);
-      asio::co_spawn(io, session(std::move(socket)), asio::detached);
+      boost::system::error_code ec;
+      tcp::socket socket =
+          co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+      if (!ec) {
+        pause = std::chrono::milliseconds(10);
+        asio::co_spawn(io, session(std::move(socket)), asio::detached);
+        continue;
+      }
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+      ++failures;
+      if (std::chrono::steady_clock::now() - last_log > std::chrono::minutes(1)) {
+        last_log = std::chrono::steady_clock::now();
+        spdlog::warn("admin: accept failed ({} time(s) so far): {}; retrying", failures,
+                     ec.message());
+      }
+      asio::steady_timer timer(io, pause);
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      pause = std::min(pause * 2, std::chrono::milliseconds(1000));
     }
   }
 };
