@@ -112,6 +112,9 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  // A file size limit (ulimit -f) makes write(2) fail with EFBIG, which the sinks handle; the
+  // signal's default action would end the process.
+  std::signal(SIGXFSZ, SIG_IGN);
 
   spdlog::info("assayd {} starting with {} ({} judges, sampling rate {})", assay::kAssayVersion,
                config_path, res.config.judges.size(), res.config.sampling.rate);

@@ -1,6 +1,8 @@
 #include "sinks/jsonl_sink.hpp"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,38 +17,68 @@ JsonlSink::JsonlSink(const JsonlSinkOptions& options, SinkStats& stats)
   std::error_code ec;
   const auto parent = std::filesystem::path(path_).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  file_ = std::fopen(path_.c_str(), "ae");
-  if (!file_) {
+  // 0640: judgments quote the monitored service's answers; not for every local user.
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  if (fd_ < 0) {
     throw std::runtime_error("sinks.jsonl.path: cannot open '" + path_ +
                              "' for appending: " + std::strerror(errno));
   }
 }
 
 JsonlSink::~JsonlSink() {
-  if (file_) {
-    flush();
-    std::fclose(file_);
+  if (fd_ < 0) return;
+  ::fsync(fd_);
+  ::close(fd_);
+}
+
+bool JsonlSink::writeAll(const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd_, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<std::size_t>(n);
   }
+  return true;
 }
 
 void JsonlSink::write(const Judgment&, const std::string& json, DeliveryToken) {
+  std::string line;
+  line.reserve(json.size() + 1);
+  line.append(json).push_back('\n');
   std::lock_guard lock(mu_);
-  const bool ok = std::fwrite(json.data(), 1, json.size(), file_) == json.size() &&
-                  std::fputc('\n', file_) != EOF && std::fflush(file_) == 0;
-  if (ok) {
+  // A record is written whole or not at all: after a failed or short write (a full disk, a
+  // file size limit) the file goes back to its last complete line, so the next record never
+  // lands on a half-written one.
+  struct stat st {};
+  const bool sized = ::fstat(fd_, &st) == 0;
+  if (writeAll(line.data(), line.size())) {
     ok_.Increment();
-  } else {
-    errors_.Increment();
-    static std::atomic<int> logged{0};
-    if (logged++ < 10)
-      spdlog::error("jsonl sink: write to '{}' failed: {}", path_, std::strerror(errno));
+    if (failing_) {
+      failing_ = false;
+      spdlog::info("jsonl sink: writing to '{}' again", path_);
+    }
+    return;
   }
+  const int error = errno;
+  const bool rolled_back = sized && ::ftruncate(fd_, st.st_size) == 0;
+  errors_.Increment();
+  const auto now = std::chrono::steady_clock::now();
+  if (!failing_ || now - last_log_ > std::chrono::minutes(1)) {
+    last_log_ = now;
+    spdlog::error(
+        "jsonl sink: write to '{}' failed: {}; {} (judgments are counted in "
+        "assay_sink_writes_total{{sink=\"jsonl\",result=\"error\"}} until it recovers)",
+        path_, std::strerror(error),
+        rolled_back ? "the file ends at its last complete line"
+                    : "the partial line could not be removed");
+  }
+  failing_ = true;
 }
 
 void JsonlSink::flush() {
   std::lock_guard lock(mu_);
-  std::fflush(file_);
-  ::fsync(fileno(file_));
+  ::fsync(fd_);
 }
 
 }  // namespace assay

@@ -1,11 +1,14 @@
 #pragma once
-/// JSON Lines sink: one `toJson()` object per line, appended to `path` (parent folders created).
-/// Each line is handed to the kernel (fflush) before the event's delivery token is released, so
-/// a crash of the daemon loses no judged event whose offset was stored; `flush()` also fsyncs.
+/// JSON Lines sink: one `toJson()` object per line, appended to `path` (parent folders created,
+/// the file created 0640). Each line is handed to the kernel (one write(2)) before the event's
+/// delivery token is released, so a crash of the daemon loses no judged event whose offset was
+/// stored; `flush()` also fsyncs. A record is written whole or not at all: a failed write
+/// (ENOSPC, EFBIG) truncates the file back to its last complete line, counts an error and logs
+/// (once a minute while it fails, and when it recovers).
 
-#include <atomic>
-#include <cstdio>
+#include <chrono>
 #include <mutex>
+#include <string>
 
 #include "config/options.hpp"
 #include "sinks/sink.hpp"
@@ -23,9 +26,13 @@ class JsonlSink final : public Sink {
   void flush() override;
 
  private:
+  bool writeAll(const char* data, std::size_t size);  // mu_ held
+
   std::string path_;
-  std::FILE* file_ = nullptr;
-  std::mutex mu_;
+  int fd_ = -1;
+  std::mutex mu_;  // guards the file and the state below
+  bool failing_ = false;
+  std::chrono::steady_clock::time_point last_log_{};
   prometheus::Counter& ok_;
   prometheus::Counter& errors_;
 };

@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 #include <rapidjson/document.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -127,5 +129,44 @@ TEST_CASE("Sinks: every sink gets the judgment; the token goes once the last sin
   none.deliver(sample(), DeliveryToken(nullptr, [&](void*) { ++finished; }));
   CHECK(finished == 2);
   CHECK(stats.judged.Value() == 2.0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("JSONL sink: a record is written whole or not at all; writing resumes after") {
+  // A file size limit (as on a full disk) cuts a write short: the file must go back to its last
+  // complete line, and the next record must not land on half of one.
+  std::signal(SIGXFSZ, SIG_IGN);
+  const std::string dir = "/tmp/assay_jsonl_full_" + std::to_string(::getpid());
+  prometheus::Registry registry;
+  SinkStats stats(registry);
+  SinksOptions o;
+  o.jsonl_enabled = true;
+  o.jsonl.path = dir + "/j.jsonl";
+  auto sinks = createSinks(o, SinkContext{&stats, nullptr, ""});
+  const auto j = sample();
+  const std::string json = toJson(j);
+  for (int i = 0; i < 3; ++i) sinks[0]->write(j, json, nullptr);
+  const auto whole = std::filesystem::file_size(o.jsonl.path);
+  CHECK(whole == 3 * (json.size() + 1));
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+  rlimit small = old;
+  small.rlim_cur = whole + json.size() / 2;  // room for half a record
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  sinks[0]->write(j, json, nullptr);
+  sinks[0]->write(j, json, nullptr);
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &old) == 0);
+  CHECK(std::filesystem::file_size(o.jsonl.path) == whole);  // rolled back both times
+  sinks[0]->write(j, json, nullptr);                         // space is back
+  sinks[0]->flush();
+  std::ifstream in(o.jsonl.path);
+  int lines = 0;
+  for (std::string l; std::getline(in, l); ++lines) CHECK(l == json);
+  CHECK(lines == 4);
+  CHECK(stats.writes("jsonl", true).Value() == 4.0);
+  CHECK(stats.writes("jsonl", false).Value() == 2.0);
+  CHECK(
+      (std::filesystem::status(o.jsonl.path).permissions() & std::filesystem::perms::others_read) ==
+      std::filesystem::perms::none);  // 0640: not world-readable
   std::filesystem::remove_all(dir);
 }
