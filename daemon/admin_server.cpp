@@ -64,23 +64,30 @@ struct AdminServer::Impl {
     return res;
   }
 
+  /// Serves one connection until the client closes it, times out (30 s per read or write) or
+  /// sends garbage. Errors are codes, not exceptions: nothing is reported per connection, and
+  /// nothing needs memory or descriptors when the process is out of them.
   asio::awaitable<void> session(tcp::socket socket) {
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
-    try {
-      for (;;) {
-        stream.expires_after(std::chrono::seconds(30));
-        http::request<http::string_body> req;
-        co_await http::async_read(stream, buffer, req, asio::use_awaitable);
-        auto res = respond(req);
-        stream.expires_after(std::chrono::seconds(30));
-        co_await http::async_write(stream, res, asio::use_awaitable);
-        if (!req.keep_alive()) break;
-      }
-    } catch (const std::exception&) {
-      // Client went away, timed out or sent garbage: nothing to report per connection.
-    }
     beast::error_code ec;
+    for (;;) {
+      stream.expires_after(std::chrono::seconds(30));
+      http::request<http::string_body> req;
+      co_await http::async_read(stream, buffer, req, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;
+      http::response<http::string_body> res;
+      try {
+        res = respond(req);
+      } catch (const std::exception& e) {  // a handler failed (out of memory…): say so
+        res = {http::status::internal_server_error, req.version()};
+        res.body() = std::string("internal error: ") + e.what() + "\n";
+        res.prepare_payload();
+      }
+      stream.expires_after(std::chrono::seconds(30));
+      co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec || !req.keep_alive()) break;
+    }
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
   }
 

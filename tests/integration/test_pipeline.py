@@ -182,6 +182,7 @@ def common_args():
     ap.add_argument("--assayd", required=True)
     ap.add_argument("--mock-broker")
     ap.add_argument("--data", required=True)
+    ap.add_argument("--keep-temp", action="store_true", help="keep the temporary directory")
     return ap.parse_args()
 
 
