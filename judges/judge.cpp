@@ -38,8 +38,6 @@ std::string_view outcomeName(Outcome o) {
       return "skipped_budget";
     case Outcome::kContextTooLong:
       return "context_too_long";
-    case Outcome::kAlreadyJudged:
-      return "already_judged";
     case Outcome::kJudgeError:
       return "judge_error";
     case Outcome::kTooLong:

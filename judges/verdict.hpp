@@ -28,7 +28,6 @@ enum class Outcome {
   kProviderError,   ///< HTTP or connection failure after retries
   kSkippedBudget,   ///< the daily budget (or its store) did not allow the call
   kContextTooLong,  ///< question + answer exceed max_input_tokens; no call made
-  kAlreadyJudged,   ///< a redelivered event this LLM judge already paid for (within 48 h)
   kJudgeError,      ///< the judge threw (a bug, logged): the event's other verdicts stand
   kTooLong,         ///< the input is larger than the judge scores in bounded time (e.g. ROUGE-L's
                     ///< LCS over more than kMaxLcsCells token pairs)
@@ -51,6 +50,8 @@ struct Verdict {
   std::int64_t input_tokens = 0, output_tokens = 0;
   double cost_eur = 0;
   bool contexts_truncated = false;  ///< LLM: lower-ranked contexts were left out of the prompt
+  /// LLM: re-emitted from the verdict store for a redelivered event (no call, no charge).
+  bool stored = false;
 
   static Verdict ok(double score, std::string evidence = {}) {
     Verdict v;

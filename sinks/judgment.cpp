@@ -66,6 +66,10 @@ std::string toJson(const Judgment& j) {
         w.Key("contexts_truncated");
         w.Bool(true);
       }
+      if (v.verdict.stored) {
+        w.Key("stored");
+        w.Bool(true);
+      }
     }
     w.Key("latency_ms");
     w.Double(std::round(v.latency_ms * 1000.0) / 1000.0);  // microsecond resolution

@@ -213,26 +213,45 @@ Snapshot BudgetStore::spent(std::string_view scope, std::string_view day) {
   return doSpent(scope, day);
 }
 
-bool BudgetStore::markJudged(std::string_view event_id, std::string_view judge,
-                             std::int64_t ttl_ms) {
+ClaimResult BudgetStore::claim(std::string_view event_id, std::string_view judge,
+                               std::string_view token, std::int64_t lease_ms) {
+  checkId(event_id, "event id");
+  checkId(judge, "judge name");
+  checkId(token, "lease token");
+  checkTtl(lease_ms);
+  return doClaim(event_id, judge, token, lease_ms);
+}
+
+bool BudgetStore::storeVerdict(std::string_view event_id, std::string_view judge,
+                               std::string_view verdict, std::int64_t ttl_ms) {
   checkId(event_id, "event id");
   checkId(judge, "judge name");
   checkTtl(ttl_ms);
-  return doMarkJudged(event_id, judge, ttl_ms);
+  return doStoreVerdict(event_id, judge, verdict, ttl_ms);
 }
 
-bool BudgetStore::unmarkJudged(std::string_view event_id, std::string_view judge) {
+bool BudgetStore::releaseClaim(std::string_view event_id, std::string_view judge,
+                               std::string_view token) {
   checkId(event_id, "event id");
   checkId(judge, "judge name");
-  return doUnmarkJudged(event_id, judge);
+  checkId(token, "lease token");
+  return doReleaseClaim(event_id, judge, token);
 }
 
 // ---------------------------------------------------------------------------------------------
 // MemoryBudgetStore
 
 namespace {
-constexpr std::size_t kMemoryKeptDays = 3;         // today, yesterday, and one spare
-constexpr std::uint64_t kJudgedSweepEvery = 1024;  // markJudged calls between expiry sweeps
+constexpr std::size_t kMemoryKeptDays = 3;          // today, yesterday, and one spare
+constexpr std::uint64_t kVerdictSweepEvery = 1024;  // verdict-store calls between expiry sweeps
+
+std::string verdictKey(std::string_view event_id, std::string_view judge) {
+  std::string key;
+  key.reserve(judge.size() + 1 + event_id.size());
+  key.append(judge).push_back('\0');  // judge names never contain NUL: no ambiguity
+  key.append(event_id);
+  return key;
+}
 }  // namespace
 
 std::string MemoryBudgetStore::describe() const {
@@ -346,31 +365,43 @@ Snapshot MemoryBudgetStore::doSpent(std::string_view scope, std::string_view day
   return snap;
 }
 
-bool MemoryBudgetStore::doMarkJudged(std::string_view event_id, std::string_view judge,
-                                     std::int64_t ttl_ms) {
-  std::string key;
-  key.reserve(judge.size() + 1 + event_id.size());
-  key.append(judge).push_back('\0');  // judge names never contain NUL: no ambiguity
-  key.append(event_id);
+ClaimResult MemoryBudgetStore::doClaim(std::string_view event_id, std::string_view judge,
+                                       std::string_view token, std::int64_t lease_ms) {
   std::lock_guard lock(mu_);
   const Clock::time_point now = Clock::now();
-  if (++judged_ops_ % kJudgedSweepEvery == 0) {
-    std::erase_if(judged_, [now](const auto& j) { return j.second <= now; });
+  if (++verdict_ops_ % kVerdictSweepEvery == 0)
+    std::erase_if(verdicts_, [now](const auto& e) { return e.second.expires <= now; });
+  auto& e = verdicts_[verdictKey(event_id, judge)];
+  ClaimResult r;
+  if (e.expires > now && e.stored) {
+    r.status = ClaimResult::Status::kStored;
+    r.verdict = e.value;
+    return r;
   }
-  const Clock::time_point expires = now + std::chrono::milliseconds(ttl_ms);
-  auto [it, inserted] = judged_.try_emplace(std::move(key), expires);
-  if (inserted) return true;
-  if (it->second > now) return false;  // seen within the TTL: a redelivery
-  it->second = expires;
+  if (e.expires > now && e.value != token) {
+    r.status = ClaimResult::Status::kLeased;
+    r.lease_left_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(e.expires - now).count();
+    return r;
+  }
+  e = Entry{false, std::string(token), now + std::chrono::milliseconds(lease_ms)};
+  r.status = ClaimResult::Status::kClaimed;
+  return r;
+}
+
+bool MemoryBudgetStore::doStoreVerdict(std::string_view event_id, std::string_view judge,
+                                       std::string_view verdict, std::int64_t ttl_ms) {
+  std::lock_guard lock(mu_);
+  verdicts_[verdictKey(event_id, judge)] =
+      Entry{true, std::string(verdict), Clock::now() + std::chrono::milliseconds(ttl_ms)};
   return true;
 }
 
-bool MemoryBudgetStore::doUnmarkJudged(std::string_view event_id, std::string_view judge) {
-  std::string key;
-  key.append(judge).push_back('\0');
-  key.append(event_id);
+bool MemoryBudgetStore::doReleaseClaim(std::string_view event_id, std::string_view judge,
+                                       std::string_view token) {
   std::lock_guard lock(mu_);
-  judged_.erase(key);
+  auto it = verdicts_.find(verdictKey(event_id, judge));
+  if (it != verdicts_.end() && !it->second.stored && it->second.value == token) verdicts_.erase(it);
   return true;
 }
 

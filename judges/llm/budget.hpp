@@ -40,7 +40,7 @@ inline constexpr std::int64_t kNanoEurosPerEuro = 1'000'000'000;
 /// Largest amount or limit accepted, in euros (10^6 €): sums of a day's reservations stay exact in
 /// the double-precision numbers of Redis' Lua (< 2^53 n€ ≈ 9.0 × 10^6 €).
 inline constexpr double kMaxLedgerEuros = 1e6;
-/// How long a day's ledger keys and a judged (event, judge) mark live: 48 h, in milliseconds.
+/// How long a day's ledger keys and a stored (event, judge) verdict live: 48 h, in milliseconds.
 inline constexpr std::int64_t kLedgerTtlMs = 48LL * 3600 * 1000;
 
 /// Euros → nano-euros, rounded to the nearest nano-euro.
@@ -76,6 +76,20 @@ enum class ReserveStatus {
   kUnavailable,  ///< the store did not answer (Redis down): fail closed, make no call
   kBusy,         ///< close_on_refusal only: the amount fits the settled spend, but not with the
                  ///< reservations in flight; retry when some settle (nothing was reserved)
+};
+
+/// What claim() found for an (event id, judge) pair.
+struct ClaimResult {
+  enum class Status {
+    kClaimed,      ///< the lease is this call's: call, then storeVerdict() or releaseClaim()
+    kStored,       ///< a verdict is stored: re-emit it, no call, no charge
+    kLeased,       ///< another call holds the lease: ask again later
+    kUnavailable,  ///< the store did not answer: fail closed, no call
+  };
+  Status status = Status::kUnavailable;
+  std::string verdict;             ///< kStored: as stored
+  std::int64_t lease_left_ms = 0;  ///< kLeased: until the other lease expires
+  std::string error;               ///< kUnavailable: why, for a log line
 };
 
 struct ReserveResult {
@@ -140,17 +154,25 @@ class BudgetStore {
   /// `scope`'s spent and outstanding euros on `day` (expired reservations excluded).
   Snapshot spent(std::string_view scope, std::string_view day);
 
-  /// True the first time the pair (event id, judge) is seen within `ttl_ms` (milliseconds, > 0;
-  /// normally kLedgerTtlMs), false on a redelivery, so a redelivered event is not paid twice.
-  /// When the store does not answer this returns true ("not known to be judged"): the caller's
-  /// next step, `reserve()`, then fails closed with kUnavailable.
-  bool markJudged(std::string_view event_id, std::string_view judge, std::int64_t ttl_ms);
+  // ---- The verdict store: one entry per (event id, judge), so that a redelivered event (Kafka
+  // ---- delivers at least once) is neither called nor paid for twice, and a crash loses no
+  // ---- verdict that was paid for.
 
-  /// Removes the (event id, judge) mark if this store object set it (a call abandoned before it
-  /// was answered, at a clean stop: the redelivered event is then judged again). A mark set by
-  /// another instance is left alone. Returns false if the store did not answer (the mark then
-  /// expires after its TTL).
-  bool unmarkJudged(std::string_view event_id, std::string_view judge);
+  /// Takes the lease on (event id, judge) for `lease_ms` (milliseconds, > 0: the call's
+  /// deadline) under `token` (unique per call), unless a verdict is stored (kStored, with it)
+  /// or another call's lease is live (kLeased, with the milliseconds left). Taking a lease
+  /// already held by `token` succeeds (a retried request). A lease that expires (its holder
+  /// crashed) is taken by the next call.
+  ClaimResult claim(std::string_view event_id, std::string_view judge, std::string_view token,
+                    std::int64_t lease_ms);
+  /// Stores `verdict` (opaque text) for `ttl_ms` in place of any lease: the pair's outcome is
+  /// final, and claim() returns it from now on. Returns false if the store did not answer.
+  bool storeVerdict(std::string_view event_id, std::string_view judge, std::string_view verdict,
+                    std::int64_t ttl_ms);
+  /// Drops the lease if `token` holds it (a call that ended without a billed answer, or was
+  /// abandoned at a clean stop: the next delivery calls again). Returns false if the store did
+  /// not answer (the lease then expires by itself).
+  bool releaseClaim(std::string_view event_id, std::string_view judge, std::string_view token);
 
   /// True if the store answers now (for /readyz).
   virtual bool ping() = 0;
@@ -173,9 +195,12 @@ class BudgetStore {
   virtual bool doRelease(std::string_view reservation_id, std::string_view day,
                          const std::vector<ScopeNano>& scopes) = 0;
   virtual Snapshot doSpent(std::string_view scope, std::string_view day) = 0;
-  virtual bool doMarkJudged(std::string_view event_id, std::string_view judge,
-                            std::int64_t ttl_ms) = 0;
-  virtual bool doUnmarkJudged(std::string_view event_id, std::string_view judge) = 0;
+  virtual ClaimResult doClaim(std::string_view event_id, std::string_view judge,
+                              std::string_view token, std::int64_t lease_ms) = 0;
+  virtual bool doStoreVerdict(std::string_view event_id, std::string_view judge,
+                              std::string_view verdict, std::int64_t ttl_ms) = 0;
+  virtual bool doReleaseClaim(std::string_view event_id, std::string_view judge,
+                              std::string_view token) = 0;
 };
 
 /// `store: memory`: the ledger in this process, guarded by one mutex. Not shared between
@@ -210,9 +235,12 @@ class MemoryBudgetStore final : public BudgetStore {
   bool doRelease(std::string_view reservation_id, std::string_view day,
                  const std::vector<ScopeNano>& scopes) override;
   Snapshot doSpent(std::string_view scope, std::string_view day) override;
-  bool doMarkJudged(std::string_view event_id, std::string_view judge,
-                    std::int64_t ttl_ms) override;
-  bool doUnmarkJudged(std::string_view event_id, std::string_view judge) override;
+  ClaimResult doClaim(std::string_view event_id, std::string_view judge, std::string_view token,
+                      std::int64_t lease_ms) override;
+  bool doStoreVerdict(std::string_view event_id, std::string_view judge, std::string_view verdict,
+                      std::int64_t ttl_ms) override;
+  bool doReleaseClaim(std::string_view event_id, std::string_view judge,
+                      std::string_view token) override;
 
   DayState& dayLocked(std::string_view day);
   static void reclaimLocked(ScopeState& s, Clock::time_point now);
@@ -220,8 +248,13 @@ class MemoryBudgetStore final : public BudgetStore {
 
   std::mutex mu_;
   std::map<std::string, DayState, std::less<>> days_;
-  std::map<std::string, Clock::time_point, std::less<>> judged_;  // "judge\0event" → expiry
-  std::uint64_t judged_ops_ = 0;
+  struct Entry {
+    bool stored = false;  // a verdict (value), else a lease (value = its token)
+    std::string value;
+    Clock::time_point expires{};
+  };
+  std::map<std::string, Entry, std::less<>> verdicts_;  // "judge\0event"
+  std::uint64_t verdict_ops_ = 0;                       // between expiry sweeps
 };
 
 /// Where and how to reach Redis, from `budget.store: redis://[[user]:password@]host[:port][/db]`.
@@ -259,9 +292,10 @@ RedisOptions parseRedisUrl(std::string_view url);
 ///   assay:budget:{DAY}:SCOPE:res      hash, reservation id → n€ reserved
 ///   assay:budget:{DAY}:SCOPE:resexp   sorted set, reservation id → expiry (Redis server ms)
 ///   assay:budget:{DAY}:settled        set of reservation ids already settled (idempotent settle)
-///   assay:judged:JUDGE:EVENT_ID       string, a per-call token (SET NX PX)
-/// Every key is given a 48 h expiry (kLedgerTtlMs) on each write; judged marks expire after the
-/// caller's TTL.
+///   assay:verdict:JUDGE:EVENT_ID      string: "L:" + the lease holder's token (PX the call's
+///                                     deadline), or "V:" + the stored verdict (PX 48 h)
+/// Every key is given a 48 h expiry (kLedgerTtlMs) on each write; a lease expires with the
+/// call's deadline.
 ///
 /// Lua scripts (loaded with SCRIPT LOAD on connect, run with EVALSHA, EVAL on NOSCRIPT); time is
 /// the Redis server's `TIME`, so daemons with skewed clocks agree on expiry:
@@ -277,11 +311,10 @@ RedisOptions parseRedisUrl(std::string_view url);
 ///   release  KEYS = (spent, res, resexp) per scope; ARGV = id. HDEL res, ZREM resexp everywhere.
 ///   snapshot KEYS = spent, res, resexp; reclaims expired reservations, returns {spent (string),
 ///   sum}.
-///   judged   KEYS = the mark; ARGV = token, ttl_ms. SET NX PX; returns 1 if set, or if the mark
-///            already holds this call's token (a retried request), else 0. Tokens are
-///            "<this store's random instance token>-<counter>".
-///   unjudged KEYS = the mark; ARGV = this store's "<instance token>-". DEL when the mark's value
-///            starts with it (a mark of this store object); returns 1 if deleted.
+///   claim    KEYS = the verdict key; ARGV = token, lease_ms. A stored verdict → {1, verdict}; a
+///            live lease of another token → {2, PTTL}; else SET "L:"+token PX lease_ms → {0, ""}.
+///   unclaim  KEYS = the verdict key; ARGV = token. DEL when it holds "L:"+token.
+/// A verdict is stored with a plain SET "V:"+verdict PX ttl (it replaces any lease).
 class RedisBudgetStore final : public BudgetStore {
  public:
   explicit RedisBudgetStore(RedisOptions options);  ///< does not connect yet; never throws on I/O
@@ -314,9 +347,12 @@ class RedisBudgetStore final : public BudgetStore {
   bool doRelease(std::string_view reservation_id, std::string_view day,
                  const std::vector<ScopeNano>& scopes) override;
   Snapshot doSpent(std::string_view scope, std::string_view day) override;
-  bool doMarkJudged(std::string_view event_id, std::string_view judge,
-                    std::int64_t ttl_ms) override;
-  bool doUnmarkJudged(std::string_view event_id, std::string_view judge) override;
+  ClaimResult doClaim(std::string_view event_id, std::string_view judge, std::string_view token,
+                      std::int64_t lease_ms) override;
+  bool doStoreVerdict(std::string_view event_id, std::string_view judge, std::string_view verdict,
+                      std::int64_t ttl_ms) override;
+  bool doReleaseClaim(std::string_view event_id, std::string_view judge,
+                      std::string_view token) override;
 
   // All *Locked functions expect mu_ held.
   /// Runs `script` (EVALSHA, EVAL on NOSCRIPT) with `keys` and `args` via runLocked().
@@ -335,16 +371,14 @@ class RedisBudgetStore final : public BudgetStore {
   void dropConnectionLocked();
 
   const RedisOptions options_;
-  const std::uint64_t instance_token_;  // random, identifies this store's judged marks
 
   std::mutex mu_;  // guards everything below
   std::unique_ptr<redisContext, ContextDeleter> context_;
   std::chrono::steady_clock::time_point next_connect_attempt_{};
   std::string last_error_;      // why the last connection attempt failed
   bool reported_down_ = false;  // an outage is logged once, and its end once
-  std::uint64_t judged_counter_ = 0;
-  Script reserve_script_, settle_script_, release_script_, snapshot_script_, judged_script_,
-      unjudged_script_;
+  Script reserve_script_, settle_script_, release_script_, snapshot_script_, claim_script_,
+      unclaim_script_;
 };
 
 /// The store named by `budget.store`: "memory" or a redis:// URL (see `parseRedisUrl()`).

@@ -102,17 +102,21 @@ reclaim(0)
 return {redis.call('GET', KEYS[1]) or '0', held(0)}
 )lua";
 
-// KEYS: the mark. ARGV: this call's token, ttl_ms. 1 first time (or our own retried SET), else 0.
-constexpr const char* kLuaJudged = R"lua(
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
-return 0
+// KEYS: the verdict key. ARGV: token, lease_ms. {1, verdict} stored; {2, pttl} another call's
+// live lease; {0, ""} the lease is the token's (taken now, or already: a retried request).
+constexpr const char* kLuaClaim = R"lua(
+local v = redis.call('GET', KEYS[1])
+if v then
+  if string.sub(v, 1, 2) == 'V:' then return {1, string.sub(v, 3)} end
+  if v ~= 'L:' .. ARGV[1] then return {2, tostring(redis.call('PTTL', KEYS[1]))} end
+end
+redis.call('SET', KEYS[1], 'L:' .. ARGV[1], 'PX', ARGV[2])
+return {0, ''}
 )lua";
 
-// KEYS: the mark. ARGV: this store's token prefix. 1 when the mark was this store's and is gone.
-constexpr const char* kLuaUnjudged = R"lua(
-local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+// KEYS: the verdict key. ARGV: token. Drops the lease if it is the token's.
+constexpr const char* kLuaUnclaim = R"lua(
+if redis.call('GET', KEYS[1]) == 'L:' .. ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 )lua";
 
@@ -187,11 +191,6 @@ timeval toTimeval(std::int64_t ms) {
 std::string endpoint(const RedisOptions& o) {
   const bool v6 = o.host.find(':') != std::string::npos;
   return (v6 ? "[" + o.host + "]" : o.host) + ":" + std::to_string(o.port);
-}
-
-std::uint64_t randomToken() {
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
 }
 
 }  // namespace
@@ -272,13 +271,12 @@ void RedisBudgetStore::ContextDeleter::operator()(redisContext* c) const { redis
 
 RedisBudgetStore::RedisBudgetStore(RedisOptions options)
     : options_(std::move(options)),
-      instance_token_(randomToken()),
       reserve_script_{std::string(kLuaPrelude) + kLuaReserve, {}},
       settle_script_{kLuaSettle, {}},
       release_script_{kLuaRelease, {}},
       snapshot_script_{std::string(kLuaPrelude) + kLuaSnapshot, {}},
-      judged_script_{kLuaJudged, {}},
-      unjudged_script_{kLuaUnjudged, {}} {
+      claim_script_{kLuaClaim, {}},
+      unclaim_script_{kLuaUnclaim, {}} {
   if (options_.host.empty() || options_.port < 1 || options_.port > 65535 || options_.db < 0 ||
       options_.connect_timeout_ms <= 0 || options_.command_timeout_ms <= 0 ||
       options_.reconnect_backoff_ms < 0) {
@@ -378,7 +376,7 @@ bool RedisBudgetStore::ensureConnectedLocked(std::string& error) {
   }
   if (options_.db != 0 && !setup({"SELECT", std::to_string(options_.db)}, "SELECT")) return false;
   for (Script* s : {&reserve_script_, &settle_script_, &release_script_, &snapshot_script_,
-                    &judged_script_, &unjudged_script_}) {
+                    &claim_script_, &unclaim_script_}) {
     Reply reply = setup({"SCRIPT", "LOAD", s->body}, "SCRIPT LOAD");
     if (!reply) return false;
     const auto* r = static_cast<const redisReply*>(reply.get());
@@ -529,28 +527,59 @@ Snapshot RedisBudgetStore::doSpent(std::string_view scope, std::string_view day)
   return snap;
 }
 
-bool RedisBudgetStore::doMarkJudged(std::string_view event_id, std::string_view judge,
-                                    std::int64_t ttl_ms) {
-  std::string key = "assay:judged:";
+namespace {
+std::string verdictKey(std::string_view event_id, std::string_view judge) {
+  std::string key = "assay:verdict:";
   key.append(judge).append(":").append(event_id);
-  std::string error;
+  return key;
+}
+}  // namespace
+
+ClaimResult RedisBudgetStore::doClaim(std::string_view event_id, std::string_view judge,
+                                      std::string_view token, std::int64_t lease_ms) {
+  ClaimResult out;
   std::lock_guard lock(mu_);
-  // A token unique to this call, so a retried SET NX recognises its own mark.
-  const std::string token =
-      std::to_string(instance_token_) + "-" + std::to_string(++judged_counter_);
-  Reply reply = evalLocked(judged_script_, {key}, {token, std::to_string(ttl_ms)}, error);
-  if (!reply) return true;  // unknown: reserve() fails closed next (see budget.hpp)
+  Reply reply = evalLocked(claim_script_, {verdictKey(event_id, judge)},
+                           {std::string(token), std::to_string(lease_ms)}, out.error);
+  if (!reply) return out;
   const auto* r = static_cast<const redisReply*>(reply.get());
-  return !(r->type == REDIS_REPLY_INTEGER && r->integer == 0);
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+      r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_STRING) {
+    out.error = "unexpected reply to the claim script";
+    return out;
+  }
+  const std::string_view text(r->element[1]->str, r->element[1]->len);
+  switch (r->element[0]->integer) {
+    case 0:
+      out.status = ClaimResult::Status::kClaimed;
+      break;
+    case 1:
+      out.status = ClaimResult::Status::kStored;
+      out.verdict = std::string(text);
+      break;
+    default:
+      out.status = ClaimResult::Status::kLeased;
+      std::from_chars(text.data(), text.data() + text.size(), out.lease_left_ms);
+      break;
+  }
+  return out;
 }
 
-bool RedisBudgetStore::doUnmarkJudged(std::string_view event_id, std::string_view judge) {
-  std::string key = "assay:judged:";
-  key.append(judge).append(":").append(event_id);
+bool RedisBudgetStore::doStoreVerdict(std::string_view event_id, std::string_view judge,
+                                      std::string_view verdict, std::int64_t ttl_ms) {
+  std::vector<std::string> argv = {"SET", verdictKey(event_id, judge), "V:" + std::string(verdict),
+                                   "PX", std::to_string(ttl_ms)};
+  std::string error;
+  std::lock_guard lock(mu_);
+  return static_cast<bool>(runLocked(argv, nullptr, error));
+}
+
+bool RedisBudgetStore::doReleaseClaim(std::string_view event_id, std::string_view judge,
+                                      std::string_view token) {
   std::string error;
   std::lock_guard lock(mu_);
   return static_cast<bool>(
-      evalLocked(unjudged_script_, {key}, {std::to_string(instance_token_) + "-"}, error));
+      evalLocked(unclaim_script_, {verdictKey(event_id, judge)}, {std::string(token)}, error));
 }
 
 }  // namespace assay::llm

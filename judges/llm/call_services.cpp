@@ -116,20 +116,21 @@ void CallServices::undoAbandoned() {
     for (const auto& a : j->abandon()) {
       ++n;
       bool ok = store.release(a.reservation_id, a.day, a.scopes);
-      if (!a.event_id.empty()) ok = store.unmarkJudged(a.event_id, j->settings().name) && ok;
+      if (!a.event_id.empty())
+        ok = store.releaseClaim(a.event_id, j->settings().name, a.reservation_id) && ok;
       failed += ok ? 0 : 1;
     }
   if (n == 0) return;
   if (failed == 0)
     spdlog::info(
-        "llm: {} call(s) abandoned at the stop: reservations released and judged marks removed, "
-        "so their redelivered events are judged again",
+        "llm: {} call(s) abandoned at the stop: reservations released and leases dropped, so "
+        "their redelivered events are judged again",
         n);
   else
     spdlog::warn(
         "llm: {} call(s) abandoned at the stop; for {} of them the budget store did not answer: "
-        "their reservations expire with their TTL and their judged marks after 48 h (until then "
-        "their redelivered events come out already_judged)",
+        "their reservations and leases expire with the calls' deadlines, after which their "
+        "redelivered events are judged again",
         n, failed);
 }
 

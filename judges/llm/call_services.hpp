@@ -78,7 +78,7 @@ class CallServices {
     std::string refused_day;  // local day on which a reservation was refused
     std::string alerted_day, projection_alerted_day;
   };
-  /// After the ledger stopped: releases the reservations and removes the judged marks of the
+  /// After the ledger stopped: releases the reservations and drops the (event, judge) leases of the
   /// calls abandoned at the stop (on this thread), and logs how many.
   void undoAbandoned();
   /// Sets the gauges of every scope from a ledger snapshot (ledger thread).

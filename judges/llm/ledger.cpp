@@ -29,6 +29,7 @@ void Ledger::reserve(ReserveRequest request, std::function<void(ReserveAnswer)> 
     if (reservations_ >= max_reservations_) {
       lock.unlock();
       ReserveAnswer a;
+      a.claim = ClaimResult::Status::kUnavailable;
       a.result.status = ReserveStatus::kUnavailable;
       a.result.error = "ledger backlog full: " + std::to_string(max_reservations_) +
                        " reservations wait for the budget store";
@@ -37,37 +38,55 @@ void Ledger::reserve(ReserveRequest request, std::function<void(ReserveAnswer)> 
     }
     ++reservations_;
     tasks_.push_back(Task{Kind::kReserve, [this, r = std::move(request), done = std::move(done)] {
-                            ReserveAnswer a;
-                            a.result =
-                                store_->reserve(r.scopes, r.amount_eur, r.day, r.reservation_id,
-                                                r.ttl_ms, r.close_on_refusal);
-                            if (a.result.ok() && !r.mark_event_id.empty() &&
-                                !store_->markJudged(r.mark_event_id, r.mark_judge, kLedgerTtlMs)) {
-                              store_->release(r.reservation_id, r.day, r.scopes);
-                              a.already_judged = true;
-                            }
-                            answered_ = a.result.status != ReserveStatus::kUnavailable;
-                            done(std::move(a));
+                            done(claimAndReserve(r));
                           }});
   }
   cv_.notify_one();
 }
 
-void Ledger::settle(std::string reservation_id, std::string day, std::vector<ScopeLimit> scopes,
-                    double actual_eur, std::function<void(bool)> done) {
-  push(Task{Kind::kMoney, [this, id = std::move(reservation_id), day = std::move(day),
-                           scopes = std::move(scopes), actual_eur, done = std::move(done)] {
-              const bool ok = store_->settle(id, day, scopes, actual_eur);
-              answered_ = ok;
-              if (done) done(ok);
-            }});
+ReserveAnswer Ledger::claimAndReserve(const ReserveRequest& r) {
+  ReserveAnswer a;
+  const bool claiming = !r.event_id.empty();
+  if (claiming) {
+    ClaimResult c = store_->claim(r.event_id, r.judge, r.reservation_id, r.ttl_ms);
+    a.claim = c.status;
+    answered_ = c.status != ClaimResult::Status::kUnavailable;
+    switch (c.status) {
+      case ClaimResult::Status::kStored:
+        a.stored_verdict = std::move(c.verdict);
+        return a;
+      case ClaimResult::Status::kLeased:
+        a.lease_left_ms = c.lease_left_ms;
+        return a;
+      case ClaimResult::Status::kUnavailable:
+        a.result.status = ReserveStatus::kUnavailable;
+        a.result.error = std::move(c.error);
+        return a;
+      case ClaimResult::Status::kClaimed:
+        break;
+    }
+  }
+  a.result = store_->reserve(r.scopes, r.amount_eur, r.day, r.reservation_id, r.ttl_ms,
+                             r.close_on_refusal);
+  answered_ = a.result.status != ReserveStatus::kUnavailable;
+  if (!a.result.ok() && claiming) store_->releaseClaim(r.event_id, r.judge, r.reservation_id);
+  return a;
 }
 
-void Ledger::release(std::string reservation_id, std::string day, std::vector<ScopeLimit> scopes,
-                     std::function<void(bool)> done) {
-  push(Task{Kind::kMoney, [this, id = std::move(reservation_id), day = std::move(day),
-                           scopes = std::move(scopes), done = std::move(done)] {
-              const bool ok = store_->release(id, day, scopes);
+void Ledger::finish(FinishRequest request, std::function<void(bool)> done) {
+  push(Task{Kind::kMoney, [this, r = std::move(request), done = std::move(done)] {
+              bool ok = true;
+              // The verdict first: a crash between the two steps then leaves a call settled by
+              // its reservation's expiry, never one that a redelivery would pay for again.
+              if (r.verdict && !r.event_id.empty())
+                ok = store_->storeVerdict(r.event_id, r.judge, *r.verdict, kLedgerTtlMs);
+              if (r.cost_eur) {
+                ok = store_->settle(r.reservation_id, r.day, r.scopes, *r.cost_eur) && ok;
+              } else {
+                ok = store_->release(r.reservation_id, r.day, r.scopes) && ok;
+                if (!r.event_id.empty())
+                  ok = store_->releaseClaim(r.event_id, r.judge, r.reservation_id) && ok;
+              }
               answered_ = ok;
               if (done) done(ok);
             }});

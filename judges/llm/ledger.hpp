@@ -4,15 +4,17 @@
 /// poll thread ever waits for a Redis round trip (docs/ARCHITECTURE.md, "Threads").
 ///
 /// Every operation is queued and answered on the ledger thread, in FIFO order:
-///   reserve  bounded: when `max_queued_reservations` reservations already wait, it is answered
+///   reserve  the call's lease on (event id, judge) in the verdict store (or the stored verdict
+///            of a redelivered event, or another call's live lease), then its reservation;
+///            bounded: when `max_queued_reservations` reservations already wait, it is answered
 ///            at once on the caller's thread with kUnavailable ("ledger backlog full"): the
 ///            call is then skipped (fail closed), never queued without bound;
-///   settle, release
-///            never refused: each belongs to a reservation admitted before, so their number is
-///            bounded by the reservations;
+///   finish   the verdict stored and the reservation settled, or the reservation released and
+///            the lease dropped; never refused: each belongs to a reservation admitted before,
+///            so their number is bounded by the reservations;
 ///   snapshot the spent euros of some scopes (for the budget gauges); a snapshot already
 ///            waiting absorbs a new request.
-/// `stop()` runs the settles and releases still queued (money already spent is recorded), drops
+/// `stop()` runs the finishes still queued (money already spent is recorded), drops
 /// reservations and snapshots without answering them, and joins the thread.
 
 #include <atomic>
@@ -22,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,22 +33,39 @@
 
 namespace assay::llm {
 
-/// One reservation: the worst case of a call, held in `scopes` on `day` (budget.hpp, reserve()).
+/// One call's start: its lease on (event id, judge) in the verdict store, then its worst case
+/// held in `scopes` on `day` (budget.hpp: claim(), reserve()).
 struct ReserveRequest {
   std::vector<ScopeLimit> scopes;
   double amount_eur = 0;
   std::string day;             ///< "YYYY-MM-DD" in budget.timezone
-  std::string reservation_id;  ///< unique per call
-  std::int64_t ttl_ms = 0;     ///< the reservation expires after this, milliseconds
+  std::string reservation_id;  ///< unique per call; also the call's lease token
+  std::int64_t ttl_ms = 0;     ///< reservation and lease expire after this (the call's deadline)
   bool close_on_refusal = true;
-  /// When not empty and the reservation succeeds, the (event id, judge) pair is marked judged
-  /// for kLedgerTtlMs; an existing mark releases the reservation and sets `already_judged`.
-  std::string mark_event_id, mark_judge;
+  /// The pair the verdict store keeps the call's outcome under ("" = no claim, no store).
+  std::string event_id, judge;
 };
 
 struct ReserveAnswer {
+  /// kClaimed: the lease is the call's and `result` says whether the budget was reserved (when
+  /// it was not, the lease is already dropped). kStored: `stored_verdict` is the pair's
+  /// outcome, nothing was reserved. kLeased: another call holds the lease for `lease_left_ms`.
+  /// kUnavailable: the store did not answer (`result.error`).
+  ClaimResult::Status claim = ClaimResult::Status::kClaimed;
   ReserveResult result;
-  bool already_judged = false;  ///< the reservation was released: a redelivered event
+  std::string stored_verdict;
+  std::int64_t lease_left_ms = 0;
+};
+
+/// One call's end: the verdict is stored (when the provider billed an answer) before the
+/// reservation is settled with the cost; else the reservation is released and the lease
+/// dropped, so that the next delivery calls again.
+struct FinishRequest {
+  std::vector<ScopeLimit> scopes;
+  std::string day, reservation_id;     ///< the reservation id is also the lease token
+  std::string event_id, judge;         ///< "" = no claim was taken
+  std::optional<double> cost_eur;      ///< a billed answer: settle with this; nullopt: release
+  std::optional<std::string> verdict;  ///< with a billed answer: kept for kLedgerTtlMs
 };
 
 class Ledger {
@@ -59,13 +79,9 @@ class Ledger {
   /// Queues a reservation; `done` runs once, on the ledger thread (or at once on the caller's
   /// thread with kUnavailable when the backlog is full). After stop() it never runs.
   void reserve(ReserveRequest request, std::function<void(ReserveAnswer)> done);
-  /// Queues a settlement of `actual_eur`; `done` (may be empty) runs on the ledger thread with
-  /// whether the store recorded it.
-  void settle(std::string reservation_id, std::string day, std::vector<ScopeLimit> scopes,
-              double actual_eur, std::function<void(bool)> done = {});
-  /// Queues a release (no call was answered, nothing is spent).
-  void release(std::string reservation_id, std::string day, std::vector<ScopeLimit> scopes,
-               std::function<void(bool)> done = {});
+  /// Queues the end of a call (FinishRequest); `done` (may be empty) runs on the ledger thread
+  /// with whether the store recorded all of it.
+  void finish(FinishRequest request, std::function<void(bool)> done = {});
   /// Queues a snapshot of `scopes` on `day`; `done` gets one Snapshot per scope, in order.
   /// Ignored while another snapshot waits.
   void snapshot(std::vector<std::string> scopes, std::string day,
@@ -95,6 +111,7 @@ class Ledger {
   };
   void push(Task task);
   void loop();
+  ReserveAnswer claimAndReserve(const ReserveRequest& request);  // ledger thread
 
   std::unique_ptr<BudgetStore> store_;
   const std::size_t max_reservations_;

@@ -1,11 +1,17 @@
 #include "judges/llm/llm_judge.hpp"
 
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <spdlog/spdlog.h>
 
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <future>
+#include <random>
 
+#include "judges/json_limits.hpp"
 #include "judges/llm/prompt.hpp"
 #include "judges/log_text.hpp"
 
@@ -31,6 +37,79 @@ std::int64_t epochMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+/// 64 random bits drawn once per process, in hex.
+const std::string& processNonce() {
+  static const std::string nonce = [] {
+    std::random_device rd;
+    const std::uint64_t v = (std::uint64_t{rd()} << 32) ^ rd();
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return std::string(buf);
+  }();
+  return nonce;
+}
+
+/// A settled call's outcome as the verdict store keeps it (a redelivery re-emits it): JSON.
+std::string serializeResult(const LlmCallResult& r) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  w.Key("outcome");
+  w.String(std::string(outcomeName(r.verdict.outcome)));
+  w.Key("score");
+  if (r.verdict.score)
+    w.Int(*r.verdict.score);
+  else
+    w.Null();
+  w.Key("justification");
+  w.String(r.verdict.justification);
+  if (r.verdict.unsupported_claim) {
+    w.Key("unsupported_claim");
+    w.String(*r.verdict.unsupported_claim);
+  }
+  w.Key("contexts_truncated");
+  w.Bool(r.contexts_truncated);
+  // What the first call cost, for an audit of the store (a re-emission charges nothing).
+  w.Key("input_tokens");
+  w.Int64(r.usage.prompt_tokens);
+  w.Key("output_tokens");
+  w.Int64(r.usage.completion_tokens);
+  w.Key("cost_eur");
+  w.Double(r.cost_eur);
+  w.EndObject();
+  return {buf.GetString(), buf.GetSize()};
+}
+
+/// A stored verdict as this call's result: no call, no tokens, no charge.
+LlmCallResult storedResult(const std::string& json, Steady::time_point started) {
+  LlmCallResult r;
+  r.from_store = true;
+  r.usage.reported = true;
+  r.latency = std::chrono::duration_cast<Millis>(Steady::now() - started);
+  rapidjson::Document d;
+  if (jsonShapeProblem(json) || d.Parse(json.data(), json.size()).HasParseError() ||
+      !d.IsObject() || !d.HasMember("outcome") || !d["outcome"].IsString()) {
+    r.verdict.outcome = Outcome::kSchemaError;
+    r.verdict.justification = "the stored verdict of this event is unreadable";
+    return r;
+  }
+  const std::string_view outcome = d["outcome"].GetString();
+  r.verdict.outcome = Outcome::kSchemaError;
+  for (int o = 0; o < kOutcomeCount; ++o)
+    if (outcomeName(static_cast<Outcome>(o)) == outcome)
+      r.verdict.outcome = static_cast<Outcome>(o);
+  if (d.HasMember("score") && d["score"].IsInt()) r.verdict.score = d["score"].GetInt();
+  if (r.verdict.outcome == Outcome::kOk && !r.verdict.score)
+    r.verdict.outcome = Outcome::kSchemaError;
+  if (d.HasMember("justification") && d["justification"].IsString())
+    r.verdict.justification = d["justification"].GetString();
+  if (d.HasMember("unsupported_claim") && d["unsupported_claim"].IsString())
+    r.verdict.unsupported_claim = d["unsupported_claim"].GetString();
+  r.contexts_truncated = d.HasMember("contexts_truncated") && d["contexts_truncated"].IsBool() &&
+                         d["contexts_truncated"].GetBool();
+  return r;
 }
 
 }  // namespace
@@ -124,6 +203,7 @@ void LlmJudge::judgeAsync(const Event& event, VerdictCallback done) const {
     v.evidence = r.verdict.justification;
     if (r.verdict.unsupported_claim) v.evidence += " Unsupported: " + *r.verdict.unsupported_claim;
     v.contexts_truncated = r.contexts_truncated;
+    v.stored = r.from_store;
     v.model = settings_.model;
     v.input_tokens = r.usage.prompt_tokens;
     v.output_tokens = r.usage.completion_tokens;
@@ -132,6 +212,7 @@ void LlmJudge::judgeAsync(const Event& event, VerdictCallback done) const {
     stats_.tokens_out->Increment(static_cast<double>(r.usage.completion_tokens));
     stats_.cost->Increment(r.cost_eur);
     if (!r.usage_reported) stats_.usage_missing->Increment();
+    if (r.from_store) stats_.stored->Increment();
     if (r.store_unavailable) services_.stats().store_errors.Increment();
     services_.onCall("judge:" + settings_.name, r.cost_eur, r.exhausted_scope);
     --services_.pending();
@@ -176,8 +257,9 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   c->reserved_eur = costEur(costUsd(settings_.price, worst), settings_.usd_to_eur);
   const auto now_ms = epochMs();
   c->day = budgetDay(settings_.timezone, now_ms);
-  c->reservation_id = event.id + "/" + settings_.name + "/" + std::to_string(now_ms) + "/" +
-                      std::to_string(sequence_++);
+  // Unique across calls, restarts and instances: it is also the call's lease token.
+  c->reservation_id = event.id + "/" + settings_.name + "/" + processNonce() + "/" +
+                      std::to_string(now_ms) + "/" + std::to_string(sequence_++);
   c->ttl_ms = settings_.timeout.count() * (settings_.retry.max_attempts + 1) +
               settings_.retry.max_retry_wait.count() * settings_.retry.max_attempts + 60'000;
   c->done = std::move(done);
@@ -192,10 +274,11 @@ void LlmJudge::reserve(const std::shared_ptr<Call>& c, bool chain) const {
   r.reservation_id = c->reservation_id;
   r.ttl_ms = c->ttl_ms;
   r.close_on_refusal = true;
-  // A redelivered event (Kafka at-least-once) is not paid for twice: the first reservation of
-  // an (event id, judge) pair within 48 h marks it.
-  r.mark_event_id = c->event.id;
-  r.mark_judge = settings_.name;
+  // A redelivered event (Kafka delivers at least once) is neither called nor paid for twice:
+  // the verdict store holds the (event id, judge) pair's lease while a call runs, and its
+  // verdict for 48 h once the call was billed.
+  r.event_id = c->event.id;
+  r.judge = settings_.name;
   ledger_.reserve(std::move(r),
                   [this, c, chain](const ReserveAnswer& a) { onReserved(c, a, chain); });
 }
@@ -213,6 +296,18 @@ void LlmJudge::finishEarly(const std::shared_ptr<Call>& c, Outcome o, std::strin
 
 void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a,
                           bool chain) const {
+  if (a.claim == ClaimResult::Status::kStored) {
+    if (chain) retryBudgetWaiting();
+    return c->done(storedResult(a.stored_verdict, c->started));
+  }
+  if (a.claim == ClaimResult::Status::kLeased) {
+    // Another call (this event delivered to another instance too, after a rebalance) holds the
+    // lease: ask again when it settles or expires, then take its verdict or the lease.
+    if (chain) retryBudgetWaiting();
+    const auto wait = Millis{std::clamp<std::int64_t>(a.lease_left_ms, 50, 1000)};
+    client_.schedule(wait, [this, c] { reserve(c, false); });
+    return;
+  }
   const auto& r = a.result;
   // A call that leaves the budget queue passes the turn to the next one, unless it is still
   // "busy" (then the next one would be too: it goes back to the front and waits).
@@ -248,8 +343,6 @@ void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a
     case ReserveStatus::kReserved:
       break;
   }
-  if (a.already_judged)  // the ledger released the reservation
-    return finishEarly(c, Outcome::kAlreadyJudged, "already judged within 48 h (redelivery)");
   bool overflow = false;
   {
     std::lock_guard lock(mu_);
@@ -265,7 +358,7 @@ void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a
     }
   }
   if (overflow) {
-    ledger_.release(c->reservation_id, c->day, scopes());
+    ledger_.finish(endOf(c, std::nullopt, std::nullopt));
     return finishEarly(c, Outcome::kRateLimited,
                        "local backlog full: " + std::to_string(settings_.max_waiting) +
                            " calls already wait for a max_in_flight slot");
@@ -385,17 +478,28 @@ void LlmJudge::finish(const std::shared_ptr<Call>& c, LlmVerdict verdict,
     std::lock_guard lock(mu_);
     reserved_.erase(c);  // the settlement or release below is queued: it runs even at a stop
   }
-  // The verdict goes on once the ledger has recorded its money (settle), or freed the
-  // reservation of a call nobody answered (release).
-  if (c->answered && (r.usage.prompt_tokens > 0 || r.usage.completion_tokens > 0)) {
-    const double eur = r.cost_eur;
-    ledger_.settle(c->reservation_id, c->day, scopes(), eur,
-                   [this, c, r = std::move(r)](bool) mutable { settled(c, std::move(r)); });
-  } else {
-    r.cost_usd = r.cost_eur = 0;
-    ledger_.release(c->reservation_id, c->day, scopes(),
-                    [this, c, r = std::move(r)](bool) mutable { settled(c, std::move(r)); });
-  }
+  // The verdict goes on once the ledger has stored it and recorded its money (a billed
+  // answer), or dropped the lease and freed the reservation of a call nobody answered (the next
+  // delivery calls again).
+  const bool billed = c->answered && (r.usage.prompt_tokens > 0 || r.usage.completion_tokens > 0);
+  if (!billed) r.cost_usd = r.cost_eur = 0;
+  auto end =
+      billed ? endOf(c, r.cost_eur, serializeResult(r)) : endOf(c, std::nullopt, std::nullopt);
+  ledger_.finish(std::move(end),
+                 [this, c, r = std::move(r)](bool) mutable { settled(c, std::move(r)); });
+}
+
+FinishRequest LlmJudge::endOf(const std::shared_ptr<Call>& c, std::optional<double> cost_eur,
+                              std::optional<std::string> verdict) const {
+  FinishRequest f;
+  f.scopes = scopes();
+  f.day = c->day;
+  f.reservation_id = c->reservation_id;
+  f.event_id = c->event.id;
+  f.judge = settings_.name;
+  f.cost_eur = cost_eur;
+  f.verdict = std::move(verdict);
+  return f;
 }
 
 void LlmJudge::settled(const std::shared_ptr<Call>& c, LlmCallResult r) const {

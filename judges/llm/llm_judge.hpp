@@ -83,6 +83,9 @@ struct LlmCallResult {
   bool contexts_truncated = false;
   std::string exhausted_scope;     ///< skipped_budget because this scope's cap was reached
   bool store_unavailable = false;  ///< skipped_budget because the budget store did not answer
+  /// The event was delivered again: its verdict comes from the verdict store (no call, no
+  /// charge, no tokens).
+  bool from_store = false;
 };
 
 class LlmJudge final : public Judge {
@@ -119,7 +122,7 @@ class LlmJudge final : public Judge {
   };
   /// Once the services' threads are stopped: the calls abandoned with a reservation (waiting
   /// for a slot, or in flight), forgotten here; CallServices releases their reservations and
-  /// removes their judged marks, so that their redelivered events are judged again.
+  /// drops their leases, so that their redelivered events are judged again.
   std::vector<Abandoned> abandon() const;
 
  private:
@@ -141,6 +144,9 @@ class LlmJudge final : public Judge {
               std::optional<TokenUsage> usage) const;
   /// Frees the call's slot (starting the next waiting call) once its money is recorded.
   void settled(const std::shared_ptr<Call>& call, LlmCallResult result) const;
+  /// The ledger's end of a call: `cost_eur` and `verdict` for a billed answer, else nullopt.
+  FinishRequest endOf(const std::shared_ptr<Call>& call, std::optional<double> cost_eur,
+                      std::optional<std::string> verdict) const;
   std::vector<ScopeLimit> scopes() const;
   void warnSelfJudging(const Event& event) const;
 

@@ -43,7 +43,6 @@ const Outcome kOutcomes[] = {
     Outcome::kNoContext,     Outcome::kSchemaError,   Outcome::kTruncated,
     Outcome::kRefused,       Outcome::kRateLimited,   Outcome::kTimeout,
     Outcome::kProviderError, Outcome::kSkippedBudget, Outcome::kContextTooLong,
-    Outcome::kAlreadyJudged,
 };
 
 /// Collects every option error, so that --check-config prints them all at once.

@@ -24,6 +24,9 @@ LlmStats::LlmStats(prometheus::Registry& r)
                             "LLM replies without usage, charged a conservative estimate")),
       self_judging(counter(r, "assay_judge_self_judging_total",
                            "Events judged by a model of the same family as the one that answered")),
+      stored(counter(r, "assay_judge_stored_verdicts_total",
+                     "Verdicts of redelivered events re-emitted from the verdict store (no call, "
+                     "no charge)")),
       store_errors(counter(r, "assay_budget_store_errors_total",
                            "LLM calls not made because the budget store did not answer (fail "
                            "closed; cheap judges go on)")
@@ -33,7 +36,9 @@ LlmStats::Judge LlmStats::forJudge(const std::string& judge, const std::string& 
   return Judge{&tokens.Add({{"judge", judge}, {"model", model}, {"direction", "input"}}),
                &tokens.Add({{"judge", judge}, {"model", model}, {"direction", "output"}}),
                &cost.Add({{"judge", judge}, {"model", model}}),
-               &usage_missing.Add({{"judge", judge}}), &self_judging.Add({{"judge", judge}})};
+               &usage_missing.Add({{"judge", judge}}),
+               &self_judging.Add({{"judge", judge}}),
+               &stored.Add({{"judge", judge}})};
 }
 
 BudgetStats::BudgetStats(prometheus::Registry& r)

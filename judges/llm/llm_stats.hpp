@@ -23,6 +23,9 @@ struct LlmStats {
     prometheus::Counter* cost;        ///< assay_judge_cost_euros_total{judge,model}, euros
     prometheus::Counter* usage_missing;  ///< assay_judge_usage_missing_total{judge}
     prometheus::Counter* self_judging;   ///< assay_judge_self_judging_total{judge}
+    /// assay_judge_stored_verdicts_total{judge}: verdicts of redelivered events re-emitted
+    /// from the verdict store (no call, no charge; their outcome is counted in runs_total too).
+    prometheus::Counter* stored;
   };
   Judge forJudge(const std::string& judge, const std::string& model);
 
@@ -30,6 +33,7 @@ struct LlmStats {
   prometheus::Family<prometheus::Counter>& cost;
   prometheus::Family<prometheus::Counter>& usage_missing;
   prometheus::Family<prometheus::Counter>& self_judging;
+  prometheus::Family<prometheus::Counter>& stored;
   /// assay_budget_store_errors_total: calls not made because the store did not answer.
   prometheus::Counter& store_errors;
 };

@@ -68,7 +68,7 @@ void BM_LlmJudgeCall(benchmark::State& state) {
   LlmJudge judge(e.settings(), e.services);
   static long n = 0;  // Google Benchmark calls this function several times
   for (auto _ : state) {
-    // A new id per call: a repeated (event, judge) is already_judged without a call.
+    // A new id per call: a repeated (event, judge) re-emits its stored verdict without a call.
     Event event = e.event;
     event.id = "bench-" + std::to_string(n++);
     std::promise<LlmCallResult> p;

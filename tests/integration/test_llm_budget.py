@@ -105,9 +105,10 @@ def llm_verdicts(path):
     out = []
     with open(path) as f:
         for line in f:
-            for v in json.loads(line)["verdicts"]:
+            judgment = json.loads(line)
+            for v in judgment["verdicts"]:
                 if v["judge"] == "faithfulness_llm":
-                    out.append(v)
+                    out.append(dict(v, id=judgment["id"]))
     return out
 
 
@@ -179,12 +180,22 @@ def main():
         import collections
         outcomes2 = collections.Counter(v.get("error", "ok") for v in v2)
         tp.log(f"restarted daemon: LLM outcomes {dict(outcomes2)}")
-        # Events without contexts are no_context (decided before the budget); every other one
-        # must be skipped_budget (the day's cap was reached in the first run) or, when the first
-        # run paid for it, already_judged (a replay is not paid twice).
-        checks.true("restarted daemon: no LLM score, every call skipped_budget or already_judged",
-                    v2 and set(outcomes2) <= {"skipped_budget", "already_judged", "no_context"}
+        # Events without contexts are no_context (decided before the budget); an event the first
+        # run paid for re-emits its stored verdict ("stored": true, the same score, no charge);
+        # every other one is skipped_budget (the day's cap was reached in the first run).
+        checks.true("restarted daemon: every call skipped_budget, no_context or a stored verdict",
+                    v2 and set(outcomes2) <= {"skipped_budget", "ok", "no_context"}
                     and outcomes2["skipped_budget"] > 0, dict(outcomes2))
+        first_scores = {v["id"]: v["score"] for v in ok}
+        stored = [v for v in v2 if "error" not in v]
+        checks.true("restarted daemon: every score is a stored one, charged nothing",
+                    all(v.get("stored") is True and v.get("cost_eur", 0) == 0 for v in stored), "")
+        again = {v["id"]: v["score"] for v in stored}
+        checks.true(f"restarted daemon: the first run's {len(first_scores)} scores re-emitted, the same",
+                    first_scores == again, f"{len(again)} re-emitted, "
+                    f"{sum(again.get(k) != s for k, s in first_scores.items())} differ or missing")
+        checks.true("Redis spend unchanged by the restart", abs(redis_spent(redis_port) - spent) < 1e-9,
+                    redis_spent(redis_port))
         checks.eq("restarted daemon made no provider call", before, fake_requests(fake_port, ca))
     except (tp.TestFailure, subprocess.CalledProcessError) as e:
         checks.true("test ran to the end", False, str(e))

@@ -6,9 +6,9 @@ data, an LLM judge, limits.drain_timeout_ms 1000, the budget ledger in a real re
 SIGTERM a few seconds after its first calls. It must stop cleanly within the drain timeout plus
 the shutdown steps (no crash, exit 0), say how many LLM calls it abandoned, write no judgment
 for an event whose LLM verdict never came (those events stay uncommitted), and leave nothing of
-those calls in Redis: no reservation held, no (event, judge) mark. A second run on the same
-events and the same Redis, with a provider that answers at once, must then judge them: ok
-verdicts, not already_judged.
+those calls in Redis: no reservation held, no (event, judge) lease or verdict. A second run on
+the same events and the same Redis, with a provider that answers at once, must then judge them:
+ok verdicts from a call, none re-emitted from the store.
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
@@ -96,9 +96,10 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
                         judged_with_llm += 1
         checks.eq("no LLM verdict was written (every call was still waiting 20 s)", 0, judged_with_llm)
         checks.true("the log says the abandoned calls are undone",
-                    "reservations released and judged marks removed" in text, "")
+                    "reservations released and leases dropped" in text, "")
         checks.eq("Redis: reservations still held", 0, redis_held(redis_port))
-        checks.eq("Redis: (event, judge) marks left", 0, len(redis_keys(redis_port, "assay:judged:*")))
+        checks.eq("Redis: (event, judge) leases or verdicts left", 0,
+                  len(redis_keys(redis_port, "assay:verdict:*")))
 
         # The restart: the same events, a provider that answers at once.
         fast, fast_port = tp.start_fake_provider(args.assayd)
@@ -115,10 +116,10 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
             for line in f:
                 for v in json.loads(line)["verdicts"]:
                     if v["judge"] == "f":
-                        outcome = v.get("error", "ok")
+                        outcome = "stored" if v.get("stored") else v.get("error", "ok")
                         outcomes[outcome] = outcomes.get(outcome, 0) + 1
         tp.log(f"restart: LLM outcomes {outcomes}")
-        checks.eq("restart: already_judged verdicts", 0, outcomes.get("already_judged", 0))
+        checks.eq("restart: verdicts re-emitted from the store", 0, outcomes.get("stored", 0))
         checks.true("restart: the abandoned events are judged (ok verdicts)",
                     outcomes.get("ok", 0) >= 400, str(outcomes))
     except (tp.TestFailure, OSError, subprocess.TimeoutExpired) as e:

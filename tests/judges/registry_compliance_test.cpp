@@ -193,8 +193,8 @@ TEST_CASE("registry: every judge is created from its fewest options and judges t
     // Checks report pass/fail, except refusal which is a label.
     if (d.kind == JudgeKind::kCheck && d.type != "refusal") CHECK(v.passed.has_value());
     if (d.kind != JudgeKind::kCheck) CHECK_FALSE(v.passed.has_value());
-    // Judging is deterministic (new ids: an LLM judge judges one event id once, redeliveries
-    // come out already_judged).
+    // Judging is deterministic (new ids: an LLM judge calls once per event id, a redelivery
+    // re-emits the stored verdict).
     Event again = e, async = e;
     again.id += "-again";
     async.id += "-async";

@@ -550,32 +550,34 @@ TEST_CASE_TEMPLATE("budget store behaviour", Kind, MemoryStoreKind, RedisStoreKi
     checkSnapshot(*store, "global", kDay, 2'000'000, 1'000'000);
   }
 
-  SUBCASE("markJudged: first time true, a redelivery false") {
-    CHECK(store->markJudged("evt-1", "faithfulness_llm", kLedgerTtlMs));
-    CHECK_FALSE(store->markJudged("evt-1", "faithfulness_llm", kLedgerTtlMs));
-    CHECK(store->markJudged("evt-1", "relevancy_llm", kLedgerTtlMs));
-    CHECK(store->markJudged("evt-2", "faithfulness_llm", kLedgerTtlMs));
-    CHECK(store->markJudged("evt-3", "faithfulness_llm", 100));
+  SUBCASE("verdict store: a lease per (event, judge), then the stored verdict for good") {
+    using S = ClaimResult::Status;
+    CHECK(store->claim("evt-1", "faithfulness_llm", "call-1", kLongTtl).status == S::kClaimed);
+    CHECK(store->claim("evt-1", "faithfulness_llm", "call-1", kLongTtl).status == S::kClaimed);
+    const auto other = store->claim("evt-1", "faithfulness_llm", "call-2", kLongTtl);
+    CHECK(other.status == S::kLeased);  // a second instance waits for the first call
+    CHECK(other.lease_left_ms > 0);
+    CHECK(other.lease_left_ms <= kLongTtl);
+    CHECK(store->claim("evt-1", "relevancy_llm", "call-3", kLongTtl).status == S::kClaimed);
+    REQUIRE(store->storeVerdict("evt-1", "faithfulness_llm", R"({"outcome":"ok","score":3})",
+                                kLedgerTtlMs));
+    const auto stored = store->claim("evt-1", "faithfulness_llm", "call-4", kLongTtl);
+    CHECK(stored.status == S::kStored);  // a redelivery: re-emitted, no call, no charge
+    CHECK(stored.verdict == R"({"outcome":"ok","score":3})");
+    // A released lease (no billed answer, or abandoned at a stop): the next call takes it.
+    CHECK(store->releaseClaim("evt-1", "relevancy_llm", "call-3"));
+    CHECK(store->claim("evt-1", "relevancy_llm", "call-5", kLongTtl).status == S::kClaimed);
+    CHECK(store->releaseClaim("evt-1", "relevancy_llm", "call-3"));  // not the holder: no-op
+    CHECK(store->claim("evt-1", "relevancy_llm", "call-6", kLongTtl).status == S::kLeased);
+    // A crashed holder's lease expires with its call's deadline.
+    CHECK(store->claim("evt-2", "faithfulness_llm", "crashed", 100).status == S::kClaimed);
     std::this_thread::sleep_for(250ms);
-    CHECK(store->markJudged("evt-3", "faithfulness_llm", 100));  // remembered only for its TTL
-    CHECK_FALSE(store->markJudged("evt-1", "faithfulness_llm", kLedgerTtlMs));
-  }
-
-  SUBCASE("unmarkJudged: a call abandoned at a stop is judged again; other marks stay") {
-    CHECK(store->markJudged("evt-1", "faithfulness_llm", kLedgerTtlMs));
-    CHECK(store->markJudged("evt-2", "faithfulness_llm", kLedgerTtlMs));
-    CHECK(store->unmarkJudged("evt-1", "faithfulness_llm"));
-    CHECK(store->markJudged("evt-1", "faithfulness_llm", kLedgerTtlMs));  // judged again
-    CHECK_FALSE(store->markJudged("evt-2", "faithfulness_llm", kLedgerTtlMs));
-    CHECK(store->unmarkJudged("never-marked", "faithfulness_llm"));  // a no-op
-    if (store->shared()) {
-      // Another instance's mark on the same Redis is not this store's to remove.
-      const auto other = Kind::make();
-      CHECK(other->markJudged("evt-3", "faithfulness_llm", kLedgerTtlMs));
-      CHECK(store->unmarkJudged("evt-3", "faithfulness_llm"));
-      CHECK_FALSE(store->markJudged("evt-3", "faithfulness_llm", kLedgerTtlMs));
-    }
-    CHECK_THROWS_AS(store->unmarkJudged("", "j"), std::invalid_argument);
+    CHECK(store->claim("evt-2", "faithfulness_llm", "next", kLongTtl).status == S::kClaimed);
+    // A stored verdict is not released by a late releaseClaim.
+    CHECK(store->releaseClaim("evt-1", "faithfulness_llm", "call-1"));
+    CHECK(store->claim("evt-1", "faithfulness_llm", "call-7", kLongTtl).status == S::kStored);
+    CHECK_THROWS_AS(store->claim("", "j", "t", 1000), std::invalid_argument);
+    CHECK_THROWS_AS(store->claim("e", "j", "", 1000), std::invalid_argument);
   }
 
   SUBCASE("64 concurrent callers never commit past the cap") {
@@ -606,7 +608,7 @@ TEST_CASE_TEMPLATE("budget store behaviour", Kind, MemoryStoreKind, RedisStoreKi
     CHECK_THROWS_AS(store->reserve(scopes, 0.1, kDay, "", kLongTtl), std::invalid_argument);
     CHECK_THROWS_AS(store->reserve(scopes, 0.1, kDay, "x", 0), std::invalid_argument);
     CHECK_THROWS_AS(store->settle("x", kDay, scopes, -1.0), std::invalid_argument);
-    CHECK_THROWS_AS(store->markJudged("", "j", 1000), std::invalid_argument);
+    CHECK_THROWS_AS(store->storeVerdict("", "j", "v", 1000), std::invalid_argument);
     checkSnapshot(*store, "global", kDay, 0, 0);  // nothing reached the store
   }
 }
@@ -638,8 +640,18 @@ TEST_CASE("redis: the documented keys, each with a 48 h expiry") {
     CHECK(ms > kLedgerTtlMs - 60'000);
     CHECK(ms <= kLedgerTtlMs);
   }
-  REQUIRE(store.markJudged("evt-9", "faithfulness_llm", kLedgerTtlMs));
-  const std::string pttl = rawCommands(server.port(), {"PTTL assay:judged:faithfulness_llm:evt-9"});
+  REQUIRE(store.claim("evt-9", "faithfulness_llm", "tok", 90'000).status ==
+          ClaimResult::Status::kClaimed);
+  CHECK(rawCommands(server.port(), {"GET assay:verdict:faithfulness_llm:evt-9"}) == "L:tok");
+  const std::string lease =
+      rawCommands(server.port(), {"PTTL assay:verdict:faithfulness_llm:evt-9"});
+  REQUIRE(lease.size() > 1);
+  CHECK(std::stoll(lease.substr(1)) > 80'000);  // the lease lives as long as the call
+  CHECK(std::stoll(lease.substr(1)) <= 90'000);
+  REQUIRE(store.storeVerdict("evt-9", "faithfulness_llm", "{}", kLedgerTtlMs));
+  CHECK(rawCommands(server.port(), {"GET assay:verdict:faithfulness_llm:evt-9"}) == "V:{}");
+  const std::string pttl =
+      rawCommands(server.port(), {"PTTL assay:verdict:faithfulness_llm:evt-9"});
   REQUIRE(pttl.size() > 1);
   CHECK(std::stoll(pttl.substr(1)) > kLedgerTtlMs - 60'000);
 }
@@ -691,7 +703,7 @@ TEST_CASE("redis: unreachable → unavailable within the connect timeout, never 
   CHECK_FALSE(store.spent("global", kDay).available);
   CHECK_FALSE(store.settle("u1", kDay, globalOnly(1.0), 0.1));
   CHECK_FALSE(store.release("u1", kDay, globalOnly(1.0)));
-  CHECK(store.markJudged("evt", "j", kLedgerTtlMs));  // "not known": reserve fails closed next
+  CHECK(store.claim("evt", "j", "t", 1000).status == ClaimResult::Status::kUnavailable);
 }
 
 TEST_CASE("redis: a restarted Redis is reconnected to") {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <thread>
 
 #include "fake_server.hpp"
 #include "judges/budget_options.hpp"
@@ -239,25 +240,83 @@ TEST_CASE("a budget store that does not answer: skipped_budget, flagged, no call
   CHECK(fx.requests() == before);
 }
 
-TEST_CASE("a redelivered event is not paid for twice") {
+LlmCallResult callOnce(LlmJudge& j, const Event& e) {
+  std::promise<LlmCallResult> p;
+  auto f = p.get_future();
+  j.call(e, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
+  return f.get();
+}
+
+TEST_CASE("a redelivered event re-emits its stored verdict: no second call, no charge") {
   Fixture fx;
   LlmJudge j(fx.settings(), fx.services.calls);
   Event e = event();
   e.id = "redelivered-1";
-  auto once = [&] {
-    std::promise<LlmCallResult> p;
-    auto f = p.get_future();
-    j.call(e, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
-    return f.get();
-  };
-  fx.script(R"([{"score": 3}])");
+  fx.script(R"([{"score": 3, "justification": "The context states two years."}])");
   const long before = fx.requests();
-  CHECK(once().verdict.outcome == Outcome::kOk);
-  const auto again = once();
-  CHECK(again.verdict.outcome == Outcome::kAlreadyJudged);
+  const auto first = callOnce(j, e);
+  REQUIRE(first.verdict.outcome == Outcome::kOk);
+  CHECK_FALSE(first.from_store);
+  CHECK(first.cost_eur > 0.0);
+  const double spent = fx.budget().spent("global", fx.today()).spent_eur;
+  const auto again = callOnce(j, e);
+  CHECK(again.from_store);
+  CHECK(again.verdict.outcome == Outcome::kOk);
+  CHECK(again.verdict.score == 3);
+  CHECK(again.verdict.justification == first.verdict.justification);
   CHECK(again.cost_eur == 0.0);
+  CHECK(again.usage.prompt_tokens == 0);
   CHECK(fx.requests() == before + 1);
-  CHECK(fx.budget().spent("global", fx.today()).outstanding_eur == 0.0);
+  const auto snap = fx.budget().spent("global", fx.today());
+  CHECK(snap.spent_eur == doctest::Approx(spent).epsilon(1e-9));
+  CHECK(snap.outstanding_eur == 0.0);
+  // The same event under another judge name is another pair: called.
+  auto s2 = fx.settings();
+  s2.name = "relevancy_llm";
+  LlmJudge other(s2, fx.services.calls);
+  fx.script(R"([{"score": 2}])");
+  CHECK_FALSE(callOnce(other, e).from_store);
+  CHECK(fx.requests() == before + 2);
+}
+
+TEST_CASE("a call nobody billed is not stored: the next delivery calls again") {
+  Fixture fx;
+  auto s = fx.settings();
+  s.retry.max_attempts = 1;
+  LlmJudge j(s, fx.services.calls);
+  Event e = event();
+  e.id = "unbilled-1";
+  fx.script(R"([{"status": 500}, {"score": 4}])");
+  const long before = fx.requests();
+  const auto failed = callOnce(j, e);
+  CHECK(failed.verdict.outcome == Outcome::kProviderError);
+  CHECK(failed.cost_eur == 0.0);
+  const auto retried = callOnce(j, e);
+  CHECK_FALSE(retried.from_store);
+  CHECK(retried.verdict.outcome == Outcome::kOk);
+  CHECK(retried.verdict.score == 4);
+  CHECK(fx.requests() == before + 2);
+}
+
+TEST_CASE("the same event delivered twice at once (a rebalance): one call, both get its verdict") {
+  Fixture fx;
+  LlmJudge j(fx.settings(), fx.services.calls);
+  Event e = event();
+  e.id = "concurrent-1";
+  fx.script(R"([{"score": 2, "delay_ms": 400}])");
+  const long before = fx.requests();
+  std::promise<LlmCallResult> p1, p2;
+  j.call(e, [&](LlmCallResult r) { p1.set_value(std::move(r)); });
+  std::this_thread::sleep_for(100ms);  // the first call holds the lease
+  j.call(e, [&](LlmCallResult r) { p2.set_value(std::move(r)); });
+  const auto a = p1.get_future().get();
+  const auto b = p2.get_future().get();
+  CHECK(a.verdict.score == 2);
+  CHECK_FALSE(a.from_store);
+  CHECK(b.verdict.score == 2);
+  CHECK(b.from_store);
+  CHECK(b.cost_eur == 0.0);
+  CHECK(fx.requests() == before + 1);
 }
 
 TEST_CASE("max_in_flight bounds concurrent calls; every call completes") {
