@@ -48,7 +48,7 @@ ReserveAnswer Ledger::claimAndReserve(const ReserveRequest& r) {
   ReserveAnswer a;
   const bool claiming = !r.event_id.empty();
   if (claiming) {
-    ClaimResult c = store_->claim(r.event_id, r.judge, r.reservation_id, r.ttl_ms);
+    ClaimResult c = store_->claim(r.event_id, r.judge, r.reservation_id, r.lease_ms);
     a.claim = c.status;
     answered_ = c.status != ClaimResult::Status::kUnavailable;
     switch (c.status) {

@@ -40,7 +40,8 @@ struct ReserveRequest {
   double amount_eur = 0;
   std::string day;             ///< "YYYY-MM-DD" in budget.timezone
   std::string reservation_id;  ///< unique per call; also the call's lease token
-  std::int64_t ttl_ms = 0;     ///< reservation and lease expire after this (the call's deadline)
+  std::int64_t ttl_ms = 0;     ///< the reservation expires after this, milliseconds
+  std::int64_t lease_ms = 0;   ///< the lease expires after this (the call's deadline), ms
   bool close_on_refusal = true;
   /// The pair the verdict store keeps the call's outcome under ("" = no claim, no store).
   std::string event_id, judge;

@@ -125,7 +125,7 @@ struct LlmJudge::Call {
   Steady::time_point started = Steady::now();
   int attempts = 0;
   bool answered = false;  // a 2xx reply arrived (billed by the provider)
-  std::int64_t ttl_ms = 0;
+  std::int64_t ttl_ms = 0, lease_ms = 0;
 };
 
 LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
@@ -260,8 +260,11 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   // Unique across calls, restarts and instances: it is also the call's lease token.
   c->reservation_id = event.id + "/" + settings_.name + "/" + processNonce() + "/" +
                       std::to_string(now_ms) + "/" + std::to_string(sequence_++);
-  c->ttl_ms = settings_.timeout.count() * (settings_.retry.max_attempts + 1) +
-              settings_.retry.max_retry_wait.count() * settings_.retry.max_attempts + 60'000;
+  // The lease lasts as long as the call can (every attempt and the longest pauses) plus 10 s;
+  // the reservation another minute, so that a late settlement still finds it.
+  c->lease_ms = settings_.timeout.count() * (settings_.retry.max_attempts + 1) +
+                settings_.retry.max_retry_wait.count() * settings_.retry.max_attempts + 10'000;
+  c->ttl_ms = c->lease_ms + 50'000;
   c->done = std::move(done);
   reserve(c, false);
 }
@@ -273,6 +276,7 @@ void LlmJudge::reserve(const std::shared_ptr<Call>& c, bool chain) const {
   r.day = c->day;
   r.reservation_id = c->reservation_id;
   r.ttl_ms = c->ttl_ms;
+  r.lease_ms = c->lease_ms;
   r.close_on_refusal = true;
   // A redelivered event (Kafka delivers at least once) is neither called nor paid for twice:
   // the verdict store holds the (event id, judge) pair's lease while a call runs, and its

@@ -15,6 +15,9 @@
 //      [[fake-score:3]] [[fake-kind:truncated]];
 //   3. a verdict with score 1 + (FNV-1a of the prompt) mod 4: deterministic per event.
 // GET /_fake/stats returns {"requests": N, "chat": N, "messages": N}.
+// --delay-ms N delays every unscripted reply by N ms (a marker overrides it). --call-log FILE
+// appends one line per billed (2xx) reply, the provider's own call log:
+//   <FNV-1a of the prompt, hex> <received, epoch ms> <replied, epoch ms> <input> <output tokens>
 
 #include <poll.h>
 #include <rapidjson/document.h>
@@ -28,7 +31,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <iostream>
@@ -49,6 +54,14 @@ namespace {
 std::atomic<bool> g_stop{false};
 std::atomic<long> g_requests{0}, g_chat{0}, g_messages{0};
 std::string g_api_key;
+int g_delay_ms = 0;
+std::FILE* g_call_log = nullptr;
+
+std::int64_t epochMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 struct Scripted {
   int status = 200;
@@ -166,7 +179,9 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
       scripted = true;
     }
   }
+  const std::int64_t received_ms = epochMs();
   if (!scripted) {
+    s.delay_ms = g_delay_ms;
     s.score = 1 + static_cast<int>(fnv1a(prompt) % 4);
     if (auto m = marker(prompt, "status")) s.status = std::stoi(*m);
     if (auto m = marker(prompt, "retry-after")) s.retry_after = *m;
@@ -210,6 +225,14 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
   if (s.kind == "refusal") content = "I'm sorry, but I can't help with that.";
   const long prompt_tokens = static_cast<long>(prompt.size() / 4 + 7);
   const long completion_tokens = static_cast<long>(content.size() / 4 + 1);
+  if (g_call_log) {
+    std::lock_guard lock(g_mu);
+    std::fprintf(g_call_log, "%016llx %lld %lld %ld %ld\n",
+                 static_cast<unsigned long long>(fnv1a(prompt)),
+                 static_cast<long long>(received_ms), static_cast<long long>(epochMs()),
+                 prompt_tokens, s.kind == "no_usage" ? 0L : completion_tokens);
+    std::fflush(g_call_log);
+  }
   std::string usage;
   if (anthropic) {
     usage = R"(,"usage":{"input_tokens":)" + std::to_string(prompt_tokens) +
@@ -267,7 +290,8 @@ int main(int argc, char** argv) {
           "prints LISTENING <port>, serves until SIGTERM or stdin closes. Markers in the prompt:\n"
           "[[fake-status:429]] [[fake-retry-after:45]] [[fake-delay-ms:300]] [[fake-score:3]]\n"
           "[[fake-kind:truncated|fenced|refusal|error|overloaded|no_usage|null_details]];\n"
-          "POST /_fake/script queues scripted replies, GET /_fake/stats counts requests.\n");
+          "POST /_fake/script queues scripted replies, GET /_fake/stats counts requests.\n"
+          "--delay-ms N delays unscripted replies; --call-log FILE logs every billed reply.\n");
       return 0;
     }
   }
@@ -281,6 +305,10 @@ int main(int argc, char** argv) {
       key = argv[i + 1];
     else if (a == "--api-key")
       g_api_key = argv[i + 1];
+    else if (a == "--delay-ms")
+      g_delay_ms = std::stoi(argv[i + 1]);
+    else if (a == "--call-log")
+      g_call_log = std::fopen(argv[i + 1], "a");
   }
   std::signal(SIGPIPE, SIG_IGN);
   asio::io_context io;
