@@ -302,8 +302,18 @@ void loadSampling(Reader& r, const YAML::Node& n, SamplingOptions& o) {
 
 void loadLimits(Reader& r, const YAML::Node& n, LimitsOptions& o) {
   const std::string p = "limits";
-  if (!r.checkMap(n, p, {"queue_capacity", "max_event_bytes", "workers", "drain_timeout_ms"}))
+  if (!r.checkMap(
+          n, p, {"queue_capacity", "max_event_bytes", "workers", "drain_timeout_ms", "when_full"}))
     return;
+  std::string when_full = "block";
+  r.get(n, "when_full", p, when_full);
+  if (when_full == "block")
+    o.when_full = LimitsOptions::WhenFull::kBlock;
+  else if (when_full == "drop_newest")
+    o.when_full = LimitsOptions::WhenFull::kDropNewest;
+  else
+    r.error(n["when_full"], p + ".when_full",
+            "expected block or drop_newest, got '" + when_full + "'");
   r.getRange<std::size_t>(n, "queue_capacity", p, o.queue_capacity, 1, 10'000'000);
   r.getRange<std::size_t>(n, "max_event_bytes", p, o.max_event_bytes, 64, 64u << 20);
   r.getRange(n, "workers", p, o.workers, 1, 64);
@@ -559,7 +569,7 @@ void checkJudgeOptions(Reader& r, const YAML::Node& j, const std::string& jp, co
   JudgeContext ctx;
   ctx.name = jc.name;
   ctx.budget = &config.budget;
-  ctx.max_waiting = config.limits.queue_capacity;
+  ctx.max_waiting = judgeBacklog(config.limits);
   ctx.warn = [&](const std::string& key, const std::string& message) {
     r.warn(nodeAt(j, key), jp + "." + key, message);
   };

@@ -54,7 +54,22 @@ struct LimitsOptions {
   std::size_t max_event_bytes = 1048576;  ///< larger messages are invalid (`too_large`)
   int workers = 2;                        ///< judge worker threads, 1..64
   int drain_timeout_ms = 10000;           ///< on shutdown, time allowed to finish the queue
+  /// `when_full`: what a full queue (or queue_capacity events waiting for asynchronous
+  /// verdicts) does to the next sample. kBlock pauses the assigned partitions of kafka.topic
+  /// until the backlog halves (nothing dropped, lag grows); kDropNewest drops it (counted).
+  enum class WhenFull { kBlock, kDropNewest };
+  WhenFull when_full = WhenFull::kBlock;
 };
+
+/// Calls one asynchronous judge may queue locally (JudgeContext::max_waiting). With kBlock the
+/// pipeline bounds the backlog itself (it pauses at queue_capacity events waiting for verdicts,
+/// plus at most queue_capacity queued and 64 in the workers' hands), so a judge's own queue
+/// never refuses a call; with kDropNewest a call beyond queue_capacity is refused
+/// (`rate_limited`, "local backlog full").
+inline std::size_t judgeBacklog(const LimitsOptions& o) {
+  return o.when_full == LimitsOptions::WhenFull::kBlock ? 2 * o.queue_capacity + 64
+                                                        : o.queue_capacity;
+}
 
 /// `run_if`: a judge runs only when every condition holds on an earlier verdict of the same
 /// event (a verdict that has no score fails every condition).

@@ -45,7 +45,7 @@ std::vector<RunnableJudge> buildJudges(const Config& config, JudgeServices& serv
     JudgeContext ctx;
     ctx.name = jc.name;
     ctx.budget = &config.budget;
-    ctx.max_waiting = config.limits.queue_capacity;
+    ctx.max_waiting = judgeBacklog(config.limits);
     ctx.services = &services;
     const std::string where = "judges[" + std::to_string(i) + "]";
     try {

@@ -93,6 +93,9 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                   }},
               run_.no_workers ? 0 : config.limits.workers, &services_) {
   freezeBaselines(tracker_, trackedJudges(config), config.tracking);
+  for (const auto& [key, value] : config.kafka.properties)  // checked by the loader
+    if (key == "max.poll.interval.ms")
+      keepalive_ = std::chrono::milliseconds(std::stoll(value) / 4);
   if (sinks_.empty()) spdlog::warn("no sink configured: judgments go to the metrics only");
   if (!config.kafka.feedback_topic.empty())
     spdlog::info("kafka: feedback from '{}' (ratings and annotations, joined by id)",
@@ -116,8 +119,10 @@ int Pipeline::run() {
 }
 
 bool Pipeline::pollOnce(int timeout_ms) {
-  for (int n = 0; n < kBatch; ++n) {
+  const bool paused = paused_ && waitWhilePaused(timeout_ms);
+  for (int n = 0; n < kBatch && !paused && !paused_; ++n) {
     rd_kafka_message_t* m = consumer_.poll(n == 0 ? timeout_ms : 0);
+    last_poll_ = Clock::now();
     if (!m) break;
     const bool fatal = m->err == RD_KAFKA_RESP_ERR__FATAL;
     if (fatal) {
@@ -187,10 +192,55 @@ void Pipeline::handleEvent(const rd_kafka_message_t* m) {
 void Pipeline::enqueue(WorkItem item) {
   const auto partition = item.partition;
   const auto offset = item.offset;
-  if (!queue_.tryPush(item)) {
-    sampling_stats_.dropped_queue_full.Increment();
-    offsets_.finish(partition, offset);  // a counted, deliberate drop
+  if (config_.limits.when_full == LimitsOptions::WhenFull::kDropNewest) {
+    if (!queue_.tryPush(item)) {
+      sampling_stats_.dropped_queue_full.Increment();
+      offsets_.finish(partition, offset);  // a counted, deliberate drop
+    }
+    return;
   }
+  if (held_.empty() && !backlogFull() && queue_.tryPush(item)) return;
+  held_.push_back(std::move(item));  // judged later, in order; its offset stays pending
+  if (!paused_) {
+    paused_ = true;
+    sampling_stats_.paused.Set(1);
+    sampling_stats_.pauses.Increment();
+  }
+}
+
+bool Pipeline::backlogFull() const {
+  return queue_.size() >= config_.limits.queue_capacity ||
+         static_cast<std::size_t>(runner_.pending()) >= config_.limits.queue_capacity;
+}
+
+void Pipeline::releaseHeld() {
+  while (!held_.empty() && !backlogFull() && queue_.tryPush(held_.front())) held_.pop_front();
+  const std::size_t half = config_.limits.queue_capacity / 2;
+  if (held_.empty() && queue_.size() <= half &&
+      static_cast<std::size_t>(runner_.pending()) <= half) {
+    paused_ = false;
+    sampling_stats_.paused.Set(0);
+  }
+}
+
+bool Pipeline::waitWhilePaused(int timeout_ms) {
+  releaseHeld();
+  if (!paused_) return false;
+  // No consumer poll while paused: librdkafka's pre-fetch queue fills up to
+  // queued.max.messages.kbytes and its fetcher stops by itself (rd_kafka_pause_partitions was
+  // tried and, on librdkafka 2.0, a partition resumed right after its pause could stay without
+  // a fetcher for good). One poll every max.poll.interval.ms / 4 keeps the group membership
+  // and serves rebalances; the message it returns is held like the others.
+  if (Clock::now() - last_poll_ >= keepalive_) {
+    last_poll_ = Clock::now();
+    if (rd_kafka_message_t* m = consumer_.poll(0)) {
+      handleMessage(m);
+      rd_kafka_message_destroy(m);
+    }
+    return true;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::min(timeout_ms, 5)));
+  return true;
 }
 
 void Pipeline::finishInvalid(const rd_kafka_message_t* m, const ParseOutcome& po) {
@@ -241,8 +291,8 @@ void Pipeline::everySecond() {
 }
 
 bool Pipeline::idle() const {
-  return last_activity_ && queue_.size() == 0 && runner_.busy() == 0 && runner_.pending() == 0 &&
-         offsets_.pending() == 0 && feedback_offsets_.pending() == 0 &&
+  return last_activity_ && held_.empty() && queue_.size() == 0 && runner_.busy() == 0 &&
+         runner_.pending() == 0 && offsets_.pending() == 0 && feedback_offsets_.pending() == 0 &&
          Clock::now() - *last_activity_ >= std::chrono::duration<double>(*run_.exit_when_idle_s);
 }
 
@@ -297,12 +347,13 @@ void Pipeline::shutdown() {
     producer_.poll();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (const auto left = queue_.takeAll(); !left.empty()) {
-    sampling_stats_.dropped_shutdown.Increment(static_cast<double>(left.size()));
+  if (const auto left = queue_.takeAll().size() + held_.size(); left > 0) {
+    held_.clear();
+    sampling_stats_.dropped_shutdown.Increment(static_cast<double>(left));
     spdlog::warn(
         "shutdown: {} sampled event(s) not judged within drain_timeout_ms; their offsets are "
         "not committed, so they are redelivered",
-        left.size());
+        left);
   }
   runner_.join();
   if (const int n = runner_.pending(); n > 0)
@@ -327,6 +378,9 @@ void Pipeline::logSummary() const {
                value(consumer_stats_.consumed), static_cast<long>(sampling_stats_.sampledTotal()),
                invalid, detail.empty() ? "" : " (", detail, detail.empty() ? "" : ")", judged,
                value(sampling_stats_.dropped_queue_full) + value(sampling_stats_.dropped_shutdown));
+  if (const long pauses = value(sampling_stats_.pauses); pauses > 0)
+    spdlog::info("back-pressure: consumption paused {} time(s) while the judge backlog was full",
+                 pauses);
   const auto first_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(first_consumed_.time_since_epoch())
           .count();

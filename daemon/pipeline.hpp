@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,7 +96,18 @@ class Pipeline {
   void handleEvent(const rd_kafka_message_t* m);
   void handleFeedback(const rd_kafka_message_t* m);
   void finishInvalid(const rd_kafka_message_t* m, const ParseOutcome& po);
+  /// Queues a sample; when the backlog is full, drops it (drop_newest, counted) or holds it
+  /// and pauses consumption (block).
   void enqueue(WorkItem item);
+  /// block: the backlog is full (a full queue, or queue_capacity events waiting for an
+  /// asynchronous verdict).
+  bool backlogFull() const;
+  /// block: moves held samples into the queue while there is room; resumes consumption once
+  /// none is held and the backlog is down to half its capacity.
+  void releaseHeld();
+  /// block, while paused: releases held samples, then waits a little (at most `timeout_ms`,
+  /// 5 ms) or polls one message to keep the group membership. False once resumed.
+  bool waitWhilePaused(int timeout_ms);
   void everySecond();
   /// Why /readyz says 503 ("" = ready): no partition assignment yet, or a budget store that
   /// does not answer. Reads only atomics (the admin thread calls it).
@@ -132,6 +144,10 @@ class Pipeline {
   JudgeServices services_;
   JudgeRunner runner_;  // destroyed first: closes the queue, joins, stops the services
   // ---- Poll-thread state.
+  std::deque<WorkItem> held_;  // block: samples consumed while the backlog was full
+  bool paused_ = false;        // block: no consumer poll until the backlog halves
+  std::chrono::steady_clock::time_point last_poll_{};
+  std::chrono::milliseconds keepalive_{75'000};  // max.poll.interval.ms / 4
   RateLimitedLog invalid_log_, feedback_log_, kafka_log_;
   std::optional<std::chrono::steady_clock::time_point> last_activity_;
   std::chrono::steady_clock::time_point last_refresh_{};

@@ -18,7 +18,18 @@ SamplingStats::SamplingStats(prometheus::Registry& registry, std::size_t max_lab
                       .Name("assay_queue_depth")
                       .Help("Sampled events waiting for a judge worker")
                       .Register(registry)
-                      .Add({})) {}
+                      .Add({})),
+      paused(prometheus::BuildGauge()
+                 .Name("assay_consumer_paused")
+                 .Help("1 while consumption is paused because the judge backlog is full "
+                       "(limits.when_full: block)")
+                 .Register(registry)
+                 .Add({})),
+      pauses(prometheus::BuildCounter()
+                 .Name("assay_consumer_pauses_total")
+                 .Help("Times consumption was paused because the judge backlog was full")
+                 .Register(registry)
+                 .Add({})) {}
 
 void SamplingStats::countSampled(std::string_view tenant) {
   const std::string label = tenants_.fold(tenant);

@@ -4,6 +4,9 @@
 ///   assay_samples_dropped_total{reason}         queue_full (drop-newest), shutdown (drain
 ///                                               timed out)
 ///   assay_queue_depth                           sampled events waiting for a worker
+///   assay_consumer_paused                       1 while limits.when_full: block holds
+///                                               consumption back (the judge backlog is full)
+///   assay_consumer_pauses_total                 times it did
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -38,6 +41,8 @@ class SamplingStats {
   prometheus::Counter& dropped_queue_full;
   prometheus::Counter& dropped_shutdown;
   prometheus::Gauge& queue_depth;
+  prometheus::Gauge& paused;
+  prometheus::Counter& pauses;
 };
 
 }  // namespace assay

@@ -424,3 +424,18 @@ TEST_CASE("no configuration value that can be a secret is echoed; every number i
   REQUIRE(big.errors.size() == 1);
   CHECK(big.errors[0].path == "budget.daily_limit_eur");
 }
+
+TEST_CASE("limits.when_full: block by default, drop_newest, anything else an error") {
+  const auto def = load(kJudge);
+  CHECK(def.config.limits.when_full == LimitsOptions::WhenFull::kBlock);
+  CHECK(judgeBacklog(def.config.limits) == 2 * 10000 + 64);  // never refuses under block
+  const auto drop =
+      load(std::string("limits: {when_full: drop_newest, queue_capacity: 50}\n") + kJudge);
+  REQUIRE(drop.ok());
+  CHECK(drop.config.limits.when_full == LimitsOptions::WhenFull::kDropNewest);
+  CHECK(judgeBacklog(drop.config.limits) == 50);
+  const auto bad = load(std::string("limits:\n  when_full: wait\n") + kJudge);
+  REQUIRE(bad.errors.size() == 1);
+  CHECK(bad.errors[0].format() ==
+        "t.yaml:2:14: limits.when_full: expected block or drop_newest, got 'wait'");
+}
