@@ -354,12 +354,14 @@ void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
   if (const auto prices = n["prices"]) {
     if (!prices.IsMap()) {
       r.error(prices, p + ".prices",
-              "expected {model: {input, cached_input?, output}} in USD per million tokens");
+              "expected {model: {input, cached_input?, cache_write?, output}} in USD per million "
+              "tokens");
     } else {
       for (const auto& kv : prices) {
         const auto model = kv.first.as<std::string>("");
         const std::string mp = p + ".prices." + model;
-        if (!r.checkMap(kv.second, mp, {"input", "cached_input", "output"})) continue;
+        if (!r.checkMap(kv.second, mp, {"input", "cached_input", "cache_write", "output"}))
+          continue;
         PriceOverride po;
         po.model = model;
         po.input = po.cached_input = -1;
@@ -368,6 +370,8 @@ void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
         r.getRange(kv.second, "output", mp, po.output, 0.0, 10000.0);
         po.cached_input = po.input;
         r.getRange(kv.second, "cached_input", mp, po.cached_input, 0.0, 10000.0);
+        po.cache_write = po.input * 1.25;  // llm::kDefaultCacheWriteMultiplier
+        r.getRange(kv.second, "cache_write", mp, po.cache_write, 0.0, 10000.0);
         if (po.input < 0 || po.output < 0) {
           r.error(kv.second, mp, "needs input and output (USD per million tokens)");
           continue;

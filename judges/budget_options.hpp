@@ -11,6 +11,7 @@ namespace assay {
 struct PriceOverride {
   std::string model;
   double input = 0, cached_input = 0, output = 0;
+  double cache_write = 0;  ///< default: 1.25 × input (Anthropic's 5-minute cache write)
 };
 
 /// Caps are euros per local day in `timezone`.

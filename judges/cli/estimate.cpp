@@ -64,10 +64,10 @@ EstimateJudge parseJudge(const std::string& spec) {
   return j;
 }
 
-// MODEL=IN/CACHED/OUT or MODEL=IN/OUT, USD per million tokens.
+// MODEL=IN/CACHED/OUT[/CACHE_WRITE] or MODEL=IN/OUT, USD per million tokens.
 std::pair<std::string, llm::ModelPrice> parsePrice(const std::string& spec) {
   const std::string form = "--price '" + spec +
-                           "': expected MODEL=IN/CACHED/OUT (USD per million "
+                           "': expected MODEL=IN/CACHED/OUT[/CACHE_WRITE] (USD per million "
                            "tokens) or MODEL=IN/OUT";
   const std::size_t eq = spec.rfind('=');
   if (eq == std::string::npos || eq == 0) throw EstimateError(form);
@@ -79,8 +79,10 @@ std::pair<std::string, llm::ModelPrice> parsePrice(const std::string& spec) {
     v.push_back(*d);
   }
   llm::ModelPrice p;
-  if (v.size() == 3)
-    p = {v[0], v[1], v[2]};
+  if (v.size() == 4)
+    p = {v[0], v[1], v[2], v[3]};
+  else if (v.size() == 3)
+    p = {v[0], v[1], v[2], v[0] * llm::kDefaultCacheWriteMultiplier};
   else if (v.size() == 2)
     p = llm::uncachedPrice(v[0], v[1]);
   else

@@ -33,7 +33,7 @@ std::int64_t nowMs() {
 PriceTable pricesOf(const BudgetOptions& budget) {
   auto prices = PriceTable::builtin();
   for (const auto& po : budget.prices)
-    prices.set(po.model, ModelPrice{po.input, po.cached_input, po.output});
+    prices.set(po.model, ModelPrice{po.input, po.cached_input, po.output, po.cache_write});
   return prices;
 }
 

@@ -209,7 +209,7 @@ void readModel(const JudgeOptionValues& values, const JudgeContext& ctx, LlmJudg
   }
   auto prices = PriceTable::builtin();
   for (const auto& po : ctx.budget->prices)
-    prices.set(po.model, ModelPrice{po.input, po.cached_input, po.output});
+    prices.set(po.model, ModelPrice{po.input, po.cached_input, po.output, po.cache_write});
   if (const auto price = prices.find(s.model))
     s.price = *price;
   else

@@ -17,7 +17,8 @@ prometheus::Family<prometheus::Gauge>& gauge(prometheus::Registry& r, const char
 
 LlmStats::LlmStats(prometheus::Registry& r)
     : tokens(counter(r, "assay_judge_tokens_total",
-                     "Tokens charged for LLM judge calls, by direction (input, output)")),
+                     "Tokens charged for LLM judge calls, by class: input, cached_input, "
+                     "cache_write, output, reasoning")),
       cost(counter(r, "assay_judge_cost_euros_total",
                    "Cost of LLM judge calls in euros (reported usage × price × usd_to_eur)")),
       usage_missing(counter(r, "assay_judge_usage_missing_total",
@@ -33,8 +34,14 @@ LlmStats::LlmStats(prometheus::Registry& r)
                        .Add({})) {}
 
 LlmStats::Judge LlmStats::forJudge(const std::string& judge, const std::string& model) {
-  return Judge{&tokens.Add({{"judge", judge}, {"model", model}, {"direction", "input"}}),
-               &tokens.Add({{"judge", judge}, {"model", model}, {"direction", "output"}}),
+  const auto dir = [&](const char* d) {
+    return &tokens.Add({{"judge", judge}, {"model", model}, {"direction", d}});
+  };
+  return Judge{dir("input"),
+               dir("cached_input"),
+               dir("cache_write"),
+               dir("output"),
+               dir("reasoning"),
                &cost.Add({{"judge", judge}, {"model", model}}),
                &usage_missing.Add({{"judge", judge}}),
                &self_judging.Add({{"judge", judge}}),

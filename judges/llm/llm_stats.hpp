@@ -18,9 +18,10 @@ struct LlmStats {
 
   /// One judge's children, held by the judge (the hot path never looks a family up).
   struct Judge {
-    prometheus::Counter* tokens_in;   ///< assay_judge_tokens_total{judge,model,direction="input"}
-    prometheus::Counter* tokens_out;  ///< {direction="output"}
-    prometheus::Counter* cost;        ///< assay_judge_cost_euros_total{judge,model}, euros
+    /// assay_judge_tokens_total{judge,model,direction}: input (neither cached nor written),
+    /// cached_input, cache_write, output (not reasoning), reasoning (TokenUsage::Classes).
+    prometheus::Counter *tokens_in, *tokens_cached, *tokens_write, *tokens_out, *tokens_reasoning;
+    prometheus::Counter* cost;           ///< assay_judge_cost_euros_total{judge,model}, euros
     prometheus::Counter* usage_missing;  ///< assay_judge_usage_missing_total{judge}
     prometheus::Counter* self_judging;   ///< assay_judge_self_judging_total{judge}
     /// assay_judge_stored_verdicts_total{judge}: verdicts of redelivered events re-emitted

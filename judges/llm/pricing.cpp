@@ -15,41 +15,50 @@ double costUsd(const ModelPrice& price, const TokenUsage& usage) {
       std::clamp<std::int64_t>(usage.cache_write_prompt_tokens, 0, prompt - cached);
   const std::int64_t uncached = prompt - cached - write;
   const std::int64_t completion = std::max<std::int64_t>(usage.completion_tokens, 0);
-  const double micro_usd =
-      static_cast<double>(uncached) * price.input_usd_per_mtok +
-      static_cast<double>(cached) * price.cached_input_usd_per_mtok +
-      static_cast<double>(write) * price.input_usd_per_mtok * kCacheWriteInputMultiplier +
-      static_cast<double>(completion) * price.output_usd_per_mtok;
+  const double micro_usd = static_cast<double>(uncached) * price.input_usd_per_mtok +
+                           static_cast<double>(cached) * price.cached_input_usd_per_mtok +
+                           static_cast<double>(write) * price.cache_write_usd_per_mtok +
+                           static_cast<double>(completion) * price.output_usd_per_mtok;
   return micro_usd / 1e6;
 }
 
 double costEur(double usd, double usd_to_eur) { return usd * usd_to_eur; }
 
+TokenUsage::Classes TokenUsage::classes() const {
+  const std::int64_t prompt = std::max<std::int64_t>(prompt_tokens, 0);
+  const std::int64_t cached = std::clamp<std::int64_t>(cached_prompt_tokens, 0, prompt);
+  const std::int64_t write =
+      std::clamp<std::int64_t>(cache_write_prompt_tokens, 0, prompt - cached);
+  const std::int64_t completion = std::max<std::int64_t>(completion_tokens, 0);
+  const std::int64_t reasoning = std::clamp<std::int64_t>(reasoning_tokens, 0, completion);
+  return {prompt - cached - write, cached, write, completion - reasoning, reasoning};
+}
+
 PriceTable PriceTable::builtin() {
   PriceTable t;
-  // OpenAI: input / cached input / output.
-  t.set("gpt-4o", {2.50, 1.25, 10.00});
+  // OpenAI: input / cached input / output / cache write (OpenAI charges no write premium).
+  t.set("gpt-4o", {2.50, 1.25, 10.00, 2.50});
   t.set("gpt-4o-2024-05-13", uncachedPrice(5.00, 15.00));  // the first gpt-4o snapshot
-  t.set("gpt-4o-mini", {0.15, 0.075, 0.60});
-  t.set("gpt-4.1", {2.00, 0.50, 8.00});
-  t.set("gpt-4.1-mini", {0.40, 0.10, 1.60});
-  t.set("gpt-4.1-nano", {0.10, 0.025, 0.40});
-  t.set("gpt-5", {1.25, 0.125, 10.00});
-  t.set("gpt-5-mini", {0.25, 0.025, 2.00});
-  t.set("gpt-5-nano", {0.05, 0.005, 0.40});
-  t.set("o3-mini", {1.10, 0.55, 4.40});
-  t.set("o4-mini", {1.10, 0.275, 4.40});
-  t.set("o3", {2.00, 0.50, 8.00});  // after the June 2025 price cut
-  // Anthropic: base input / cache hits (0.1× input) / output.
-  t.set("claude-3-haiku", {0.25, 0.03, 1.25});
-  t.set("claude-3-5-haiku", {0.80, 0.08, 4.00});
-  t.set("claude-haiku-4-5", {1.00, 0.10, 5.00});
+  t.set("gpt-4o-mini", {0.15, 0.075, 0.60, 0.15});
+  t.set("gpt-4.1", {2.00, 0.50, 8.00, 2.00});
+  t.set("gpt-4.1-mini", {0.40, 0.10, 1.60, 0.40});
+  t.set("gpt-4.1-nano", {0.10, 0.025, 0.40, 0.10});
+  t.set("gpt-5", {1.25, 0.125, 10.00, 1.25});
+  t.set("gpt-5-mini", {0.25, 0.025, 2.00, 0.25});
+  t.set("gpt-5-nano", {0.05, 0.005, 0.40, 0.05});
+  t.set("o3-mini", {1.10, 0.55, 4.40, 1.10});
+  t.set("o4-mini", {1.10, 0.275, 4.40, 1.10});
+  t.set("o3", {2.00, 0.50, 8.00, 2.00});  // after the June 2025 price cut
+  // Anthropic: base input / cache hits (0.1× input) / output / 5-minute cache writes (1.25×).
+  t.set("claude-3-haiku", {0.25, 0.03, 1.25, 0.30});
+  t.set("claude-3-5-haiku", {0.80, 0.08, 4.00, 1.00});
+  t.set("claude-haiku-4-5", {1.00, 0.10, 5.00, 1.25});
   for (const char* sonnet :
        {"claude-3-5-sonnet", "claude-3-7-sonnet", "claude-sonnet-4", "claude-sonnet-4-5"})
-    t.set(sonnet, {3.00, 0.30, 15.00});
+    t.set(sonnet, {3.00, 0.30, 15.00, 3.75});
   for (const char* opus : {"claude-3-opus", "claude-opus-4", "claude-opus-4-1"})
-    t.set(opus, {15.00, 1.50, 75.00});
-  t.set("claude-opus-4-5", {5.00, 0.50, 25.00});
+    t.set(opus, {15.00, 1.50, 75.00, 18.75});
+  t.set("claude-opus-4-5", {5.00, 0.50, 25.00, 6.25});
   // Mistral: no cached-input rate.
   t.set("mistral-small", uncachedPrice(0.10, 0.30));
   t.set("mistral-medium", uncachedPrice(0.40, 2.00));
@@ -133,13 +142,19 @@ std::optional<TokenUsage> parseOpenAiUsage(const rapidjson::Value& response) {
   if (readCount(*usage, "prompt_tokens", u.prompt_tokens) != Count::kOk ||
       readCount(*usage, "completion_tokens", u.completion_tokens) != Count::kOk)
     return std::nullopt;
-  const auto details = usage->FindMember("prompt_tokens_details");
-  if (details != usage->MemberEnd() && !details->value.IsNull()) {
-    if (!details->value.IsObject()) return std::nullopt;
-    if (readCount(details->value, "cached_tokens", u.cached_prompt_tokens) == Count::kBad)
-      return std::nullopt;
-  }
-  if (u.cached_prompt_tokens > u.prompt_tokens) return std::nullopt;
+  // A details object may be missing or null; a count in it may be missing or null (= 0).
+  const auto detail = [&](const char* object, const char* name, std::int64_t& out) {
+    const auto it = usage->FindMember(object);
+    if (it == usage->MemberEnd() || it->value.IsNull()) return true;
+    return it->value.IsObject() && readCount(it->value, name, out) != Count::kBad;
+  };
+  if (!detail("prompt_tokens_details", "cached_tokens", u.cached_prompt_tokens) ||
+      !detail("completion_tokens_details", "reasoning_tokens", u.reasoning_tokens) ||
+      readCount(*usage, "cache_creation_input_tokens", u.cache_write_prompt_tokens) == Count::kBad)
+    return std::nullopt;
+  if (u.cached_prompt_tokens + u.cache_write_prompt_tokens > u.prompt_tokens ||
+      u.reasoning_tokens > u.completion_tokens)
+    return std::nullopt;
   return u;
 }
 

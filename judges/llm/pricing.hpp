@@ -25,44 +25,56 @@ struct ModelPrice {
   double input_usd_per_mtok = 0;         ///< prompt tokens not served from a cache
   double cached_input_usd_per_mtok = 0;  ///< prompt tokens read from the provider's cache
   double output_usd_per_mtok = 0;        ///< completion tokens, reasoning tokens included
+  /// Prompt tokens written to the provider's cache (Anthropic `cache_creation_input_tokens`:
+  /// 1.25× input for the 5-minute cache; a 1-hour cache write, 2×, needs an override).
+  double cache_write_usd_per_mtok = 0;
 };
 
-/// A price with no cached-input discount: cached prompt tokens cost the input rate.
+/// Anthropic's 5-minute prompt-cache write price as a multiple of the base input price
+/// (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#pricing, 2025-08):
+/// the default `cache_write` of a configured price, the safe side for providers that do not
+/// charge writes (OpenAI never reports any).
+inline constexpr double kDefaultCacheWriteMultiplier = 1.25;
+
+/// A price with no cached-input discount and no cache-write premium (Mistral, self-hosted).
 constexpr ModelPrice uncachedPrice(double input_usd_per_mtok, double output_usd_per_mtok) {
-  return {input_usd_per_mtok, input_usd_per_mtok, output_usd_per_mtok};
+  return {input_usd_per_mtok, input_usd_per_mtok, output_usd_per_mtok, input_usd_per_mtok};
 }
 
 /// Token counts of one call, normalised across providers.
 /// `cached_prompt_tokens` and `cache_write_prompt_tokens` are disjoint SUBSETS of
 /// `prompt_tokens` (OpenAI reports cached tokens inside prompt_tokens; Anthropic's
-/// input_tokens excludes them, so parseAnthropicUsage() adds them back). Reasoning tokens
-/// (OpenAI `completion_tokens_details.reasoning_tokens`) are already inside
-/// `completion_tokens` and are not counted again.
+/// input_tokens excludes them, so parseAnthropicUsage() adds them back). `reasoning_tokens`
+/// (OpenAI `completion_tokens_details.reasoning_tokens`) is a SUBSET of `completion_tokens`,
+/// priced at the output rate and never counted twice.
 struct TokenUsage {
   std::int64_t prompt_tokens = 0;         ///< every input token, cached or not
   std::int64_t cached_prompt_tokens = 0;  ///< prompt tokens read from the provider's cache
   std::int64_t completion_tokens = 0;     ///< output tokens, reasoning included
   bool reported = true;                   ///< false: an estimate, the provider sent no usage
-  /// Prompt tokens written to Anthropic's prompt cache (`cache_creation_input_tokens`), billed
-  /// above the input rate: see kCacheWriteInputMultiplier. Zero for OpenAI-style APIs.
+  /// Prompt tokens written to the provider's prompt cache (Anthropic's
+  /// `cache_creation_input_tokens`, natively or through an OpenAI-compatible gateway).
   std::int64_t cache_write_prompt_tokens = 0;
-};
+  /// Completion tokens spent on reasoning (OpenAI `completion_tokens_details.reasoning_tokens`).
+  std::int64_t reasoning_tokens = 0;
 
-/// Price of a prompt-cache write as a multiple of the model's input rate. Anthropic bills a
-/// 5-minute cache write at 1.25× and a 1-hour write at 2× the base input price
-/// (docs.anthropic.com/en/docs/build-with-claude/prompt-caching#pricing); the usage object's
-/// total does not always say which, so every write is charged the higher 2×: over-charging a
-/// 5-minute write keeps the daily cap a cap. assay's judges send no `cache_control`, so in
-/// practice this count is zero.
-inline constexpr double kCacheWriteInputMultiplier = 2.0;
+  /// The disjoint classes, for `assay_judge_tokens_total{direction}`: input (neither cached
+  /// nor written), cached_input, cache_write, output (not reasoning), reasoning. Their sum is
+  /// prompt_tokens + completion_tokens.
+  struct Classes {
+    std::int64_t input, cached_input, cache_write, output, reasoning;
+  };
+  Classes classes() const;
+};
 
 /// Cost of one call in USD:
 ///   ((prompt − cached − cache_write)·input + cached·cached_input
-///     + cache_write·input·kCacheWriteInputMultiplier + completion·output) / 1e6.
+///     + cache_write·cache_write_price + completion·output) / 1e6.
 /// Negative counts are read as 0, and cached / cache-write counts are clamped to the prompt, so
 /// an inconsistent usage never yields a negative or discounted-below-zero cost.
 /// Example (issue 3): prompt 2,400 of which 2,000 cached, completion 100, at $2.50 / $1.25 /
-/// $10.00 → (400·2.50 + 2000·1.25 + 100·10.00) / 1e6 = $0.0045.
+/// $10.00 → (400·2.50 + 2000·1.25 + 100·10.00) / 1e6 = $0.0045. Cache writes (issue 9): 20
+/// input, 8,000 written, 400 output at $3.00 / $3.75 (write) / $15.00 → $0.03606.
 double costUsd(const ModelPrice& price, const TokenUsage& usage);
 
 /// `usd` × `usd_to_eur` (EUR per USD, the `budget.usd_to_eur` setting, e.g. 0.92).
@@ -116,10 +128,12 @@ class PriceTable {
 /// server, Mistral and other compatible endpoints): `usage.prompt_tokens`,
 /// `usage.completion_tokens` (required, non-negative integers) and
 /// `usage.prompt_tokens_details.cached_tokens` (a missing or null details object, or a
-/// missing or null count, means 0). `completion_tokens_details` is not read: its reasoning
-/// tokens are inside completion_tokens. nullopt when `usage` is missing, null or malformed (a
-/// count that is not a non-negative integer, cached > prompt); the caller then charges
-/// estimateUsage() and counts the event.
+/// missing or null count, means 0), `usage.completion_tokens_details.reasoning_tokens` (inside
+/// completion_tokens), and the cache writes a gateway in front of Anthropic reports (LiteLLM
+/// and others): `usage.cache_creation_input_tokens`, inside prompt_tokens. nullopt when
+/// `usage` is missing, null or malformed (a count that is not a non-negative integer, cached +
+/// written > prompt, reasoning > completion); the caller then charges estimateUsage() and
+/// counts the event.
 std::optional<TokenUsage> parseOpenAiUsage(const rapidjson::Value& response);
 
 /// Token usage of an Anthropic Messages API response body: `usage.input_tokens` and

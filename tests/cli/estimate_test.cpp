@@ -92,6 +92,10 @@ TEST_CASE("--price overrides a built-in price or prices an unknown model") {
   CHECK(e.rows[1].priced_as == "gpt-4o");
   CHECK(e.rows[1].price_overridden);
   CHECK(e.rows[1].usd_per_call == money(0.0032));
+  CHECK(e.rows[1].price.cache_write_usd_per_mtok == 2.5);  // 1.25 x input unless given
+  const auto w = parseEstimateArgs({"--requests-per-day", "1", "--sample-rate", "1", "--judge",
+                                    "claude-sonnet-4", "--price", "claude-sonnet-4=3/0.3/15/6"});
+  CHECK(w.prices.at(0).second.cache_write_usd_per_mtok == 6.0);
   const std::string text = printed(e);
   CAPTURE(text);
   CHECK(text.find("(--price, as gpt-4o)") != std::string::npos);
@@ -142,7 +146,7 @@ TEST_CASE("bad arguments are errors with a clear message") {
         EstimateError);
   }
   for (const char* price :
-       {"gpt-4o", "=1/2/3", "gpt-4o=1", "gpt-4o=1/2/3/4", "gpt-4o=a/b", "gpt-4o=-1/2"}) {
+       {"gpt-4o", "=1/2/3", "gpt-4o=1", "gpt-4o=1/2/3/4/5", "gpt-4o=a/b", "gpt-4o=-1/2"}) {
     CAPTURE(price);
     CHECK_THROWS_AS(parseEstimateArgs(with({"--requests-per-day", "1", "--price", price})),
                     EstimateError);

@@ -322,6 +322,13 @@ TEST_CASE("LLM judges: defaults, prices, criteria, run_if") {
   CHECK(settings(ok.config.judges[2]).endpoint == "https://api.anthropic.com");
   CHECK(settings(ok.config.judges[2]).price.input_usd_per_mtok == 1.0);  // budget.prices
   CHECK(ok.config.budget.prices.at(0).cached_input == 1.0);  // defaults to the input price
+  CHECK(ok.config.budget.prices.at(0).cache_write == 1.25);  // 1.25 x input by default
+  CHECK(settings(ok.config.judges[2]).price.cache_write_usd_per_mtok == 1.25);
+  const auto written = load(std::string("budget:\n  prices:\n    m: {input: 3, cached_input: 0.3, "
+                                        "cache_write: 6, output: 15}\n") +
+                            kJudge);
+  REQUIRE(written.ok());
+  CHECK(written.config.budget.prices.at(0).cache_write == 6.0);
 
   const auto bad = load(
       "budget: {timezone: Mars/Olympus}\n"

@@ -166,7 +166,7 @@ TEST_CASE("an Anthropic Messages body: input_tokens excludes cache reads and wri
         money((400 * 0.80 + 2000 * 0.08 + 100 * 4.00) / 1e6));
 }
 
-TEST_CASE("Anthropic cache writes are part of the prompt and charged 2x the input rate") {
+TEST_CASE("Anthropic cache writes are part of the prompt and charged at the cache-write price") {
   const auto d = json(R"({"id": "msg_013Zva2CMHLNnXjNJJKqJ2EF", "type": "message",
     "role": "assistant", "model": "claude-sonnet-4-20250514",
     "content": [{"type": "text", "text": "{\"score\": 2}"}], "stop_reason": "end_turn",
@@ -177,14 +177,75 @@ TEST_CASE("Anthropic cache writes are part of the prompt and charged 2x the inpu
   CHECK(u->prompt_tokens == 1050);
   CHECK(u->cached_prompt_tokens == 0);
   CHECK(u->cache_write_prompt_tokens == 1000);
+  // claude-sonnet-4: $3.00 input, $3.75 5-minute cache write (1.25x), $15.00 output.
   CHECK(costUsd(price("claude-sonnet-4"), *u) ==
-        money((50 * 3.00 + 1000 * 3.00 * 2.0 + 20 * 15.00) / 1e6));
+        money((50 * 3.00 + 1000 * 3.75 + 20 * 15.00) / 1e6));
   // Minimal body: the cache fields are optional.
   const auto minimal =
       parseAnthropicUsage(json(R"({"usage": {"input_tokens": 12, "output_tokens": 3}})"));
   REQUIRE(minimal.has_value());
   CHECK(minimal->prompt_tokens == 12);
   CHECK(minimal->completion_tokens == 3);
+}
+
+// Issue 9's golden: 20 input, 8,000 cache-write, 400 output tokens at $3.00 / $3.75 (write) /
+// $0.30 (read) / $15.00 per million cost $0.03606 in both reply shapes (before: the native
+// shape was charged $0.05406, writes at a fixed 2x, and the gateway shape $0.03006, writes
+// at the input rate).
+TEST_CASE("cache writes cost the same in Anthropic's shape and in a gateway's OpenAI shape") {
+  const ModelPrice p{3.00, 0.30, 15.00, 3.75};
+  const auto native = parseAnthropicUsage(json(R"({"type": "message", "usage": {
+      "input_tokens": 20, "cache_creation_input_tokens": 8000, "cache_read_input_tokens": 0,
+      "output_tokens": 400}})"));
+  // LiteLLM in front of Anthropic: prompt_tokens includes the cache writes and reads.
+  const auto gateway = parseOpenAiUsage(json(R"({"object": "chat.completion", "usage": {
+      "prompt_tokens": 8020, "completion_tokens": 400, "total_tokens": 8420,
+      "prompt_tokens_details": {"cached_tokens": 0}, "cache_creation_input_tokens": 8000,
+      "cache_read_input_tokens": 0}})"));
+  REQUIRE(native.has_value());
+  REQUIRE(gateway.has_value());
+  for (const TokenUsage& u : {*native, *gateway}) {
+    CHECK(u.prompt_tokens == 8020);
+    CHECK(u.cache_write_prompt_tokens == 8000);
+    CHECK(costUsd(p, u) == money(0.03606));
+    const auto c = u.classes();
+    CHECK(c.input == 20);
+    CHECK(c.cache_write == 8000);
+    CHECK(c.cached_input == 0);
+    CHECK(c.output == 400);
+    CHECK(c.reasoning == 0);
+  }
+}
+
+TEST_CASE("every token class has a price: input, cached read, cache write, output, reasoning") {
+  const ModelPrice p{2.00, 0.50, 8.00, 2.50};
+  // o3-style reply: 3,000 prompt tokens of which 1,000 cached and 500 written by a gateway;
+  // 900 completion tokens of which 600 reasoning (priced as output, counted once).
+  const auto u = parseOpenAiUsage(json(R"({"usage": {"prompt_tokens": 3000,
+      "completion_tokens": 900, "prompt_tokens_details": {"cached_tokens": 1000},
+      "completion_tokens_details": {"reasoning_tokens": 600},
+      "cache_creation_input_tokens": 500}})"));
+  REQUIRE(u.has_value());
+  const auto c = u->classes();
+  CHECK(c.input == 1500);
+  CHECK(c.cached_input == 1000);
+  CHECK(c.cache_write == 500);
+  CHECK(c.output == 300);
+  CHECK(c.reasoning == 600);
+  CHECK(c.input + c.cached_input + c.cache_write + c.output + c.reasoning == 3900);
+  CHECK(costUsd(p, *u) == money((1500 * 2.00 + 1000 * 0.50 + 500 * 2.50 + 900 * 8.00) / 1e6));
+  // Inconsistent classes make the usage unreadable (the caller charges an estimate).
+  CHECK_FALSE(parseOpenAiUsage(json(R"({"usage": {"prompt_tokens": 100, "completion_tokens": 9,
+      "prompt_tokens_details": {"cached_tokens": 60}, "cache_creation_input_tokens": 50}})")));
+  CHECK_FALSE(parseOpenAiUsage(json(R"({"usage": {"prompt_tokens": 100, "completion_tokens": 9,
+      "completion_tokens_details": {"reasoning_tokens": 10}}})")));
+  CHECK_FALSE(parseOpenAiUsage(json(R"({"usage": {"prompt_tokens": 100, "completion_tokens": 9,
+      "completion_tokens_details": "many"}})")));
+  // The built-in table prices writes: OpenAI at the input rate, Anthropic at 1.25x input.
+  CHECK(price("gpt-4o-mini").cache_write_usd_per_mtok == 0.15);
+  CHECK(price("claude-sonnet-4-5").cache_write_usd_per_mtok == 3.75);
+  CHECK(price("claude-3-5-haiku-20241022").cache_write_usd_per_mtok == 1.00);
+  CHECK(price("mistral-large-2411").cache_write_usd_per_mtok == 2.00);
 }
 
 TEST_CASE("missing or malformed usage is nullopt: the caller charges an estimate") {
