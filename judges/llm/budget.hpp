@@ -292,6 +292,7 @@ RedisOptions parseRedisUrl(std::string_view url);
 ///   assay:budget:{DAY}:SCOPE:res      hash, reservation id → n€ reserved
 ///   assay:budget:{DAY}:SCOPE:resexp   sorted set, reservation id → expiry (Redis server ms)
 ///   assay:budget:{DAY}:settled        set of reservation ids already settled (idempotent settle)
+///   assay:budget:{DAY}:by_instance    hash, "SPENT_KEY|INSTANCE" → n€ that instance settled
 ///   assay:verdict:JUDGE:EVENT_ID      string: "L:" + the lease holder's token (PX the call's
 ///                                     deadline), or "V:" + the stored verdict (PX 48 h)
 /// Every key is given a 48 h expiry (kLedgerTtlMs) on each write; a lease expires with the
@@ -305,15 +306,22 @@ RedisOptions parseRedisUrl(std::string_view url);
 ///            returns {1, 0}; if any scope has GET spent + sum(HVALS res) + amount > limit returns
 ///            {0, index of that scope}; else HSET res id amount + ZADD resexp now+ttl id in every
 ///            scope, PEXPIRE all, returns {1, 0}. Index is 1-based, in request order.
-///   settle   KEYS = settled, then (spent, res, resexp) per scope; ARGV = id, actual, key_ttl_ms.
-///            SADD settled id; if it was already there returns 0 (charged once); else HDEL res,
-///            ZREM resexp, INCRBY spent actual in every scope, PEXPIRE all, returns 1.
+///   settle   KEYS = settled, by_instance, then (spent, res, resexp) per scope; ARGV = id,
+///            actual, key_ttl_ms, instance. SADD settled id; if it was already there returns 0
+///            (charged once); else HDEL res, ZREM resexp, INCRBY spent actual and HINCRBY
+///            by_instance "spent|instance" actual in every scope, PEXPIRE all, returns 1.
 ///   release  KEYS = (spent, res, resexp) per scope; ARGV = id. HDEL res, ZREM resexp everywhere.
 ///   snapshot KEYS = spent, res, resexp; reclaims expired reservations, returns {spent (string),
 ///   sum}.
 ///   claim    KEYS = the verdict key; ARGV = token, lease_ms. A stored verdict → {1, verdict}; a
 ///            live lease of another token → {2, PTTL}; else SET "L:"+token PX lease_ms → {0, ""}.
 ///   unclaim  KEYS = the verdict key; ARGV = token. DEL when it holds "L:"+token.
+///   reassert KEYS = by_instance, then one spent key per scope; ARGV = instance, key_ttl_ms, then
+///            the n€ this store object settled that day per scope. Where by_instance holds less
+///            (Redis restarted empty, or from an older snapshot) the difference is INCRBY'd back
+///            into spent. Run on every new connection, before any other command: a Redis that
+///            comes back empty does not reset the day of a running daemon (a daemon restarted
+///            meanwhile has no memory of its spend: its share is lost with Redis').
 /// A verdict is stored with a plain SET "V:"+verdict PX ttl (it replaces any lease).
 class RedisBudgetStore final : public BudgetStore {
  public:
@@ -378,7 +386,11 @@ class RedisBudgetStore final : public BudgetStore {
   std::string last_error_;      // why the last connection attempt failed
   bool reported_down_ = false;  // an outage is logged once, and its end once
   Script reserve_script_, settle_script_, release_script_, snapshot_script_, claim_script_,
-      unclaim_script_;
+      unclaim_script_, reassert_script_;
+  const std::string instance_;  // random: this store object's field in by_instance
+  /// What this store object settled, day → scope → n€ (the last two days), re-asserted on
+  /// every new connection.
+  std::map<std::string, std::map<std::string, std::int64_t>> settled_here_;
 };
 
 /// The store named by `budget.store`: "memory" or a redis:// URL (see `parseRedisUrl()`).

@@ -73,18 +73,42 @@ end
 return {1, 0}
 )lua";
 
-// KEYS: settled, then (spent, res, resexp) per scope. ARGV: id, actual, key_ttl_ms.
-// Returns 1 charged now, 0 already charged before.
+// KEYS: settled, by_instance, then (spent, res, resexp) per scope. ARGV: id, actual,
+// key_ttl_ms, instance. Returns 1 charged now, 0 already charged before. by_instance keeps,
+// per spent key and instance, what that instance settled (the re-assert script's reference).
 constexpr const char* kLuaSettle = R"lua(
 if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-for i = 2, #KEYS, 3 do
+for i = 3, #KEYS, 3 do
   redis.call('HDEL', KEYS[i + 1], ARGV[1])
   redis.call('ZREM', KEYS[i + 2], ARGV[1])
   redis.call('INCRBY', KEYS[i], ARGV[2])
+  redis.call('HINCRBY', KEYS[2], KEYS[i] .. '|' .. ARGV[4], ARGV[2])
   for k = 0, 2 do redis.call('PEXPIRE', KEYS[i + k], ARGV[3]) end
 end
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1
+)lua";
+
+// KEYS: by_instance, then one spent key per scope. ARGV: instance, key_ttl_ms, then what this
+// instance settled today per scope (n€). Where Redis remembers less than that (it restarted
+// empty, or from an older snapshot), the difference is added back to the spend. Returns the
+// most n€ added to one scope (every scope of a call is charged alike: the amount lost).
+constexpr const char* kLuaReassert = R"lua(
+local added = 0
+for j = 2, #KEYS do
+  local field = KEYS[j] .. '|' .. ARGV[1]
+  local have = tonumber(redis.call('HGET', KEYS[1], field) or '0')
+  local mine = tonumber(ARGV[j + 1])
+  if have < mine then
+    redis.call('INCRBY', KEYS[j], mine - have)
+    redis.call('HSET', KEYS[1], field, mine)
+    redis.call('PEXPIRE', KEYS[j], ARGV[2])
+    added = math.max(added, mine - have)
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return added
 )lua";
 
 // KEYS: (spent, res, resexp) per scope. ARGV: id.
@@ -122,6 +146,16 @@ return 0
 
 // ---------------------------------------------------------------------------------------------
 // Keys
+
+// 64 random bits in hex: names this store object's share of a day's spend (by_instance).
+std::string randomInstanceId() {
+  std::random_device rd;
+  const std::uint64_t v = (std::uint64_t{rd()} << 32) ^ rd();
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 0; i < 16; ++i) s[static_cast<std::size_t>(i)] = kHex[(v >> (4 * i)) & 0xF];
+  return s;
+}
 
 std::string dayPrefix(std::string_view day) {
   // The braces are a Redis Cluster hash tag: one day's keys share a slot.
@@ -276,7 +310,9 @@ RedisBudgetStore::RedisBudgetStore(RedisOptions options)
       release_script_{kLuaRelease, {}},
       snapshot_script_{std::string(kLuaPrelude) + kLuaSnapshot, {}},
       claim_script_{kLuaClaim, {}},
-      unclaim_script_{kLuaUnclaim, {}} {
+      unclaim_script_{kLuaUnclaim, {}},
+      reassert_script_{kLuaReassert, {}},
+      instance_(randomInstanceId()) {
   if (options_.host.empty() || options_.port < 1 || options_.port > 65535 || options_.db < 0 ||
       options_.connect_timeout_ms <= 0 || options_.command_timeout_ms <= 0 ||
       options_.reconnect_backoff_ms < 0) {
@@ -376,7 +412,7 @@ bool RedisBudgetStore::ensureConnectedLocked(std::string& error) {
   }
   if (options_.db != 0 && !setup({"SELECT", std::to_string(options_.db)}, "SELECT")) return false;
   for (Script* s : {&reserve_script_, &settle_script_, &release_script_, &snapshot_script_,
-                    &claim_script_, &unclaim_script_}) {
+                    &claim_script_, &unclaim_script_, &reassert_script_}) {
     Reply reply = setup({"SCRIPT", "LOAD", s->body}, "SCRIPT LOAD");
     if (!reply) return false;
     const auto* r = static_cast<const redisReply*>(reply.get());
@@ -385,6 +421,25 @@ bool RedisBudgetStore::ensureConnectedLocked(std::string& error) {
       return false;
     }
     s->sha.assign(r->str, r->len);
+  }
+  // Before anything is reserved on this connection: the spend this instance settled is put
+  // back if Redis lost it (restarted empty, or from an older snapshot).
+  for (const auto& [day, scopes] : settled_here_) {
+    std::vector<std::string> argv = {"EVALSHA", reassert_script_.sha,
+                                     std::to_string(1 + scopes.size()),
+                                     dayPrefix(day) + "by_instance"};
+    for (const auto& [scope, nano] : scopes) argv.push_back(dayPrefix(day) + scope + ":spent");
+    argv.push_back(instance_);
+    argv.push_back(std::to_string(kLedgerTtlMs));
+    for (const auto& [scope, nano] : scopes) argv.push_back(std::to_string(nano));
+    Reply reply = setup(argv, "re-asserting this instance's settled spend");
+    if (!reply) return false;
+    const auto* r = static_cast<const redisReply*>(reply.get());
+    if (r->type == REDIS_REPLY_INTEGER && r->integer > 0)
+      spdlog::warn(
+          "budget store: {} had lost EUR {:.6f} of what this instance settled on {}; added back "
+          "(Redis restarted empty or from an older snapshot)",
+          where, nanoToEuros(r->integer), day);
   }
   if (reported_down_) {
     reported_down_ = false;
@@ -485,13 +540,21 @@ ReserveResult RedisBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
 
 bool RedisBudgetStore::doSettle(std::string_view reservation_id, std::string_view day,
                                 const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) {
-  std::vector<std::string> keys = {dayPrefix(day) + "settled"};
+  std::vector<std::string> keys = {dayPrefix(day) + "settled", dayPrefix(day) + "by_instance"};
   for (const ScopeNano& s : scopes) appendScopeKeys(keys, day, s.scope);
   const std::vector<std::string> args = {std::string(reservation_id), std::to_string(actual_nano),
-                                         std::to_string(kLedgerTtlMs)};
+                                         std::to_string(kLedgerTtlMs), instance_};
   std::string error;
   std::lock_guard lock(mu_);
-  return evalLocked(settle_script_, keys, args, error) != nullptr;
+  Reply reply = evalLocked(settle_script_, keys, args, error);
+  if (!reply) return false;
+  const auto* r = static_cast<const redisReply*>(reply.get());
+  if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+    auto& here = settled_here_[std::string(day)];
+    for (const ScopeNano& s : scopes) here[std::string(s.scope)] += actual_nano;
+    while (settled_here_.size() > 2) settled_here_.erase(settled_here_.begin());  // oldest day
+  }
+  return true;
 }
 
 bool RedisBudgetStore::doRelease(std::string_view reservation_id, std::string_view day,

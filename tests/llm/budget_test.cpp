@@ -721,6 +721,40 @@ TEST_CASE("redis: a restarted Redis is reconnected to") {
   checkSnapshot(store, "global", kDay, 0, 100'000'000);
 }
 
+TEST_CASE(
+    "redis: a Redis that comes back empty does not reset the day (each instance re-asserts)") {
+  RedisServer server;
+  RedisOptions options = parseRedisUrl(server.url());
+  options.reconnect_backoff_ms = 50;
+  RedisBudgetStore a(options), b(options);  // two daemons on one Redis
+  const auto scopes = std::vector<ScopeLimit>{{"global", 1.0}, {"judge:f", 1.0}};
+  REQUIRE(a.reserve(scopes, 0.5, kDay, "a1", kLongTtl).ok());
+  REQUIRE(a.settle("a1", kDay, scopes, 0.4));
+  REQUIRE(b.reserve(scopes, 0.5, kDay, "b1", kLongTtl).ok());
+  REQUIRE(b.settle("b1", kDay, scopes, 0.3));
+  checkSnapshot(a, "global", kDay, 700'000'000, 0);
+  server.stop();
+  server.start();  // empty: this test server keeps nothing on disk
+  std::this_thread::sleep_for(100ms);
+  // A's next command reconnects and puts A's 0.4 back before anything else: a reservation of
+  // 0.5 no longer fits under the 1.0 cap together with B's share once B re-asserts.
+  checkSnapshot(a, "global", kDay, 400'000'000, 0);
+  checkSnapshot(a, "judge:f", kDay, 400'000'000, 0);
+  checkSnapshot(b, "global", kDay, 700'000'000, 0);  // B reconnects and adds its 0.3
+  CHECK(a.reserve(scopes, 0.5, kDay, "a2", kLongTtl).status == ReserveStatus::kExhausted);
+  // A second empty restart: each instance adds its share back again, no more.
+  server.stop();
+  server.start();
+  std::this_thread::sleep_for(100ms);
+  checkSnapshot(b, "global", kDay, 300'000'000, 0);
+  checkSnapshot(a, "global", kDay, 700'000'000, 0);
+  RedisBudgetStore c(options);  // re-asserting is idempotent: nothing added twice
+  checkSnapshot(c, "global", kDay, 700'000'000, 0);
+  CHECK(a.reserve(scopes, 0.2, kDay, "a3", kLongTtl).ok());
+  REQUIRE(a.settle("a3", kDay, scopes, 0.2));
+  checkSnapshot(c, "global", kDay, 900'000'000, 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Issue 3, "Cases that must come out right": budget €0.010, each call €0.001 (reserved at its
 // worst case €0.0015), 64 calls in flight, two daemons on one Redis.
