@@ -547,14 +547,16 @@ bool RedisBudgetStore::doSettle(std::string_view reservation_id, std::string_vie
   std::string error;
   std::lock_guard lock(mu_);
   Reply reply = evalLocked(settle_script_, keys, args, error);
-  if (!reply) return false;
   const auto* r = static_cast<const redisReply*>(reply.get());
-  if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+  // The money is spent whether or not Redis heard of it: a settlement Redis did not record (it
+  // was down) is re-asserted with the rest on the next connection; one it did record is not
+  // added twice (by_instance already holds it). An id settled before (0) adds nothing.
+  if (!r || (r->type == REDIS_REPLY_INTEGER && r->integer == 1)) {
     auto& here = settled_here_[std::string(day)];
     for (const ScopeNano& s : scopes) here[std::string(s.scope)] += actual_nano;
     while (settled_here_.size() > 2) settled_here_.erase(settled_here_.begin());  // oldest day
   }
-  return true;
+  return r != nullptr;
 }
 
 bool RedisBudgetStore::doRelease(std::string_view reservation_id, std::string_view day,

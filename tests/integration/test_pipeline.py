@@ -224,9 +224,10 @@ def run_script(name, run, args=None):
     return checks.finish(summary)
 
 
-def start_redis(workdir):
-    """A real redis-server on a free loopback port, no persistence; returns (process, port)."""
-    port = free_loopback_port()
+def start_redis(workdir, port=None):
+    """A real redis-server on `port` (default: a free loopback port), no persistence; returns
+    (process, port)."""
+    port = port or free_loopback_port()
     proc = subprocess.Popen(["/usr/bin/redis-server", "--port", str(port), "--bind", "127.0.0.1",
                              "--save", "", "--appendonly", "no", "--dir", workdir],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
