@@ -20,6 +20,12 @@ ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::string& topic,
       dead_lettered(counter(r, "assay_events_dead_lettered_total",
                             "Invalid messages copied to the dead-letter topic")
                         .Add({})),
+      brokers_reachable(prometheus::BuildGauge()
+                            .Name("assay_kafka_brokers_reachable")
+                            .Help("0 while no Kafka broker answers (librdkafka: all brokers "
+                                  "down), else 1")
+                            .Register(r)
+                            .Add({})),
       lag_(prometheus::BuildGauge()
                .Name("assay_consumer_lag_messages")
                .Help("Messages not yet consumed per assigned partition (high watermark minus "
@@ -36,6 +42,7 @@ ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::string& topic,
       .Register(r)
       .Add({{"version", version}})
       .Set(1);
+  brokers_reachable.Set(1);
 }
 
 void ConsumerStats::setLag(const std::vector<KafkaConsumer::Lag>& lag) {

@@ -4,6 +4,7 @@
 ///   assay_events_invalid_total{reason}               messages that are not events (parser)
 ///   assay_events_dead_lettered_total                 invalid messages copied to the DLQ
 ///   assay_consumer_lag_messages{topic, partition}    per assigned partition
+///   assay_kafka_brokers_reachable                    0 while no broker answers, else 1
 ///   assay_build_info{version}                        always 1
 
 #include <prometheus/counter.h>
@@ -36,6 +37,7 @@ class ConsumerStats {
   prometheus::Counter& consumed;
   std::array<prometheus::Counter*, kInvalidReasonCount> invalid{};
   prometheus::Counter& dead_lettered;
+  prometheus::Gauge& brokers_reachable;
 
  private:
   prometheus::Family<prometheus::Gauge>& lag_;

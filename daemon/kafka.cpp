@@ -228,6 +228,7 @@ KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap
       feedback_tracker_(feedback_topic_.empty() ? nullptr : feedback) {
   rd_kafka_conf_t* conf = consumerConf(o, bootstrap);
   rd_kafka_conf_set_rebalance_cb(conf, rebalanceCb);
+  rd_kafka_conf_set_error_cb(conf, errorCb);
   rd_kafka_conf_set_opaque(conf, this);
   rk_ = newHandle(RD_KAFKA_CONSUMER, conf);
   rd_kafka_poll_set_consumer(rk_);
@@ -314,6 +315,28 @@ void KafkaConsumer::close() {
 void KafkaConsumer::rebalanceCb(rd_kafka_t*, rd_kafka_resp_err_t err,
                                 rd_kafka_topic_partition_list_t* partitions, void* opaque) {
   static_cast<KafkaConsumer*>(opaque)->onRebalance(err, partitions);
+}
+
+void KafkaConsumer::errorCb(rd_kafka_t*, int err, const char* reason, void* opaque) {
+  auto* self = static_cast<KafkaConsumer*>(opaque);
+  if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+    self->all_brokers_down_ = true;
+    return;  // the pipeline says so once, and again when a broker answers
+  }
+  if (err == RD_KAFKA_RESP_ERR__FATAL) {
+    char why[512];
+    rd_kafka_fatal_error(self->rk_, why, sizeof why);
+    spdlog::critical("kafka: fatal error: {}", why);
+    return;
+  }
+  spdlog::warn("kafka: {}: {}", rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)), reason);
+}
+
+bool KafkaConsumer::brokerAnswers(int timeout_ms) const {
+  const rd_kafka_metadata_t* md = nullptr;
+  const auto err = rd_kafka_metadata(rk_, 0, nullptr, &md, timeout_ms);
+  if (md) rd_kafka_metadata_destroy(md);
+  return err == RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
 void KafkaConsumer::onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {

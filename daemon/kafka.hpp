@@ -111,10 +111,18 @@ class KafkaConsumer {
   /// (from librdkafka's cached fetch state: no broker round trip).
   std::vector<Lag> lag() const;
   std::size_t assignedPartitions() const { return assigned_count_.load(); }
+  /// True if a broker answers a metadata request within `timeout_ms` (blocks that long at
+  /// most; called once a second while every broker is down).
+  bool brokerAnswers(int timeout_ms) const;
+  /// True once since the last call if librdkafka reported every broker down.
+  bool takeAllBrokersDown() { return all_brokers_down_.exchange(false); }
 
  private:
   static void rebalanceCb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                           rd_kafka_topic_partition_list_t* partitions, void* opaque);
+  /// librdkafka's client-level errors (served by poll): all brokers down sets a flag, the
+  /// rest are logged as warnings (librdkafka already suppresses identical repeats).
+  static void errorCb(rd_kafka_t* rk, int err, const char* reason, void* opaque);
   void onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions);
 
   rd_kafka_t* rk_ = nullptr;
@@ -125,6 +133,7 @@ class KafkaConsumer {
   std::atomic<bool> assigned_{false};
   std::atomic<std::size_t> assigned_count_{0};
   bool closed_ = false;
+  std::atomic<bool> all_brokers_down_{false};
 };
 
 }  // namespace assay

@@ -135,6 +135,12 @@ bool Pipeline::pollOnce(int timeout_ms) {
     if (fatal) return false;
   }
   producer_.poll();  // delivery reports: results-topic tokens, dead letters
+  if (consumer_.takeAllBrokersDown() && !brokers_down_) {
+    brokers_down_ = true;
+    consumer_stats_.brokers_reachable.Set(0);
+    spdlog::warn("kafka: no broker answers ({}); /readyz says 503 until one does",
+                 config_.kafka.brokers);
+  }
   if (consumer_.assigned() && !assigned_) {
     assigned_ = true;
     last_activity_ = Clock::now();  // the idle timer starts at the first assignment
@@ -277,6 +283,7 @@ void Pipeline::handleFeedback(const rd_kafka_message_t* m) {
 
 std::string Pipeline::notReady() const {
   if (!assigned_) return "waiting for the Kafka partition assignment";
+  if (brokers_down_) return "no Kafka broker answers (kafka.brokers)";
   if (!store_ready_) return "the budget store (budget.store) does not answer";
   return "";
 }
@@ -284,6 +291,12 @@ std::string Pipeline::notReady() const {
 void Pipeline::everySecond() {
   services_.refresh();  // queued on the ledger's thread: never waits for Redis here
   store_ready_ = services_.ready();
+  if (brokers_down_ && consumer_.brokerAnswers(200)) {
+    brokers_down_ = false;
+    consumer_stats_.brokers_reachable.Set(1);
+    if (last_activity_) last_activity_ = Clock::now();  // the idle timer restarts
+    spdlog::info("kafka: a broker answers again");
+  }
   judge_stats_.pending.Set(static_cast<double>(runner_.pending()));
   tracker_.refresh();
   consumer_stats_.setLag(consumer_.lag());
@@ -291,8 +304,9 @@ void Pipeline::everySecond() {
 }
 
 bool Pipeline::idle() const {
-  return last_activity_ && held_.empty() && queue_.size() == 0 && runner_.busy() == 0 &&
-         runner_.pending() == 0 && offsets_.pending() == 0 && feedback_offsets_.pending() == 0 &&
+  return last_activity_ && !brokers_down_ && held_.empty() && queue_.size() == 0 &&
+         runner_.busy() == 0 && runner_.pending() == 0 && offsets_.pending() == 0 &&
+         feedback_offsets_.pending() == 0 &&
          Clock::now() - *last_activity_ >= std::chrono::duration<double>(*run_.exit_when_idle_s);
 }
 

@@ -125,8 +125,9 @@ class Pipeline {
   SinkStats sink_stats_;
   // ---- The admin endpoint, first of the stages: a port in use fails start-up before anything
   // ---- joins the consumer group. Its handlers read only the registry and these atomics.
-  std::atomic<bool> assigned_{false};    // the consumer group gave this instance partitions
-  std::atomic<bool> store_ready_{true};  // the budget store answered (judges' services)
+  std::atomic<bool> assigned_{false};      // the consumer group gave this instance partitions
+  std::atomic<bool> store_ready_{true};    // the budget store answered (judges' services)
+  std::atomic<bool> brokers_down_{false};  // librdkafka said all brokers are down
   AdminServer admin_;
   // ---- Kafka clients and what finishes offsets. The offset trackers outlive the producer,
   // ---- whose destructor may still deliver acknowledgements that finish offsets.

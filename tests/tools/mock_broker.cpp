@@ -1,7 +1,8 @@
 // A Kafka broker in its own process for the integration tests: librdkafka's mock cluster
 // (a real Kafka protocol endpoint on loopback TCP). Prints the bootstrap address on stdout,
 // creates the topics given as TOPIC:PARTITIONS arguments, and runs until SIGTERM/SIGINT or
-// until its standard input closes.
+// until its standard input closes. Lines on standard input: "down" takes the broker down
+// (connections refused and closed, as a dead broker), "up" brings it back.
 //   usage: assay_mock_broker [TOPIC:PARTITIONS ...]
 
 #include <librdkafka/rdkafka.h>
@@ -47,11 +48,25 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, onSignal);
   std::printf("%s\n", rd_kafka_mock_cluster_bootstraps(mc));
   std::fflush(stdout);
+  std::string line;
   while (!g_stop) {
     pollfd p{STDIN_FILENO, POLLIN, 0};
     if (::poll(&p, 1, 200) > 0) {
       char buf[64];
-      if (::read(STDIN_FILENO, buf, sizeof buf) <= 0) break;  // parent went away
+      const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+      if (n <= 0) break;  // parent went away
+      line.append(buf, static_cast<std::size_t>(n));
+      for (auto nl = line.find('\n'); nl != std::string::npos; nl = line.find('\n')) {
+        const std::string cmd = line.substr(0, nl);
+        line.erase(0, nl + 1);
+        if (cmd == "down" || cmd == "up") {
+          if (cmd == "down")
+            rd_kafka_mock_broker_set_down(mc, 1);
+          else
+            rd_kafka_mock_broker_set_up(mc, 1);
+          std::fprintf(stderr, "mock_broker: broker %s\n", cmd.c_str());
+        }
+      }
     }
   }
   rd_kafka_mock_cluster_destroy(mc);

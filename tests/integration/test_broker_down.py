@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""The Kafka broker goes away and comes back (issue 9, "Neighbours failing").
+
+A broker process (tests/tools/mock_broker.cpp; "down"/"up" on its standard input make
+librdkafka's mock broker refuse and close connections, as a dead broker does). assayd consumes
+at rate 1.0 with one cheap judge. The first half of the dev events is produced and judged; the
+broker goes down for --down-s seconds (15 in CI; the issue's figure is 30); it comes back and
+the second half is produced. Asserts:
+  - /readyz answers 503 naming the broker while it is down, 200 again after;
+  - assay_kafka_brokers_reachable is 0 while down, 1 after;
+  - nothing is lost: every event is judged exactly once (no crash, no restart);
+  - assayd stops by itself (--exit-when-idle) with exit code 0, and the group's committed
+    offsets reach the end of every partition.
+Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
+"""
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_pipeline as tp  # noqa: E402
+
+
+def parse_args():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--assayd", required=True)
+    ap.add_argument("--mock-broker", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--keep-temp", action="store_true")
+    ap.add_argument("--down-s", type=float, default=15)
+    return ap.parse_args()
+
+
+def wait_for(what, predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    raise tp.TestFailure(f"timed out after {timeout} s waiting for {what}")
+
+
+def run(args, workdir, checks):
+    procs = []
+    try:
+        broker, bootstrap = tp.start_broker(args.mock_broker, workdir)
+        procs.append((broker, "broker"))
+        events = tp.load_dev_events(args.data)
+        half = len(events) // 2
+
+        def produce(batch):
+            payload = b"".join(e.encode() + tp.KEY_DELIM + raw + b"\n" for e, raw in batch)
+            subprocess.run(["kcat", "-P", "-b", bootstrap, "-t", tp.EVENTS_TOPIC, "-K", "\t",
+                            "-z", "none"], input=payload, check=True, timeout=60,
+                           capture_output=True)
+
+        admin = tp.free_loopback_port()
+        url = f"http://127.0.0.1:{admin}"
+        jsonl = os.path.join(workdir, "j.jsonl")
+        cfg = os.path.join(workdir, "c.yaml")
+        group = f"down-{os.getpid()}"
+        with open(cfg, "w") as f:
+            f.write(f"""kafka: {{brokers: {json.dumps(bootstrap)}, topic: {tp.EVENTS_TOPIC}, group_id: {group}}}
+sampling: {{rate: 1.0}}
+judges:
+  - {{name: overlap, kind: lexical, metric: context_overlap}}
+admin: {{listen: "127.0.0.1:{admin}"}}
+sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
+""")
+        log_path = os.path.join(workdir, "assayd.log")
+        with open(log_path, "wb") as log:
+            # Never idle while no broker answers: the idle timer may be shorter than the outage.
+            daemon = subprocess.Popen([args.assayd, "--config", cfg, "--exit-when-idle", "5"],
+                                      stdout=log, stderr=log, start_new_session=True)
+        procs.append((daemon, "assayd"))
+        wait_for("/readyz 200", lambda: tp.http_get(url + "/readyz")[0] == 200, 30)
+        produce(events[:half])
+
+        def judged():
+            status, text = tp.http_get(url + "/metrics")
+            return tp.metric(tp.parse_metrics(text), "assay_events_judged_total") if status == 200 else -1
+
+        wait_for("the first half judged", lambda: judged() == half, 30)
+        broker.stdin.write(b"down\n")
+        broker.stdin.flush()
+        t0 = time.monotonic()
+        tp.log(f"broker down after {half} events judged")
+        wait_for("/readyz 503", lambda: tp.http_get(url + "/readyz")[0] == 503, args.down_s)
+        status, body = tp.http_get(url + "/readyz")
+        checks.true("/readyz names the broker while it is down", "Kafka broker" in body, body)
+        samples = tp.parse_metrics(tp.http_get(url + "/metrics")[1])
+        checks.eq("assay_kafka_brokers_reachable while down", 0,
+                  tp.metric(samples, "assay_kafka_brokers_reachable"))
+        time.sleep(max(0.0, args.down_s - (time.monotonic() - t0)))
+        broker.stdin.write(b"up\n")
+        broker.stdin.flush()
+        tp.log(f"broker up again after {time.monotonic() - t0:.1f} s")
+        wait_for("/readyz 200 again", lambda: tp.http_get(url + "/readyz")[0] == 200, 60)
+        samples = tp.parse_metrics(tp.http_get(url + "/metrics")[1])
+        checks.eq("assay_kafka_brokers_reachable after", 1,
+                  tp.metric(samples, "assay_kafka_brokers_reachable"))
+        produce(events[half:])
+        rc = daemon.wait(timeout=args.down_s + 120)
+        checks.eq("exit code", 0, rc)
+        ids = collections.Counter()
+        with open(jsonl) as f:
+            for line in f:
+                ids[json.loads(line)["id"]] += 1
+        checks.eq("events judged (every one, once)", len(events), len(ids))
+        checks.eq("events judged twice", 0, sum(1 for c in ids.values() if c > 1))
+        offsets = tp.committed_vs_end(bootstrap, group, tp.EVENTS_TOPIC)
+        behind = {p: o for p, o in offsets.items() if o[0] != o[1]}
+        checks.eq("committed offsets at the end of every partition", {}, behind)
+        return f"broker down {args.down_s:.0f} s: {len(ids)} events judged once, readyz 503 then 200"
+    finally:
+        for p, name in reversed(procs):
+            tp.stop_process(p, name)
+
+
+if __name__ == "__main__":
+    sys.exit(tp.run_script("test_broker_down", run, parse_args()))
