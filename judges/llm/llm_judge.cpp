@@ -419,10 +419,15 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
   if (res.status >= 200 && res.status < 300) {
     c->answered = true;
     const auto reply = parseReply(settings_.provider, res.status, res.body);
+    bool was_open = false;
     {
       std::lock_guard lock(mu_);
+      was_open = breaker_.state(Steady::now()) != CircuitBreaker::State::kClosed;
       breaker_.onSuccess();
     }
+    if (was_open)
+      spdlog::info("llm judge '{}': {} answers again; circuit breaker closed", settings_.name,
+                   settings_.endpoint);
     if (!reply.ok) {
       LlmVerdict v;
       v.outcome = Outcome::kProviderError;

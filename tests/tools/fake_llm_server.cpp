@@ -15,6 +15,8 @@
 //      [[fake-score:3]] [[fake-kind:truncated]];
 //   3. a verdict with score 1 + (FNV-1a of the prompt) mod 4: deterministic per event.
 // GET /_fake/stats returns {"requests": N, "chat": N, "messages": N}.
+// POST /_fake/outage {"ms": N, "status": S} answers every API request with S (default 503, a
+// real error body, nothing billed) for the next N ms: an endpoint down for a while.
 // --delay-ms N delays every unscripted reply by N ms (a marker overrides it). --call-log FILE
 // appends one line per billed (2xx) reply, the provider's own call log:
 //   <FNV-1a of the prompt, hex> <received, epoch ms> <replied, epoch ms> <input> <output tokens>
@@ -55,6 +57,8 @@ std::atomic<bool> g_stop{false};
 std::atomic<long> g_requests{0}, g_chat{0}, g_messages{0};
 std::string g_api_key;
 int g_delay_ms = 0;
+std::atomic<std::int64_t> g_outage_until_ms{0};
+std::atomic<int> g_outage_status{503};
 std::FILE* g_call_log = nullptr;
 
 std::int64_t epochMs() {
@@ -140,6 +144,15 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
     }
     return finish(200, "{\"queued\":" + std::to_string(d.Size()) + "}");
   }
+  if (target == "/_fake/outage") {
+    rapidjson::Document d;
+    d.Parse(req.body().c_str());
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember("ms") || !d["ms"].IsInt())
+      return finish(400, R"({"error":"expected {\"ms\": N}"})");
+    g_outage_status = d.HasMember("status") && d["status"].IsInt() ? d["status"].GetInt() : 503;
+    g_outage_until_ms = epochMs() + d["ms"].GetInt();
+    return finish(200, "{\"outage_ms\":" + std::to_string(d["ms"].GetInt()) + "}");
+  }
   if (target != "/v1/chat/completions" && !anthropic) {
     return finish(404,
                   R"({"error":{"message":"Unknown request URL: )" + target +
@@ -147,6 +160,14 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
   }
   ++g_requests;
   ++(anthropic ? g_messages : g_chat);
+  if (epochMs() < g_outage_until_ms.load()) {
+    const int status = g_outage_status.load();
+    return finish(
+        status,
+        anthropic
+            ? R"({"type":"error","error":{"type":"api_error","message":"Internal server error"}})"
+            : R"({"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}})");
+  }
   if (!g_api_key.empty()) {
     const std::string auth =
         anthropic ? std::string(req["x-api-key"]) : std::string(req[http::field::authorization]);
