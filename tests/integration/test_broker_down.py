@@ -8,7 +8,8 @@ broker goes down for --down-s seconds (15 in CI; the issue's figure is 30); it c
 the second half is produced. Asserts:
   - /readyz answers 503 naming the broker while it is down, 200 again after;
   - assay_kafka_brokers_reachable is 0 while down, 1 after;
-  - nothing is lost: every event is judged exactly once (no crash, no restart);
+  - nothing is lost: every event is judged exactly once (no crash, no restart), in the JSON
+    Lines file and in the results topic (the producer reconnects too);
   - assayd stops by itself (--exit-when-idle) with exit code 0, and the group's committed
     offsets reach the end of every partition.
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
@@ -65,7 +66,8 @@ def run(args, workdir, checks):
         cfg = os.path.join(workdir, "c.yaml")
         group = f"down-{os.getpid()}"
         with open(cfg, "w") as f:
-            f.write(f"""kafka: {{brokers: {json.dumps(bootstrap)}, topic: {tp.EVENTS_TOPIC}, group_id: {group}}}
+            f.write(f"""kafka: {{brokers: {json.dumps(bootstrap)}, topic: {tp.EVENTS_TOPIC}, group_id: {group},
+        results_topic: {tp.RESULTS_TOPIC}}}
 sampling: {{rate: 1.0}}
 judges:
   - {{name: overlap, kind: lexical, metric: context_overlap}}
@@ -116,6 +118,9 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
         offsets = tp.committed_vs_end(bootstrap, group, tp.EVENTS_TOPIC)
         behind = {p: o for p, o in offsets.items() if o[0] != o[1]}
         checks.eq("committed offsets at the end of every partition", {}, behind)
+        # The producer reconnected too: every judgment reached the results topic.
+        results = collections.Counter(k.decode() for k, _, _ in tp.read_topic(bootstrap, tp.RESULTS_TOPIC))
+        checks.eq("judgments in the results topic (each event once)", len(events), len(results))
         return f"broker down {args.down_s:.0f} s: {len(ids)} events judged once, readyz 503 then 200"
     finally:
         for p, name in reversed(procs):
