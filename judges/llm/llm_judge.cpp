@@ -136,6 +136,10 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
       stats_(services.stats().forJudge(settings_.name, settings_.model)),
       policy_(settings_.retry, std::hash<std::string>{}(settings_.name)),
       breaker_(settings_.breaker_failures, settings_.breaker_open) {
+  if (isPlainRemoteHttp(settings_.endpoint))
+    spdlog::warn(
+        "llm judge '{}': insecure_http: the API key and the events' text go to {} unencrypted",
+        settings_.name, settings_.endpoint);
   if (settings_.requests_per_minute > 0)
     rpm_.emplace(settings_.requests_per_minute, std::max(1.0, settings_.requests_per_minute / 6),
                  Steady::now());

@@ -49,7 +49,10 @@ struct LlmJudgeSettings {
   std::string model;
   std::string api_key;  ///< from the environment variable named in config
   std::string ca_file;  ///< PEM bundle of a private CA ("" = the system store)
-  ModelPrice price{};   ///< USD per million tokens; a judge needs one to start
+  /// A plain http:// endpoint on a host other than loopback is refused unless this is set
+  /// (then a warning at start): the API key and the events' text would travel unencrypted.
+  bool insecure_http = false;
+  ModelPrice price{};  ///< USD per million tokens; a judge needs one to start
   double usd_to_eur = 0.92;
   double daily_limit_eur = 0;  ///< this judge's cap, € per local day (0 = none apart from global)
   double global_daily_limit_eur = 0;  ///< the shared cap, € per local day
@@ -72,6 +75,9 @@ struct LlmJudgeSettings {
 /// every bad option. With `context.services == nullptr` the API key variable is not read (a
 /// warning says when it is unset); otherwise an unset variable is an error.
 LlmJudgeSettings llmSettingsFrom(const JudgeOptionValues& values, const JudgeContext& context);
+
+/// True for an `http://` URL whose host is not loopback (localhost, 127.0.0.0/8, [::1]).
+bool isPlainRemoteHttp(std::string_view endpoint);
 
 struct LlmCallResult {
   LlmVerdict verdict;

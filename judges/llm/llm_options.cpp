@@ -1,6 +1,8 @@
 // `kind: llm` judges in the judge table: the descriptor, the options (docs/configuration.md,
 // "LLM judges") and their checks, the rubric's scale. Adding an option touches this file, the
 // settings in llm_judge.hpp and the docs.
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -34,6 +36,9 @@ const OptionSpec kOptions[] = {
     {"max_retry_wait_ms", OptionType::kInt,
      "a longer Retry-After gives up as rate_limited, 0..3600000 (default 60000)"},
     {"ca_file", OptionType::kString, "PEM bundle of a private CA (default: the system store)"},
+    {"insecure_http", OptionType::kBool,
+     "true allows a plain http:// endpoint on a host other than loopback (key and event text "
+     "unencrypted; a warning at start)"},
     {"rubric", OptionType::kTree,
      "{levels: {SCORE: {name?, description?}}, examples: [{question, contexts, answer, score, "
      "justification}]}: wording overrides and one few-shot example per level at most"},
@@ -185,6 +190,27 @@ void readRubric(const JudgeOptionValues& values, LlmJudgeSettings& s, Errors& er
   if (const auto* examples = tree->find("examples")) rubricExamples(*examples, s.rubric, errors);
 }
 
+}  // namespace
+
+bool isPlainRemoteHttp(std::string_view endpoint) {
+  if (endpoint.rfind("http://", 0) != 0) return false;
+  std::string_view host = endpoint.substr(7);
+  host = host.substr(0, host.find_first_of("/?#"));
+  if (const auto at = host.rfind('@'); at != std::string_view::npos) host.remove_prefix(at + 1);
+  if (!host.empty() && host.front() == '[') {
+    host = host.substr(
+        1, host.find(']') == std::string_view::npos ? host.size() - 1 : host.find(']') - 1);
+    return host != "::1";
+  }
+  host = host.substr(0, host.find(':'));
+  if (host == "localhost") return false;
+  in_addr v4{};
+  const std::string literal(host);
+  return !(inet_pton(AF_INET, literal.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
+}
+
+namespace {
+
 void readEndpoint(const JudgeOptionValues& values, LlmJudgeSettings& s, Errors& errors) {
   std::string provider = "openai";
   errors.check([&] { provider = values.getString("provider", "openai"); });
@@ -197,6 +223,11 @@ void readEndpoint(const JudgeOptionValues& values, LlmJudgeSettings& s, Errors& 
         provider == "anthropic" ? "https://api.anthropic.com" : "https://api.openai.com/v1";
   if (s.endpoint.rfind("https://", 0) != 0 && s.endpoint.rfind("http://", 0) != 0)
     errors.add("endpoint", "expected an http:// or https:// URL");
+  errors.check([&] { s.insecure_http = values.getBool("insecure_http", false); });
+  if (isPlainRemoteHttp(s.endpoint) && !s.insecure_http)
+    errors.add("endpoint",
+               "plain http:// to a host other than loopback would send the API key and the "
+               "events' text unencrypted: use https://, or set insecure_http: true");
   errors.check([&] { s.ca_file = values.getString("ca_file", ""); });
 }
 

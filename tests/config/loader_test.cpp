@@ -446,3 +446,28 @@ TEST_CASE("limits.when_full: block by default, drop_newest, anything else an err
   CHECK(bad.errors[0].format() ==
         "t.yaml:2:14: limits.when_full: expected block or drop_newest, got 'wait'");
 }
+
+TEST_CASE("a plain http:// endpoint is refused off loopback unless insecure_http is set") {
+  const auto judge = [](const std::string& endpoint, const std::string& extra = "") {
+    return load(
+        "judges:\n  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
+        "endpoint: \"" +
+        endpoint + "\"" + extra + "}\n");
+  };
+  for (const char* ok :
+       {"http://127.0.0.1:8000/v1", "http://localhost:11434/v1", "http://[::1]:8080/v1",
+        "https://llm.internal.example/v1", "http://user@127.0.0.2/v1"}) {
+    CAPTURE(ok);
+    CHECK(judge(ok).ok());
+  }
+  const auto remote = judge("http://llm.internal.example:8000/v1");
+  REQUIRE(remote.errors.size() == 1);
+  CHECK(remote.errors[0].path == "judges[0].endpoint");
+  CHECK(remote.errors[0].message.find("unencrypted") != std::string::npos);
+  CHECK_FALSE(judge("http://10.0.0.7/v1").ok());
+  CHECK_FALSE(judge("http://[2001:db8::1]/v1").ok());
+  CHECK_FALSE(judge("http://127.0.0.1.evil.example/v1").ok());
+  CHECK(judge("http://llm.internal.example:8000/v1", ", insecure_http: true").ok());
+  CHECK(assay::llm::isPlainRemoteHttp("http://llm.internal.example/v1"));
+  CHECK_FALSE(assay::llm::isPlainRemoteHttp("https://api.openai.com/v1"));
+}

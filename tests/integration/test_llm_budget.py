@@ -197,6 +197,22 @@ def main():
         checks.true("Redis spend unchanged by the restart", abs(redis_spent(redis_port) - spent) < 1e-9,
                     redis_spent(redis_port))
         checks.eq("restarted daemon made no provider call", before, fake_requests(fake_port, ca))
+        # Security (issue 9): no API key, Authorization header or event text in any log line
+        # of two runs that called a provider with a key.
+        logs = ""
+        for n in ("a", "b"):
+            with open(os.path.join(workdir, n + ".log"), errors="replace") as f:
+                logs += f.read()
+        texts = []
+        with open(args.data) as f:
+            for line in f:
+                if line.strip():
+                    ev = json.loads(line)
+                    texts += [t[:60] for t in (ev.get("question"), ev.get("answer")) if t and len(t) >= 30]
+        leaked = [t for t in texts if t in logs]
+        checks.true("no API key or Authorization header in the logs",
+                    "sk-fake" not in logs and "Bearer" not in logs and "authorization" not in logs.lower(), "")
+        checks.eq(f"questions and answers ({len(texts)}) found in the logs", [], leaked[:3])
     except (tp.TestFailure, subprocess.CalledProcessError) as e:
         checks.true("test ran to the end", False, str(e))
     finally:
