@@ -204,7 +204,7 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
     else if (v->IsInt64())
       e.id = std::to_string(v->GetInt64());
     else
-      return {false, InvalidReason::kWrongType, p_->id.path + ": expected a string"};
+      return {false, InvalidReason::kWrongType, p_->id.path + ": expected a string or an integer"};
   }
   if (e.id.empty()) e.id = std::string(fallback_id);
   if (auto err = optString(p_->tenant, e.tenant)) return fail(*err);
