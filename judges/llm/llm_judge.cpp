@@ -398,7 +398,11 @@ void LlmJudge::attempt(const std::shared_ptr<Call>& c) const {
     std::lock_guard lock(mu_);
     const auto now = Steady::now();
     if (!breaker_.allow(now)) {
-      open = true;
+      // Half-open: the probe call is in flight; wait for its answer rather than fail.
+      if (breaker_.state(now) == CircuitBreaker::State::kHalfOpen)
+        wait = Millis{100};
+      else
+        open = true;
     } else {
       if (rpm_) wait = std::max(wait, rpm_->take(1, now));
       if (tpm_ && wait == Millis{0})
@@ -453,8 +457,14 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
   RetryDecision d;
   {
     std::lock_guard lock(mu_);
-    // 4xx (429 included) is an answer, not an endpoint down: only 5xx and no-response count.
-    if (res.status == 0 || res.status >= 500) {
+    // 4xx (429 included) is an answer, not an endpoint down: only 5xx and no-response count,
+    // and a 4xx answer to the probe closes the breaker (else it would stay half-open for good).
+    if (res.status > 0 && res.status < 500) {
+      if (breaker_.state(Steady::now()) != CircuitBreaker::State::kClosed)
+        spdlog::info("llm judge '{}': {} answers again (HTTP {}); circuit breaker closed",
+                     settings_.name, settings_.endpoint, res.status);
+      breaker_.onSuccess();
+    } else {
       const auto now = Steady::now();
       const bool was_open = breaker_.state(now) != CircuitBreaker::State::kClosed;
       breaker_.onFailure(now);

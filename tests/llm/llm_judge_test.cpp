@@ -341,3 +341,45 @@ TEST_CASE("max_in_flight bounds concurrent calls; every call completes") {
   CHECK(std::chrono::steady_clock::now() - t0 >= 600ms);  // 6 calls, 2 at a time, 200 ms each
   CHECK(j.inFlight() == 0);
 }
+
+TEST_CASE("circuit breaker: a 4xx probe answer closes it; calls during the probe wait for it") {
+  Fixture fx;
+  auto s = fx.settings();
+  s.breaker_failures = 2;
+  s.breaker_open = 200ms;
+  s.retry.max_attempts = 1;
+  LlmJudge j(s, fx.services.calls);
+  const auto open = [&] {
+    fx.script(R"([{"status": 500}, {"status": 500}])");
+    CHECK(run(j).verdict.outcome == Outcome::kProviderError);
+    CHECK(run(j).verdict.outcome == Outcome::kProviderError);
+  };
+  open();
+  const long before = fx.requests();
+  const auto refused = run(j);  // open: no request
+  CHECK(refused.verdict.outcome == Outcome::kProviderError);
+  CHECK(refused.verdict.justification.find("circuit breaker open") == 0);
+  CHECK(fx.requests() == before);
+  std::this_thread::sleep_for(250ms);
+  // The probe is answered 429: an answer, not an endpoint down. The breaker closes (it used to
+  // stay half-open for good, every later call failing at once).
+  fx.script(R"([{"status": 429, "retry_after": "1"}, {"score": 3}])");
+  CHECK(run(j).verdict.outcome == Outcome::kRateLimited);
+  CHECK(run(j).verdict.outcome == Outcome::kOk);
+  // Open again; two calls at once when it half-opens: the probe (300 ms) and one that waits
+  // for it instead of failing.
+  open();
+  std::this_thread::sleep_for(250ms);
+  fx.script(R"([{"score": 2, "delay_ms": 300}, {"score": 4}])");
+  std::promise<LlmCallResult> p1, p2;
+  Event e1 = event(), e2 = event();
+  e1.id = "probe-1";
+  e2.id = "probe-2";
+  j.call(e1, [&](LlmCallResult r) { p1.set_value(std::move(r)); });
+  std::this_thread::sleep_for(50ms);
+  j.call(e2, [&](LlmCallResult r) { p2.set_value(std::move(r)); });
+  CHECK(p1.get_future().get().verdict.score == 2);
+  const auto waited = p2.get_future().get();
+  CHECK(waited.verdict.outcome == Outcome::kOk);
+  CHECK(waited.verdict.score == 4);
+}
