@@ -15,7 +15,6 @@ the second half is produced. Asserts:
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
-import argparse
 import collections
 import json
 import os
@@ -27,25 +26,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_pipeline as tp  # noqa: E402
 
 
-def parse_args():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--assayd", required=True)
-    ap.add_argument("--mock-broker", required=True)
-    ap.add_argument("--data", required=True)
-    ap.add_argument("--keep-temp", action="store_true")
-    ap.add_argument("--down-s", type=float, default=15)
-    return ap.parse_args()
-
-
-def wait_for(what, predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    raise tp.TestFailure(f"timed out after {timeout} s waiting for {what}")
-
-
 def run(args, workdir, checks):
     procs = []
     try:
@@ -55,10 +35,7 @@ def run(args, workdir, checks):
         half = len(events) // 2
 
         def produce(batch):
-            payload = b"".join(e.encode() + tp.KEY_DELIM + raw + b"\n" for e, raw in batch)
-            subprocess.run(["kcat", "-P", "-b", bootstrap, "-t", tp.EVENTS_TOPIC, "-K", "\t",
-                            "-z", "none"], input=payload, check=True, timeout=60,
-                           capture_output=True)
+            tp.produce_keyed(bootstrap, tp.EVENTS_TOPIC, batch)
 
         admin = tp.free_loopback_port()
         url = f"http://127.0.0.1:{admin}"
@@ -80,19 +57,19 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
             daemon = subprocess.Popen([args.assayd, "--config", cfg, "--exit-when-idle", "5"],
                                       stdout=log, stderr=log, start_new_session=True)
         procs.append((daemon, "assayd"))
-        wait_for("/readyz 200", lambda: tp.http_get(url + "/readyz")[0] == 200, 30)
+        tp.wait_for("/readyz 200", lambda: tp.http_get(url + "/readyz")[0] == 200, 30)
         produce(events[:half])
 
         def judged():
             status, text = tp.http_get(url + "/metrics")
             return tp.metric(tp.parse_metrics(text), "assay_events_judged_total") if status == 200 else -1
 
-        wait_for("the first half judged", lambda: judged() == half, 30)
+        tp.wait_for("the first half judged", lambda: judged() == half, 30)
         broker.stdin.write(b"down\n")
         broker.stdin.flush()
         t0 = time.monotonic()
         tp.log(f"broker down after {half} events judged")
-        wait_for("/readyz 503", lambda: tp.http_get(url + "/readyz")[0] == 503, args.down_s)
+        tp.wait_for("/readyz 503", lambda: tp.http_get(url + "/readyz")[0] == 503, args.down_s)
         status, body = tp.http_get(url + "/readyz")
         checks.true("/readyz names the broker while it is down", "Kafka broker" in body, body)
         samples = tp.parse_metrics(tp.http_get(url + "/metrics")[1])
@@ -102,7 +79,7 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
         broker.stdin.write(b"up\n")
         broker.stdin.flush()
         tp.log(f"broker up again after {time.monotonic() - t0:.1f} s")
-        wait_for("/readyz 200 again", lambda: tp.http_get(url + "/readyz")[0] == 200, 60)
+        tp.wait_for("/readyz 200 again", lambda: tp.http_get(url + "/readyz")[0] == 200, 60)
         samples = tp.parse_metrics(tp.http_get(url + "/metrics")[1])
         checks.eq("assay_kafka_brokers_reachable after", 1,
                   tp.metric(samples, "assay_kafka_brokers_reachable"))
@@ -128,4 +105,4 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
 
 
 if __name__ == "__main__":
-    sys.exit(tp.run_script("test_broker_down", run, parse_args()))
+    sys.exit(tp.run_script("test_broker_down", run, tp.common_args(("--down-s", float, 15))))

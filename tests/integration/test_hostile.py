@@ -27,11 +27,9 @@ topic. Asserts:
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
-import argparse
 import json
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -43,16 +41,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_pipeline as tp  # noqa: E402
 
 EVENTS, FEEDBACK = "hostile.events", "hostile.feedback"
-
-
-def parse_args():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--assayd", required=True)
-    ap.add_argument("--mock-broker", required=True)
-    ap.add_argument("--data", required=True)
-    ap.add_argument("--keep-temp", action="store_true")
-    ap.add_argument("--variants", type=int, default=20000)
-    return ap.parse_args()
 
 
 def ev(i, **fields):
@@ -141,18 +129,6 @@ def corpus():
     return e, fb
 
 
-def start_broker(mock_broker, workdir):
-    err = open(os.path.join(workdir, "mock_broker.log"), "wb")
-    proc = subprocess.Popen([mock_broker, f"{EVENTS}:12", f"{FEEDBACK}:12"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=err, start_new_session=True)
-    err.close()
-    ready, _, _ = select.select([proc.stdout], [], [], 15)
-    line = proc.stdout.readline().decode().strip() if ready else ""
-    if not re.fullmatch(r"127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+)*", line):
-        raise tp.TestFailure(f"mock broker did not start (got {line!r})")
-    return proc, line
-
-
 def produce(bootstrap, topic, messages):
     p = Producer({"bootstrap.servers": bootstrap, "message.max.bytes": 16 << 20,
                   "linger.ms": 20, "compression.type": "none"})
@@ -183,7 +159,7 @@ def run(args, workdir, checks):
            f"{len(variants)} events with distinct variants")
     procs = []
     try:
-        broker, bootstrap = start_broker(args.mock_broker, workdir)
+        broker, bootstrap = tp.start_broker(args.mock_broker, workdir, [f"{EVENTS}:12", f"{FEEDBACK}:12"])
         procs.append((broker, "broker"))
         produce(bootstrap, EVENTS, [(k, v) for _, k, v, _ in events] + variants)
         produce(bootstrap, FEEDBACK, [(k, v) for _, k, v in feedback])
@@ -299,4 +275,4 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
 
 
 if __name__ == "__main__":
-    sys.exit(tp.run_script("test_hostile", run, parse_args()))
+    sys.exit(tp.run_script("test_hostile", run, tp.common_args(("--variants", int, 20000))))

@@ -28,13 +28,10 @@ The CI schedule is the default (3,000 events, 12 partitions, rate 0.2); the full
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
-import argparse
 import collections
 import json
 import os
 import random
-import re
-import select
 import signal
 import subprocess
 import sys
@@ -47,21 +44,6 @@ TOPIC = "rag.kill"
 JUDGE = "faithfulness_llm"
 # gpt-4o-mini, USD per million tokens (judges/llm/pricing.cpp's built-in table), at usd_to_eur.
 PRICE_IN, PRICE_OUT, USD_TO_EUR = 0.15, 0.60, 0.92
-
-
-def parse_args():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--assayd", required=True)
-    ap.add_argument("--mock-broker", required=True)
-    ap.add_argument("--data", required=True)
-    ap.add_argument("--keep-temp", action="store_true")
-    ap.add_argument("--events", type=int, default=3000)
-    ap.add_argument("--partitions", type=int, default=12)
-    ap.add_argument("--rate", type=float, default=0.2)
-    ap.add_argument("--kills", type=int, default=3)
-    ap.add_argument("--latency-ms", type=int, default=100)
-    ap.add_argument("--seed", type=int, default=None, help="random kill points (default: time)")
-    return ap.parse_args()
 
 
 def make_events(path, n):
@@ -81,18 +63,6 @@ def make_events(path, n):
             out.append((e["id"], json.dumps(e, ensure_ascii=False).encode()))
         k += 1
     return out
-
-
-def start_broker(mock_broker, workdir, partitions):
-    err = open(os.path.join(workdir, "mock_broker.log"), "wb")
-    proc = subprocess.Popen([mock_broker, f"{TOPIC}:{partitions}"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=err, start_new_session=True)
-    err.close()
-    ready, _, _ = select.select([proc.stdout], [], [], 15)
-    line = proc.stdout.readline().decode().strip() if ready else ""
-    if not re.fullmatch(r"127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+)*", line):
-        raise tp.TestFailure(f"mock broker did not start (got {line!r})")
-    return proc, line
 
 
 def write_config(path, bootstrap, redis_port, fake_port, admin_port, jsonl, rate):
@@ -160,7 +130,7 @@ def run(args, workdir, checks):
     with_contexts = {e for e, raw in events if e in expected and json.loads(raw).get("contexts")}
     procs = []
     try:
-        broker, bootstrap = start_broker(args.mock_broker, workdir, args.partitions)
+        broker, bootstrap = tp.start_broker(args.mock_broker, workdir, [f"{TOPIC}:{args.partitions}"])
         procs.append((broker, "broker"))
         redis, redis_port = tp.start_redis(workdir)
         procs.append((redis, "redis"))
@@ -168,9 +138,7 @@ def run(args, workdir, checks):
         fake, fake_port = tp.start_fake_provider(args.assayd, "--delay-ms", str(args.latency_ms),
                                                  "--call-log", call_log)
         procs.append((fake, "fake provider"))
-        payload = b"".join(e.encode() + tp.KEY_DELIM + raw + b"\n" for e, raw in events)
-        subprocess.run(["kcat", "-P", "-b", bootstrap, "-t", TOPIC, "-K", "\t", "-z", "none"],
-                       input=payload, check=True, timeout=120, capture_output=True)
+        tp.produce_keyed(bootstrap, TOPIC, events)
         admin = tp.free_loopback_port()
         cfg, jsonl = os.path.join(workdir, "c.yaml"), os.path.join(workdir, "judgments.jsonl")
         write_config(cfg, bootstrap, redis_port, fake_port, admin, jsonl, args.rate)
@@ -282,4 +250,6 @@ def run(args, workdir, checks):
 
 
 if __name__ == "__main__":
-    sys.exit(tp.run_script("test_kill_restart", run, parse_args()))
+    sys.exit(tp.run_script("test_kill_restart", run, tp.common_args(
+        ("--events", int, 3000), ("--partitions", int, 12), ("--rate", float, 0.2),
+        ("--kills", int, 3), ("--latency-ms", int, 100), ("--seed", int, None))))

@@ -133,9 +133,12 @@ def invalid_messages(max_event_bytes):
 # Processes
 
 
-def start_broker(mock_broker, workdir):
-    args = [mock_broker, f"{EVENTS_TOPIC}:{EVENTS_PARTITIONS}",
-            f"{RESULTS_TOPIC}:{RESULTS_PARTITIONS}", f"{DLQ_TOPIC}:{DLQ_PARTITIONS}"]
+def start_broker(mock_broker, workdir, topics=None):
+    """The broker process with `topics` ("NAME:PARTITIONS"; default: the events, results and
+    dead-letter topics); returns (process, bootstrap). Its stdin takes "down"/"up"."""
+    topics = topics or [f"{EVENTS_TOPIC}:{EVENTS_PARTITIONS}",
+                        f"{RESULTS_TOPIC}:{RESULTS_PARTITIONS}", f"{DLQ_TOPIC}:{DLQ_PARTITIONS}"]
+    args = [mock_broker, *topics]
     err = open(os.path.join(workdir, "mock_broker.log"), "wb")
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
                             start_new_session=True)
@@ -176,14 +179,34 @@ def stop_process(proc, name, term_timeout=20):
     signal_group(proc, signal.SIGKILL)  # stray children, if any
 
 
-def common_args():
-    """The arguments ctest passes to every integration script (tests/CMakeLists.txt)."""
+def common_args(*extra):
+    """The arguments ctest passes to every integration script (tests/CMakeLists.txt), plus
+    `extra` (name, type, default) options of a script's own."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--assayd", required=True)
     ap.add_argument("--mock-broker")
     ap.add_argument("--data", required=True)
     ap.add_argument("--keep-temp", action="store_true", help="keep the temporary directory")
+    for name, kind, default in extra:
+        ap.add_argument(name, type=kind, default=default)
     return ap.parse_args()
+
+
+def produce_keyed(bootstrap, topic, events):
+    """Produces [(id, raw event bytes)] with kcat, keyed by id."""
+    payload = b"".join(e.encode() + KEY_DELIM + raw + b"\n" for e, raw in events)
+    subprocess.run(["kcat", "-P", "-b", bootstrap, "-t", topic, "-K", "\t", "-z", "none"],
+                   input=payload, check=True, timeout=120, capture_output=True)
+
+
+def wait_for(what, predicate, timeout, step=0.1):
+    """Polls `predicate` until it is true; TestFailure naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    raise TestFailure(f"timed out after {timeout} s waiting for {what}")
 
 
 def start_fake_provider(assayd, *extra):

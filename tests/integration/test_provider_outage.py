@@ -15,7 +15,6 @@ ended and its 30 s pause has passed, the third part is produced. Asserts:
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
-import argparse
 import json
 import os
 import signal
@@ -26,25 +25,6 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_pipeline as tp  # noqa: E402
-
-
-def parse_args():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--assayd", required=True)
-    ap.add_argument("--mock-broker", required=True)
-    ap.add_argument("--data", required=True)
-    ap.add_argument("--keep-temp", action="store_true")
-    ap.add_argument("--outage-s", type=float, default=8)
-    return ap.parse_args()
-
-
-def wait_for(what, predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    raise tp.TestFailure(f"timed out after {timeout} s waiting for {what}")
 
 
 def run(args, workdir, checks):
@@ -59,10 +39,7 @@ def run(args, workdir, checks):
         parts = [events[:third], events[third:2 * third], events[2 * third:]]
 
         def produce(batch):
-            payload = b"".join(e.encode() + tp.KEY_DELIM + raw + b"\n" for e, raw in batch)
-            subprocess.run(["kcat", "-P", "-b", bootstrap, "-t", tp.EVENTS_TOPIC, "-K", "\t",
-                            "-z", "none"], input=payload, check=True, timeout=60,
-                           capture_output=True)
+            tp.produce_keyed(bootstrap, tp.EVENTS_TOPIC, batch)
 
         jsonl = os.path.join(workdir, "j.jsonl")
         cfg = os.path.join(workdir, "c.yaml")
@@ -103,22 +80,22 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
                 return sum(1 for _ in f)
 
         produce(parts[0])
-        wait_for("the first part judged", lambda: os.path.exists(jsonl) and lines() == len(parts[0]), 60)
+        tp.wait_for("the first part judged", lambda: os.path.exists(jsonl) and lines() == len(parts[0]), 60)
         req = urllib.request.Request(f"http://127.0.0.1:{fport}/_fake/outage",
                                      data=json.dumps({"ms": int(args.outage_s * 1000)}).encode())
         urllib.request.urlopen(req, timeout=5).read()
         t0 = time.monotonic()
         produce(parts[1])
-        wait_for("the circuit breaker to open", lambda: log_has("circuit breaker open for"), 30)
+        tp.wait_for("the circuit breaker to open", lambda: log_has("circuit breaker open for"), 30)
         opened = time.monotonic()
         checks.true("the circuit opened during the outage", opened - t0 < args.outage_s + 5,
                     f"{opened - t0:.1f} s")
-        wait_for("the second part judged", lambda: lines() == len(parts[0]) + len(parts[1]), 60)
+        tp.wait_for("the second part judged", lambda: lines() == len(parts[0]) + len(parts[1]), 60)
         # The breaker stays open 30 s, then lets one probe call through.
         time.sleep(max(0.0, args.outage_s - (time.monotonic() - t0), 30.5 - (time.monotonic() - opened)))
         produce(parts[2])
-        wait_for("the circuit breaker to close", lambda: log_has("circuit breaker closed"), 60)
-        wait_for("the third part judged", lambda: lines() == len(events), 60)
+        tp.wait_for("the circuit breaker to close", lambda: log_has("circuit breaker closed"), 60)
+        tp.wait_for("the third part judged", lambda: lines() == len(events), 60)
         daemon.send_signal(signal.SIGTERM)
         rc = daemon.wait(timeout=60)
         checks.eq("exit code after SIGTERM", 0, rc)
@@ -157,4 +134,4 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
 
 
 if __name__ == "__main__":
-    sys.exit(tp.run_script("test_provider_outage", run, parse_args()))
+    sys.exit(tp.run_script("test_provider_outage", run, tp.common_args(("--outage-s", float, 8))))

@@ -45,10 +45,7 @@ def run(args, workdir, checks):
         half = len(events) // 2
 
         def produce(batch):
-            payload = b"".join(e.encode() + tp.KEY_DELIM + raw + b"\n" for e, raw in batch)
-            subprocess.run(["kcat", "-P", "-b", bootstrap, "-t", tp.EVENTS_TOPIC, "-K", "\t",
-                            "-z", "none"], input=payload, check=True, timeout=60,
-                           capture_output=True)
+            tp.produce_keyed(bootstrap, tp.EVENTS_TOPIC, batch)
 
         produce(events[:half])
         redis, rport = tp.start_redis(workdir)
