@@ -112,6 +112,15 @@ LlmCallResult storedResult(const std::string& json, Steady::time_point started) 
   return r;
 }
 
+/// `text` with every occurrence of `key` replaced: a provider's error message may quote the
+/// key it refused, and error messages reach the judgments and the logs.
+std::string redactKey(std::string text, const std::string& key) {
+  if (key.size() < 4) return text;
+  for (std::size_t at; (at = text.find(key)) != std::string::npos;)
+    text.replace(at, key.size(), "[redacted]");
+  return text;
+}
+
 }  // namespace
 
 struct LlmJudge::Call {
@@ -424,9 +433,10 @@ void LlmJudge::attempt(const std::shared_ptr<Call>& c) const {
 }
 
 void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) const {
-  if (res.status >= 200 && res.status < 300) {
+  const auto reply =
+      res.status != 0 ? parseReply(settings_.provider, res.status, res.body) : ProviderReply{};
+  if (reply.ok) {
     c->answered = true;
-    const auto reply = parseReply(settings_.provider, res.status, res.body);
     bool was_open = false;
     {
       std::lock_guard lock(mu_);
@@ -436,30 +446,32 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
     if (was_open)
       spdlog::info("llm judge '{}': {} answers again; circuit breaker closed", settings_.name,
                    settings_.endpoint);
-    if (!reply.ok) {
-      LlmVerdict v;
-      v.outcome = Outcome::kProviderError;
-      v.justification = reply.error_type + ": " + reply.error_message;
-      return finish(c, std::move(v), reply.usage);
-    }
     auto v = parseVerdict(reply.content, reply.finish, settings_.rubric.minScore(),
                           settings_.rubric.maxScore());
     // Missing usage: charge the conservative estimate (finish() does it).
     return finish(c, std::move(v), reply.usage ? reply.usage : std::optional<TokenUsage>{});
   }
+  // A failure: an error status, an error object or a broken stream in a 2xx body, or no
+  // response. It is charged only for the tokens the provider reports with it, and a failure
+  // that reports tokens is not retried (the reservation covers one call, and a second call
+  // for the same event would be paid twice).
+  const bool billed =
+      reply.usage && (reply.usage->prompt_tokens > 0 || reply.usage->completion_tokens > 0);
+  if (billed) c->answered = true;
+  const auto charged = billed ? reply.usage : std::optional<TokenUsage>{TokenUsage{}};
   AttemptResult ar;
-  ar.status = res.status;
+  ar.status = res.status != 0 ? reply.effective_status : 0;
   ar.timed_out = res.timed_out;
+  ar.overloaded = reply.overloaded;
+  ar.permanent = reply.permanent || reply.refused || billed;
   if (auto it = res.headers.find("retry-after"); it != res.headers.end())
     ar.retry_after = parseRetryAfter(it->second, std::chrono::system_clock::now());
-  if (res.status != 0)
-    ar.overloaded = parseReply(settings_.provider, res.status, res.body).overloaded;
   RetryDecision d;
   {
     std::lock_guard lock(mu_);
     // 4xx (429 included) is an answer, not an endpoint down: only 5xx and no-response count,
     // and a 4xx answer to the probe closes the breaker (else it would stay half-open for good).
-    if (res.status > 0 && res.status < 500) {
+    if (ar.status > 0 && ar.status < 500) {
       if (breaker_.state(Steady::now()) != CircuitBreaker::State::kClosed)
         spdlog::info("llm judge '{}': {} answers again (HTTP {}); circuit breaker closed",
                      settings_.name, settings_.endpoint, res.status);
@@ -482,9 +494,16 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
     return;
   }
   LlmVerdict v;
-  v.outcome = d.give_up;
-  v.justification = res.status ? "HTTP " + std::to_string(res.status) : res.error;
-  finish(c, std::move(v), std::nullopt);  // error replies are not billed
+  v.outcome = reply.refused ? Outcome::kRefused : d.give_up;
+  if (res.status == 0) {
+    v.justification = res.error;
+  } else {
+    v.justification = "HTTP " + std::to_string(res.status);
+    if (!reply.error_type.empty()) v.justification += " " + reply.error_type;
+    if (!reply.error_message.empty())
+      v.justification += ": " + redactKey(reply.error_message, settings_.api_key);
+  }
+  finish(c, std::move(v), charged);
 }
 
 void LlmJudge::finish(const std::shared_ptr<Call>& c, LlmVerdict verdict,

@@ -4,6 +4,11 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <string_view>
+
 #include "judges/json_limits.hpp"
 
 namespace assay::llm {
@@ -19,14 +24,338 @@ std::string trimSlash(std::string s) {
   return s;
 }
 
-std::string getString(const rapidjson::Value& v, const char* key) {
-  if (!v.IsObject()) return {};
-  auto it = v.FindMember(key);
-  return it != v.MemberEnd() && it->value.IsString()
-             ? std::string(it->value.GetString(), it->value.GetStringLength())
-             : std::string();
+constexpr std::size_t kMaxErrorMessage = 300;
+constexpr std::size_t kMaxStreamEvents = 200'000;
+
+/// `s` cut to at most `max` bytes, never inside a UTF-8 sequence.
+std::string clip(std::string s, std::size_t max = kMaxErrorMessage) {
+  if (s.size() <= max) return s;
+  std::size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  s.resize(n);
+  return s + "…";
 }
 
+/// A string, or an integer written in decimal; "" for anything else.
+std::string scalarText(const rapidjson::Value& v) {
+  if (v.IsString()) return {v.GetString(), v.GetStringLength()};
+  if (v.IsInt64()) return std::to_string(v.GetInt64());
+  return {};
+}
+
+std::string member(const rapidjson::Value& v, const char* key) {
+  if (!v.IsObject()) return {};
+  auto it = v.FindMember(key);
+  return it == v.MemberEnd() ? std::string() : scalarText(it->value);
+}
+
+/// A JSON object of valid UTF-8 within the nesting bound, or false.
+bool parseObject(std::string_view text, rapidjson::Document& d) {
+  if (jsonShapeProblem(text)) return false;  // too deep, or a NUL byte
+  d.Parse<rapidjson::kParseValidateEncodingFlag>(text.data(), text.size());
+  return !d.HasParseError() && d.IsObject();
+}
+
+void badGateway(ProviderReply& out, std::string type, std::string message) {
+  out.ok = false;
+  out.error_type = std::move(type);
+  out.error_message = std::move(message);
+  out.effective_status = 502;
+}
+
+/// Reads the error object of a body, in the shapes the APIs and common gateways use:
+/// {"error": {"type"|"code", "message"}} (OpenAI, Anthropic's {"type": "error", "error": …},
+/// OpenRouter with a numeric code), {"error": "text"}, vLLM's {"object": "error", "message",
+/// "type", "code"}, FastAPI's {"detail": "text"}. False when the body carries none.
+bool readError(const rapidjson::Value& d, ProviderReply& out) {
+  std::string type, code, message;
+  bool found = false;
+  if (auto it = d.FindMember("error"); it != d.MemberEnd() && !it->value.IsNull()) {
+    const auto& e = it->value;
+    found = e.IsObject() || e.IsString();
+    if (e.IsString()) message = scalarText(e);
+    type = member(e, "type");
+    code = member(e, "code");
+    if (message.empty()) message = member(e, "message");
+  } else if (member(d, "object") == "error") {
+    found = true;
+    type = member(d, "type");
+    code = member(d, "code");
+    message = member(d, "message");
+  } else if (auto detail = d.FindMember("detail");
+             detail != d.MemberEnd() && detail->value.IsString() && !d.HasMember("choices") &&
+             !d.HasMember("content")) {
+    found = true;
+    message = scalarText(detail->value);
+  }
+  if (!found) return false;
+  // The code is the more specific of the two (OpenAI: type "insufficient_quota" or
+  // "requests", code "rate_limit_exceeded"; OpenRouter: a numeric code only).
+  out.error_type = !type.empty() ? type : code;
+  if (!type.empty() && !code.empty() && code != type) out.error_type += "/" + code;
+  if (out.error_type.empty()) out.error_type = "error";
+  out.error_message = clip(message);
+  return true;
+}
+
+bool has(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+/// Sets effective_status, permanent, refused and overloaded from the error type/code and the
+/// status (effective_status 0 = the error came in a 2xx body: the type decides).
+void classifyError(ProviderReply& out) {
+  std::string t = out.error_type;
+  std::transform(t.begin(), t.end(), t.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  int numeric = 0;
+  for (std::size_t at = 0; at < t.size(); ++at) {  // a numeric code anywhere: 429, "502"
+    if (t[at] >= '0' && t[at] <= '9' && (at == 0 || t[at - 1] == '/')) {
+      std::from_chars(t.data() + at, t.data() + t.size(), numeric);
+      if (numeric < 400 || numeric > 599) numeric = 0;
+      break;
+    }
+  }
+  out.overloaded = has(t, "overloaded");
+  out.refused = has(t, "content_filter") || has(t, "content_policy") || has(t, "safety");
+  out.permanent = has(t, "insufficient_quota") || has(t, "billing");
+  if (out.effective_status != 0) return;
+  out.effective_status = numeric                                                    ? numeric
+                         : out.overloaded                                           ? 529
+                         : has(t, "rate_limit") || t == "requests" || t == "tokens" ? 429
+                         : out.permanent                                            ? 429
+                         : has(t, "authentication") || has(t, "invalid_api_key")    ? 401
+                         : has(t, "permission")                                     ? 403
+                         : has(t, "not_found")                                      ? 404
+                         : has(t, "too_large")                                      ? 413
+                         : has(t, "invalid_request") || has(t, "context_length") || out.refused
+                             ? 400
+                         : has(t, "timeout") ? 504
+                                             : 500;  // api_error, server_error, unknown
+}
+
+/// Reads the assistant message of a 2xx JSON object (not an error).
+void readMessage(Provider provider, const rapidjson::Value& d, ProviderReply& out) {
+  if (provider == Provider::kOpenAi) {
+    out.usage = parseOpenAiUsage(d);
+    const auto choices = d.FindMember("choices");
+    if (choices == d.MemberEnd() || !choices->value.IsArray() || choices->value.Empty()) {
+      // Azure answers a prompt its content filter stopped with no choices and the verdict in
+      // prompt_filter_results.
+      bool filtered = false;
+      if (auto pf = d.FindMember("prompt_filter_results");
+          pf != d.MemberEnd() && pf->value.IsArray())
+        for (const auto& r : pf->value.GetArray())
+          if (auto c = r.IsObject() ? r.FindMember("content_filter_results") : r.MemberEnd();
+              r.IsObject() && c != r.MemberEnd() && c->value.IsObject())
+            for (const auto& cat : c->value.GetObject())
+              if (cat.value.IsObject() && cat.value.HasMember("filtered") &&
+                  cat.value["filtered"].IsTrue())
+                filtered = true;
+      if (filtered) {
+        out.error_type = "content_filter";
+        out.error_message = "the provider's content filter stopped the prompt";
+        out.refused = true;
+        out.effective_status = 400;
+        return;
+      }
+      badGateway(out, "bad_response", "no choices");
+      return;
+    }
+    const auto& c = choices->value[0];
+    const std::string reason = member(c, "finish_reason");
+    out.finish = reason == "stop"             ? FinishReason::kStop
+                 : reason == "length"         ? FinishReason::kLength
+                 : reason == "content_filter" ? FinishReason::kRefusal
+                                              : FinishReason::kOther;
+    if (auto m = c.IsObject() ? c.FindMember("message") : c.MemberEnd();
+        c.IsObject() && m != c.MemberEnd() && m->value.IsObject()) {
+      const auto& msg = m->value;
+      if (auto content = msg.FindMember("content"); content != msg.MemberEnd()) {
+        if (content->value.IsString()) {
+          out.content = scalarText(content->value);
+        } else if (content->value.IsArray()) {  // [{"type": "text", "text": …}, …]
+          for (const auto& part : content->value.GetArray())
+            if (member(part, "type") == "text") out.content += member(part, "text");
+        }
+      }
+      if (!member(msg, "refusal").empty()) out.finish = FinishReason::kRefusal;
+    } else {
+      badGateway(out, "bad_response", "a choice without a message");
+      return;
+    }
+    if (out.finish == FinishReason::kOther) out.finish = FinishReason::kStop;
+    out.ok = true;
+    return;
+  }
+  out.usage = parseAnthropicUsage(d);
+  const std::string reason = member(d, "stop_reason");
+  out.finish = reason == "max_tokens" ? FinishReason::kLength
+               : reason == "refusal"  ? FinishReason::kRefusal
+                                      : FinishReason::kStop;
+  const auto content = d.FindMember("content");
+  if (content == d.MemberEnd() || !content->value.IsArray()) {
+    badGateway(out, "bad_response", "no content");
+    return;
+  }
+  for (const auto& block : content->value.GetArray())
+    if (member(block, "type") == "text") out.content += member(block, "text");
+  out.ok = true;
+}
+
+/// A server-sent-event body (WHATWG HTML §9.2): its first non-blank line is a `data:`,
+/// `event:`, `id:` or comment (`:`) line.
+bool isEventStream(std::string_view body) {
+  std::size_t at = body.find_first_not_of(" \t\r\n");
+  if (at == std::string_view::npos) return false;
+  body.remove_prefix(at);
+  return body.substr(0, 5) == "data:" || body.substr(0, 6) == "event:" ||
+         body.substr(0, 3) == "id:" || body.front() == ':';
+}
+
+/// Calls `on_data(payload)` for each event's data (its `data:` lines joined by \n), in order;
+/// stops early when it returns false. False when the stream holds too many events.
+template <typename OnData>
+bool forEachEvent(std::string_view body, OnData on_data) {
+  std::string data;
+  bool pending = false;
+  std::size_t events = 0;
+  auto dispatch = [&] {
+    if (!pending) return true;
+    pending = false;
+    if (++events > kMaxStreamEvents) return false;
+    const bool go_on = on_data(std::string_view(data));
+    data.clear();
+    return go_on;
+  };
+  while (!body.empty()) {
+    const std::size_t nl = body.find('\n');
+    std::string_view line = body.substr(0, nl);
+    body.remove_prefix(nl == std::string_view::npos ? body.size() : nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) {
+      if (!dispatch()) return events <= kMaxStreamEvents;
+      continue;
+    }
+    if (line.substr(0, 5) != "data:") continue;  // event:, id:, retry:, comments
+    line.remove_prefix(5);
+    if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    if (pending) data += '\n';
+    data.append(line);
+    pending = true;
+  }
+  dispatch();
+  return events <= kMaxStreamEvents;
+}
+
+/// Assembles a streamed reply into `out` (its content, finish and usage). False, with
+/// `out` an error, when the stream carries an error event, is unreadable, or stops before
+/// its end (`[DONE]` / `message_stop`).
+bool assembleStream(Provider provider, const std::string& body, ProviderReply& out) {
+  rapidjson::Document whole(rapidjson::kObjectType);  // the non-streamed reply it stands for
+  auto& alloc = whole.GetAllocator();
+  std::string text, refusal, reason;
+  rapidjson::Value usage;  // null until the stream reports one
+  bool ended = false, broken = false, failed = false;
+  const bool within = forEachEvent(body, [&](std::string_view data) {
+    if (data == "[DONE]") {
+      ended = true;
+      return false;
+    }
+    rapidjson::Document chunk;
+    if (!parseObject(data, chunk)) {
+      broken = true;
+      return false;
+    }
+    if (readError(chunk, out)) {  // an error event: the stream's way to fail
+      failed = true;
+      return false;
+    }
+    if (provider == Provider::kOpenAi) {
+      if (auto u = chunk.FindMember("usage"); u != chunk.MemberEnd() && u->value.IsObject())
+        usage.CopyFrom(u->value, alloc);
+      const auto choices = chunk.FindMember("choices");
+      if (choices != chunk.MemberEnd() && choices->value.IsArray() && !choices->value.Empty()) {
+        const auto& c = choices->value[0];
+        if (const auto fr = member(c, "finish_reason"); !fr.empty()) reason = fr;
+        if (auto delta = c.IsObject() ? c.FindMember("delta") : c.MemberEnd();
+            c.IsObject() && delta != c.MemberEnd()) {
+          text += member(delta->value, "content");
+          refusal += member(delta->value, "refusal");
+        }
+      }
+      return true;
+    }
+    const std::string type = member(chunk, "type");
+    if (type == "message_start") {
+      if (auto m = chunk.FindMember("message"); m != chunk.MemberEnd() && m->value.IsObject())
+        if (auto u = m->value.FindMember("usage"); u != m->value.MemberEnd() && u->value.IsObject())
+          usage.CopyFrom(u->value, alloc);
+    } else if (type == "content_block_start") {
+      if (auto b = chunk.FindMember("content_block"); b != chunk.MemberEnd())
+        if (member(b->value, "type") == "text") text += member(b->value, "text");
+    } else if (type == "content_block_delta") {
+      if (auto delta = chunk.FindMember("delta"); delta != chunk.MemberEnd())
+        if (member(delta->value, "type") == "text_delta") text += member(delta->value, "text");
+    } else if (type == "message_delta") {
+      if (auto delta = chunk.FindMember("delta"); delta != chunk.MemberEnd())
+        if (const auto sr = member(delta->value, "stop_reason"); !sr.empty()) reason = sr;
+      // message_delta's usage holds cumulative counts: they replace message_start's.
+      if (auto u = chunk.FindMember("usage"); u != chunk.MemberEnd() && u->value.IsObject()) {
+        if (!usage.IsObject()) usage.SetObject();
+        for (const auto& kv : u->value.GetObject()) {
+          if (kv.value.IsNull()) continue;
+          rapidjson::Value v(kv.value, alloc);
+          if (auto at = usage.FindMember(kv.name); at != usage.MemberEnd())
+            at->value = v;
+          else
+            usage.AddMember(rapidjson::Value(kv.name, alloc), v, alloc);
+        }
+      }
+    } else if (type == "message_stop") {
+      ended = true;
+      return false;
+    }
+    return true;  // ping, content_block_stop, unknown event types
+  });
+  // What the stream reported, in the API's own non-streamed shape, for the usage parsers.
+  if (usage.IsObject()) whole.AddMember("usage", usage, alloc);
+  if (provider == Provider::kOpenAi) {
+    out.usage = parseOpenAiUsage(whole);
+  } else {
+    out.usage = parseAnthropicUsage(whole);
+  }
+  if (failed) {
+    out.effective_status = 0;
+    classifyError(out);
+    return false;
+  }
+  if (!within) {
+    badGateway(out, "bad_response", "a stream of more than 200,000 events");
+    return false;
+  }
+  if (broken) {
+    badGateway(out, "bad_response", "a stream event that is not a JSON object");
+    return false;
+  }
+  // An OpenAI stream that gave its finish reason is whole even without [DONE] (some servers
+  // omit it).
+  if (!ended && !(provider == Provider::kOpenAi && !reason.empty())) {
+    badGateway(out, "stream_incomplete", "the stream stopped before its end");
+    return false;
+  }
+  out.content = std::move(text);
+  if (provider == Provider::kOpenAi) {
+    out.finish = reason == "length"                               ? FinishReason::kLength
+                 : reason == "content_filter" || !refusal.empty() ? FinishReason::kRefusal
+                                                                  : FinishReason::kStop;
+  } else {
+    out.finish = reason == "max_tokens" ? FinishReason::kLength
+                 : reason == "refusal"  ? FinishReason::kRefusal
+                                        : FinishReason::kStop;
+  }
+  return true;
+}
 }  // namespace
 
 HttpRequest buildRequest(Provider provider, const std::string& endpoint, const std::string& api_key,
@@ -81,62 +410,31 @@ HttpRequest buildRequest(Provider provider, const std::string& endpoint, const s
 
 ProviderReply parseReply(Provider provider, int status, const std::string& body) {
   ProviderReply out;
-  rapidjson::Document d;
-  // A reply nested too deep (or with a NUL byte) is no JSON object: the status decides.
-  const bool shaped = !jsonShapeProblem(body);
-  if (shaped) d.Parse(body.c_str(), body.size());
-  const bool json = shaped && !d.HasParseError() && d.IsObject();
-  if (status < 200 || status >= 300) {
-    if (json && d.HasMember("error")) {
-      const auto& e = d["error"];
-      out.error_type = getString(e, "type");
-      if (out.error_type.empty()) out.error_type = getString(e, "code");
-      out.error_message = getString(e, "message");
-    }
-    if (out.error_type.empty()) out.error_type = "http_" + std::to_string(status);
-    out.overloaded = out.error_type == "overloaded_error";
-    return out;
-  }
-  if (!json) {
-    out.error_type = "bad_response";
-    out.error_message = "2xx body is not a JSON object";
-    return out;
-  }
-  if (provider == Provider::kOpenAi) {
-    out.usage = parseOpenAiUsage(d);
-    if (!d.HasMember("choices") || !d["choices"].IsArray() || d["choices"].Empty()) {
-      out.error_type = "bad_response";
-      out.error_message = "no choices";
-      return out;
-    }
-    const auto& c = d["choices"][0];
-    const std::string reason = getString(c, "finish_reason");
-    out.finish = reason == "stop"             ? FinishReason::kStop
-                 : reason == "length"         ? FinishReason::kLength
-                 : reason == "content_filter" ? FinishReason::kRefusal
-                                              : FinishReason::kOther;
-    if (c.HasMember("message") && c["message"].IsObject()) {
-      out.content = getString(c["message"], "content");
-      if (!getString(c["message"], "refusal").empty()) out.finish = FinishReason::kRefusal;
-    }
-    if (out.finish == FinishReason::kOther) out.finish = FinishReason::kStop;
+  out.effective_status = status;
+  const bool success = status >= 200 && status < 300;
+  if (success && isEventStream(body)) {
+    if (!assembleStream(provider, body, out)) return out;
     out.ok = true;
     return out;
   }
-  out.usage = parseAnthropicUsage(d);
-  const std::string reason = getString(d, "stop_reason");
-  out.finish = reason == "max_tokens" ? FinishReason::kLength
-               : reason == "refusal"  ? FinishReason::kRefusal
-                                      : FinishReason::kStop;
-  if (d.HasMember("content") && d["content"].IsArray()) {
-    for (const auto& block : d["content"].GetArray())
-      if (getString(block, "type") == "text") out.content += getString(block, "text");
-  } else {
-    out.error_type = "bad_response";
-    out.error_message = "no content";
+  rapidjson::Document d;
+  const bool json = parseObject(body, d);
+  if (!success) {
+    if (!json || !readError(d, out)) out.error_type = "http_" + std::to_string(status);
+    classifyError(out);
     return out;
   }
-  out.ok = true;
+  if (!json) {
+    badGateway(out, "bad_response", "2xx body is not a JSON object");
+    return out;
+  }
+  if (readError(d, out)) {  // an error object inside a 2xx body (a gateway's way)
+    out.effective_status = 0;
+    classifyError(out);
+    if (provider == Provider::kOpenAi) out.usage = parseOpenAiUsage(d);
+    return out;
+  }
+  readMessage(provider, d, out);
   return out;
 }
 

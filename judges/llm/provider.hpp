@@ -25,17 +25,34 @@ HttpRequest buildRequest(Provider provider, const std::string& endpoint, const s
                          const std::string& model, const Prompt& prompt, int max_tokens);
 
 struct ProviderReply {
-  bool ok = false;      ///< a 2xx with a readable message
+  bool ok = false;      ///< a readable assistant message (2xx), verdict or not
   std::string content;  ///< assistant text (ok)
   FinishReason finish = FinishReason::kOther;
   std::optional<TokenUsage> usage;  ///< as reported; nullopt when missing
   std::string error_type;           ///< provider error type/code when !ok, e.g. "rate_limit_error"
-  std::string error_message;        ///< provider error message when !ok (logs only)
-  bool overloaded = false;          ///< Anthropic `overloaded_error`
+  std::string error_message;        ///< provider error message when !ok (logs only), ≤ 300 bytes
+  bool overloaded = false;          ///< Anthropic `overloaded_error`, wherever it came
+  /// When !ok: the HTTP status the failure stands for, which decides retries and the circuit
+  /// breaker. The response's own status, except in a 2xx body: an error object there (gateways
+  /// answer 200 with `{"error": …}`; a stream's `error` event) stands for the status its
+  /// numeric code or its type names (rate limit 429, overloaded 529, server/api error 500,
+  /// authentication 401, permission 403, not found 404, invalid request 400); an unreadable
+  /// body, no choices or a stream that stops before its end stands for 502 (a bad gateway:
+  /// retrying can help).
+  int effective_status = 0;
+  /// Retrying cannot help although the status says it could: OpenAI's 429
+  /// `insufficient_quota` (the account is out of credit) and billing errors.
+  bool permanent = false;
+  /// The provider's content filter declined the request or the reply (OpenAI/Azure
+  /// `content_filter`, `content_policy_violation`, in any status): outcome `refused`.
+  bool refused = false;
 };
 
-/// Parses a response body of `status`. Never throws; an unreadable 2xx body is !ok with
-/// error_type "bad_response".
+/// Parses a response body of `status`. Never throws. Accepted 2xx shapes: the API's JSON
+/// object, and its server-sent-event stream (`data: {chunk}` lines ending with `data: [DONE]`
+/// for OpenAI; `event:`/`data:` pairs from `message_start` to `message_stop` for Anthropic),
+/// assembled into the same reply (text deltas concatenated, the last finish reason, the
+/// usage the stream reports). A message whose content is an array of text parts (gateways) is
+/// read as their concatenation. Everything else is !ok with an `effective_status`.
 ProviderReply parseReply(Provider provider, int status, const std::string& body);
-
 }  // namespace assay::llm

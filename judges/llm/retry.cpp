@@ -94,6 +94,7 @@ std::optional<Millis> parseRetryAfter(std::string_view value, WallClock::time_po
 }
 
 bool isRetryable(const AttemptResult& r) {
+  if (r.permanent) return false;
   if (r.status == 0 || r.timed_out || r.overloaded) return true;
   switch (r.status) {
     case 408:

@@ -36,11 +36,14 @@ struct AttemptResult {
   bool timed_out = false;
   bool overloaded = false;            ///< Anthropic `overloaded_error` body (HTTP 529)
   std::optional<Millis> retry_after;  ///< parsed Retry-After, if the response had one
+  /// Retrying cannot help whatever the status: an exhausted quota (OpenAI 429
+  /// `insufficient_quota`), a content-filter refusal, or a failure the provider billed.
+  bool permanent = false;
 };
 
 /// Retryable: HTTP 408, 429, 500, 502, 503, 504, 529 (Anthropic "overloaded"), connection
-/// failures and timeouts. Other 4xx (400 bad request, 401/403 auth, 404 model, 413/422) are the
-/// request's fault: retrying cannot help.
+/// failures and timeouts, unless `permanent`. Other 4xx (400 bad request, 401/403 auth, 404 model,
+/// 413/422) are the request's fault: retrying cannot help.
 bool isRetryable(const AttemptResult& r);
 
 struct RetryDecision {

@@ -24,30 +24,64 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-/// Removes one markdown fence around the whole text: ```json\n … \n``` (any info string).
+/// Removes one markdown fence around the whole text: ```json\n … \n``` (info string json,
+/// JSON or none). What is inside is left to the JSON parser, so a justification that itself
+/// contains a fence (``` inside a JSON string) still parses, while a second fenced block after
+/// the first is text after the object: an error.
 std::string_view stripFence(std::string_view s) {
   s = trim(s);
   if (s.size() < 6 || s.substr(0, 3) != "```" || s.substr(s.size() - 3) != "```") return s;
   const auto first_newline = s.find('\n');
-  if (first_newline == std::string_view::npos) return s;
+  if (first_newline == std::string_view::npos || first_newline + 3 > s.size() - 3) return s;
   const std::string_view info = trim(s.substr(3, first_newline - 3));
   if (!info.empty() && info != "json" && info != "JSON") return s;
-  std::string_view inner = s.substr(first_newline + 1, s.size() - 3 - (first_newline + 1));
-  if (inner.find("```") != std::string_view::npos) return s;  // more than one fence: as is
-  return trim(inner);
+  return trim(s.substr(first_newline + 1, s.size() - 3 - (first_newline + 1)));
 }
 
+/// Phrases that open or carry a refusal, lower case, with ' for U+2019. English and French
+/// (the languages of the dev data), Spanish and German. Read only in a reply that holds no
+/// verdict, so "I won't" in a justification never turns a score into a refusal.
+constexpr std::string_view kRefusalPhrases[] = {
+    // English
+    "i can't help", "i cannot help", "i can not help", "i can't assist", "i cannot assist",
+    "i'm sorry, but", "i am sorry, but", "sorry, but i", "sorry, i can't", "i apologize, but",
+    "i won't", "i will not", "unable to comply", "i can't comply", "i cannot comply",
+    "i'm unable to", "i am unable to", "i'm not able to", "i am not able to", "i can't provide",
+    "i cannot provide", "i can't evaluate", "i cannot evaluate", "i must decline",
+    "i have to decline", "i'm afraid i can't", "i'm not comfortable", "as an ai",
+    // French
+    "je ne peux pas", "je ne peux malheureusement pas", "je suis désolé", "désolé, mais",
+    "désolée, mais", "je ne suis pas en mesure", "il m'est impossible", "je dois refuser",
+    "je refuse de", "je ne vais pas pouvoir", "je ne pourrai pas",
+    // Spanish, German
+    "lo siento, pero", "no puedo ayudar", "no puedo evaluar", "es tut mir leid",
+    "ich kann dabei nicht"};
+
 bool looksLikeRefusal(std::string_view text) {
+  // ASCII lower case on the first 400 bytes (the French phrases are matched in the lower case
+  // they are written in; a capital É is rare at a refusal's start and stays unmatched).
   std::string lower(text.substr(0, 400));
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) {
+    return c < 0x80 ? static_cast<char>(std::tolower(c)) : static_cast<char>(c);
+  });
   for (std::size_t at; (at = lower.find("\xE2\x80\x99")) != std::string::npos;)
     lower.replace(at, 3, "'");  // U+2019 typographic apostrophe
-  static constexpr std::array<std::string_view, 9> kPhrases = {
-      "i can't help",    "i cannot help", "i can't assist", "i cannot assist", "i'm sorry, but",
-      "i am sorry, but", "i won't",       "i will not",     "unable to comply"};
-  for (auto p : kPhrases)
+  for (auto p : kRefusalPhrases)
     if (lower.find(p) != std::string::npos) return true;
+  return false;
+}
+
+/// A JSON object without a score whose `refusal` member, or any top-level string, reads as a
+/// refusal: {"refusal": "I can't evaluate this."} or {"justification": "Je ne peux pas…"}.
+bool objectRefuses(const rapidjson::Value& d) {
+  if (!d.IsObject() || d.HasMember("score")) return false;
+  if (auto r = d.FindMember("refusal");
+      r != d.MemberEnd() && r->value.IsString() && r->value.GetStringLength() > 0)
+    return true;
+  for (const auto& m : d.GetObject())
+    if (m.value.IsString() &&
+        looksLikeRefusal(std::string_view(m.value.GetString(), m.value.GetStringLength())))
+      return true;
   return false;
 }
 
@@ -80,7 +114,7 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
   const std::string_view body = stripFence(content);
   if (body.empty()) return fail(Outcome::kSchemaError, "empty reply");
   if (body.front() != '{') {
-    if (body.find('{') == std::string_view::npos && looksLikeRefusal(body))
+    if (body.find("\"score\"") == std::string_view::npos && looksLikeRefusal(body))
       return fail(Outcome::kRefused, std::string(body.substr(0, 200)));
     return fail(Outcome::kSchemaError, "reply is not a JSON object");
   }
@@ -99,6 +133,7 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
   const rapidjson::SchemaDocument schema(schema_doc);
   rapidjson::SchemaValidator validator(schema);
   if (!d.Accept(validator)) {
+    if (objectRefuses(d)) return fail(Outcome::kRefused, "the verdict object declines to judge");
     rapidjson::StringBuffer where;
     validator.GetInvalidDocumentPointer().StringifyUriFragment(where);
     return fail(Outcome::kSchemaError, std::string("violates the verdict schema ('") +

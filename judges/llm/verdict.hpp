@@ -7,10 +7,15 @@
 /// the judged answer itself) is never read.
 ///
 /// Accepted leniency, and nothing more: one markdown fence around the whole object
-/// (```json … ``` or ``` … ```), surrounding white space, and a score given as a string of
-/// ASCII digits ("3"). Rejected as `schema_error`, never coerced: "3/4", "three", 0.8 or 3.0 on
-/// an integer scale, 7.5e30, an out-of-range integer, a missing justification, text around the
-/// object, several objects.
+/// (```json … ``` or ``` … ```; a fence inside the justification's string is text), surrounding
+/// white space, and a score given as a string of ASCII digits ("3"). Rejected as
+/// `schema_error`, never coerced: "3/4", "three", 0.8 or 3.0 on an integer scale, 7.5e30, an
+/// out-of-range integer, a missing justification, text around the object, several objects.
+///
+/// Refusals are `refused`, not `schema_error`: the provider's own flag (FinishReason::kRefusal),
+/// a reply without a verdict whose first 400 bytes carry a refusal phrase (English, French,
+/// Spanish, German: "I'm sorry, but…", "I cannot evaluate…", "Je ne peux pas…", "Désolé,
+/// mais…"), or an object without a score whose `refusal` member or a string member declines.
 
 #include <optional>
 #include <string>

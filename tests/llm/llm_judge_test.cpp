@@ -383,3 +383,93 @@ TEST_CASE("circuit breaker: a 4xx probe answer closes it; calls during the probe
   CHECK(waited.verdict.outcome == Outcome::kOk);
   CHECK(waited.verdict.score == 4);
 }
+
+TEST_CASE("the reply side as a whole: every failure shape gets its outcome, retry and charge") {
+  Fixture fx;
+  for (Provider p : {Provider::kOpenAi, Provider::kAnthropic}) {
+    const bool openai = p == Provider::kOpenAi;
+    CAPTURE(openai);
+    auto settings = fx.settings(p);
+    settings.breaker_failures = 100;  // Anthropic's overloaded (529) counts as the endpoint failing
+    LlmJudge j(settings, fx.services.calls);
+    // A streamed reply is assembled: the verdict, its reported usage, one attempt.
+    fx.script(R"([{"kind": "stream", "score": 4}])");
+    const auto stream = run(j);
+    CHECK(stream.verdict.outcome == Outcome::kOk);
+    CHECK(stream.verdict.score == 4);
+    CHECK(stream.usage_reported);
+    CHECK(stream.usage.completion_tokens > 5);
+    CHECK(stream.attempts == 1);
+    // An error object in a 200 body (OpenRouter's 429, Anthropic's overloaded): retried, and
+    // the failed attempt costs nothing.
+    fx.script(R"([{"kind": "error_200"}, {"score": 2}])");
+    const auto e200 = run(j);
+    CHECK(e200.verdict.outcome == Outcome::kOk);
+    CHECK(e200.attempts == 2);
+    CHECK(e200.cost_usd == doctest::Approx(costUsd(fx.settings(p).price, e200.usage)));
+    // Every attempt an error in a 200: rate_limited once retries run out, nothing charged.
+    fx.script(
+        R"([{"kind": "error_200"}, {"kind": "error_200"}, {"kind": "error_200"}, {"kind": "error_200"}])");
+    const auto all200 = run(j);
+    CHECK(all200.verdict.outcome == Outcome::kRateLimited);
+    CHECK(all200.attempts == 4);
+    CHECK(all200.cost_eur == 0.0);
+    // A stream cut half-way: OpenAI's reported nothing yet, so it is retried; Anthropic's
+    // message_start reported the input tokens, so it is charged those and not called again.
+    fx.script(R"([{"kind": "stream_cut"}, {"score": 3}])");
+    const auto cut = run(j);
+    if (openai) {
+      CHECK(cut.verdict.outcome == Outcome::kOk);
+      CHECK(cut.attempts == 2);
+    } else {
+      CHECK(cut.verdict.outcome == Outcome::kProviderError);
+      CHECK(cut.verdict.justification.find("stream_incomplete") != std::string::npos);
+      CHECK(cut.attempts == 1);
+      CHECK(cut.usage.prompt_tokens > 100);
+      CHECK(cut.usage.completion_tokens == 1);
+      CHECK(cut.cost_eur > 0.0);
+      run(j);  // consumes the verdict left queued
+    }
+    // No choices (OpenAI) / no content blocks (Anthropic), usage reported: charged, no retry.
+    fx.script(R"([{"kind": "empty_choices"}])");
+    const auto empty = run(j);
+    CHECK(empty.verdict.outcome == (openai ? Outcome::kProviderError : Outcome::kSchemaError));
+    CHECK(empty.attempts == 1);
+    CHECK(empty.usage_reported);
+    CHECK(empty.cost_eur > 0.0);
+    // Out of credit: OpenAI's 429 insufficient_quota is not retried (Anthropic says 400).
+    fx.script(R"([{"kind": "quota"}, {"score": 1}])");
+    const auto quota = run(j);
+    CHECK(quota.verdict.outcome == Outcome::kProviderError);
+    CHECK(quota.attempts == 1);
+    CHECK(quota.cost_eur == 0.0);
+    CHECK(quota.verdict.justification.find(openai ? "HTTP 429 insufficient_quota"
+                                                  : "HTTP 400 invalid_request_error: Your "
+                                                    "credit balance is too low") == 0);
+    run(j);  // consumes the verdict left queued
+    // A content filter: Azure's 400 content_filter (nothing billed), Anthropic's
+    // stop_reason "refusal" (billed): refused, not retried.
+    fx.script(R"([{"kind": "content_filter"}, {"score": 1}])");
+    const auto filtered = run(j);
+    CHECK(filtered.verdict.outcome == Outcome::kRefused);
+    CHECK(filtered.attempts == 1);
+    CHECK((filtered.cost_eur > 0.0) == !openai);
+    run(j);
+  }
+}
+
+TEST_CASE("a provider error message that quotes the key is redacted") {
+  Fixture fx;
+  test::FakeLlmServer keyed(nullptr, "sk-right-key");
+  auto s = fx.settings();
+  s.endpoint = keyed.url("/v1");
+  s.api_key = "sk-wrong-key-123456";
+  LlmJudge j(s, fx.services.calls);
+  const auto r = run(j);
+  CHECK(r.verdict.outcome == Outcome::kProviderError);
+  CHECK(r.attempts == 1);  // 401: retrying cannot help
+  // The fake quotes the key it refused, in full (OpenAI masks its middle).
+  CHECK(r.verdict.justification ==
+        "HTTP 401 invalid_request_error/invalid_api_key: Incorrect API key provided: "
+        "[redacted].");
+}

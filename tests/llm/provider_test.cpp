@@ -76,7 +76,9 @@ TEST_CASE("replies and error bodies of both APIs") {
       Provider::kOpenAi, 429,
       R"({"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}})");
   CHECK_FALSE(rl.ok);
-  CHECK(rl.error_type == "requests");
+  CHECK(rl.error_type == "requests/rate_limit_exceeded");
+  CHECK(rl.effective_status == 429);
+  CHECK_FALSE(rl.permanent);
   const auto a = parseReply(
       Provider::kAnthropic, 200,
       R"({"id":"msg","type":"message","content":[{"type":"text","text":"{\"score\": 2, "},{"type":"text","text":"\"justification\": \"j\"}"}],"stop_reason":"end_turn","usage":{"input_tokens":900,"output_tokens":30,"cache_read_input_tokens":100,"cache_creation_input_tokens":0}})");
@@ -138,7 +140,8 @@ TEST_CASE("against the fake provider over HTTPS: verdicts, fences, truncation, b
   auto bad = buildRequest(Provider::kOpenAi, base, "sk-wrong", "gpt-4o-mini", prompt(), 200);
   const auto res = client.send(bad);
   CHECK(res.status == 401);
-  CHECK(parseReply(Provider::kOpenAi, res.status, res.body).error_type == "invalid_request_error");
+  CHECK(parseReply(Provider::kOpenAi, res.status, res.body).error_type ==
+        "invalid_request_error/invalid_api_key");
 }
 
 TEST_CASE("a provider body nested 600,000 deep is no JSON object: bad_response, never a crash") {
@@ -148,4 +151,175 @@ TEST_CASE("a provider body nested 600,000 deep is no JSON object: bad_response, 
   CHECK(ok_status.error_type == "bad_response");
   const auto error_status = parseReply(Provider::kAnthropic, 500, deep);
   CHECK(error_status.error_type == "http_500");
+}
+
+TEST_CASE("error objects in a 2xx body stand for the status their code or type names") {
+  // OpenRouter: HTTP 200, a numeric code.
+  const auto router = parseReply(
+      Provider::kOpenAi, 200,
+      R"({"error":{"message":"Provider returned error","code":429,"metadata":{"raw":"x"}},"user_id":"u"})");
+  CHECK_FALSE(router.ok);
+  CHECK(router.effective_status == 429);
+  CHECK(router.error_type == "429");
+  CHECK(router.error_message == "Provider returned error");
+  // Anthropic's error event shape in a 200 (a proxy that ends a stream with it).
+  const auto over =
+      parseReply(Provider::kAnthropic, 200,
+                 R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})");
+  CHECK(over.effective_status == 529);
+  CHECK(over.overloaded);
+  CHECK(parseReply(Provider::kAnthropic, 200,
+                   R"({"type":"error","error":{"type":"api_error","message":"x"}})")
+            .effective_status == 500);
+  CHECK(parseReply(Provider::kAnthropic, 200,
+                   R"({"type":"error","error":{"type":"authentication_error","message":"x"}})")
+            .effective_status == 401);
+  CHECK(parseReply(Provider::kOpenAi, 200, R"({"error":{"type":"invalid_request_error"}})")
+            .effective_status == 400);
+  // A bare string, vLLM's error object, FastAPI's detail.
+  const auto bare = parseReply(Provider::kOpenAi, 200, R"({"error":"upstream timed out"})");
+  CHECK(bare.effective_status == 500);
+  CHECK(bare.error_message == "upstream timed out");
+  const auto vllm = parseReply(
+      Provider::kOpenAi, 200,
+      R"({"object":"error","message":"max_tokens is too large","type":"BadRequestError","param":null,"code":400})");
+  CHECK(vllm.effective_status == 400);
+  CHECK(vllm.error_type == "BadRequestError/400");
+  CHECK(parseReply(Provider::kOpenAi, 422, R"({"detail":"Not authenticated"})").error_message ==
+        "Not authenticated");
+  // "error": null is no error (OpenAI's Responses-style objects carry it).
+  CHECK(
+      parseReply(Provider::kOpenAi, 200,
+                 R"({"error":null,"choices":[{"message":{"content":"x"},"finish_reason":"stop"}]})")
+          .ok);
+  // Error messages are clipped to 300 bytes, never inside a UTF-8 sequence.
+  std::string long_msg;
+  for (int i = 0; i < 200; ++i) long_msg += "\xC3\xA9";  // é
+  const auto clipped =
+      parseReply(Provider::kOpenAi, 500, R"({"error":{"message":")" + long_msg + "\"}}");
+  CHECK(clipped.error_message.size() == 300 + 3);  // 150 é and the ellipsis
+  CHECK(clipped.error_message.substr(0, 300) == long_msg.substr(0, 300));
+}
+
+TEST_CASE("quota, content filters and empty choices") {
+  const auto quota = parseReply(
+      Provider::kOpenAi, 429,
+      R"({"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}})");
+  CHECK(quota.effective_status == 429);
+  CHECK(quota.permanent);  // a 429 that retrying cannot cure
+  const auto azure = parseReply(
+      Provider::kOpenAi, 400,
+      R"({"error":{"message":"The response was filtered","type":null,"param":"prompt","code":"content_filter","status":400}})");
+  CHECK(azure.refused);
+  CHECK(azure.error_type == "content_filter");
+  const auto prompt_filtered = parseReply(
+      Provider::kOpenAi, 200,
+      R"({"choices":[],"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false},"violence":{"filtered":true,"severity":"high"}}}],"usage":{"prompt_tokens":12,"completion_tokens":0}})");
+  CHECK_FALSE(prompt_filtered.ok);
+  CHECK(prompt_filtered.refused);
+  REQUIRE(prompt_filtered.usage.has_value());
+  CHECK(prompt_filtered.usage->prompt_tokens == 12);
+  const auto empty = parseReply(
+      Provider::kOpenAi, 200,
+      R"({"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":0,"total_tokens":10}})");
+  CHECK_FALSE(empty.ok);
+  CHECK(empty.error_type == "bad_response");
+  CHECK(empty.effective_status == 502);
+  REQUIRE(empty.usage.has_value());  // charged what it reports
+  CHECK(empty.usage->prompt_tokens == 10);
+  // Content as an array of text parts (gateways).
+  const auto parts = parseReply(
+      Provider::kOpenAi, 200,
+      R"({"choices":[{"message":{"content":[{"type":"text","text":"{\"score\": 2, "},{"type":"text","text":"\"justification\": \"j\"}"}]},"finish_reason":"stop"}]})");
+  REQUIRE(parts.ok);
+  CHECK(parseVerdict(parts.content, parts.finish, 1, 4).score == 2);
+  // Invalid UTF-8 in a 2xx body: not readable.
+  CHECK(
+      parseReply(Provider::kOpenAi, 200,
+                 "{\"choices\":[{\"message\":{\"content\":\"\xFF\"},\"finish_reason\":\"stop\"}]}")
+          .error_type == "bad_response");
+}
+
+TEST_CASE("server-sent-event streams are assembled into the reply they stand for") {
+  const std::string openai =
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+      "\"finish_reason\":null}]}\n\n"
+      ": keep-alive comment\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"{\\\"score\\\": 3, \"},"
+      "\"finish_reason\":null}]}\r\n\r\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\\\"justification\\\": "
+      "\\\"j\\\"}\"},\"finish_reason\":null}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":900,\"completion_tokens\":20,"
+      "\"total_tokens\":920}}\n\n"
+      "data: [DONE]\n\n";
+  const auto o = parseReply(Provider::kOpenAi, 200, openai);
+  REQUIRE(o.ok);
+  CHECK(o.content == R"({"score": 3, "justification": "j"})");
+  CHECK(o.finish == FinishReason::kStop);
+  REQUIRE(o.usage.has_value());
+  CHECK(o.usage->prompt_tokens == 900);
+  CHECK(o.usage->completion_tokens == 20);
+  // Cut before its end: a bad gateway, retryable, nothing reported.
+  const auto cut =
+      parseReply(Provider::kOpenAi, 200,
+                 openai.substr(0, openai.find("data: {\"choices\":[{\"index\":0,\"delta\":{},")));
+  CHECK_FALSE(cut.ok);
+  CHECK(cut.error_type == "stream_incomplete");
+  CHECK(cut.effective_status == 502);
+  CHECK_FALSE(cut.usage.has_value());
+  // A refusal delta.
+  const auto refusal = parseReply(
+      Provider::kOpenAi, 200,
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"I "
+      "can't\"},\"finish_reason\":null}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: "
+      "[DONE]\n\n");
+  REQUIRE(refusal.ok);
+  CHECK(refusal.finish == FinishReason::kRefusal);
+
+  const std::string anthropic =
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
+      "\"content\":[],\"usage\":{\"input_tokens\":25,\"cache_creation_input_tokens\":8000,"
+      "\"cache_read_input_tokens\":0,\"output_tokens\":1}}}\n\n"
+      "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+      "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+      "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+      "\"delta\":{\"type\":\"text_delta\",\"text\":\"{\\\"score\\\": 4, \\\"justification\\\": "
+      "\"}}\n\n"
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+      "\"delta\":{\"type\":\"text_delta\",\"text\":\"\\\"ok\\\"}\"}}\n\n"
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+      "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+      "\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":400}}\n\n"
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+  const auto a = parseReply(Provider::kAnthropic, 200, anthropic);
+  REQUIRE(a.ok);
+  CHECK(a.content == R"({"score": 4, "justification": "ok"})");
+  REQUIRE(a.usage.has_value());
+  CHECK(a.usage->prompt_tokens == 8025);
+  CHECK(a.usage->cache_write_prompt_tokens == 8000);
+  CHECK(a.usage->completion_tokens == 400);  // message_delta's cumulative count
+  // Cut after message_start: the input tokens it reported are charged; not retried (billed).
+  const auto a_cut =
+      parseReply(Provider::kAnthropic, 200, anthropic.substr(0, anthropic.find("event: ping")));
+  CHECK_FALSE(a_cut.ok);
+  CHECK(a_cut.error_type == "stream_incomplete");
+  REQUIRE(a_cut.usage.has_value());
+  CHECK(a_cut.usage->prompt_tokens == 8025);
+  CHECK(a_cut.usage->completion_tokens == 1);
+  // An error event in the middle of the stream.
+  const auto a_err = parseReply(
+      Provider::kAnthropic, 200,
+      anthropic.substr(0, anthropic.find("event: ping")) +
+          "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+          "\"message\":\"Overloaded\"}}\n\n");
+  CHECK_FALSE(a_err.ok);
+  CHECK(a_err.overloaded);
+  CHECK(a_err.effective_status == 529);
+  // A stream event that is not JSON, or nested beyond the bound.
+  CHECK(parseReply(Provider::kOpenAi, 200, "data: {oops\n\n").error_type == "bad_response");
+  CHECK(parseReply(Provider::kOpenAi, 200, "data: " + std::string(100'000, '[') + "\n\n")
+            .error_type == "bad_response");
 }

@@ -35,6 +35,13 @@ TEST_CASE("one markdown fence is stripped, no retry needed") {
         Outcome::kSchemaError);
   CHECK(parse("{\"score\": 2, \"justification\": \"x\"} Hope this helps!").outcome ==
         Outcome::kSchemaError);
+  // A fence inside the justification's string: the outer fence is stripped, the inner is text.
+  const auto inner = parse(
+      "```json\n{\"score\": 3, \"justification\": \"The answer quotes ```json\\n{}\\n``` "
+      "from the context.\"}\n```");
+  REQUIRE(inner.outcome == Outcome::kOk);
+  CHECK(inner.score == 3);
+  CHECK(inner.justification == "The answer quotes ```json\n{}\n``` from the context.");
 }
 
 TEST_CASE("a score of digits in a string is read; anything else is schema_error") {
@@ -90,6 +97,31 @@ TEST_CASE("refusals") {
         Outcome::kRefused);
   CHECK(parse("I can\xE2\x80\x99t assist with that.").outcome == Outcome::kRefused);
   CHECK(parse("The answer is good.").outcome == Outcome::kSchemaError);
+  // The many phrasings, English and French (and a typographic apostrophe).
+  for (const char* text : {
+           "I cannot evaluate this content as it may be harmful.",
+           "I'm unable to provide a rating for this answer.",
+           "Sorry, but I can\xE2\x80\x99t do that.",
+           "I must decline to score this response.",
+           "As an AI developed to be helpful, I won't grade content like this.",
+           "I apologize, but this request falls outside what I can do.",
+           "Je ne peux pas évaluer cette réponse.",
+           "Désolé, mais je ne suis pas en mesure de noter ce contenu.",
+           "Je suis désolée : il m'est impossible de juger cette réponse.",
+           "```\nI can't help with that.\n```",
+       }) {
+    CAPTURE(text);
+    CHECK(parse(text).outcome == Outcome::kRefused);
+  }
+  // A refusal inside an object without a score.
+  CHECK(parse(R"({"refusal": "I can't evaluate this."})").outcome == Outcome::kRefused);
+  CHECK(parse(R"({"justification": "Je ne peux pas juger ce contenu."})").outcome ==
+        Outcome::kRefused);
+  // Not refusals: a verdict whose justification says "I won't", and an object missing a score.
+  CHECK(parse(R"({"score": 2, "justification": "I won't count the second claim: unsupported."})")
+            .score == 2);
+  CHECK(parse(R"({"justification": "mostly supported"})").outcome == Outcome::kSchemaError);
+  CHECK(parse("Score: 3. I won't elaborate; {\"score\": 3}").outcome == Outcome::kSchemaError);
 }
 
 TEST_CASE("other rubric ranges and outcome names") {

@@ -10,7 +10,16 @@
 //   1. the next queued response, if any (POST /_fake/script with a JSON array of
 //      {"status", "retry_after"?, "delay_ms"?, "kind"?, "score"?, "content"?} objects;
 //      kind: "verdict" (default), "truncated", "fenced", "refusal", "error", "overloaded",
-//      "no_usage", "null_details");
+//      "no_usage", "null_details", and the reply side's failure shapes:
+//        "stream": the reply as the API's server-sent-event stream (usage included);
+//        "stream_cut": that stream stopping half-way (OpenAI: no usage yet; Anthropic: after
+//          message_start, which reports the input tokens);
+//        "error_200": an error object in a 200 body (OpenAI shape: OpenRouter's
+//          {"error": {"code": 429, …}}; Anthropic: an overloaded_error), nothing billed;
+//        "empty_choices": a 200 with no choices (Anthropic: no content blocks), usage reported;
+//        "quota": OpenAI's 429 insufficient_quota (Anthropic: 400 credit balance too low);
+//        "content_filter": Azure OpenAI's 400 content_filter error (Anthropic: a 200 with
+//          stop_reason "refusal", usage reported);
 //   2. markers in the prompt: [[fake-status:429]] [[fake-retry-after:45]] [[fake-delay-ms:300]]
 //      [[fake-score:3]] [[fake-kind:truncated]];
 //   3. a verdict with score 1 + (FNV-1a of the prompt) mod 4: deterministic per event.
@@ -176,7 +185,9 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
           401,
           anthropic
               ? R"({"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}})"
-              : R"({"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}})");
+              : R"({"error":{"message":"Incorrect API key provided: )" +
+                    auth.substr(std::min<std::size_t>(auth.size(), 7)) +
+                    R"(.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}})");
     }
   }
   rapidjson::Document d;
@@ -212,6 +223,27 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
   }
   if (s.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.delay_ms));
   if (s.retry_after) res.set(http::field::retry_after, *s.retry_after);
+  if (s.kind == "error_200") {
+    return finish(
+        200,
+        anthropic
+            ? R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})"
+            : R"({"error":{"message":"Provider returned error","code":429,"metadata":{"raw":"rate limited upstream"}},"user_id":"user_fake"})");
+  }
+  if (s.kind == "quota") {
+    return anthropic
+               ? finish(
+                     400,
+                     R"({"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}})")
+               : finish(
+                     429,
+                     R"({"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}})");
+  }
+  if (s.kind == "content_filter" && !anthropic) {
+    return finish(
+        400,
+        R"({"error":{"message":"The response was filtered due to the prompt triggering Azure OpenAI's content management policy.","type":null,"param":"prompt","code":"content_filter","status":400,"innererror":{"code":"ResponsibleAIPolicyViolation","content_filter_result":{"hate":{"filtered":false,"severity":"safe"},"violence":{"filtered":true,"severity":"medium"}}}}})");
+  }
   if (s.kind == "overloaded") {
     return finish(529,
                   R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})");
@@ -254,32 +286,90 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
                  prompt_tokens, s.kind == "no_usage" ? 0L : completion_tokens);
     std::fflush(g_call_log);
   }
-  std::string usage;
+  const std::string id = std::to_string(g_requests.load());
   if (anthropic) {
-    usage = R"(,"usage":{"input_tokens":)" + std::to_string(prompt_tokens) +
-            R"(,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":)" +
-            std::to_string(completion_tokens) + "}";
-    if (s.kind == "no_usage") usage.clear();
-    return finish(200, R"({"id":"msg_fake)" + std::to_string(g_requests.load()) +
+    const std::string usage =
+        R"({"input_tokens":)" + std::to_string(prompt_tokens) +
+        R"(,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":)" +
+        std::to_string(completion_tokens) + "}";
+    const std::string stop = truncated                    ? "max_tokens"
+                             : s.kind == "content_filter" ? "refusal"
+                                                          : "end_turn";
+    if (s.kind == "stream" || s.kind == "stream_cut") {
+      res.set(http::field::content_type, "text/event-stream");
+      std::string sse =
+          "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_fake" +
+          id + R"(","type":"message","role":"assistant","model":")" + model +
+          R"(","content":[],"stop_reason":null,"usage":{"input_tokens":)" +
+          std::to_string(prompt_tokens) + R"(,"output_tokens":1}}})" + "\n\n" +
+          "event: content_block_start\ndata: "
+          R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"
+          "\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n";
+      const std::size_t half = content.size() / 2;
+      for (const std::string& piece : {content.substr(0, half), content.substr(half)}) {
+        sse +=
+            "event: content_block_delta\ndata: "
+            R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":)" +
+            jsonString(piece) + "}}\n\n";
+        if (s.kind == "stream_cut") return finish(200, sse);
+      }
+      sse +=
+          "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+          "event: message_delta\ndata: "
+          R"({"type":"message_delta","delta":{"stop_reason":")" +
+          stop + R"(","stop_sequence":null},"usage":{"output_tokens":)" +
+          std::to_string(completion_tokens) +
+          "}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+      return finish(200, sse);
+    }
+    const std::string blocks = s.kind == "empty_choices" || s.kind == "content_filter"
+                                   ? "[]"
+                                   : R"([{"type":"text","text":)" + jsonString(content) + "}]";
+    return finish(200, R"({"id":"msg_fake)" + id +
                            R"(","type":"message","role":"assistant","model":")" + model +
-                           R"(","content":[{"type":"text","text":)" + jsonString(content) +
-                           R"(}],"stop_reason":")" + (truncated ? "max_tokens" : "end_turn") +
-                           R"(","stop_sequence":null)" + usage + "}");
+                           R"(","content":)" + blocks + R"(,"stop_reason":")" + stop +
+                           R"(","stop_sequence":null)" +
+                           (s.kind == "no_usage" ? "" : ",\"usage\":" + usage) + "}");
   }
   const std::string details =
       s.kind == "null_details"
           ? R"("prompt_tokens_details":null,"completion_tokens_details":null)"
           : R"("prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0})";
-  usage = R"(,"usage":{"prompt_tokens":)" + std::to_string(prompt_tokens) +
-          R"(,"completion_tokens":)" + std::to_string(completion_tokens) + R"(,"total_tokens":)" +
-          std::to_string(prompt_tokens + completion_tokens) + "," + details + "}";
-  if (s.kind == "no_usage") usage.clear();
-  return finish(200, R"({"id":"chatcmpl-fake)" + std::to_string(g_requests.load()) +
+  const std::string usage = R"({"prompt_tokens":)" + std::to_string(prompt_tokens) +
+                            R"(,"completion_tokens":)" + std::to_string(completion_tokens) +
+                            R"(,"total_tokens":)" +
+                            std::to_string(prompt_tokens + completion_tokens) + "," + details + "}";
+  const std::string finish_reason = truncated ? "length" : "stop";
+  if (s.kind == "stream" || s.kind == "stream_cut") {
+    res.set(http::field::content_type, "text/event-stream");
+    const std::string head =
+        R"({"id":"chatcmpl-fake)" + id +
+        R"(","object":"chat.completion.chunk","created":1795959725,"model":")" + model +
+        R"(","system_fingerprint":"fp_fake","choices":)";
+    std::string sse =
+        "data: " + head +
+        R"([{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]})" +
+        "\n\n";
+    const std::size_t half = content.size() / 2;
+    for (const std::string& piece : {content.substr(0, half), content.substr(half)}) {
+      sse += "data: " + head + R"([{"index":0,"delta":{"content":)" + jsonString(piece) +
+             R"(},"logprobs":null,"finish_reason":null}]})" + "\n\n";
+      if (s.kind == "stream_cut") return finish(200, sse);
+    }
+    sse += "data: " + head + R"([{"index":0,"delta":{},"logprobs":null,"finish_reason":")" +
+           finish_reason + R"("}]})" + "\n\n";
+    sse += "data: " + head + R"([],"usage":)" + usage + "}\n\ndata: [DONE]\n\n";
+    return finish(200, sse);
+  }
+  const std::string choices =
+      s.kind == "empty_choices"
+          ? "[]"
+          : R"([{"index":0,"message":{"role":"assistant","content":)" + jsonString(content) +
+                R"(,"refusal":null},"logprobs":null,"finish_reason":")" + finish_reason + "\"}]";
+  return finish(200, R"({"id":"chatcmpl-fake)" + id +
                          R"(","object":"chat.completion","created":1795959725,"model":")" + model +
-                         R"(","choices":[{"index":0,"message":{"role":"assistant","content":)" +
-                         jsonString(content) +
-                         R"(,"refusal":null},"logprobs":null,"finish_reason":")" +
-                         (truncated ? "length" : "stop") + "\"}]" + usage +
+                         R"(","choices":)" + choices +
+                         (s.kind == "no_usage" ? "" : ",\"usage\":" + usage) +
                          R"(,"system_fingerprint":"fp_fake"})");
 }
 
