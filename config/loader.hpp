@@ -22,8 +22,8 @@ struct ConfigError {
 struct LoadResult {
   Config config;
   std::vector<ConfigError> errors;  ///< empty = valid
-  /// Keys that are valid but have no effect in this version (e.g. `budget`, used by LLM
-  /// judges, which are not built yet). Printed as warnings; they do not fail the load.
+  /// Things worth saying that do not fail the load (e.g. an unset API key variable, a plain
+  /// http:// endpoint allowed by insecure_http). Printed as warnings.
   std::vector<ConfigError> warnings;
   bool ok() const { return errors.empty(); }
 };

@@ -69,7 +69,7 @@ std::optional<std::time_t> parseHttpDate(std::string_view v) {
   } else {
     return std::nullopt;
   }
-  if (day < 1 || day > 31 || year < 1970) return std::nullopt;
+  if (day < 1 || day > 31 || year < 1970 || year > 9999) return std::nullopt;
   tm.tm_mday = day;
   tm.tm_year = year - 1900;
   return timegm(&tm);
@@ -89,8 +89,13 @@ std::optional<Millis> parseRetryAfter(std::string_view value, WallClock::time_po
   }
   const auto when = parseHttpDate(value);
   if (!when) return std::nullopt;
-  const auto delta = WallClock::from_time_t(*when) - now;
-  return std::max(Millis{0}, std::chrono::ceil<Millis>(delta));
+  // In seconds: system_clock counts nanoseconds, which overflow after the year 2262, and
+  // a date may say 9999 (found by fuzz/retry_after_fuzz.cpp).
+  const auto now_s = std::chrono::floor<std::chrono::seconds>(now);
+  const std::int64_t delta_s = static_cast<std::int64_t>(*when) - now_s.time_since_epoch().count();
+  const auto sub_second = std::chrono::floor<Millis>(now - now_s);  // now's fraction of a second
+  if (delta_s <= 0) return Millis{0};
+  return Millis{delta_s * 1000} - sub_second;
 }
 
 bool isRetryable(const AttemptResult& r) {

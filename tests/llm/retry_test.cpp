@@ -20,6 +20,17 @@ TEST_CASE("Retry-After as delay-seconds and as HTTP-date, relative to a fake clo
   CHECK(parseRetryAfter("Sun Nov 29 13:42:35 2026", kNow) == Millis{30'000});
   // A date in the past means "now".
   CHECK(parseRetryAfter("Sun, 29 Nov 2026 13:00:00 GMT", kNow) == Millis{0});
+  // Dates past 2262 (where system_clock's nanoseconds overflow) up to 9999: a long wait, read
+  // in seconds (fuzz/retry_after_fuzz.cpp found the overflow with "Sun Nov  6 08:49:37 8994").
+  const auto far = parseRetryAfter("Sun Nov  6 08:49:37 8994", kNow);
+  REQUIRE(far.has_value());
+  // calendar.timegm((8994, 11, 6, 8, 49, 37)) - 1795959725, in ms (Python)
+  CHECK(*far == Millis{219'886'859'252'000});
+  CHECK(parseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", kNow).has_value());
+  CHECK_FALSE(parseRetryAfter("Sat, 01 Jan 10000 00:00:00 GMT", kNow).has_value());
+  // A fraction of a second in `now` is honoured (the wait is rounded up to the millisecond).
+  CHECK(parseRetryAfter("Sun, 29 Nov 2026 13:42:35 GMT", kNow + std::chrono::microseconds{1500}) ==
+        Millis{29'999});
   for (const char* bad :
        {"", "soon", "-5", "4.5", "Sun, 29 Nov 2026 13:42:35 CET", "Sun, 32 Nov 2026 13:42:35 GMT",
         "Sun, 29 Foo 2026 13:42:35 GMT", "Sun, 29 Nov 2026 25:42:35 GMT", "99999999999999999999"}) {

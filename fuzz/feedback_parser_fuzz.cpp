@@ -1,0 +1,24 @@
+// libFuzzer target: one feedback message (docs/events.md, "Feedback events") through
+// parseFeedback (judges/tracking/tracker.hpp). Never a crash; a parsed rating is 1..5 and an
+// annotation's value 0..100 with a criterion.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "judges/tracking/tracker.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view payload(reinterpret_cast<const char*>(data), size);
+  std::string error, kind;
+  const auto f = assay::parseFeedback(payload, "fuzz-key", error, kind);
+  if (f) {
+    using Kind = assay::Feedback::Kind;
+    if (f->kind == Kind::kRating && (f->value < 1 || f->value > 5)) __builtin_trap();
+    if (f->kind == Kind::kAnnotation && (f->value < 0 || f->value > 100 || f->criterion.empty()))
+      __builtin_trap();
+  } else if (error.empty()) {
+    __builtin_trap();  // a refusal always says why
+  }
+  return 0;
+}
