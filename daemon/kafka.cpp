@@ -77,6 +77,10 @@ rd_kafka_conf_t* producerConf(const KafkaOptions& o, const std::string& bootstra
   rd_kafka_conf_t* conf = baseConf(bootstrap);
   set(conf, "enable.idempotence", "true");
   set(conf, "linger.ms", "20");
+  // Judgments waiting for an unreachable results topic are bounded: 64 MB (librdkafka's 1 GB
+  // default is more than a monitor should hold); beyond it a judgment is counted as a failed
+  // write, as one whose delivery times out (message.timeout.ms, 300 s) is.
+  set(conf, "queue.buffering.max.kbytes", "65536");
   applyUserProperties(conf, o);
   return conf;
 }

@@ -133,12 +133,13 @@ def invalid_messages(max_event_bytes):
 # Processes
 
 
-def start_broker(mock_broker, workdir, topics=None):
-    """The broker process with `topics` ("NAME:PARTITIONS"; default: the events, results and
-    dead-letter topics); returns (process, bootstrap). Its stdin takes "down"/"up"."""
+def start_broker(mock_broker, workdir, topics=None, options=()):
+    """The broker process with `topics` ("NAME:PARTITIONS[@LEADER]"; default: the events,
+    results and dead-letter topics) and mock_broker `options` (--brokers N, --coordinator
+    GROUP@ID); returns (process, bootstrap). Its stdin takes "down [ID]"/"up [ID]"."""
     topics = topics or [f"{EVENTS_TOPIC}:{EVENTS_PARTITIONS}",
                         f"{RESULTS_TOPIC}:{RESULTS_PARTITIONS}", f"{DLQ_TOPIC}:{DLQ_PARTITIONS}"]
-    args = [mock_broker, *topics]
+    args = [mock_broker, *options, *topics]
     err = open(os.path.join(workdir, "mock_broker.log"), "wb")
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
                             start_new_session=True)
