@@ -560,9 +560,11 @@ void LlmJudge::settled(const std::shared_ptr<Call>& c, LlmCallResult r) const {
       --in_flight_;
     }
   }
-  c->done(std::move(r));
   if (next) start(next);
   retryBudgetWaiting();  // this call's hold is gone: the first waiting reservation may fit now
+  // Last: once done() has run the caller may destroy this judge (ThreadSanitizer caught a
+  // test doing so while retryBudgetWaiting() still held mu_).
+  c->done(std::move(r));
 }
 
 }  // namespace assay::llm

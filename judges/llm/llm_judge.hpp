@@ -104,7 +104,9 @@ class LlmJudge final : public Judge {
   /// The criterion and scale of the rubric `values` choose.
   static JudgeInfo info(const JudgeOptionValues& values);
 
-  /// `services` must outlive the judge; the judge registers its scope and series there.
+  /// `services` must outlive the judge; the judge registers its scope and series there. The
+  /// judge must outlive its calls: destroy it once the services' threads are stopped, or once
+  /// every call's `done` has run (`done` is the last thing a call does with the judge).
   LlmJudge(LlmJudgeSettings settings, CallServices& services);
   ~LlmJudge() override;
 
