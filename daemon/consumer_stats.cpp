@@ -18,8 +18,11 @@ ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::string& topic,
           counter(r, "assay_events_consumed_total", "Kafka messages consumed from the events topic")
               .Add({{"topic", topic}})),
       dead_lettered(counter(r, "assay_events_dead_lettered_total",
-                            "Invalid messages copied to the dead-letter topic")
+                            "Invalid messages copied to the dead-letter topic (acknowledged)")
                         .Add({})),
+      dead_letter_errors(counter(r, "assay_events_dead_letter_errors_total",
+                                 "Invalid messages whose copy the dead-letter topic did not take")
+                             .Add({})),
       brokers_reachable(prometheus::BuildGauge()
                             .Name("assay_kafka_brokers_reachable")
                             .Help("0 while no Kafka broker answers (librdkafka: all brokers "

@@ -3,6 +3,7 @@
 ///   assay_events_consumed_total{topic}               messages consumed from the events topic
 ///   assay_events_invalid_total{reason}               messages that are not events (parser)
 ///   assay_events_dead_lettered_total                 invalid messages copied to the DLQ
+///   assay_events_dead_letter_errors_total            copies the DLQ did not take
 ///   assay_consumer_lag_messages{topic, partition}    per assigned partition
 ///   assay_kafka_brokers_reachable                    0 while no broker answers, else 1
 ///   assay_build_info{version}                        always 1
@@ -37,6 +38,7 @@ class ConsumerStats {
   prometheus::Counter& consumed;
   std::array<prometheus::Counter*, kInvalidReasonCount> invalid{};
   prometheus::Counter& dead_lettered;
+  prometheus::Counter& dead_letter_errors;
   prometheus::Gauge& brokers_reachable;
 
  private:

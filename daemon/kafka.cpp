@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <stdexcept>
@@ -212,14 +213,27 @@ std::size_t KafkaProducer::replay(const std::string& path, const std::string& to
 
 bool KafkaProducer::produceDeadLetter(const std::string& topic, const void* payload,
                                       std::size_t len, const void* key, std::size_t key_len,
-                                      std::string_view reason) {
-  const std::string r(reason);
+                                      std::string_view reason, prometheus::Counter& ok,
+                                      prometheus::Counter& errors) {
+  const bool cut = len > kMaxDeadLetterBytes;
+  rd_kafka_headers_t* headers = rd_kafka_headers_new(2);
+  rd_kafka_header_add(headers, "assay-invalid-reason", -1, reason.data(),
+                      static_cast<ssize_t>(reason.size()));
+  if (cut)
+    rd_kafka_header_add(headers, "assay-original-bytes", -1, std::to_string(len).c_str(), -1);
+  void* opaque = KafkaResultsSink::deliveryOpaque(&ok, &errors);
   const auto err = rd_kafka_producev(
       rk_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_KEY(key, key_len),
-      RD_KAFKA_V_VALUE(const_cast<void*>(payload), len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-      RD_KAFKA_V_HEADER("assay-invalid-reason", r.data(), static_cast<ssize_t>(r.size())),
-      RD_KAFKA_V_END);
-  return err == RD_KAFKA_RESP_ERR_NO_ERROR;
+      RD_KAFKA_V_VALUE(const_cast<void*>(payload), cut ? kMaxDeadLetterBytes : len),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(headers),
+      RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return true;  // librdkafka owns the headers now
+  rd_kafka_headers_destroy(headers);
+  KafkaResultsSink::dropOpaque(opaque);
+  static std::atomic<int> logged{0};
+  if (logged++ < 10)
+    spdlog::error("dead-letter topic '{}': produce failed: {}", topic, rd_kafka_err2str(err));
+  return false;
 }
 
 // ---- KafkaConsumer -----------------------------------------------------------------------------

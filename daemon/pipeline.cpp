@@ -259,10 +259,10 @@ void Pipeline::finishInvalid(const rd_kafka_message_t* m, const ParseOutcome& po
         m->partition, m->offset, key.empty() ? "" : fmt::format(" (key '{}')", logText(key, 64)),
         invalidReasonName(po.reason), logText(po.detail), RateLimitedLog::note(suppressed));
   }
-  if (!config_.kafka.dead_letter_topic.empty() &&
-      producer_.produceDeadLetter(config_.kafka.dead_letter_topic, m->payload, m->len, m->key,
-                                  m->key_len, invalidReasonName(po.reason)))
-    consumer_stats_.dead_lettered.Increment();
+  if (!config_.kafka.dead_letter_topic.empty())
+    producer_.produceDeadLetter(config_.kafka.dead_letter_topic, m->payload, m->len, m->key,
+                                m->key_len, invalidReasonName(po.reason),
+                                consumer_stats_.dead_lettered, consumer_stats_.dead_letter_errors);
   offsets_.skip(m->partition, m->offset);
 }
 

@@ -52,6 +52,9 @@ struct Verdict {
   bool contexts_truncated = false;  ///< LLM: lower-ranked contexts were left out of the prompt
   /// LLM: re-emitted from the verdict store for a redelivered event (no call, no charge).
   bool stored = false;
+  /// LLM: the reply reported no usage; input/output_tokens and cost_eur are the estimate
+  /// charged (prompt estimate in, max_tokens out), not the provider's count.
+  bool tokens_estimated = false;
 
   static Verdict ok(double score, std::string evidence = {}) {
     Verdict v;

@@ -70,6 +70,10 @@ std::string toJson(const Judgment& j) {
         w.Key("stored");
         w.Bool(true);
       }
+      if (v.verdict.tokens_estimated) {
+        w.Key("tokens_estimated");
+        w.Bool(true);
+      }
     }
     w.Key("latency_ms");
     w.Double(std::round(v.latency_ms * 1000.0) / 1000.0);  // microsecond resolution

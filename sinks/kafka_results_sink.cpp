@@ -9,9 +9,10 @@ namespace {
 
 // Carried in the message opaque until the delivery report.
 struct Pending {
-  DeliveryToken token;
+  DeliveryToken token;  ///< null for dead-letter copies
   prometheus::Counter* ok;
   prometheus::Counter* errors;
+  const char* what;  ///< for the log: "results topic" or "dead-letter topic"
 };
 
 }  // namespace
@@ -24,7 +25,7 @@ KafkaResultsSink::KafkaResultsSink(rd_kafka_t* producer, std::string topic, Sink
 }
 
 void KafkaResultsSink::write(const Judgment& j, const std::string& json, DeliveryToken token) {
-  auto* pending = new Pending{std::move(token), ok_, errors_};
+  auto* pending = new Pending{std::move(token), ok_, errors_, "results topic"};
   const rd_kafka_resp_err_t err = rd_kafka_producev(
       producer_, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_KEY(j.id.data(), j.id.size()),
       RD_KAFKA_V_VALUE(const_cast<char*>(json.data()), json.size()),
@@ -41,6 +42,17 @@ void KafkaResultsSink::write(const Judgment& j, const std::string& json, Deliver
 
 void KafkaResultsSink::flush() { rd_kafka_flush(producer_, 10000); }
 
+void* KafkaResultsSink::deliveryOpaque(prometheus::Counter* ok, prometheus::Counter* errors) {
+  return new Pending{nullptr, ok, errors, "dead-letter topic"};
+}
+
+void KafkaResultsSink::dropOpaque(void* opaque) {
+  auto* pending = static_cast<Pending*>(opaque);
+  if (!pending) return;
+  pending->errors->Increment();
+  delete pending;
+}
+
 void KafkaResultsSink::deliveryReport(rd_kafka_t*, const rd_kafka_message_t* msg, void*) {
   auto* pending = static_cast<Pending*>(msg->_private);
   if (!pending) return;
@@ -48,7 +60,7 @@ void KafkaResultsSink::deliveryReport(rd_kafka_t*, const rd_kafka_message_t* msg
     pending->errors->Increment();
     static std::atomic<int> logged{0};
     if (logged++ < 10)
-      spdlog::error("results topic: delivery failed: {}", rd_kafka_err2str(msg->err));
+      spdlog::error("{}: delivery failed: {}", pending->what, rd_kafka_err2str(msg->err));
   } else {
     pending->ok->Increment();
   }

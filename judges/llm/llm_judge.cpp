@@ -221,12 +221,15 @@ void LlmJudge::judgeAsync(const Event& event, VerdictCallback done) const {
     v.input_tokens = r.usage.prompt_tokens;
     v.output_tokens = r.usage.completion_tokens;
     v.cost_eur = r.cost_eur;
-    const auto t = r.usage.classes();
-    stats_.tokens_in->Increment(static_cast<double>(t.input));
-    stats_.tokens_cached->Increment(static_cast<double>(t.cached_input));
-    stats_.tokens_write->Increment(static_cast<double>(t.cache_write));
-    stats_.tokens_out->Increment(static_cast<double>(t.output));
-    stats_.tokens_reasoning->Increment(static_cast<double>(t.reasoning));
+    v.tokens_estimated = !r.usage_reported;
+    if (r.usage_reported) {  // an estimate is charged, but it is not a count of tokens
+      const auto t = r.usage.classes();
+      stats_.tokens_in->Increment(static_cast<double>(t.input));
+      stats_.tokens_cached->Increment(static_cast<double>(t.cached_input));
+      stats_.tokens_write->Increment(static_cast<double>(t.cache_write));
+      stats_.tokens_out->Increment(static_cast<double>(t.output));
+      stats_.tokens_reasoning->Increment(static_cast<double>(t.reasoning));
+    }
     stats_.cost->Increment(r.cost_eur);
     if (!r.usage_reported) stats_.usage_missing->Increment();
     if (r.from_store) stats_.stored->Increment();

@@ -198,8 +198,16 @@ void readMessage(Provider provider, const rapidjson::Value& d, ProviderReply& ou
     badGateway(out, "bad_response", "no content");
     return;
   }
-  for (const auto& block : content->value.GetArray())
-    if (member(block, "type") == "text") out.content += member(block, "text");
+  bool text = false;
+  for (const auto& block : content->value.GetArray()) {
+    if (member(block, "type") != "text") continue;
+    text = true;
+    out.content += member(block, "text");
+  }
+  if (!text && out.finish == FinishReason::kStop) {  // a refusal or a cut reply may be empty
+    badGateway(out, "bad_response", "no text content block");
+    return;
+  }
   out.ok = true;
 }
 

@@ -40,7 +40,7 @@ from confluent_kafka import Producer
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_pipeline as tp  # noqa: E402
 
-EVENTS, FEEDBACK = "hostile.events", "hostile.feedback"
+EVENTS, FEEDBACK, DLQ = "hostile.events", "hostile.feedback", "hostile.dlq"
 
 
 def ev(i, **fields):
@@ -159,7 +159,8 @@ def run(args, workdir, checks):
            f"{len(variants)} events with distinct variants")
     procs = []
     try:
-        broker, bootstrap = tp.start_broker(args.mock_broker, workdir, [f"{EVENTS}:12", f"{FEEDBACK}:12"])
+        broker, bootstrap = tp.start_broker(args.mock_broker, workdir,
+                                            [f"{EVENTS}:12", f"{FEEDBACK}:12", f"{DLQ}:2"])
         procs.append((broker, "broker"))
         produce(bootstrap, EVENTS, [(k, v) for _, k, v, _ in events] + variants)
         produce(bootstrap, FEEDBACK, [(k, v) for _, k, v in feedback])
@@ -182,6 +183,7 @@ def run(args, workdir, checks):
   brokers: {json.dumps(bootstrap)}
   topic: {EVENTS}
   feedback_topic: {FEEDBACK}
+  dead_letter_topic: {DLQ}
   group_id: hostile
 sampling: {{rate: 1.0}}
 judges:
@@ -229,6 +231,17 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
         checks.eq("events consumed", n_events, consumed)
         checks.eq("invalid events by reason", want, {k: int(v) for k, v in invalid.items()})
         checks.eq("valid events judged", n_events - expected_invalid, judged)
+        # Every invalid message is copied to the dead-letter topic, the 1.5 MB one cut to
+        # 900,000 bytes with its size in a header (the producer's message.max.bytes is 1 MB).
+        checks.eq("invalid messages dead-lettered (acknowledged, errors)", (expected_invalid, 0),
+                  (tp.metric(s, "assay_events_dead_lettered_total"),
+                   tp.metric(s, "assay_events_dead_letter_errors_total")))
+        dlq = tp.read_topic(bootstrap, DLQ)
+        big = next(v for label, _, v, _ in events if label == "1.5 MB value")
+        cut = [(len(v), h.get("assay-original-bytes")) for _, v, h in dlq
+               if h.get("assay-invalid-reason") == b"too_large"]
+        checks.eq("the 1.5 MB message in the dead-letter topic: cut, original size in a header",
+                  [(900_000, str(len(big)).encode())], [(n, o) for n, o in cut if n > 1000])
         fb = {}
         for name, labels, v in s:
             if name == "assay_feedback_events_total" and v:

@@ -433,7 +433,9 @@ TEST_CASE("the reply side as a whole: every failure shape gets its outcome, retr
     // No choices (OpenAI) / no content blocks (Anthropic), usage reported: charged, no retry.
     fx.script(R"([{"kind": "empty_choices"}])");
     const auto empty = run(j);
-    CHECK(empty.verdict.outcome == (openai ? Outcome::kProviderError : Outcome::kSchemaError));
+    CHECK(empty.verdict.outcome == Outcome::kProviderError);
+    CHECK(empty.verdict.justification.find(openai ? "no choices" : "no text content block") !=
+          std::string::npos);
     CHECK(empty.attempts == 1);
     CHECK(empty.usage_reported);
     CHECK(empty.cost_eur > 0.0);

@@ -144,7 +144,9 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
     for (const auto& v : d.GetArray()) {
       Scripted s;
       if (v.HasMember("status")) s.status = v["status"].GetInt();
-      if (v.HasMember("retry_after")) s.retry_after = v["retry_after"].GetString();
+      if (v.HasMember("retry_after"))  // "30" or 30
+        s.retry_after = v["retry_after"].IsString() ? v["retry_after"].GetString()
+                                                    : std::to_string(v["retry_after"].GetInt64());
       if (v.HasMember("delay_ms")) s.delay_ms = v["delay_ms"].GetInt();
       if (v.HasMember("kind")) s.kind = v["kind"].GetString();
       if (v.HasMember("score")) s.score = v["score"].GetInt();
