@@ -31,10 +31,12 @@ constexpr const char* kUsage =
                            partition assignment, flushing every sink
   --version                print the version
   --help                   print this help
+signals: SIGTERM/SIGINT stop cleanly; SIGHUP reopens the JSON Lines file (logrotate)
 exit codes: 0 clean stop, 1 runtime failure, 2 bad configuration or arguments
 )";
 
 void onSignal(int) { assay::requestStop(); }
+void onHangup(int) { assay::requestReopen(); }
 
 int usageError(const std::string& message) {
   std::cerr << "assayd: " << message << "\n" << kUsage;
@@ -111,6 +113,11 @@ int main(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // SIGHUP reopens the JSON Lines file (logrotate); its default action would end the process.
+  struct sigaction hup {};
+  hup.sa_handler = onHangup;
+  sigemptyset(&hup.sa_mask);
+  sigaction(SIGHUP, &hup, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   // A file size limit (ulimit -f) makes write(2) fail with EFBIG, which the sinks handle; the
   // signal's default action would end the process.

@@ -17,6 +17,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_reopen{false};
 
 std::int64_t steadyNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
@@ -55,6 +56,7 @@ std::string_view payloadOf(const rd_kafka_message_t* m) {
 }  // namespace
 
 void requestStop() { g_stop.store(true); }
+void requestReopen() { g_reopen.store(true); }
 
 Pipeline::Pipeline(const Config& config, RunOptions run)
     : config_(config),
@@ -146,6 +148,10 @@ bool Pipeline::pollOnce(int timeout_ms) {
     last_activity_ = Clock::now();  // the idle timer starts at the first assignment
   }
   consumer_.storeFinishedOffsets();
+  if (g_reopen.exchange(false)) {
+    spdlog::info("SIGHUP: reopening the sinks' files");
+    sinks_.reopen();
+  }
   sampling_stats_.queue_depth.Set(static_cast<double>(queue_.size()));
   if (Clock::now() - last_refresh_ > std::chrono::seconds(1)) everySecond();
   if (run_.exit_when_idle_s && idle()) {

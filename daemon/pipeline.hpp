@@ -52,6 +52,9 @@ struct RunOptions {
 
 /// Asks a running pipeline to stop (async-signal-safe: one atomic store).
 void requestStop();
+/// Asks a running pipeline to reopen its sinks' files on its next turn (SIGHUP, after
+/// logrotate; async-signal-safe: one atomic store).
+void requestReopen();
 
 class Pipeline {
  public:

@@ -25,6 +25,27 @@ JsonlSink::JsonlSink(const JsonlSinkOptions& options, SinkStats& stats)
   }
 }
 
+void JsonlSink::reopen() {
+  std::error_code ec;
+  const auto parent = std::filesystem::path(path_).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) {
+    spdlog::error("jsonl sink: cannot reopen '{}': {}; still writing to the file already open",
+                  path_, std::strerror(errno));
+    return;
+  }
+  int old = -1;
+  {
+    std::lock_guard lock(mu_);
+    old = fd_;
+    fd_ = fd;
+  }
+  ::fsync(old);
+  ::close(old);
+  spdlog::info("jsonl sink: reopened '{}'", path_);
+}
+
 JsonlSink::~JsonlSink() {
   if (fd_ < 0) return;
   ::fsync(fd_);

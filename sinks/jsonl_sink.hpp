@@ -24,6 +24,9 @@ class JsonlSink final : public Sink {
   std::string_view name() const override { return "jsonl"; }
   void write(const Judgment& j, const std::string& json, DeliveryToken token) override;
   void flush() override;
+  /// Opens `path` anew (created 0640 if logrotate moved it away) and closes the old file
+  /// once the new one is open; records in progress finish in the old one.
+  void reopen() override;
 
  private:
   bool writeAll(const char* data, std::size_t size);  // mu_ held

@@ -48,4 +48,8 @@ void Sinks::flush() {
   for (auto& sink : sinks_) sink->flush();
 }
 
+void Sinks::reopen() {
+  for (auto& sink : sinks_) sink->reopen();
+}
+
 }  // namespace assay

@@ -26,6 +26,8 @@ class Sinks {
   void deliver(const Judgment& j, const DeliveryToken& token);
   /// Pushes buffered data out (file: fsync; results topic: wait for acknowledgements).
   void flush();
+  /// Reopens every sink's output by name (SIGHUP: logrotate).
+  void reopen();
   bool empty() const { return sinks_.empty(); }
 
  private:

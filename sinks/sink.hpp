@@ -22,6 +22,9 @@ class Sink {
   virtual void write(const Judgment& j, const std::string& json, DeliveryToken token) = 0;
   /// Pushes buffered data out (file: fflush + fsync; Kafka: wait for acknowledgements).
   virtual void flush() = 0;
+  /// Reopens what the sink writes to by name (SIGHUP, after logrotate moved the file).
+  /// Never throws; on failure the sink keeps writing where it did and logs why.
+  virtual void reopen() {}
 };
 
 }  // namespace assay

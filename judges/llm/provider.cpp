@@ -256,18 +256,79 @@ bool forEachEvent(std::string_view body, OnData on_data) {
   return events <= kMaxStreamEvents;
 }
 
+/// What a stream has said so far.
+struct StreamState {
+  rapidjson::Document whole{rapidjson::kObjectType};  // the non-streamed reply it stands for
+  std::string text, refusal, reason;
+  rapidjson::Value usage;  // null until the stream reports one
+  bool ended = false;
+};
+
+/// One chunk of an OpenAI chat-completions stream.
+void readOpenAiChunk(const rapidjson::Document& chunk, StreamState& st) {
+  if (auto u = chunk.FindMember("usage"); u != chunk.MemberEnd() && u->value.IsObject())
+    st.usage.CopyFrom(u->value, st.whole.GetAllocator());
+  const auto choices = chunk.FindMember("choices");
+  if (choices == chunk.MemberEnd() || !choices->value.IsArray() || choices->value.Empty()) return;
+  const auto& c = choices->value[0];
+  if (!c.IsObject()) return;
+  if (const auto fr = member(c, "finish_reason"); !fr.empty()) st.reason = fr;
+  if (auto delta = c.FindMember("delta"); delta != c.MemberEnd()) {
+    st.text += member(delta->value, "content");
+    st.refusal += member(delta->value, "refusal");
+  }
+}
+
+/// Merges `u` into the usage so far: message_delta's counts are cumulative and replace
+/// message_start's.
+void mergeUsage(const rapidjson::Value& u, StreamState& st) {
+  auto& alloc = st.whole.GetAllocator();
+  if (!st.usage.IsObject()) st.usage.SetObject();
+  for (const auto& kv : u.GetObject()) {
+    if (kv.value.IsNull()) continue;
+    rapidjson::Value v(kv.value, alloc);
+    if (auto at = st.usage.FindMember(kv.name); at != st.usage.MemberEnd())
+      at->value = v;
+    else
+      st.usage.AddMember(rapidjson::Value(kv.name, alloc), v, alloc);
+  }
+}
+
+/// One event of an Anthropic Messages stream.
+void readAnthropicEvent(const rapidjson::Document& chunk, StreamState& st) {
+  const std::string type = member(chunk, "type");
+  const auto field = [&](const char* key) -> const rapidjson::Value* {
+    auto it = chunk.FindMember(key);
+    return it != chunk.MemberEnd() && it->value.IsObject() ? &it->value : nullptr;
+  };
+  if (type == "message_start") {
+    if (const auto* m = field("message"))
+      if (auto u = m->FindMember("usage"); u != m->MemberEnd() && u->value.IsObject())
+        st.usage.CopyFrom(u->value, st.whole.GetAllocator());
+  } else if (type == "content_block_start") {
+    if (const auto* b = field("content_block"))
+      if (member(*b, "type") == "text") st.text += member(*b, "text");
+  } else if (type == "content_block_delta") {
+    if (const auto* d = field("delta"))
+      if (member(*d, "type") == "text_delta") st.text += member(*d, "text");
+  } else if (type == "message_delta") {
+    if (const auto* d = field("delta"))
+      if (const auto sr = member(*d, "stop_reason"); !sr.empty()) st.reason = sr;
+    if (const auto* u = field("usage")) mergeUsage(*u, st);
+  } else if (type == "message_stop") {
+    st.ended = true;
+  }  // ping, content_block_stop, unknown event types: nothing to read
+}
+
 /// Assembles a streamed reply into `out` (its content, finish and usage). False, with
 /// `out` an error, when the stream carries an error event, is unreadable, or stops before
 /// its end (`[DONE]` / `message_stop`).
 bool assembleStream(Provider provider, const std::string& body, ProviderReply& out) {
-  rapidjson::Document whole(rapidjson::kObjectType);  // the non-streamed reply it stands for
-  auto& alloc = whole.GetAllocator();
-  std::string text, refusal, reason;
-  rapidjson::Value usage;  // null until the stream reports one
-  bool ended = false, broken = false, failed = false;
+  StreamState st;
+  bool broken = false, failed = false;
   const bool within = forEachEvent(body, [&](std::string_view data) {
     if (data == "[DONE]") {
-      ended = true;
+      st.ended = true;
       return false;
     }
     rapidjson::Document chunk;
@@ -279,84 +340,39 @@ bool assembleStream(Provider provider, const std::string& body, ProviderReply& o
       failed = true;
       return false;
     }
-    if (provider == Provider::kOpenAi) {
-      if (auto u = chunk.FindMember("usage"); u != chunk.MemberEnd() && u->value.IsObject())
-        usage.CopyFrom(u->value, alloc);
-      const auto choices = chunk.FindMember("choices");
-      if (choices != chunk.MemberEnd() && choices->value.IsArray() && !choices->value.Empty()) {
-        const auto& c = choices->value[0];
-        if (const auto fr = member(c, "finish_reason"); !fr.empty()) reason = fr;
-        if (auto delta = c.IsObject() ? c.FindMember("delta") : c.MemberEnd();
-            c.IsObject() && delta != c.MemberEnd()) {
-          text += member(delta->value, "content");
-          refusal += member(delta->value, "refusal");
-        }
-      }
-      return true;
-    }
-    const std::string type = member(chunk, "type");
-    if (type == "message_start") {
-      if (auto m = chunk.FindMember("message"); m != chunk.MemberEnd() && m->value.IsObject())
-        if (auto u = m->value.FindMember("usage"); u != m->value.MemberEnd() && u->value.IsObject())
-          usage.CopyFrom(u->value, alloc);
-    } else if (type == "content_block_start") {
-      if (auto b = chunk.FindMember("content_block"); b != chunk.MemberEnd())
-        if (member(b->value, "type") == "text") text += member(b->value, "text");
-    } else if (type == "content_block_delta") {
-      if (auto delta = chunk.FindMember("delta"); delta != chunk.MemberEnd())
-        if (member(delta->value, "type") == "text_delta") text += member(delta->value, "text");
-    } else if (type == "message_delta") {
-      if (auto delta = chunk.FindMember("delta"); delta != chunk.MemberEnd())
-        if (const auto sr = member(delta->value, "stop_reason"); !sr.empty()) reason = sr;
-      // message_delta's usage holds cumulative counts: they replace message_start's.
-      if (auto u = chunk.FindMember("usage"); u != chunk.MemberEnd() && u->value.IsObject()) {
-        if (!usage.IsObject()) usage.SetObject();
-        for (const auto& kv : u->value.GetObject()) {
-          if (kv.value.IsNull()) continue;
-          rapidjson::Value v(kv.value, alloc);
-          if (auto at = usage.FindMember(kv.name); at != usage.MemberEnd())
-            at->value = v;
-          else
-            usage.AddMember(rapidjson::Value(kv.name, alloc), v, alloc);
-        }
-      }
-    } else if (type == "message_stop") {
-      ended = true;
-      return false;
-    }
-    return true;  // ping, content_block_stop, unknown event types
+    if (provider == Provider::kOpenAi)
+      readOpenAiChunk(chunk, st);
+    else
+      readAnthropicEvent(chunk, st);
+    return !st.ended;
   });
   // What the stream reported, in the API's own non-streamed shape, for the usage parsers.
-  if (usage.IsObject()) whole.AddMember("usage", usage, alloc);
-  if (provider == Provider::kOpenAi) {
-    out.usage = parseOpenAiUsage(whole);
-  } else {
-    out.usage = parseAnthropicUsage(whole);
-  }
+  if (st.usage.IsObject()) st.whole.AddMember("usage", st.usage, st.whole.GetAllocator());
+  out.usage =
+      provider == Provider::kOpenAi ? parseOpenAiUsage(st.whole) : parseAnthropicUsage(st.whole);
   if (failed) {
     out.effective_status = 0;
     classifyError(out);
     return false;
   }
-  if (!within) {
-    badGateway(out, "bad_response", "a stream of more than 200,000 events");
-    return false;
-  }
-  if (broken) {
-    badGateway(out, "bad_response", "a stream event that is not a JSON object");
+  if (!within || broken) {
+    badGateway(out, "bad_response",
+               !within ? "a stream of more than 200,000 events"
+                       : "a stream event that is not a JSON object");
     return false;
   }
   // An OpenAI stream that gave its finish reason is whole even without [DONE] (some servers
   // omit it).
-  if (!ended && !(provider == Provider::kOpenAi && !reason.empty())) {
+  if (!st.ended && !(provider == Provider::kOpenAi && !st.reason.empty())) {
     badGateway(out, "stream_incomplete", "the stream stopped before its end");
     return false;
   }
-  out.content = std::move(text);
+  out.content = std::move(st.text);
+  const std::string& reason = st.reason;
   if (provider == Provider::kOpenAi) {
-    out.finish = reason == "length"                               ? FinishReason::kLength
-                 : reason == "content_filter" || !refusal.empty() ? FinishReason::kRefusal
-                                                                  : FinishReason::kStop;
+    out.finish = reason == "length"                                  ? FinishReason::kLength
+                 : reason == "content_filter" || !st.refusal.empty() ? FinishReason::kRefusal
+                                                                     : FinishReason::kStop;
   } else {
     out.finish = reason == "max_tokens" ? FinishReason::kLength
                  : reason == "refusal"  ? FinishReason::kRefusal
@@ -364,6 +380,7 @@ bool assembleStream(Provider provider, const std::string& body, ProviderReply& o
   }
   return true;
 }
+
 }  // namespace
 
 HttpRequest buildRequest(Provider provider, const std::string& endpoint, const std::string& api_key,

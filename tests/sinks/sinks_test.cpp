@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 #include <rapidjson/document.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -102,6 +103,42 @@ TEST_CASE("JSONL sink appends one line per judgment and releases the delivery to
   bad.jsonl_enabled = true;
   bad.jsonl.path = "/proc/no/such/dir/j.jsonl";
   CHECK_THROWS_AS(createSinks(bad, SinkContext{&stats, nullptr, ""}), std::runtime_error);
+}
+
+TEST_CASE("JSONL sink: reopen() after logrotate moved the file writes to a new one") {
+  const std::string dir = "/tmp/assay_jsonl_reopen_" + std::to_string(::getpid());
+  prometheus::Registry registry;
+  SinkStats stats(registry);
+  SinksOptions o;
+  o.jsonl_enabled = true;
+  o.jsonl.path = dir + "/j.jsonl";
+  Sinks sinks(o, SinkContext{&stats, nullptr, ""});
+  const auto lines = [](const std::string& path) {
+    std::ifstream in(path);
+    int n = 0;
+    for (std::string l; std::getline(in, l);) ++n;
+    return n;
+  };
+  const auto j = sample();
+  sinks.deliver(j, nullptr);
+  sinks.deliver(j, nullptr);
+  std::filesystem::rename(o.jsonl.path, dir + "/j.jsonl.1");  // what logrotate does
+  sinks.deliver(j, nullptr);                                  // still the moved file: it is open
+  sinks.reopen();
+  sinks.deliver(j, nullptr);
+  sinks.flush();
+  CHECK(lines(dir + "/j.jsonl.1") == 3);
+  CHECK(lines(o.jsonl.path) == 1);
+  CHECK((std::filesystem::status(o.jsonl.path).permissions() &
+         std::filesystem::perms::others_read) == std::filesystem::perms::none);
+  // A path that cannot be opened any more: the sink keeps its file and says why.
+  std::filesystem::remove_all(dir);
+  ::mkdir(dir.c_str(), 0500);  // not writable (except for root): the file is not created again
+  sinks.reopen();
+  sinks.deliver(j, nullptr);  // written to the (unlinked) open file, counted ok
+  CHECK(serializeMetrics(registry).find(
+            "assay_sink_writes_total{result=\"ok\",sink=\"jsonl\"} 5") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("Sinks: every sink gets the judgment; the token goes once the last sink lets go") {
