@@ -18,7 +18,6 @@ Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 import collections
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -37,34 +36,13 @@ def run(args, workdir, checks):
         def produce(batch):
             tp.produce_keyed(bootstrap, tp.EVENTS_TOPIC, batch)
 
-        admin = tp.free_loopback_port()
-        url = f"http://127.0.0.1:{admin}"
-        jsonl = os.path.join(workdir, "j.jsonl")
-        cfg = os.path.join(workdir, "c.yaml")
         group = f"down-{os.getpid()}"
-        with open(cfg, "w") as f:
-            f.write(f"""kafka: {{brokers: {json.dumps(bootstrap)}, topic: {tp.EVENTS_TOPIC}, group_id: {group},
-        results_topic: {tp.RESULTS_TOPIC}}}
-sampling: {{rate: 1.0}}
-judges:
-  - {{name: overlap, kind: lexical, metric: context_overlap}}
-admin: {{listen: "127.0.0.1:{admin}"}}
-sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
-""")
-        log_path = os.path.join(workdir, "assayd.log")
-        with open(log_path, "wb") as log:
-            # Never idle while no broker answers: the idle timer may be shorter than the outage.
-            daemon = subprocess.Popen([args.assayd, "--config", cfg, "--exit-when-idle", "5"],
-                                      stdout=log, stderr=log, start_new_session=True)
+        daemon, url, jsonl, _ = tp.start_overlap_daemon(
+            args.assayd, workdir, bootstrap, group, {"results_topic": tp.RESULTS_TOPIC},
+            ["--exit-when-idle", "5"])
         procs.append((daemon, "assayd"))
-        tp.wait_for("/readyz 200", lambda: tp.http_get(url + "/readyz")[0] == 200, 30)
         produce(events[:half])
-
-        def judged():
-            status, text = tp.http_get(url + "/metrics")
-            return tp.metric(tp.parse_metrics(text), "assay_events_judged_total") if status == 200 else -1
-
-        tp.wait_for("the first half judged", lambda: judged() == half, 30)
+        tp.wait_for("the first half judged", lambda: tp.judged_count(url) == half, 30)
         broker.stdin.write(b"down\n")
         broker.stdin.flush()
         t0 = time.monotonic()

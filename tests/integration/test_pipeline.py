@@ -264,6 +264,42 @@ def start_redis(workdir, port=None):
     raise TestFailure("redis-server did not answer PING")
 
 
+def start_overlap_daemon(assayd, workdir, bootstrap, group, kafka_extra=None, args=()):
+    """assayd at rate 1.0 with one context_overlap judge and a JSON Lines file, consuming
+    EVENTS_TOPIC in consumer group `group`, its admin endpoint on a free port; `kafka_extra`
+    adds kafka keys (results_topic, properties…), `args` command-line options. Returns
+    (process, admin URL, JSON Lines path, log path) once /readyz answers 200."""
+    admin = free_loopback_port()
+    url = f"http://127.0.0.1:{admin}"
+    jsonl = os.path.join(workdir, "j.jsonl")
+    cfg = os.path.join(workdir, "c.yaml")
+    kafka = {"brokers": bootstrap, "topic": EVENTS_TOPIC, "group_id": group, **(kafka_extra or {})}
+    with open(cfg, "w") as f:
+        f.write(f"""kafka: {json.dumps(kafka)}
+sampling: {{rate: 1.0}}
+judges:
+  - {{name: overlap, kind: lexical, metric: context_overlap}}
+admin: {{listen: "127.0.0.1:{admin}"}}
+sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
+""")
+    log_path = os.path.join(workdir, "assayd.log")
+    with open(log_path, "wb") as log:
+        daemon = subprocess.Popen([assayd, "--config", cfg, *args], stdout=log, stderr=log,
+                                  start_new_session=True)
+    try:
+        wait_for("/readyz 200", lambda: http_get(url + "/readyz")[0] == 200, 30)
+    except TestFailure:
+        stop_process(daemon, "assayd")
+        raise
+    return daemon, url, jsonl, log_path
+
+
+def judged_count(url):
+    """assay_events_judged_total from `url`'s /metrics; -1 while it does not answer."""
+    status, text = http_get(url + "/metrics")
+    return metric(parse_metrics(text), "assay_events_judged_total") if status == 200 else -1
+
+
 def free_loopback_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

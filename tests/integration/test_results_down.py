@@ -22,7 +22,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 
@@ -44,29 +43,11 @@ def run(args, workdir, checks):
         third = len(events) // 3
         parts = {"A": events[:third], "B": events[third:2 * third], "C": events[2 * third:]}
 
-        admin = tp.free_loopback_port()
-        url = f"http://127.0.0.1:{admin}"
-        jsonl = os.path.join(workdir, "j.jsonl")
-        cfg = os.path.join(workdir, "c.yaml")
-        with open(cfg, "w") as f:
-            f.write(f"""kafka:
-  brokers: {json.dumps(bootstrap)}
-  topic: {tp.EVENTS_TOPIC}
-  group_id: {group}
-  results_topic: {tp.RESULTS_TOPIC}
-  properties: {{message.timeout.ms: "4000", reconnect.backoff.max.ms: "500"}}
-sampling: {{rate: 1.0}}
-judges:
-  - {{name: overlap, kind: lexical, metric: context_overlap}}
-admin: {{listen: "127.0.0.1:{admin}"}}
-sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
-""")
-        log_path = os.path.join(workdir, "assayd.log")
-        with open(log_path, "wb") as log:
-            daemon = subprocess.Popen([args.assayd, "--config", cfg],
-                                      stdout=log, stderr=log, start_new_session=True)
+        daemon, url, jsonl, log_path = tp.start_overlap_daemon(
+            args.assayd, workdir, bootstrap, group,
+            {"results_topic": tp.RESULTS_TOPIC,
+             "properties": {"message.timeout.ms": "4000", "reconnect.backoff.max.ms": "500"}})
         procs.append((daemon, "assayd"))
-        tp.wait_for("/readyz 200", lambda: tp.http_get(url + "/readyz")[0] == 200, 30)
 
         def counts():
             status, text = tp.http_get(url + "/metrics")

@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import stat
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -32,29 +31,12 @@ def run(args, workdir, checks):
         procs.append((broker, "broker"))
         events = tp.load_dev_events(args.data)
         half = len(events) // 2
-        admin = tp.free_loopback_port()
-        url = f"http://127.0.0.1:{admin}"
-        jsonl = os.path.join(workdir, "j.jsonl")
-        cfg = os.path.join(workdir, "c.yaml")
-        with open(cfg, "w") as f:
-            f.write(f"""kafka: {{brokers: {json.dumps(bootstrap)}, topic: {tp.EVENTS_TOPIC}, group_id: hup}}
-sampling: {{rate: 1.0}}
-judges:
-  - {{name: overlap, kind: lexical, metric: context_overlap}}
-admin: {{listen: "127.0.0.1:{admin}"}}
-sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
-""")
-        log_path = os.path.join(workdir, "assayd.log")
-        with open(log_path, "wb") as log:
-            daemon = subprocess.Popen([args.assayd, "--config", cfg], stdout=log, stderr=log,
-                                      start_new_session=True)
+        daemon, url, jsonl, _ = tp.start_overlap_daemon(args.assayd, workdir, bootstrap, "hup")
         procs.append((daemon, "assayd"))
 
         def judged():
-            status, text = tp.http_get(url + "/metrics")
-            return tp.metric(tp.parse_metrics(text), "assay_events_judged_total") if status == 200 else -1
+            return tp.judged_count(url)
 
-        tp.wait_for("/readyz 200", lambda: tp.http_get(url + "/readyz")[0] == 200, 30)
         tp.produce_keyed(bootstrap, tp.EVENTS_TOPIC, events[:half])
         tp.wait_for("the first half judged", lambda: judged() == half, 30)
         os.rename(jsonl, jsonl + ".1")
