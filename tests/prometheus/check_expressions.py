@@ -2,7 +2,8 @@
 """Checks the PromQL of the alert rules and of the Grafana dashboard against a /metrics scrape.
 
     check_expressions.py --metrics-text SCRAPE.txt --rules assay-rules.yml \
-        --dashboard assay-dashboard.json [--require-coverage] [--promtool PATH]
+        --dashboard assay-dashboard.json [--require-coverage] [--promtool PATH] \
+        [--alerting-doc docs/alerting.md]
 
 1. Extracts every expression: `expr` of the recording and alerting rules; every panel target's
    `expr` (panels nested in rows included), the annotations' `expr`, and the metric selectors of
@@ -16,6 +17,10 @@
 4. Checks that no datasource of the dashboard has a hard-coded uid (only "${datasource}").
 5. With --require-coverage: every family of the issue-4 list (REQUIRED_ON_DASHBOARD) is used
    by at least one dashboard expression.
+6. With --alerting-doc docs/alerting.md: every alert has runbook text (a non-empty `description`
+   or `runbook` annotation) and a `runbook_url` annotation `docs/alerting.md#<anchor>` whose
+   anchor is the alert's name in lower case and is the anchor of a heading of that document
+   (GitHub's rule: lower case, punctuation dropped, spaces to hyphens, -1, -2... on repeats).
 
 Exit 0 with a one-line summary, 1 with one line per problem, 2 on a usage or input error.
 Standard library only.
@@ -99,6 +104,9 @@ def read_scrape(paths):
 # --------------------------------------------------------------------------------------------
 # Rules (a small YAML reader: enough for rule files, so that only the standard library is needed).
 
+# Keys kept from each rule: its kind and expression, and the annotations the runbook check reads.
+RULE_KEYS = ("record", "alert", "expr", "description", "runbook", "runbook_url")
+
 KEY_LINE = re.compile(
     r"^(?P<indent>\s*)(?P<dash>-\s+)?(?P<key>[A-Za-z_][\w.-]*)\s*:(?:\s+|$)(?P<rest>.*)$")
 
@@ -177,7 +185,8 @@ def _read_scalar(lines, i, key_indent, rest):
 
 
 def read_rules(path):
-    """Returns (expressions [(where, expr)], recorded names) of a Prometheus rule file."""
+    """Returns (expressions [(where, expr)], recorded names, alerts [{alert, description,
+    runbook, runbook_url, _line}]) of a Prometheus rule file."""
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
@@ -204,9 +213,10 @@ def read_rules(path):
             value, i = _read_scalar(lines, i, key_indent, m.group("rest"))
         except InputError as e:
             raise InputError(f"{path}: {e}")
-        if items and m.group("key") in ("record", "alert", "expr"):
+        if items and m.group("key") in RULE_KEYS:
             items[-1][m.group("key")] = value
     expressions, recorded = [], set()
+    alerts = [item for item in items if "alert" in item]
     for item in items:
         if "expr" not in item:
             continue
@@ -220,7 +230,66 @@ def read_rules(path):
         expressions.append((where, item["expr"]))
     if not expressions:
         raise InputError(f"{path}: no rule found")
-    return expressions, recorded
+    return expressions, recorded, alerts
+
+
+# --------------------------------------------------------------------------------------------
+# Runbooks: every alert's runbook_url names a heading of docs/alerting.md.
+
+def heading_anchors(path):
+    """Anchors of the Markdown headings of a document, as GitHub (and GitLab) make them."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror}")
+    anchors, seen, fence = set(), {}, None
+    for line in lines:
+        m = re.match(r"\s{0,3}(`{3,}|~{3,})", line)
+        if m:
+            if fence is None:
+                fence = m.group(1)[0]
+            elif m.group(1)[0] == fence:
+                fence = None
+            continue
+        if fence is not None:
+            continue
+        m = re.match(r"\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if not m:
+            continue
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(1))  # a link keeps its text
+        slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        anchors.add(slug if n == 0 else f"{slug}-{n}")
+    return anchors
+
+
+def check_runbooks(alerts, rules_path, doc_path):
+    """Problems with the runbook annotations of the alerts."""
+    anchors = heading_anchors(doc_path)
+    doc = os.path.basename(doc_path)
+    problems = []
+    if not alerts:
+        problems.append(f"{rules_path}: no alert found")
+    for item in alerts:
+        name = item["alert"]
+        where = f"alert {name} ({rules_path}:{item['_line']})"
+        if not (item.get("description") or item.get("runbook") or "").strip():
+            problems.append(f"{where}: no runbook text (annotation description or runbook)")
+        url = item.get("runbook_url")
+        if not url:
+            problems.append(f"{where}: no runbook_url annotation")
+            continue
+        page, _, anchor = url.partition("#")
+        want = f"docs/{doc}#{name.lower()}"
+        if url != want and not url.endswith("/" + want):
+            problems.append(f'{where}: runbook_url "{url}" should be "{want}" (or end with '
+                            f'"/{want}")')
+        if anchor not in anchors:
+            problems.append(f'{where}: runbook_url "{url}": no heading of {doc_path} has the '
+                            f'anchor "#{anchor}" (add a heading "{name}")')
+    return problems
 
 
 # --------------------------------------------------------------------------------------------
@@ -431,12 +500,17 @@ def main():
     parser.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
     parser.add_argument("--require-coverage", action="store_true",
                         help="fail if a family of the issue-4 list is on no dashboard panel")
+    parser.add_argument("--alerting-doc", metavar="MARKDOWN",
+                        help="docs/alerting.md: check every alert's runbook text and that its "
+                             "runbook_url names a heading of this document")
     args = parser.parse_args()
 
     try:
         exported, families = read_scrape(args.metrics_text)
-        rule_exprs, recorded = read_rules(args.rules)
+        rule_exprs, recorded, alerts = read_rules(args.rules)
         dashboard_exprs, problems = read_dashboard(args.dashboard)
+        if args.alerting_doc:
+            problems += check_runbooks(alerts, args.rules, args.alerting_doc)
     except InputError as e:
         print(f"check_expressions: {e}", file=sys.stderr)
         return 2
@@ -474,7 +548,9 @@ def main():
     print(f"check_expressions: OK: {len(checked)} expressions ({len(rule_exprs)} in rules, "
           f"{len(dashboard_exprs)} in the dashboard), {len(used)} distinct metrics"
           + (f", {len(REQUIRED_ON_DASHBOARD)} issue-4 families on the dashboard"
-             if args.require_coverage else ""))
+             if args.require_coverage else "")
+          + (f", {len(alerts)} alerts with a runbook in {args.alerting_doc}"
+             if args.alerting_doc else ""))
     return 0
 
 
