@@ -328,7 +328,8 @@ void loadLimits(Reader& r, const YAML::Node& n, LimitsOptions& o) {
 void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
   const std::string p = "budget";
   if (!r.checkMap(n, p,
-                  {"usd_to_eur", "daily_limit_eur", "alert_ratio", "timezone", "store", "prices"}))
+                  {"usd_to_eur", "daily_limit_eur", "alert_ratio", "timezone", "store",
+                   "key_prefix", "prices"}))
     return;
   r.getRange(n, "usd_to_eur", p, o.usd_to_eur, 0.0001, 10000.0);
   // The ledger holds amounts up to kMaxLedgerEuros (exact integer nano-euros in Redis' Lua).
@@ -336,6 +337,15 @@ void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
   r.getRange(n, "alert_ratio", p, o.alert_ratio, 0.0, 1.0);
   r.get(n, "timezone", p, o.timezone);
   r.get(n, "store", p, o.store);
+  r.get(n, "key_prefix", p, o.key_prefix);
+  if (n["key_prefix"]) {
+    if (o.key_prefix.empty() || o.key_prefix.size() > 128)
+      r.error(n["key_prefix"], p + ".key_prefix", "must be 1 to 128 bytes");
+    else if (o.key_prefix.find_first_of("{} \t\r\n") != std::string::npos)
+      r.error(n["key_prefix"], p + ".key_prefix",
+              "must not contain braces (a Redis Cluster hash tag: assay keeps one per day) or "
+              "white space");
+  }
   if (o.store != "memory") {
     try {
       (void)llm::parseRedisUrl(o.store);
@@ -810,6 +820,12 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   if (auto n = root["sampling"]) loadSampling(r, n, c.sampling);
   if (auto n = root["limits"]) loadLimits(r, n, c.limits);
   if (auto n = root["budget"]) loadBudget(r, n, c.budget);
+  if (c.budget.key_prefix.empty()) {  // one ledger per consumer group (docs/configuration.md)
+    std::string group = c.kafka.group_id;
+    std::replace_if(
+        group.begin(), group.end(), [](char ch) { return ch == '{' || ch == '}'; }, '_');
+    c.budget.key_prefix = "assay:" + group + ":";
+  }
   if (auto n = root["judges"]) loadJudges(r, n, c);
   if (auto n = root["tracking"]) loadTracking(r, n, c.tracking);
   if (auto n = root["admin"]) loadAdmin(r, n, c.admin);

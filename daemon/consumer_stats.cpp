@@ -12,11 +12,11 @@ prometheus::Family<prometheus::Counter>& counter(prometheus::Registry& r, const 
 
 }  // namespace
 
-ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::string& topic,
+ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::vector<std::string>& topics,
                              const std::string& version)
     : consumed(
           counter(r, "assay_events_consumed_total", "Kafka messages consumed from the events topic")
-              .Add({{"topic", topic}})),
+              .Add({{"topic", topics.at(0)}})),
       dead_lettered(counter(r, "assay_events_dead_lettered_total",
                             "Invalid messages copied to the dead-letter topic (acknowledged)")
                         .Add({})),
@@ -29,6 +29,14 @@ ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::string& topic,
                                   "down), else 1")
                             .Register(r)
                             .Add({})),
+      authentication_failures(
+          counter(r, "assay_kafka_authentication_failures_total",
+                  "Kafka SASL or SSL authentication failures (librdkafka's error callback)")
+              .Add({})),
+      replay_skipped(counter(r, "assay_events_replay_skipped_total",
+                             "Messages redelivered after a restart or rebalance that were finished "
+                             "before (commit metadata): skipped, not judged or written again")
+                         .Add({})),
       lag_(prometheus::BuildGauge()
                .Name("assay_consumer_lag_messages")
                .Help("Messages not yet consumed per assigned partition (high watermark minus "
@@ -46,6 +54,27 @@ ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::string& topic,
       .Add({{"version", version}})
       .Set(1);
   brokers_reachable.Set(1);
+  auto& age = prometheus::BuildGauge()
+                  .Name("assay_consumer_last_message_age_seconds")
+                  .Help(
+                      "Seconds since this instance last consumed a message from the topic "
+                      "(since start before the first)")
+                  .Register(r);
+  auto& assigned = prometheus::BuildGauge()
+                       .Name("assay_consumer_assigned_partitions")
+                       .Help("Partitions of the topic assigned to this instance")
+                       .Register(r);
+  for (const auto& t : topics) {
+    age_.push_back(&age.Add({{"topic", t}}));
+    assigned_.push_back(&assigned.Add({{"topic", t}}));
+  }
+}
+
+void ConsumerStats::setTopic(std::size_t topic, double last_message_age_s,
+                             std::size_t assigned_partitions) {
+  if (topic >= age_.size()) return;
+  age_[topic]->Set(last_message_age_s);
+  assigned_[topic]->Set(static_cast<double>(assigned_partitions));
 }
 
 void ConsumerStats::setLag(const std::vector<KafkaConsumer::Lag>& lag) {

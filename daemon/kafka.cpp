@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <stdexcept>
@@ -90,11 +92,13 @@ rd_kafka_conf_t* consumerConf(const KafkaOptions& o, const std::string& bootstra
   rd_kafka_conf_t* conf = baseConf(bootstrap);
   set(conf, "group.id", o.group_id);
   set(conf, "enable.auto.offset.store", "false");
-  set(conf, "enable.auto.commit", "true");
   set(conf, "auto.offset.reset", "earliest");
   applyUserProperties(conf, o);
-  // This one carries the delivery guarantee; a user property must not silently undo it.
+  // These carry the delivery guarantee; a user property must not silently undo them. assayd
+  // commits itself, every auto.commit.interval.ms, with the commit metadata that lists the
+  // finished offsets above each position (librdkafka's auto-commit would commit without it).
   set(conf, "enable.auto.offset.store", "false");
+  set(conf, "enable.auto.commit", "false");
   return conf;
 }
 
@@ -247,7 +251,10 @@ KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap
   rd_kafka_conf_t* conf = consumerConf(o, bootstrap);
   rd_kafka_conf_set_rebalance_cb(conf, rebalanceCb);
   rd_kafka_conf_set_error_cb(conf, errorCb);
+  rd_kafka_conf_set_offset_commit_cb(conf, commitCb);
   rd_kafka_conf_set_opaque(conf, this);
+  for (const auto& [k, v] : o.properties)  // checked by the loader and by librdkafka
+    if (k == "auto.commit.interval.ms") commit_interval_ = std::chrono::milliseconds(std::stoll(v));
   rk_ = newHandle(RD_KAFKA_CONSUMER, conf);
   rd_kafka_poll_set_consumer(rk_);
   rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(2);
@@ -284,14 +291,55 @@ std::vector<KafkaConsumer::Lag> KafkaConsumer::lag() const {
               RD_KAFKA_RESP_ERR_NO_ERROR ||
           high < 0)
         continue;
-      // No position yet (nothing fetched): everything from the low watermark is still to come.
-      const std::int64_t position = p.offset >= 0 ? p.offset : (low >= 0 ? low : -1);
+      // Nothing consumed yet: from the committed offset; without one, auto.offset.reset's
+      // start (assay's default "earliest": the low watermark).
+      std::int64_t position = p.offset;
+      if (position < 0) {
+        const auto c = committed_.find({p.topic, p.partition});
+        position = c != committed_.end() ? c->second : low;
+      }
       if (position < 0) continue;
       out.push_back({p.topic, p.partition, std::max<std::int64_t>(0, high - position)});
     }
   }
   rd_kafka_topic_partition_list_destroy(parts);
   return out;
+}
+
+void KafkaConsumer::commitFinished() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_periodic_commit_ < commit_interval_) return;
+  last_periodic_commit_ = now;
+  rd_kafka_topic_partition_list_t* list = commitList(true);
+  if (list->cnt > 0) {
+    const auto err = rd_kafka_commit(rk_, list, 1);  // result: commitCb
+    if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+      last_commit_.clear();  // try every partition again next time
+      spdlog::warn("kafka: offset commit failed: {}", rd_kafka_err2str(err));
+    }
+  }
+  rd_kafka_topic_partition_list_destroy(list);
+}
+
+void KafkaConsumer::commitCb(rd_kafka_t*, rd_kafka_resp_err_t err,
+                             rd_kafka_topic_partition_list_t* offsets, void* opaque) {
+  auto* self = static_cast<KafkaConsumer*>(opaque);
+  for (int i = 0; offsets && i < offsets->cnt && !err; ++i) err = offsets->elems[i].err;
+  if (!err || err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;
+  self->last_commit_.clear();  // commit every partition again on the next turn
+  long suppressed = 0;
+  if (self->commit_log_.allow(suppressed))
+    spdlog::warn("kafka: offset commit failed: {}{}", rd_kafka_err2str(err),
+                 RateLimitedLog::note(suppressed));
+}
+
+std::size_t KafkaConsumer::assignedPartitions(const std::string& topic) const {
+  rd_kafka_topic_partition_list_t* parts = nullptr;
+  if (rd_kafka_assignment(rk_, &parts) != RD_KAFKA_RESP_ERR_NO_ERROR || !parts) return 0;
+  std::size_t n = 0;
+  for (int i = 0; i < parts->cnt; ++i) n += topic == parts->elems[i].topic;
+  rd_kafka_topic_partition_list_destroy(parts);
+  return n;
 }
 
 KafkaConsumer::~KafkaConsumer() {
@@ -320,14 +368,130 @@ void KafkaConsumer::storeFinishedOffsets() {
   rd_kafka_topic_partition_list_destroy(list);
 }
 
-void KafkaConsumer::close() {
-  if (closed_) return;
+rd_kafka_topic_partition_list_t* KafkaConsumer::commitList(bool only_changed) {
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(8);
+  const auto add = [this, list, only_changed](const std::string& topic,
+                                              const OffsetTracker* tracker) {
+    if (!tracker) return;
+    for (auto& c : tracker->commits()) {
+      auto& last = last_commit_[{topic, c.partition}];
+      if (only_changed && last.first == c.position && last.second == c.metadata) continue;
+      last = {c.position, c.metadata};
+      auto* e = rd_kafka_topic_partition_list_add(list, topic.c_str(), c.partition);
+      e->offset = c.position;
+      spdlog::debug("kafka: commit '{}' partition {} at {} with metadata '{}'", topic, c.partition,
+                    c.position, c.metadata);
+      if (!c.metadata.empty()) {  // owned by the list: freed with it (rd_free = free)
+        e->metadata = std::malloc(c.metadata.size());
+        std::memcpy(e->metadata, c.metadata.data(), c.metadata.size());
+        e->metadata_size = c.metadata.size();
+      }
+    }
+  };
+  add(topic_, &tracker_);
+  add(feedback_topic_, feedback_tracker_);
+  return list;
+}
+
+void KafkaConsumer::serveUntil(rd_kafka_queue_t* q, std::chrono::milliseconds timeout,
+                               const char* what, const std::function<bool()>& done,
+                               const std::function<void(rd_kafka_event_t*)>& on_event) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto next_log = start + std::chrono::seconds(5);
+  while (!done() && Clock::now() < start + timeout) {
+    if (rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 200)) {
+      on_event(ev);
+      rd_kafka_event_destroy(ev);
+    }
+    if (Clock::now() >= next_log && !done()) {
+      next_log += std::chrono::seconds(5);
+      spdlog::warn(
+          "shutdown: still waiting for {} ({:.0f} s of at most {} s; a second SIGTERM or "
+          "SIGINT ends assayd at once)",
+          what, std::chrono::duration<double>(Clock::now() - start).count(),
+          timeout.count() / 1000);
+    }
+  }
+}
+
+bool KafkaConsumer::close(std::chrono::milliseconds timeout) {
+  if (closed_) return close_result_;
   closed_ = true;
   storeFinishedOffsets();
-  const auto err = rd_kafka_commit(rk_, nullptr, 0);
-  if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
-    spdlog::warn("kafka: final offset commit failed: {}", rd_kafka_err2str(err));
-  rd_kafka_consumer_close(rk_);
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk_);
+  rd_kafka_topic_partition_list_t* list = commitList(false);
+  auto err = RD_KAFKA_RESP_ERR_NO_ERROR;
+  if (list->cnt > 0) {
+    err = rd_kafka_commit_queue(rk_, list, q, nullptr, nullptr);
+    bool answered = err != RD_KAFKA_RESP_ERR_NO_ERROR;
+    serveUntil(
+        q, timeout, "the final offset commit (the group coordinator does not answer)",
+        [&] { return answered; },
+        [&](rd_kafka_event_t* ev) {
+          if (rd_kafka_event_type(ev) != RD_KAFKA_EVENT_OFFSET_COMMIT) return;
+          answered = true;
+          err = rd_kafka_event_error(ev);
+          const auto* parts = rd_kafka_event_topic_partition_list(ev);
+          for (int i = 0; parts && i < parts->cnt && !err; ++i) err = parts->elems[i].err;
+        });
+    if (!answered) err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+    if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
+      spdlog::error(
+          "kafka: final offset commit failed: {}; the events consumed since the last commit "
+          "will be consumed again (exit code 3)",
+          rd_kafka_err2str(err));
+  }
+  rd_kafka_topic_partition_list_destroy(list);
+  // Leave the group. The revoke it serves commits nothing more (closing_), and librdkafka's own
+  // final auto-commit finds nothing newer than what was just committed.
+  closing_ = true;
+  if (rd_kafka_error_t* e = rd_kafka_consumer_close_queue(rk_, q)) {
+    spdlog::warn("kafka: leaving the consumer group: {}", rd_kafka_error_string(e));
+    rd_kafka_error_destroy(e);
+  } else {
+    serveUntil(
+        q, timeout, "leaving the consumer group", [this] { return rd_kafka_consumer_closed(rk_); },
+        [this](rd_kafka_event_t* ev) {
+          if (rd_kafka_event_type(ev) != RD_KAFKA_EVENT_REBALANCE) return;
+          onRebalance(rd_kafka_event_error(ev), const_cast<rd_kafka_topic_partition_list_t*>(
+                                                    rd_kafka_event_topic_partition_list(ev)));
+        });
+    if (!rd_kafka_consumer_closed(rk_))
+      spdlog::warn(
+          "kafka: did not leave the consumer group within {} s; the group rebalances after "
+          "session.timeout.ms",
+          timeout.count() / 1000);
+  }
+  rd_kafka_queue_destroy(q);
+  close_result_ = !err || err == RD_KAFKA_RESP_ERR__NO_OFFSET;
+  return close_result_;
+}
+
+void KafkaConsumer::readCommitted(const rd_kafka_topic_partition_list_t* parts) {
+  rd_kafka_topic_partition_list_t* c = rd_kafka_topic_partition_list_copy(parts);
+  if (const auto err = rd_kafka_committed(rk_, c, 10000)) {
+    spdlog::warn(
+        "kafka: reading the committed offsets failed: {}; lag counts from the oldest message "
+        "until one is consumed, and finished events after the commit point may be judged again",
+        rd_kafka_err2str(err));
+  } else {
+    for (int i = 0; i < c->cnt; ++i) {
+      const auto& e = c->elems[i];
+      spdlog::debug("kafka: '{}' partition {} committed at {} ({} bytes of metadata)", e.topic,
+                    e.partition, e.offset, e.metadata ? e.metadata_size : 0);
+      if (e.err || e.offset < 0) continue;
+      committed_[{e.topic, e.partition}] = e.offset;
+      const std::string_view metadata(static_cast<const char*>(e.metadata),
+                                      e.metadata ? e.metadata_size : 0);
+      if (const auto n = trackerOf(e.topic)->restore(e.partition, e.offset, metadata); n > 0)
+        spdlog::info(
+            "kafka: '{}' partition {}: {} event(s) after the committed offset {} were finished "
+            "before (commit metadata); they are skipped, not judged again",
+            e.topic, e.partition, n, e.offset);
+    }
+  }
+  rd_kafka_topic_partition_list_destroy(c);
 }
 
 void KafkaConsumer::rebalanceCb(rd_kafka_t*, rd_kafka_resp_err_t err,
@@ -340,6 +504,13 @@ void KafkaConsumer::errorCb(rd_kafka_t*, int err, const char* reason, void* opaq
   if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
     self->all_brokers_down_ = true;
     return;  // the pipeline says so once, and again when a broker answers
+  }
+  if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION ||
+      err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED) {
+    ++self->auth_failures_;
+    spdlog::error("kafka: authentication failed: {} (check kafka.properties sasl.* / ssl.*)",
+                  reason);
+    return;
   }
   if (err == RD_KAFKA_RESP_ERR__FATAL) {
     char why[512];
@@ -374,18 +545,26 @@ void KafkaConsumer::onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partitio
     assigned_count_ = cooperative ? assigned_count_ + static_cast<std::size_t>(parts->cnt)
                                   : static_cast<std::size_t>(parts->cnt);
     assigned_ = true;
+    readCommitted(parts);
     return;
   }
   // Revoke (or error): store and commit what is finished before the partitions go, so the
   // next owner starts right after the last finished event.
   spdlog::info("kafka: {} partition(s) revoked", parts->cnt);
   storeFinishedOffsets();
-  const auto cerr = rd_kafka_commit(rk_, nullptr, 0);
-  if (cerr && cerr != RD_KAFKA_RESP_ERR__NO_OFFSET)
-    spdlog::warn("kafka: commit on revoke failed: {}", rd_kafka_err2str(cerr));
+  if (!closing_) {  // close() committed already, with its own deadline
+    rd_kafka_topic_partition_list_t* list = commitList(false);
+    const auto cerr = list->cnt > 0 ? rd_kafka_commit(rk_, list, 0) : RD_KAFKA_RESP_ERR_NO_ERROR;
+    rd_kafka_topic_partition_list_destroy(list);
+    if (cerr && cerr != RD_KAFKA_RESP_ERR__NO_OFFSET)
+      spdlog::warn("kafka: commit on revoke failed: {}", rd_kafka_err2str(cerr));
+  }
   std::map<OffsetTracker*, std::vector<std::int32_t>> ids;
-  for (int i = 0; i < parts->cnt; ++i)
+  for (int i = 0; i < parts->cnt; ++i) {
     ids[trackerOf(parts->elems[i].topic)].push_back(parts->elems[i].partition);
+    committed_.erase({parts->elems[i].topic, parts->elems[i].partition});
+    last_commit_.erase({parts->elems[i].topic, parts->elems[i].partition});
+  }
   for (auto& [t, partitions] : ids) t->forget(partitions);
   if (cooperative) {
     destroyError(rd_kafka_incremental_unassign(rk_, parts));

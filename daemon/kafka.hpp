@@ -7,13 +7,16 @@
 #include <prometheus/counter.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "config/options.hpp"
 #include "daemon/offset_tracker.hpp"
+#include "daemon/rate_limited_log.hpp"
 
 namespace assay {
 
@@ -81,6 +84,8 @@ class KafkaProducer {
 
   void poll() { rd_kafka_poll(rk_, 0); }  ///< serves delivery reports
   void flush(int timeout_ms) { rd_kafka_flush(rk_, timeout_ms); }
+  /// Messages produced and not yet acknowledged (or failed).
+  int outstanding() const { return rd_kafka_outq_len(rk_); }
 
  private:
   rd_kafka_t* rk_ = nullptr;
@@ -104,8 +109,16 @@ class KafkaConsumer {
   rd_kafka_message_t* poll(int timeout_ms);
   /// Stores the offsets that advanced in the tracker (called often by the poll thread).
   void storeFinishedOffsets();
-  /// Stores, commits synchronously, leaves the group.
-  void close();
+  /// Every auto.commit.interval.ms (5 s by default; called often by the poll thread): commits,
+  /// asynchronously, each partition's position with its commit metadata, if either changed.
+  /// librdkafka's own auto-commit is off: it would commit without the metadata.
+  void commitFinished();
+  /// Stores the finished offsets, commits them with their commit metadata (OffsetTracker) and
+  /// leaves the group, waiting at most `timeout` for each of the two, and logging every 5 s
+  /// while it waits (an unreachable broker). Returns false when the final commit failed or
+  /// did not finish in time (the events since the last successful commit are redelivered).
+  /// Once only; later calls return the first result.
+  bool close(std::chrono::milliseconds timeout = std::chrono::milliseconds(15000));
   /// True once the first assignment arrived (the consumer group joined).
   bool assigned() const { return assigned_.load(); }
   /// True when `m` comes from the feedback topic.
@@ -116,15 +129,23 @@ class KafkaConsumer {
     std::int32_t partition;
     std::int64_t messages;  ///< high watermark − consumed position, ≥ 0
   };
-  /// Consumer lag of every assigned partition whose position and high watermark are known
-  /// (from librdkafka's cached fetch state: no broker round trip).
+  /// Consumer lag of every assigned partition whose high watermark is known (librdkafka's
+  /// cached fetch state: no broker round trip), from the position consumed, or before the
+  /// first message from the committed offset read at assignment: 0 for a fully committed
+  /// partition, also right after a restart or a rebalance.
   std::vector<Lag> lag() const;
+
   std::size_t assignedPartitions() const { return assigned_count_.load(); }
   /// True if a broker answers a metadata request within `timeout_ms` (blocks that long at
   /// most; called once a second while every broker is down).
   bool brokerAnswers(int timeout_ms) const;
   /// True once since the last call if librdkafka reported every broker down.
   bool takeAllBrokersDown() { return all_brokers_down_.exchange(false); }
+  /// SASL or SSL authentication failures librdkafka reported since the last call (each is
+  /// logged as an error).
+  int takeAuthenticationFailures() { return auth_failures_.exchange(0); }
+  /// Partitions assigned to this instance, of `topic`.
+  std::size_t assignedPartitions(const std::string& topic) const;
 
  private:
   static void rebalanceCb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
@@ -133,6 +154,20 @@ class KafkaConsumer {
   /// rest are logged as warnings (librdkafka already suppresses identical repeats).
   static void errorCb(rd_kafka_t* rk, int err, const char* reason, void* opaque);
   void onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions);
+  /// After an assignment: reads the committed offsets and their metadata (one broker round
+  /// trip, at most 10 s), restores the trackers and keeps the offsets for lag().
+  void readCommitted(const rd_kafka_topic_partition_list_t* partitions);
+  /// Every tracked partition's position and commit metadata, for an explicit commit (only
+  /// those that changed since the last one listed, with `only_changed`).
+  rd_kafka_topic_partition_list_t* commitList(bool only_changed);
+  /// Offset commit results (asynchronous commits; served by poll): failures logged.
+  static void commitCb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                       rd_kafka_topic_partition_list_t* offsets, void* opaque);
+  /// Serves `q` until `done()` or `timeout`, handing each event to `on_event` (it is destroyed
+  /// after); logs `what` every 5 s while it waits.
+  static void serveUntil(rd_kafka_queue_t* q, std::chrono::milliseconds timeout, const char* what,
+                         const std::function<bool()>& done,
+                         const std::function<void(rd_kafka_event_t*)>& on_event);
 
   rd_kafka_t* rk_ = nullptr;
   std::string topic_, feedback_topic_;
@@ -142,7 +177,16 @@ class KafkaConsumer {
   std::atomic<bool> assigned_{false};
   std::atomic<std::size_t> assigned_count_{0};
   bool closed_ = false;
+  bool close_result_ = true;
+  bool closing_ = false;  // close() committed: a revoke commits nothing more
   std::atomic<bool> all_brokers_down_{false};
+  std::atomic<int> auth_failures_{0};
+  std::map<std::pair<std::string, std::int32_t>, std::int64_t> committed_;  // poll thread
+  // The last position and metadata listed for commit, per partition (poll thread).
+  std::map<std::pair<std::string, std::int32_t>, std::pair<std::int64_t, std::string>> last_commit_;
+  std::chrono::milliseconds commit_interval_{5000};
+  std::chrono::steady_clock::time_point last_periodic_commit_{};
+  RateLimitedLog commit_log_;
 };
 
 }  // namespace assay

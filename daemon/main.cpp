@@ -2,6 +2,7 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -31,11 +32,23 @@ constexpr const char* kUsage =
                            partition assignment, flushing every sink
   --version                print the version
   --help                   print this help
-signals: SIGTERM/SIGINT stop cleanly; SIGHUP reopens the JSON Lines file (logrotate)
-exit codes: 0 clean stop, 1 runtime failure, 2 bad configuration or arguments
+signals: SIGTERM/SIGINT stop cleanly (a second one ends assayd at once, exit 128+signal);
+         SIGHUP reopens the JSON Lines file (logrotate)
+exit codes: 0 clean stop, 1 runtime failure, 2 bad configuration or arguments,
+            3 stopped, but the final offset commit failed (events since the last commit
+              are consumed again)
 )";
 
-void onSignal(int) { assay::requestStop(); }
+/// The first SIGTERM/SIGINT stops cleanly; a second one ends the process at once (exit code
+/// 128 + the signal's number, as the shell reports a death by that signal): nothing more is
+/// flushed or committed.
+void onSignal(int sig) {
+  if (!assay::requestStop()) return;
+  constexpr char kMessage[] =
+      "assayd: second stop signal: exiting at once, without flushing or committing\n";
+  [[maybe_unused]] const auto n = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  ::_exit(128 + sig);
+}
 void onHangup(int) { assay::requestReopen(); }
 
 int usageError(const std::string& message) {

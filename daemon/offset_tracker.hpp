@@ -5,12 +5,19 @@
 /// partition the tracker keeps the set of pending offsets; the committable position is the
 /// lowest pending offset, or one past the highest offset seen when nothing is pending.
 /// Thread-safe: the poll thread calls begin/take, workers and delivery reports call finish.
+///
+/// A clean stop (and a revoke) commits, with each position, Kafka commit metadata that lists
+/// which offsets above the position were already finished (commitMetadata): an event finished
+/// after an earlier one still waiting for its LLM verdict. The next owner of the partition
+/// reads it back (restore) and skips those offsets (alreadyFinished) instead of judging and
+/// writing them a second time (docs/ARCHITECTURE.md, "Offsets").
 
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -39,11 +46,38 @@ class OffsetTracker {
   /// Events begun and not finished, over every partition.
   std::size_t pending() const;
 
+  /// One partition's commit: position as committable() and metadata as commitMetadata().
+  struct Commit {
+    std::int32_t partition;
+    std::int64_t position;
+    std::string metadata;
+  };
+  /// Every partition with something consumed, with its commit metadata.
+  std::vector<Commit> commits() const;
+  /// The commit metadata of a partition: "assay1 SPAN[ GAP…]" where the offsets
+  /// [position, position + SPAN) are finished except position itself and the pending offsets
+  /// given as gaps (each the distance from the previous pending offset). "" when nothing above
+  /// the position is finished. At most kMaxMetadataBytes: when the pending offsets do not fit,
+  /// SPAN ends at the last one listed (fewer offsets are skipped later, never a wrong one).
+  static std::string commitMetadata(std::int64_t position, std::int64_t next,
+                                    const std::set<std::int64_t>& pending);
+  /// Brokers refuse longer metadata by default (offset.metadata.max.bytes = 4096).
+  static constexpr std::size_t kMaxMetadataBytes = 4000;
+  /// After an assignment: the partition's committed position and its commit metadata (any
+  /// other metadata, or a malformed one, restores nothing). Returns how many offsets it marks
+  /// as finished.
+  std::int64_t restore(std::int32_t partition, std::int64_t committed, std::string_view metadata);
+  /// True when the restored metadata says (partition, offset) was finished before.
+  bool alreadyFinished(std::int32_t partition, std::int64_t offset) const;
+
  private:
   struct Partition {
     std::set<std::int64_t> pending;
     std::int64_t next = -1;      // one past the highest offset begun
     std::int64_t reported = -1;  // last position returned by takeAdvanced
+    // Restored from the commit metadata: [replay_from, replay_end) finished, except these.
+    std::int64_t replay_from = -1, replay_end = -1;
+    std::set<std::int64_t> replay_unfinished;
   };
   static std::int64_t position(const Partition& p) {
     return p.pending.empty() ? p.next : *p.pending.begin();

@@ -45,6 +45,12 @@ std::unique_ptr<EmbeddedBroker> embeddedBroker(const KafkaOptions& k) {
   return broker;
 }
 
+std::vector<std::string> topicsOf(const KafkaOptions& k) {
+  std::vector<std::string> out{k.topic};
+  if (!k.feedback_topic.empty()) out.push_back(k.feedback_topic);
+  return out;
+}
+
 std::string_view keyOf(const rd_kafka_message_t* m) {
   return {static_cast<const char*>(m->key), m->key ? m->key_len : 0};
 }
@@ -55,14 +61,14 @@ std::string_view payloadOf(const rd_kafka_message_t* m) {
 
 }  // namespace
 
-void requestStop() { g_stop.store(true); }
+bool requestStop() { return g_stop.exchange(true); }
 void requestReopen() { g_reopen.store(true); }
 
 Pipeline::Pipeline(const Config& config, RunOptions run)
     : config_(config),
       run_(std::move(run)),
       registry_(std::make_shared<prometheus::Registry>()),
-      consumer_stats_(*registry_, config.kafka.topic, kAssayVersion),
+      consumer_stats_(*registry_, topicsOf(config.kafka), kAssayVersion),
       sampling_stats_(*registry_, static_cast<std::size_t>(config.tracking.max_label_values)),
       judge_stats_(*registry_),
       sink_stats_(*registry_),
@@ -143,11 +149,16 @@ bool Pipeline::pollOnce(int timeout_ms) {
     spdlog::warn("kafka: no broker answers ({}); /readyz says 503 until one does",
                  config_.kafka.brokers);
   }
+  if (const int n = consumer_.takeAuthenticationFailures(); n > 0) {
+    consumer_stats_.authentication_failures.Increment(n);
+    auth_failed_at_ns_ = steadyNs();
+  }
   if (consumer_.assigned() && !assigned_) {
     assigned_ = true;
     last_activity_ = Clock::now();  // the idle timer starts at the first assignment
   }
   consumer_.storeFinishedOffsets();
+  consumer_.commitFinished();
   if (g_reopen.exchange(false)) {
     spdlog::info("SIGHUP: reopening the sinks' files");
     sinks_.reopen();
@@ -169,7 +180,9 @@ void Pipeline::handleMessage(const rd_kafka_message_t* m) {
     return;
   }
   last_activity_ = Clock::now();
-  if (consumer_.isFeedback(m))
+  const bool feedback = consumer_.isFeedback(m);
+  last_message_[feedback ? 1 : 0] = *last_activity_;
+  if (feedback)
     handleFeedback(m);
   else
     handleEvent(m);
@@ -178,6 +191,11 @@ void Pipeline::handleMessage(const rd_kafka_message_t* m) {
 void Pipeline::handleEvent(const rd_kafka_message_t* m) {
   if (first_consumed_ == Clock::time_point{}) first_consumed_ = Clock::now();
   consumer_stats_.consumed.Increment();
+  if (offsets_.alreadyFinished(m->partition, m->offset)) {  // judged and written before
+    consumer_stats_.replay_skipped.Increment();
+    offsets_.skip(m->partition, m->offset);
+    return;
+  }
   const KeyScreen screen = sampler_.screen(keyOf(m));
   if (screen.rejected) {  // not sampled whatever it holds: never parsed
     offsets_.skip(m->partition, m->offset);
@@ -288,6 +306,8 @@ void Pipeline::handleFeedback(const rd_kafka_message_t* m) {
 }
 
 std::string Pipeline::notReady() const {
+  if (const auto at = auth_failed_at_ns_.load(); at && steadyNs() - at < 60'000'000'000)
+    return "Kafka authentication failed in the last minute (kafka.properties sasl.* / ssl.*)";
   if (!assigned_) return "waiting for the Kafka partition assignment";
   if (brokers_down_) return "no Kafka broker answers (kafka.brokers)";
   if (!store_ready_) return "the budget store (budget.store) does not answer";
@@ -306,7 +326,12 @@ void Pipeline::everySecond() {
   judge_stats_.pending.Set(static_cast<double>(runner_.pending()));
   tracker_.refresh();
   consumer_stats_.setLag(consumer_.lag());
-  last_refresh_ = Clock::now();
+  const auto now = Clock::now();
+  const auto topics = topicsOf(config_.kafka);
+  for (std::size_t i = 0; i < topics.size(); ++i)
+    consumer_stats_.setTopic(i, std::chrono::duration<double>(now - last_message_[i]).count(),
+                             consumer_.assignedPartitions(topics[i]));
+  last_refresh_ = now;
 }
 
 bool Pipeline::idle() const {
@@ -384,8 +409,12 @@ void Pipeline::shutdown() {
   services_.stop();    // abandons calls still running; records the settlements queued
   tracker_.refresh();  // the last scrape shows the final statistics
   sinks_.flush();
+  if (const int n = producer_.outstanding(); n > 0)
+    spdlog::info("shutdown: waiting up to 10 s for the broker to acknowledge {} message(s)", n);
   producer_.flush(10000);
-  consumer_.close();
+  if (const int n = producer_.outstanding(); n > 0)
+    spdlog::warn("shutdown: {} message(s) to the results or dead-letter topic not acknowledged", n);
+  if (!consumer_.close() && exit_code_ == 0) exit_code_ = 3;
   sampling_stats_.queue_depth.Set(0);
   logSummary();
 }

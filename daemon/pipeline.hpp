@@ -16,6 +16,7 @@
 
 #include <prometheus/registry.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -50,8 +51,9 @@ struct RunOptions {
   bool no_workers = false;
 };
 
-/// Asks a running pipeline to stop (async-signal-safe: one atomic store).
-void requestStop();
+/// Asks a running pipeline to stop (async-signal-safe: one atomic exchange). Returns true if a
+/// stop was requested before (a second SIGTERM ends the process at once).
+bool requestStop();
 /// Asks a running pipeline to reopen its sinks' files on its next turn (SIGHUP, after
 /// logrotate; async-signal-safe: one atomic store).
 void requestReopen();
@@ -67,7 +69,9 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   /// Produces the --replay files, polls until requestStop() or --exit-when-idle, then
-  /// shutdown(). Returns 0 on a clean stop, 1 after a fatal consumer error.
+  /// shutdown(). Returns 0 on a clean stop, 1 after a fatal consumer error, 3 when the stop
+  /// was clean but the final offset commit failed (events since the last commit are consumed
+  /// again by the next owner).
   int run();
   /// Produces RunOptions' --replay files into the topics (blocks until acknowledged).
   void replay();
@@ -131,6 +135,7 @@ class Pipeline {
   std::atomic<bool> assigned_{false};      // the consumer group gave this instance partitions
   std::atomic<bool> store_ready_{true};    // the budget store answered (judges' services)
   std::atomic<bool> brokers_down_{false};  // librdkafka said all brokers are down
+  std::atomic<std::int64_t> auth_failed_at_ns_{0};  // steady clock; 0 = never
   AdminServer admin_;
   // ---- Kafka clients and what finishes offsets. The offset trackers outlive the producer,
   // ---- whose destructor may still deliver acknowledgements that finish offsets.
@@ -156,6 +161,9 @@ class Pipeline {
   std::optional<std::chrono::steady_clock::time_point> last_activity_;
   std::chrono::steady_clock::time_point last_refresh_{};
   std::chrono::steady_clock::time_point first_consumed_{};
+  // Last message consumed from the events topic [0] and the feedback topic [1].
+  std::array<std::chrono::steady_clock::time_point, 2> last_message_{
+      std::chrono::steady_clock::now(), std::chrono::steady_clock::now()};
   std::atomic<std::int64_t> last_judged_ns_{0};  // steady clock, set by whoever delivers
   int exit_code_ = 0;
 };

@@ -21,6 +21,8 @@ struct BudgetOptions {
   double alert_ratio = 0.8;           ///< warn when spent ≥ ratio × cap
   std::string timezone = "UTC";       ///< IANA name, e.g. Europe/Paris
   std::string store = "memory";       ///< "memory" or redis://[:password@]host[:port][/db]
+  /// Prefix of every Redis key; the loader's default is "assay:" + kafka.group_id + ":".
+  std::string key_prefix;
   std::vector<PriceOverride> prices;  ///< add or override built-in model prices
 };
 

@@ -407,10 +407,12 @@ bool MemoryBudgetStore::doReleaseClaim(std::string_view event_id, std::string_vi
 
 // ---------------------------------------------------------------------------------------------
 
-std::unique_ptr<BudgetStore> makeBudgetStore(std::string_view store) {
+std::unique_ptr<BudgetStore> makeBudgetStore(std::string_view store, std::string_view key_prefix) {
   if (store == "memory") return std::make_unique<MemoryBudgetStore>();
   if (store.starts_with("redis://") || store.starts_with("rediss://")) {
-    return std::make_unique<RedisBudgetStore>(parseRedisUrl(store));
+    RedisOptions options = parseRedisUrl(store);
+    options.key_prefix = key_prefix;
+    return std::make_unique<RedisBudgetStore>(std::move(options));
   }
   throw std::invalid_argument("budget.store: expected 'memory' or redis://host:port/db, got '" +
                               std::string(store) + "'");

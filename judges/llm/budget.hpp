@@ -269,6 +269,9 @@ struct RedisOptions {
   /// After a failed connection attempt, calls fail at once (kUnavailable) for this long before
   /// the next attempt, so an outage costs callers no time. >= 0.
   std::int64_t reconnect_backoff_ms = 1000;
+  /// Prepended to every key (budget.key_prefix; assayd's default "assay:GROUP_ID:"), so that
+  /// deployments sharing a Redis database keep separate ledgers and verdicts.
+  std::string key_prefix = "assay:";
 };
 
 /// Parses `redis://[[user]:password@]host[:port][/db][?command_timeout_ms=N&connect_timeout_ms=N]`
@@ -288,12 +291,13 @@ RedisOptions parseRedisUrl(std::string_view url);
 ///
 /// Keys (`{day}` is literally in braces: a Redis Cluster hash tag putting one day's keys in one
 /// slot, so the multi-scope scripts stay single-slot):
-///   assay:budget:{DAY}:SCOPE:spent    string, integer n€ settled (INCRBY)
-///   assay:budget:{DAY}:SCOPE:res      hash, reservation id → n€ reserved
-///   assay:budget:{DAY}:SCOPE:resexp   sorted set, reservation id → expiry (Redis server ms)
-///   assay:budget:{DAY}:settled        set of reservation ids already settled (idempotent settle)
-///   assay:budget:{DAY}:by_instance    hash, "SPENT_KEY|INSTANCE" → n€ that instance settled
-///   assay:verdict:JUDGE:EVENT_ID      string: "L:" + the lease holder's token (PX the call's
+/// (PREFIX is RedisOptions::key_prefix, e.g. "assay:rag-quality:")
+///   PREFIXbudget:{DAY}:SCOPE:spent    string, integer n€ settled (INCRBY)
+///   PREFIXbudget:{DAY}:SCOPE:res      hash, reservation id → n€ reserved
+///   PREFIXbudget:{DAY}:SCOPE:resexp   sorted set, reservation id → expiry (Redis server ms)
+///   PREFIXbudget:{DAY}:settled        set of reservation ids already settled (idempotent settle)
+///   PREFIXbudget:{DAY}:by_instance    hash, "SPENT_KEY|INSTANCE" → n€ that instance settled
+///   PREFIXverdict:JUDGE:EVENT_ID      string: "L:" + the lease holder's token (PX the call's
 ///                                     deadline), or "V:" + the stored verdict (PX 48 h)
 /// Every key is given a 48 h expiry (kLedgerTtlMs) on each write; a lease expires with the
 /// call's deadline.
@@ -393,8 +397,10 @@ class RedisBudgetStore final : public BudgetStore {
   std::map<std::string, std::map<std::string, std::int64_t>> settled_here_;
 };
 
-/// The store named by `budget.store`: "memory" or a redis:// URL (see `parseRedisUrl()`).
+/// The store named by `budget.store`: "memory" or a redis:// URL (see `parseRedisUrl()`), its
+/// Redis keys under `key_prefix`.
 /// Throws std::invalid_argument for anything else.
-std::unique_ptr<BudgetStore> makeBudgetStore(std::string_view store);
+std::unique_ptr<BudgetStore> makeBudgetStore(std::string_view store,
+                                             std::string_view key_prefix = "assay:");
 
 }  // namespace assay::llm

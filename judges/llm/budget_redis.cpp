@@ -157,15 +157,16 @@ std::string randomInstanceId() {
   return s;
 }
 
-std::string dayPrefix(std::string_view day) {
+std::string dayPrefix(std::string_view prefix, std::string_view day) {
   // The braces are a Redis Cluster hash tag: one day's keys share a slot.
-  std::string k = "assay:budget:{";
-  k.append(day).append("}:");
+  std::string k(prefix);
+  k.append("budget:{").append(day).append("}:");
   return k;
 }
 
-void appendScopeKeys(std::vector<std::string>& keys, std::string_view day, std::string_view scope) {
-  std::string base = dayPrefix(day);
+void appendScopeKeys(std::vector<std::string>& keys, std::string_view prefix, std::string_view day,
+                     std::string_view scope) {
+  std::string base = dayPrefix(prefix, day);
   base.append(scope);
   keys.push_back(base + ":spent");
   keys.push_back(base + ":res");
@@ -427,8 +428,9 @@ bool RedisBudgetStore::ensureConnectedLocked(std::string& error) {
   for (const auto& [day, scopes] : settled_here_) {
     std::vector<std::string> argv = {"EVALSHA", reassert_script_.sha,
                                      std::to_string(1 + scopes.size()),
-                                     dayPrefix(day) + "by_instance"};
-    for (const auto& [scope, nano] : scopes) argv.push_back(dayPrefix(day) + scope + ":spent");
+                                     dayPrefix(options_.key_prefix, day) + "by_instance"};
+    for (const auto& [scope, nano] : scopes)
+      argv.push_back(dayPrefix(options_.key_prefix, day) + scope + ":spent");
     argv.push_back(instance_);
     argv.push_back(std::to_string(kLedgerTtlMs));
     for (const auto& [scope, nano] : scopes) argv.push_back(std::to_string(nano));
@@ -515,7 +517,7 @@ ReserveResult RedisBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
   std::vector<std::string> args = {std::to_string(amount_nano), std::string(reservation_id),
                                    std::to_string(ttl_ms), std::to_string(kLedgerTtlMs)};
   for (const ScopeNano& s : scopes) {
-    appendScopeKeys(keys, day, s.scope);
+    appendScopeKeys(keys, options_.key_prefix, day, s.scope);
     args.push_back(std::to_string(s.limit_nano));
   }
   args.push_back(close_on_refusal ? "1" : "0");
@@ -540,8 +542,9 @@ ReserveResult RedisBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
 
 bool RedisBudgetStore::doSettle(std::string_view reservation_id, std::string_view day,
                                 const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) {
-  std::vector<std::string> keys = {dayPrefix(day) + "settled", dayPrefix(day) + "by_instance"};
-  for (const ScopeNano& s : scopes) appendScopeKeys(keys, day, s.scope);
+  std::vector<std::string> keys = {dayPrefix(options_.key_prefix, day) + "settled",
+                                   dayPrefix(options_.key_prefix, day) + "by_instance"};
+  for (const ScopeNano& s : scopes) appendScopeKeys(keys, options_.key_prefix, day, s.scope);
   const std::vector<std::string> args = {std::string(reservation_id), std::to_string(actual_nano),
                                          std::to_string(kLedgerTtlMs), instance_};
   std::string error;
@@ -562,7 +565,7 @@ bool RedisBudgetStore::doSettle(std::string_view reservation_id, std::string_vie
 bool RedisBudgetStore::doRelease(std::string_view reservation_id, std::string_view day,
                                  const std::vector<ScopeNano>& scopes) {
   std::vector<std::string> keys;
-  for (const ScopeNano& s : scopes) appendScopeKeys(keys, day, s.scope);
+  for (const ScopeNano& s : scopes) appendScopeKeys(keys, options_.key_prefix, day, s.scope);
   std::string error;
   std::lock_guard lock(mu_);
   return evalLocked(release_script_, keys, {std::string(reservation_id)}, error) != nullptr;
@@ -570,7 +573,7 @@ bool RedisBudgetStore::doRelease(std::string_view reservation_id, std::string_vi
 
 Snapshot RedisBudgetStore::doSpent(std::string_view scope, std::string_view day) {
   std::vector<std::string> keys;
-  appendScopeKeys(keys, day, scope);
+  appendScopeKeys(keys, options_.key_prefix, day, scope);
   std::string error;
   std::lock_guard lock(mu_);
   Reply reply = evalLocked(snapshot_script_, keys, {}, error);
@@ -593,8 +596,9 @@ Snapshot RedisBudgetStore::doSpent(std::string_view scope, std::string_view day)
 }
 
 namespace {
-std::string verdictKey(std::string_view event_id, std::string_view judge) {
-  std::string key = "assay:verdict:";
+std::string verdictKey(std::string_view prefix, std::string_view event_id, std::string_view judge) {
+  std::string key(prefix);
+  key.append("verdict:");
   key.append(judge).append(":").append(event_id);
   return key;
 }
@@ -604,7 +608,7 @@ ClaimResult RedisBudgetStore::doClaim(std::string_view event_id, std::string_vie
                                       std::string_view token, std::int64_t lease_ms) {
   ClaimResult out;
   std::lock_guard lock(mu_);
-  Reply reply = evalLocked(claim_script_, {verdictKey(event_id, judge)},
+  Reply reply = evalLocked(claim_script_, {verdictKey(options_.key_prefix, event_id, judge)},
                            {std::string(token), std::to_string(lease_ms)}, out.error);
   if (!reply) return out;
   const auto* r = static_cast<const redisReply*>(reply.get());
@@ -632,8 +636,8 @@ ClaimResult RedisBudgetStore::doClaim(std::string_view event_id, std::string_vie
 
 bool RedisBudgetStore::doStoreVerdict(std::string_view event_id, std::string_view judge,
                                       std::string_view verdict, std::int64_t ttl_ms) {
-  std::vector<std::string> argv = {"SET", verdictKey(event_id, judge), "V:" + std::string(verdict),
-                                   "PX", std::to_string(ttl_ms)};
+  std::vector<std::string> argv = {"SET", verdictKey(options_.key_prefix, event_id, judge),
+                                   "V:" + std::string(verdict), "PX", std::to_string(ttl_ms)};
   std::string error;
   std::lock_guard lock(mu_);
   return static_cast<bool>(runLocked(argv, nullptr, error));
@@ -643,8 +647,9 @@ bool RedisBudgetStore::doReleaseClaim(std::string_view event_id, std::string_vie
                                       std::string_view token) {
   std::string error;
   std::lock_guard lock(mu_);
-  return static_cast<bool>(
-      evalLocked(unclaim_script_, {verdictKey(event_id, judge)}, {std::string(token)}, error));
+  return static_cast<bool>(evalLocked(unclaim_script_,
+                                      {verdictKey(options_.key_prefix, event_id, judge)},
+                                      {std::string(token)}, error));
 }
 
 }  // namespace assay::llm

@@ -46,6 +46,22 @@ TEST_CASE("defaults apply to an almost empty file") {
   REQUIRE(r.config.judges.size() == 1);
   CHECK(r.config.judges[0].factory->descriptor->type == "rouge_l");
   CHECK(r.config.judges[0].rate == 1.0);
+  CHECK(r.config.budget.key_prefix == "assay:assayd:");  // from kafka.group_id
+}
+
+TEST_CASE("budget.key_prefix: from the group id by default; braces and blanks refused") {
+  CHECK(
+      load(std::string(kJudge) + "kafka: {group_id: \"rag-quality\"}\n").config.budget.key_prefix ==
+      "assay:rag-quality:");
+  CHECK(load(std::string(kJudge) + "kafka: {group_id: \"a{b}\"}\n").config.budget.key_prefix ==
+        "assay:a_b_:");
+  CHECK(load(std::string(kJudge) + "budget: {key_prefix: \"assay:\"}\n").config.budget.key_prefix ==
+        "assay:");
+  for (const char* bad : {"\"\"", "\"a{b}:\"", "\"a b\""}) {
+    const auto r = load(std::string(kJudge) + "budget: {key_prefix: " + bad + "}\n");
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].path == "budget.key_prefix");
+  }
 }
 
 TEST_CASE("every error is reported with line, column and key path") {

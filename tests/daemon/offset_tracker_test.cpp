@@ -48,3 +48,56 @@ TEST_CASE("revoked partitions are forgotten; late finishes are ignored") {
   CHECK(t.committable(3) == -1);
   CHECK(t.pending() == 0);
 }
+
+TEST_CASE("commit metadata lists the finished offsets above the position, and restores them") {
+  OffsetTracker t;
+  for (std::int64_t o = 100; o < 110; ++o) t.begin(0, o);
+  for (std::int64_t o : {101, 102, 104, 105, 106, 108, 109}) t.finish(0, o);
+  t.skip(0, 110);  // sampled out: finished at once
+  // Pending: 100, 103, 107. Position 100; [100, 111) covered; gaps 3 (103) and 4 (107).
+  const auto commits = t.commits();
+  REQUIRE(commits.size() == 1);
+  CHECK(commits[0].position == 100);
+  CHECK(commits[0].metadata == "assay1 11 3 4");
+
+  OffsetTracker next;  // the next owner of the partition
+  CHECK(next.restore(0, 100, commits[0].metadata) == 8);
+  for (std::int64_t o = 95; o < 115; ++o) {
+    const bool finished = o >= 101 && o <= 110 && o != 103 && o != 107;
+    CHECK_MESSAGE(next.alreadyFinished(0, o) == finished, "offset " << o);
+  }
+  CHECK_FALSE(next.alreadyFinished(1, 101));  // another partition: nothing restored
+  next.forget({0});
+  CHECK_FALSE(next.alreadyFinished(0, 101));
+}
+
+TEST_CASE("commit metadata: nothing above the position, and the 4,000-byte cap") {
+  CHECK(OffsetTracker::commitMetadata(5, 5, {}) == "");
+  CHECK(OffsetTracker::commitMetadata(5, 6, {5}) == "");  // only the pending one itself
+  CHECK(OffsetTracker::commitMetadata(5, 7, {5}) == "assay1 2");
+  // 3,000 pending offsets 2 apart: the list stops under the cap and SPAN ends at the first
+  // pending offset left out, so nothing after it counts as finished.
+  std::set<std::int64_t> pending;
+  for (std::int64_t o = 0; o < 6000; o += 2) pending.insert(o);
+  const std::string m = OffsetTracker::commitMetadata(0, 6000, pending);
+  CHECK(m.size() <= OffsetTracker::kMaxMetadataBytes);
+  OffsetTracker t;
+  const auto finished = t.restore(3, 0, m);
+  CHECK(finished > 1000);
+  CHECK(finished < 3000);
+  CHECK(t.alreadyFinished(3, 1));
+  CHECK_FALSE(t.alreadyFinished(3, 2));
+  CHECK_FALSE(t.alreadyFinished(3, 5999));  // beyond the listed span: judged again
+}
+
+TEST_CASE("restore ignores metadata that is not assay's or is malformed") {
+  OffsetTracker t;
+  for (const char* bad : {"", "other", "assay1", "assay1 ", "assay1 x", "assay1 0", "assay1 5 5",
+                          "assay1 5 2 3", "assay1 5 -1", "assay1 5  1", "assay1 99999999999999"})
+    CHECK_MESSAGE(t.restore(0, 10, bad) == 0, bad);
+  CHECK(t.restore(0, -1, "assay1 5") == 0);  // no committed offset
+  CHECK_FALSE(t.alreadyFinished(0, 11));
+  CHECK(t.restore(0, 10, "assay1 5 2") == 3);  // 11, 13, 14 finished; 10 and 12 not
+  CHECK(t.alreadyFinished(0, 13));
+  CHECK_FALSE(t.alreadyFinished(0, 12));
+}

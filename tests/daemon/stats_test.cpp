@@ -29,7 +29,7 @@ bool has(const std::string& text, const std::string& line) {
 
 TEST_CASE("stats structs: names, labels, and promtool check metrics accepts the exposition") {
   prometheus::Registry registry;
-  ConsumerStats consumer(registry, "rag.events", "9.9.9");
+  ConsumerStats consumer(registry, {"rag.events", "rag.feedback"}, "9.9.9");
   SamplingStats sampling(registry, 1);
   JudgeStats judges(registry);
   SinkStats sinks(registry);
@@ -45,6 +45,8 @@ TEST_CASE("stats structs: names, labels, and promtool check metrics accepts the 
   j.score->Observe(0.7);
   j.latency->Observe(0.0001);
   consumer.setLag({{"rag.events", 0, 7}, {"rag.events", 1, 0}});
+  consumer.setTopic(1, 12.5, 3);
+  consumer.replay_skipped.Increment(4);
   const std::string text = serializeMetrics(registry);
   CHECK(has(text, "assay_events_consumed_total{topic=\"rag.events\"} 3"));
   CHECK(has(text, "assay_events_invalid_total{reason=\"not_utf8\"} 1"));
@@ -67,6 +69,11 @@ TEST_CASE("stats structs: names, labels, and promtool check metrics accepts the 
   CHECK(has(text, "assay_build_info{version=\"9.9.9\"} 1"));
   CHECK(has(text, "assay_consumer_lag_messages{partition=\"0\",topic=\"rag.events\"} 7"));
   CHECK(has(text, "assay_events_judged_total 0"));
+  CHECK(has(text, "assay_consumer_last_message_age_seconds{topic=\"rag.feedback\"} 12.5"));
+  CHECK(has(text, "assay_consumer_assigned_partitions{topic=\"rag.feedback\"} 3"));
+  CHECK(has(text, "assay_consumer_assigned_partitions{topic=\"rag.events\"} 0"));
+  CHECK(has(text, "assay_events_replay_skipped_total 4"));
+  CHECK(has(text, "assay_kafka_authentication_failures_total 0"));
   // A local judge does not export an LLM judge's outcomes until one happens.
   CHECK_FALSE(has(text, "outcome=\"skipped_budget\""));
   judges.countRun(j, Outcome::kJudgeError);

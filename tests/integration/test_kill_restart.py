@@ -225,11 +225,11 @@ def run(args, workdir, checks):
         checks.eq("prompts paid twice without a kill during the first call", 0, len(unexplained))
 
         # ---- What the store holds.
-        keys = [k for k in redis_cmd(redis_port, "--scan", "--pattern", f"assay:verdict:{JUDGE}:*").split()]
+        keys = [k for k in redis_cmd(redis_port, "--scan", "--pattern", f"assay:*:verdict:{JUDGE}:*").split()]
         values = collections.Counter(redis_cmd(redis_port, "GET", k)[:2] for k in keys)
         checks.eq("verdicts in the store == billed prompts", len(by_prompt), values.get("V:", 0))
         checks.eq("leases left in the store", 0, values.get("L:", 0))
-        spent_keys = redis_cmd(redis_port, "--scan", "--pattern", "assay:budget:*:global:spent").split()
+        spent_keys = redis_cmd(redis_port, "--scan", "--pattern", "assay:*:budget:*:global:spent").split()
         spent = sum(int(redis_cmd(redis_port, "GET", k).strip() or 0) for k in spent_keys) / 1e9
         stood = sum(v[-1][3] for v in by_prompt.values())
         billed = sum(c[3] for c in calls)

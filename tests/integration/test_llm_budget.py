@@ -63,6 +63,7 @@ budget:
   usd_to_eur: 0.92
   timezone: Europe/Paris
   store: redis://127.0.0.1:{redis_port}/0
+  key_prefix: "assay:shared-ledger:"   # both runs (two consumer groups) share one ledger
 judges:
   - {{name: citation, kind: check, check: cites_source}}
   - name: faithfulness_llm
@@ -113,7 +114,7 @@ def llm_verdicts(path):
 
 
 def redis_spent(redis_port):
-    keys = subprocess.run(["redis-cli", "-p", str(redis_port), "--scan", "--pattern", "assay:budget:*:global:spent"],
+    keys = subprocess.run(["redis-cli", "-p", str(redis_port), "--scan", "--pattern", "assay:shared-ledger:budget:*:global:spent"],
                           capture_output=True, text=True).stdout.split()
     total = 0
     for k in keys:

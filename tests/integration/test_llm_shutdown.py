@@ -35,7 +35,7 @@ def redis_held(port):
     """Reservations held in every scope's hash of every day."""
     return sum(int(subprocess.run(["redis-cli", "-p", str(port), "hlen", k], capture_output=True,
                                   text=True, timeout=10).stdout.strip() or 0)
-               for k in redis_keys(port, "assay:budget:*:res"))
+               for k in redis_keys(port, "assay:stop:budget:*:res"))
 
 
 def main():
@@ -99,7 +99,7 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
                     "reservations released and leases dropped" in text, "")
         checks.eq("Redis: reservations still held", 0, redis_held(redis_port))
         checks.eq("Redis: (event, judge) leases or verdicts left", 0,
-                  len(redis_keys(redis_port, "assay:verdict:*")))
+                  len(redis_keys(redis_port, "assay:stop:verdict:*")))
 
         # The restart: the same events, a provider that answers at once.
         fast, fast_port = tp.start_fake_provider(args.assayd)

@@ -122,12 +122,12 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
         checks.true("LLM judges scored before and after the restart",
                     llm.get("ok", 0) > before and fake_requests(fport) > before + 10,
                     f"{llm.get('ok', 0)} scores, {fake_requests(fport)} calls, {before} before")
-        spent_keys = redis_out(rport, "--scan", "--pattern", "assay:budget:*:global:spent").split()
+        spent_keys = redis_out(rport, "--scan", "--pattern", "assay:*:budget:*:global:spent").split()
         spent = sum(int(redis_out(rport, "GET", k).strip() or 0) for k in spent_keys) / 1e9
         checks.true("Redis spend after the run == sum of cost_eur in the JSON Lines",
                     abs(spent - cost) < 1e-9, f"{spent:.9f} vs {cost:.9f}")
         held = sum(int(redis_out(rport, "HLEN", k).strip() or 0)
-                   for k in redis_out(rport, "--scan", "--pattern", "assay:budget:*:res").split())
+                   for k in redis_out(rport, "--scan", "--pattern", "assay:*:budget:*:res").split())
         checks.eq("reservations left held", 0, held)
         with open(log_path, errors="replace") as f:
             text = f.read()

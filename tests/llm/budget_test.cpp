@@ -656,6 +656,31 @@ TEST_CASE("redis: the documented keys, each with a 48 h expiry") {
   CHECK(std::stoll(pttl.substr(1)) > kLedgerTtlMs - 60'000);
 }
 
+TEST_CASE("redis: key_prefix separates two deployments sharing one database") {
+  RedisServer& server = sharedRedis();
+  REQUIRE(server.flushAll());
+  auto prod = makeBudgetStore(server.url(), "assay:prod:");
+  auto staging = makeBudgetStore(server.url(), "assay:staging:");
+  const std::vector<ScopeLimit> cap = {{"global", 0.3}};
+  REQUIRE(prod->reserve(cap, 0.2, kDay, "p1", kLongTtl).ok());
+  REQUIRE(prod->settle("p1", kDay, cap, 0.25));
+  // Staging's ledger is its own: prod's €0.25 does not count against it.
+  REQUIRE(staging->reserve(cap, 0.2, kDay, "s1", kLongTtl).ok());
+  REQUIRE(staging->settle("s1", kDay, cap, 0.2));
+  CHECK(rawCommands(server.port(), {"GET assay:prod:budget:{" + kDay + "}:global:spent"}) ==
+        "250000000");
+  CHECK(rawCommands(server.port(), {"GET assay:staging:budget:{" + kDay + "}:global:spent"}) ==
+        "200000000");
+  // A verdict stored by prod is not "already judged" for staging.
+  REQUIRE(prod->claim("evt-1", "f", "tok", 90'000).status == ClaimResult::Status::kClaimed);
+  REQUIRE(prod->storeVerdict("evt-1", "f", "{}", kLedgerTtlMs));
+  CHECK(prod->claim("evt-1", "f", "tok2", 90'000).status == ClaimResult::Status::kStored);
+  CHECK(staging->claim("evt-1", "f", "tok3", 90'000).status == ClaimResult::Status::kClaimed);
+  CHECK(rawCommands(server.port(), {"GET assay:prod:verdict:f:evt-1"}) == "V:{}");
+  CHECK(rawCommands(server.port(), {"GET assay:staging:verdict:f:evt-1"}) == "L:tok3");
+  CHECK(rawCommands(server.port(), {"EXISTS assay:verdict:f:evt-1"}) == ":0");
+}
+
 TEST_CASE("redis: scripts survive SCRIPT FLUSH (EVALSHA falls back to EVAL on NOSCRIPT)") {
   RedisServer& server = sharedRedis();
   REQUIRE(server.flushAll());
