@@ -14,6 +14,7 @@
 
 #include "config/loader.hpp"
 #include "daemon/event_parser.hpp"
+#include "daemon/service_notify.hpp"
 #include "sinks/kafka_results_sink.hpp"
 
 namespace assay {
@@ -400,6 +401,7 @@ void KafkaConsumer::serveUntil(rd_kafka_queue_t* q, std::chrono::milliseconds ti
   const auto start = Clock::now();
   auto next_log = start + std::chrono::seconds(5);
   while (!done() && Clock::now() < start + timeout) {
+    service::watchdog();
     if (rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 200)) {
       on_event(ev);
       rd_kafka_event_destroy(ev);

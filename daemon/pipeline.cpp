@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "config/loader.hpp"
+#include "daemon/service_notify.hpp"
 #include "daemon/version.hpp"
 #include "judges/log_text.hpp"
 #include "sinks/exposition.hpp"
@@ -127,6 +128,7 @@ int Pipeline::run() {
 }
 
 bool Pipeline::pollOnce(int timeout_ms) {
+  service::watchdog();  // progress: the loop turns (systemd's WatchdogSec)
   const bool paused = paused_ && waitWhilePaused(timeout_ms);
   for (int n = 0; n < kBatch && !paused && !paused_; ++n) {
     rd_kafka_message_t* m = consumer_.poll(n == 0 ? timeout_ms : 0);
@@ -324,6 +326,7 @@ void Pipeline::everySecond() {
     spdlog::info("kafka: a broker answers again");
   }
   judge_stats_.pending.Set(static_cast<double>(runner_.pending()));
+  notifyService();
   tracker_.refresh();
   consumer_stats_.setLag(consumer_.lag());
   const auto now = Clock::now();
@@ -332,6 +335,30 @@ void Pipeline::everySecond() {
     consumer_stats_.setTopic(i, std::chrono::duration<double>(now - last_message_[i]).count(),
                              consumer_.assignedPartitions(topics[i]));
   last_refresh_ = now;
+}
+
+void Pipeline::notifyService() {
+  if (!service::supervised()) return;
+  const auto now = Clock::now();
+  const bool first = !ready_notified_ && store_ready_;
+  if (!first && now - status_at_ < std::chrono::seconds(5)) return;
+  const double consumed = consumer_stats_.consumed.Value(), judged = sink_stats_.judged.Value();
+  const double s = std::chrono::duration<double>(now - status_at_).count();
+  const std::string why = notReady();
+  const std::string line =
+      fmt::format("consumed {:.1f}/s, judged {:.1f}/s ({:.0f} and {:.0f} in all); {}",
+                  status_at_ == Clock::time_point{} ? 0.0 : (consumed - status_consumed_) / s,
+                  status_at_ == Clock::time_point{} ? 0.0 : (judged - status_judged_) / s, consumed,
+                  judged, why.empty() ? "ready" : "not ready: " + why);
+  status_at_ = now;
+  status_consumed_ = consumed;
+  status_judged_ = judged;
+  if (first || ready_notified_) {  // READY once the store answers; STATUS= from then on
+    ready_notified_ = true;
+    service::ready(line);
+  } else {
+    service::status(line);
+  }
 }
 
 bool Pipeline::idle() const {
@@ -378,6 +405,7 @@ void Pipeline::replay() {
 /// limits.drain_timeout_ms → drop what is left (counted, not committed: redelivered) → join the
 /// workers and stop the judges' services → flush the sinks → commit.
 void Pipeline::shutdown() {
+  service::stopping();
   for (RateLimitedLog* log : {&feedback_log_, &invalid_log_})
     if (const long n = log->pendingSuppressed())
       spdlog::warn("{} more {} log line(s) were suppressed (every one is counted in {})", n,
@@ -390,6 +418,7 @@ void Pipeline::shutdown() {
          Clock::now() < deadline) {
     if (run_.no_workers) judgeQueued();
     producer_.poll();
+    service::watchdog();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (const auto left = queue_.takeAll().size() + held_.size(); left > 0) {

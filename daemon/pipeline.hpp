@@ -120,6 +120,10 @@ class Pipeline {
   /// does not answer. Reads only atomics (the admin thread calls it).
   std::string notReady() const;
   bool idle() const;
+  /// systemd (service_notify.hpp): READY=1 once the budget store answers (the consumer
+  /// subscribed and the admin endpoint listens since the constructor), then every 5 s STATUS=
+  /// with the consumed and judged rates and readiness.
+  void notifyService();
   void logSummary() const;
 
   const Config& config_;
@@ -166,6 +170,9 @@ class Pipeline {
       std::chrono::steady_clock::now(), std::chrono::steady_clock::now()};
   std::atomic<std::int64_t> last_judged_ns_{0};  // steady clock, set by whoever delivers
   int exit_code_ = 0;
+  bool ready_notified_ = false;
+  std::chrono::steady_clock::time_point status_at_{};
+  double status_consumed_ = 0, status_judged_ = 0;
 };
 
 }  // namespace assay
