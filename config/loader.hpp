@@ -28,9 +28,10 @@ struct LoadResult {
   bool ok() const { return errors.empty(); }
 };
 
-/// A configuration problem found after loading (e.g. a Kafka property librdkafka rejects):
-/// assayd exits 2 on it, as for a load error. Other start-up failures (a port in use, an
-/// unwritable file) are environment failures and exit 1.
+/// A configuration problem found after loading (a Kafka property librdkafka rejects, an API key
+/// variable unset in the service's environment): assayd exits 2 on it, as for a load error.
+/// Other start-up failures (a port in use, a fatal Kafka error) are run-time failures and
+/// exit 1.
 struct ConfigurationError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

@@ -1,7 +1,9 @@
 #include "daemon/check_config.hpp"
 
+#include <linux/magic.h>
 #include <netdb.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,6 +49,11 @@ std::string jsonlProblem(const std::string& path) {
   while (!dir.empty() && !fs::exists(dir, ec)) dir = dir.parent_path();
   if (dir.empty() || !fs::is_directory(dir, ec))
     return "cannot create '" + path + "': '" + dir.string() + "' is not a folder";
+  // Root may write almost anywhere, but nothing can be created in /proc or /sys.
+  if (struct statfs fs_info{};
+      ::statfs(dir.c_str(), &fs_info) == 0 &&
+      (fs_info.f_type == PROC_SUPER_MAGIC || fs_info.f_type == SYSFS_MAGIC))
+    return "cannot create '" + path + "': '" + dir.string() + "' is a pseudo file system";
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     return "cannot create '" + path + "': '" + dir.string() + "' is not writable";
   return "";
@@ -68,9 +75,10 @@ std::string listenProblem(const std::string& listen) {
   return rc == 0 ? "" : "cannot resolve '" + host + "': " + ::gai_strerror(rc);
 }
 
-/// What start-up would refuse beyond the loader's checks, for a configuration whose sections
-/// loaded (each check runs on its own section, so they add to the loader's errors).
-void environmentErrors(const Config& c, std::vector<ConfigError>& errors) {
+}  // namespace
+
+std::vector<ConfigError> startupErrors(const Config& c) {
+  std::vector<ConfigError> errors;
   if (const std::string why = checkKafkaClients(c.kafka); !why.empty())
     errors.push_back(kafkaError(c, "librdkafka would refuse it when assayd starts: " + why));
   if (const auto& t = c.tracking; !t.baseline_file.empty()) {
@@ -86,14 +94,15 @@ void environmentErrors(const Config& c, std::vector<ConfigError>& errors) {
       errors.push_back({c.file, 0, 0, "sinks.jsonl.path", why});
   if (const auto why = listenProblem(c.admin.listen); !why.empty())
     errors.push_back({c.file, 0, 0, "admin.listen", why});
+  return errors;
 }
-
-}  // namespace
 
 int checkConfig(const std::string& path, std::ostream& out, std::ostream& err) {
   auto res = loadConfigFile(path);
   const bool readable = res.errors.empty() || res.errors.front().line > 0;
-  if (readable) environmentErrors(res.config, res.errors);
+  // Each check runs on its own section, so they add to the loader's errors.
+  if (readable)
+    for (auto& e : startupErrors(res.config)) res.errors.push_back(std::move(e));
   // In file order; errors without a position (a file's content, a folder) last.
   const auto key = [](const ConfigError& e) {
     return std::pair(e.line > 0 ? e.line : INT_MAX, e.column);

@@ -6,8 +6,17 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
+
+#include "config/loader.hpp"
 
 namespace assay {
+
+/// What start-up would refuse beyond the loader's checks, for a loaded configuration: a Kafka
+/// property librdkafka refuses, an unreadable baseline file, a JSON Lines path that cannot be
+/// created or written, an admin host that does not resolve. assayd runs these at start-up too
+/// and exits 2 on any (a restart would not fix them).
+std::vector<ConfigError> startupErrors(const Config& config);
 
 /// Prints every error and warning as FILE:LINE:COLUMN: key: message to `err`, and
 /// "FILE: OK (N judges)" to `out` when there is no error. Returns the exit code: 0, or 2.

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "config/loader.hpp"
 #include "daemon/rate_limited_log.hpp"
 #include "judges/log_text.hpp"
 #include "judges/registry.hpp"
@@ -52,8 +53,8 @@ std::vector<RunnableJudge> buildJudges(const Config& config, JudgeServices& serv
       out.push_back(RunnableJudge{jc.name, jc.factory->info(jc.values), jc.rate, jc.run_if,
                                   jc.factory->create(jc.values, ctx),
                                   d.cost == CostClass::kRemoteCall, d.outcomes});
-    } catch (const OptionError& e) {
-      throw std::runtime_error(where + (e.key.empty() ? "" : "." + e.key) + ": " + e.what());
+    } catch (const OptionError& e) {  // e.g. an API key variable unset in the service's env
+      throw ConfigurationError(where + (e.key.empty() ? "" : "." + e.key) + ": " + e.what());
     } catch (const std::exception& e) {
       throw std::runtime_error(where + " ('" + jc.name + "'): " + e.what());
     }

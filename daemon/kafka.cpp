@@ -314,20 +314,28 @@ void KafkaConsumer::commitFinished() {
   rd_kafka_topic_partition_list_t* list = commitList(true);
   if (list->cnt > 0) {
     const auto err = rd_kafka_commit(rk_, list, 1);  // result: commitCb
-    if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-      last_commit_.clear();  // try every partition again next time
+    if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
       spdlog::warn("kafka: offset commit failed: {}", rd_kafka_err2str(err));
-    }
   }
   rd_kafka_topic_partition_list_destroy(list);
+}
+
+void KafkaConsumer::noteAcknowledged(rd_kafka_resp_err_t err,
+                                     const rd_kafka_topic_partition_list_t* offsets) {
+  for (int i = 0; !err && offsets && i < offsets->cnt; ++i) {
+    const auto& e = offsets->elems[i];
+    if (e.err || e.offset < 0) continue;
+    acked_[{e.topic, e.partition}] = {e.offset, std::string(static_cast<const char*>(e.metadata),
+                                                            e.metadata ? e.metadata_size : 0)};
+  }
 }
 
 void KafkaConsumer::commitCb(rd_kafka_t*, rd_kafka_resp_err_t err,
                              rd_kafka_topic_partition_list_t* offsets, void* opaque) {
   auto* self = static_cast<KafkaConsumer*>(opaque);
+  self->noteAcknowledged(err, offsets);
   for (int i = 0; offsets && i < offsets->cnt && !err; ++i) err = offsets->elems[i].err;
-  if (!err || err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;
-  self->last_commit_.clear();  // commit every partition again on the next turn
+  if (!err || err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;  // a failed one is sent again
   long suppressed = 0;
   if (self->commit_log_.allow(suppressed))
     spdlog::warn("kafka: offset commit failed: {}{}", rd_kafka_err2str(err),
@@ -375,9 +383,10 @@ rd_kafka_topic_partition_list_t* KafkaConsumer::commitList(bool only_changed) {
                                               const OffsetTracker* tracker) {
     if (!tracker) return;
     for (auto& c : tracker->commits()) {
-      auto& last = last_commit_[{topic, c.partition}];
-      if (only_changed && last.first == c.position && last.second == c.metadata) continue;
-      last = {c.position, c.metadata};
+      const auto acked = acked_.find({topic, c.partition});
+      if (only_changed && acked != acked_.end() && acked->second.first == c.position &&
+          acked->second.second == c.metadata)
+        continue;  // the broker has it already
       auto* e = rd_kafka_topic_partition_list_add(list, topic.c_str(), c.partition);
       e->offset = c.position;
       spdlog::debug("kafka: commit '{}' partition {} at {} with metadata '{}'", topic, c.partition,
@@ -422,7 +431,7 @@ bool KafkaConsumer::close(std::chrono::milliseconds timeout) {
   closed_ = true;
   storeFinishedOffsets();
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk_);
-  rd_kafka_topic_partition_list_t* list = commitList(false);
+  rd_kafka_topic_partition_list_t* list = commitList(true);
   auto err = RD_KAFKA_RESP_ERR_NO_ERROR;
   if (list->cnt > 0) {
     err = rd_kafka_commit_queue(rk_, list, q, nullptr, nullptr);
@@ -435,6 +444,7 @@ bool KafkaConsumer::close(std::chrono::milliseconds timeout) {
           answered = true;
           err = rd_kafka_event_error(ev);
           const auto* parts = rd_kafka_event_topic_partition_list(ev);
+          noteAcknowledged(err, parts);
           for (int i = 0; parts && i < parts->cnt && !err; ++i) err = parts->elems[i].err;
         });
     if (!answered) err = RD_KAFKA_RESP_ERR__TIMED_OUT;
@@ -471,6 +481,7 @@ bool KafkaConsumer::close(std::chrono::milliseconds timeout) {
 }
 
 void KafkaConsumer::readCommitted(const rd_kafka_topic_partition_list_t* parts) {
+  if (parts->cnt == 0) return;  // a cooperative round that assigns nothing
   rd_kafka_topic_partition_list_t* c = rd_kafka_topic_partition_list_copy(parts);
   if (const auto err = rd_kafka_committed(rk_, c, 10000)) {
     spdlog::warn(
@@ -555,8 +566,9 @@ void KafkaConsumer::onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partitio
   spdlog::info("kafka: {} partition(s) revoked", parts->cnt);
   storeFinishedOffsets();
   if (!closing_) {  // close() committed already, with its own deadline
-    rd_kafka_topic_partition_list_t* list = commitList(false);
+    rd_kafka_topic_partition_list_t* list = commitList(true);
     const auto cerr = list->cnt > 0 ? rd_kafka_commit(rk_, list, 0) : RD_KAFKA_RESP_ERR_NO_ERROR;
+    noteAcknowledged(cerr, list);
     rd_kafka_topic_partition_list_destroy(list);
     if (cerr && cerr != RD_KAFKA_RESP_ERR__NO_OFFSET)
       spdlog::warn("kafka: commit on revoke failed: {}", rd_kafka_err2str(cerr));
@@ -565,7 +577,7 @@ void KafkaConsumer::onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partitio
   for (int i = 0; i < parts->cnt; ++i) {
     ids[trackerOf(parts->elems[i].topic)].push_back(parts->elems[i].partition);
     committed_.erase({parts->elems[i].topic, parts->elems[i].partition});
-    last_commit_.erase({parts->elems[i].topic, parts->elems[i].partition});
+    acked_.erase({parts->elems[i].topic, parts->elems[i].partition});
   }
   for (auto& [t, partitions] : ids) t->forget(partitions);
   if (cooperative) {

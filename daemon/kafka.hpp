@@ -157,9 +157,11 @@ class KafkaConsumer {
   /// After an assignment: reads the committed offsets and their metadata (one broker round
   /// trip, at most 10 s), restores the trackers and keeps the offsets for lag().
   void readCommitted(const rd_kafka_topic_partition_list_t* partitions);
-  /// Every tracked partition's position and commit metadata, for an explicit commit (only
-  /// those that changed since the last one listed, with `only_changed`).
+  /// Every tracked partition's position and commit metadata, for an explicit commit (with
+  /// `only_changed`, those the broker has not acknowledged yet).
   rd_kafka_topic_partition_list_t* commitList(bool only_changed);
+  /// Records what a commit result says the broker now has (`acked_`).
+  void noteAcknowledged(rd_kafka_resp_err_t err, const rd_kafka_topic_partition_list_t* offsets);
   /// Offset commit results (asynchronous commits; served by poll): failures logged.
   static void commitCb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                        rd_kafka_topic_partition_list_t* offsets, void* opaque);
@@ -182,8 +184,8 @@ class KafkaConsumer {
   std::atomic<bool> all_brokers_down_{false};
   std::atomic<int> auth_failures_{0};
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> committed_;  // poll thread
-  // The last position and metadata listed for commit, per partition (poll thread).
-  std::map<std::pair<std::string, std::int32_t>, std::pair<std::int64_t, std::string>> last_commit_;
+  // The last position and metadata the broker acknowledged, per partition (poll thread).
+  std::map<std::pair<std::string, std::int32_t>, std::pair<std::int64_t, std::string>> acked_;
   std::chrono::milliseconds commit_interval_{5000};
   std::chrono::steady_clock::time_point last_periodic_commit_{};
   RateLimitedLog commit_log_;

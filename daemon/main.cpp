@@ -142,12 +142,22 @@ int main(int argc, char** argv) {
     if (w.message.rfind("warning: ", 0) == 0) w.message.erase(0, 9);  // the log says it already
     spdlog::warn("{}", w.format());
   }
-  // Every failure from here on is the environment's or a component's (a property librdkafka
-  // refuses, a port in use, a file that cannot be opened): one line, exit 1, so that systemd
-  // restarts the service; --check-config finds the configuration's part of them first.
+  // What --check-config finds beyond the loader (a property librdkafka refuses, a file that
+  // cannot be read or created): configuration errors, exit 2, which systemd does not restart.
+  if (const auto errors = assay::startupErrors(res.config); !errors.empty()) {
+    for (const auto& e : errors) spdlog::critical("configuration error: {}", e.format());
+    return 2;
+  }
+  // Every other failure from here on is the environment's or a component's (a port in use, a
+  // fatal Kafka error): one line, exit 1, so that systemd restarts the service. A judge's
+  // option that only the service's environment can tell (an unset API key variable, an
+  // unreadable key file) is a configuration error: exit 2.
   try {
     assay::Pipeline pipeline(res.config, run);
     return pipeline.run();
+  } catch (const assay::ConfigurationError& e) {
+    spdlog::critical("configuration error: {}", e.what());
+    return 2;
   } catch (const std::exception& e) {
     spdlog::critical("cannot run: {}", e.what());
     return 1;

@@ -12,6 +12,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <deque>
 #include <future>
 #include <thread>
@@ -186,6 +189,18 @@ struct HttpClient::Impl {
     co_return res;
   }
 };
+
+std::string caFileProblem(const std::string& path) {
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    std::fclose(f);
+  } else {
+    return "cannot read '" + path + "': " + std::strerror(errno);
+  }
+  ssl::context ctx(ssl::context::tls_client);
+  boost::system::error_code ec;
+  ctx.load_verify_file(path, ec);  // as the client does: PEM certificates, at least one
+  return ec ? "'" + path + "' is not a PEM certificate bundle: " + ec.message() : "";
+}
 
 HttpClient::HttpClient(HttpClientOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);

@@ -63,4 +63,8 @@ class HttpClient {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Why `path` cannot serve as a client's `ca_file` ("" when it can): it cannot be read, or
+/// OpenSSL finds no PEM certificate in it. Loads it as HttpClient does.
+std::string caFileProblem(const std::string& path);
+
 }  // namespace assay::llm

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "judges/budget_options.hpp"
+#include "judges/llm/http_client.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/services.hpp"
 
@@ -229,6 +230,8 @@ void readEndpoint(const JudgeOptionValues& values, LlmJudgeSettings& s, Errors& 
                "plain http:// to a host other than loopback would send the API key and the "
                "events' text unencrypted: use https://, or set insecure_http: true");
   errors.check([&] { s.ca_file = values.getString("ca_file", ""); });
+  if (!s.ca_file.empty())
+    if (const std::string why = caFileProblem(s.ca_file); !why.empty()) errors.add("ca_file", why);
 }
 
 void readModel(const JudgeOptionValues& values, const JudgeContext& ctx, LlmJudgeSettings& s,

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_pipeline as tp  # noqa: E402  (shared helpers: broker, kcat input, metrics)
 
 RATE = 0.5
-IDLE_S = 12
+IDLE_S = 30  # longer than the mock coordinator's two-round cooperative rebalance (~15 s)
 STRATEGY = os.environ.get("ASSAY_TEST_STRATEGY", "cooperative-sticky")
 
 
@@ -116,9 +116,20 @@ def main():
         produce(bootstrap, first)
         wait_for("A to judge the first half", lambda: judged(procs["A"][1]) == len(expected_first), 30)
         tp.log(f"A judged the first half: {len(expected_first)} sampled events")
+        # A is idle once its commit (every auto.commit.interval.ms, 5 s) reached every
+        # partition's end: B then resumes exactly there.
+        wait_for("A's commit of the first half", lambda: all(
+            c == e for c, e in tp.committed_vs_end(bootstrap, group, tp.EVENTS_TOPIC).values()), 30)
         b = start("B")  # the group rebalances now
-        # Let the cooperative rebalance settle (A keeps some partitions, B takes the others).
-        time.sleep(2)
+        # Let the cooperative rebalance settle (A keeps some partitions, B takes the others):
+        # librdkafka 2.0's mock coordinator refuses offset commits until it has (docs/ARCHITECTURE.md).
+        def assigned(name):
+            status, text = tp.http_get(f"http://127.0.0.1:{procs[name][1]}/metrics")
+            return (tp.metric(tp.parse_metrics(text), "assay_consumer_assigned_partitions") or 0
+                    if status == 200 else 0)
+        wait_for("the rebalance to give B partitions and leave none unassigned",
+                 lambda: assigned("B") > 0 and assigned("A") + assigned("B") == tp.EVENTS_PARTITIONS, 60)
+        time.sleep(1)
         produce(bootstrap, second)
         rc_a = a.wait(timeout=90)
         rc_b = b.wait(timeout=90)

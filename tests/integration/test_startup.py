@@ -1,16 +1,21 @@
 #!/usr/bin/python3
-"""Start-up failures end with exit code 1 and one line naming the cause; never an abort.
+"""Start-up failures end with one line naming the cause; never an abort. A configuration
+error exits 2 (systemd does not restart it: RestartPreventExitStatus=2), and --check-config
+finds it first; a run-time condition exits 1 (a restart may fix it).
 
 Each case is a configuration the loader accepts (or a run-time condition) that cannot start:
   1. kafka.properties {max.poll.interval.ms: 1000}: librdkafka refuses it only when it builds a
      client. `--check-config` builds the clients the way start-up does: exit 2, FILE:LINE:COLUMN
-     and the property with its constraint. Started anyway: exit 1 (it used to be 134, an abort).
-  2. sinks.jsonl.path that cannot be opened (under /proc): exit 1 naming sinks.jsonl.path.
+     and the property with its constraint. Started anyway: exit 2 (it used to be 134, an abort).
+  2. sinks.jsonl.path that cannot be created (under /proc, even as root): --check-config and
+     start-up exit 2 naming sinks.jsonl.path.
   3. admin.listen on a port another process holds: exit 1 naming admin.listen.
-  4. an LLM judge whose api_key_env is not set: --check-config warns (exit 0); start-up exits 1
-     naming judges[0].api_key_env.
-  5. tracking.baseline_file with bad content: exit 1 naming tracking.baseline_file and the line;
+  4. an LLM judge whose api_key_env is not set: --check-config warns (exit 0: the service's
+     environment is not the shell's); start-up exits 2 naming judges[0].api_key_env.
+  5. tracking.baseline_file with bad content: exit 2 naming tracking.baseline_file and the line;
      --check-config reports it at the key's line.
+  6. an LLM judge's ca_file that does not exist, or is not PEM: --check-config and start-up
+     exit 2 naming judges[1].ca_file (start-up used to exit 1 with "asio.ssl error").
 --check-config also refuses a JSON Lines path that is a folder and an admin host that does not
 resolve. Last, /readyz says why it answers 503: an LLM judge whose budget store does not answer.
 Each run uses the embedded broker, so a case takes well under a second; every case must print
@@ -50,11 +55,11 @@ def run_assayd(args, *argv, env=None, timeout=60):
     return p.returncode, p.stdout, p.stderr
 
 
-def check_start_failure(checks, args, label, cfg, must_name, env=None):
+def check_start_failure(checks, args, label, cfg, must_name, env=None, code=2):
     rc, _, err = run_assayd(args, "--config", cfg, env=env)
     critical = [l for l in err.splitlines() if " critical " in l]
     tp.log(f"{label}: exit {rc}; {critical[0] if critical else err.strip()[-300:]}")
-    checks.eq(f"{label}: exit code", 1, rc)
+    checks.eq(f"{label}: exit code", code, rc)
     checks.eq(f"{label}: one critical line", 1, len(critical))
     checks.true(f"{label}: the line names {must_name}",
                 bool(critical) and must_name in critical[0], critical[0] if critical else err)
@@ -76,8 +81,10 @@ def run(args, workdir, checks):
 
     # 2. A JSON Lines file that cannot be opened.
     cfg = write_config(workdir, "sink", 2, jsonl="/proc/assay/no/such/dir/j.jsonl")
-    checks.eq("--check-config accepts the unopenable path (a run-time condition)", 0,
-              run_assayd(args, "--check-config", cfg)[0])
+    rc, _, err = run_assayd(args, "--check-config", cfg)
+    checks.eq("--check-config refuses a path under /proc", 2, rc)
+    checks.true("it names sinks.jsonl.path and /proc",
+                "sinks.jsonl.path: " in err and "'/proc' is a pseudo file system" in err, err)
     check_start_failure(checks, args, "sinks.jsonl.path unopenable", cfg, "sinks.jsonl.path")
 
     # 2b. A JSON Lines path that is a folder, an admin host that does not resolve: --check-config
@@ -101,7 +108,7 @@ def run(args, workdir, checks):
         held.bind(("127.0.0.1", 0))
         held.listen(1)
         cfg = write_config(workdir, "port", 3, admin=held.getsockname()[1])
-        check_start_failure(checks, args, "admin port taken", cfg, "admin.listen")
+        check_start_failure(checks, args, "admin port taken", cfg, "admin.listen", code=1)
 
     # 4. An API key variable that is not set.
     llm = ("  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
@@ -126,7 +133,25 @@ def run(args, workdir, checks):
     checks.true("it points at the key's line", f"{cfg}:6:" in err and "tracking.baseline_file" in err,
                 err)
 
-    # 6. Readiness says why: an LLM judge whose budget store does not answer.
+    # 6. An LLM judge's ca_file that is missing, or not PEM.
+    not_pem = os.path.join(workdir, "not-pem.txt")
+    with open(not_pem, "w") as f:
+        f.write("not a certificate\n")
+    for label, ca, message in [("missing ca_file", "/nonexistent/ca.pem", "cannot read"),
+                               ("ca_file not PEM", not_pem, "is not a PEM certificate bundle")]:
+        llm = ("  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
+               f"endpoint: \"https://127.0.0.1:1/v1\", ca_file: \"{ca}\"}}\n")
+        cfg = write_config(workdir, "ca", 9, judges=llm)
+        rc, _, err = run_assayd(args, "--check-config", cfg)
+        checks.eq(f"--check-config: {label}: exit", 2, rc)
+        checks.true(f"--check-config: {label}: FILE:LINE:COL judges[1].ca_file",
+                    f"{cfg}:4:" in err and "judges[1].ca_file: " in err and message in err, err)
+        rc, _, err = run_assayd(args, "--config", cfg)  # the loader's error, as for a typo
+        checks.eq(f"start-up: {label}: exit", 2, rc)
+        checks.true(f"start-up: {label}: the same FILE:LINE:COL line",
+                    f"{cfg}:4:" in err and "judges[1].ca_file: " in err and message in err, err)
+
+    # 7. Readiness says why: an LLM judge whose budget store does not answer.
     admin = tp.free_loopback_port()
     llm = ("  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
            "endpoint: \"http://127.0.0.1:1/v1\"}\n")
@@ -145,7 +170,7 @@ def run(args, workdir, checks):
         checks.true("/readyz names the budget store", "budget store" in body, body)
     finally:
         tp.stop_process(daemon, "assayd (readiness)")
-    return "start-up failures exit 1 with one line naming the cause"
+    return "start-up failures exit 2 (configuration) or 1 (run time) with one line naming the cause"
 
 
 if __name__ == "__main__":
