@@ -14,6 +14,7 @@
 
 #include "config/rfc3339.hpp"
 #include "judges/llm/budget.hpp"
+#include "judges/secrets.hpp"
 
 namespace assay {
 namespace {
@@ -62,8 +63,60 @@ std::size_t editDistance(std::string_view a, std::string_view b) {
 
 class Reader {
  public:
-  Reader(std::string file, std::vector<ConfigError>& errors, std::vector<ConfigError>& warnings)
-      : file_(std::move(file)), errors_(errors), warnings_(warnings) {}
+  Reader(std::string file, std::vector<ConfigError>& errors, std::vector<ConfigError>& warnings,
+         std::vector<ConfigError>& service_errors)
+      : file_(std::move(file)),
+        errors_(errors),
+        warnings_(warnings),
+        service_errors_(service_errors) {}
+
+  /// A secret that cannot be read here: a warning, and an error at start-up (LoadResult).
+  void serviceError(const YAML::Node& n, const std::string& path, const std::string& message) {
+    warn(n, path, message + "; assayd refuses to start unless the service can read it");
+    const auto m = n.Mark();
+    service_errors_.push_back(ConfigError{file_, m.is_null() ? 0 : m.line + 1,
+                                          m.is_null() ? 0 : m.column + 1, path, message});
+  }
+
+  /// A secret from `files_key` (a file) or `env_key` (an environment variable) of `n`, scalar
+  /// keys; nullopt when neither is given, or when it cannot be read (serviceError).
+  std::optional<std::string> secret(const YAML::Node& n, const std::string& p,
+                                    const char* files_key, const char* env_key) {
+    std::string file, env;
+    get(n, files_key, p, file);
+    get(n, env_key, p, env);
+    if (!file.empty() && !env.empty()) {
+      error(n[env_key], join(p, env_key),
+            std::string("give ") + files_key + " or " + env_key + ", not both");
+      return std::nullopt;
+    }
+    return secretFrom(n[file.empty() ? env_key : files_key],
+                      join(p, file.empty() ? env_key : files_key), file, env);
+  }
+
+  /// The secret in `file` or in the variable `env` (one of them non-empty), for `node`.
+  std::optional<std::string> secretFrom(const YAML::Node& node, const std::string& path,
+                                        const std::string& file, const std::string& env) {
+    if (!file.empty()) {
+      if (secretFileDeferred(file)) {
+        serviceError(node, path,
+                     "read from $CREDENTIALS_DIRECTORY at start-up (LoadCredential=), which is "
+                     "not set here");
+        return std::nullopt;
+      }
+      try {
+        return readSecretFile(file);
+      } catch (const std::exception& e) {
+        serviceError(node, path, e.what());
+        return std::nullopt;
+      }
+    }
+    if (env.empty()) return std::nullopt;
+    const char* value = std::getenv(env.c_str());
+    if (value && *value) return std::string(value);
+    serviceError(node, path, "environment variable " + env + " is not set");
+    return std::nullopt;
+  }
 
   /// A key that is accepted but does nothing in this configuration (docs/configuration.md).
   void warn(const YAML::Node& n, const std::string& path, const std::string& message) {
@@ -198,13 +251,60 @@ class Reader {
   std::string file_;
   std::vector<ConfigError>& errors_;
   std::vector<ConfigError>& warnings_;
+  std::vector<ConfigError>& service_errors_;
 };
+
+/// kafka.secret_files / kafka.secret_env: {PROPERTY: FILE or VARIABLE}, appended to the
+/// properties (a secret that cannot be read here: a placeholder, so that the clients can still
+/// be built by --check-config; start-up refuses it first).
+void loadKafkaSecrets(Reader& r, const YAML::Node& n, KafkaOptions& o) {
+  for (const char* key : {"secret_files", "secret_env"}) {
+    const auto m = n[key];
+    if (!m) continue;
+    const std::string kp = std::string("kafka.") + key;
+    if (!m.IsMap()) {
+      r.error(m, kp,
+              "expected {librdkafka property: " +
+                  std::string(key == std::string("secret_env") ? "VARIABLE" : "FILE") + "}");
+      continue;
+    }
+    for (const auto& kv : m) {
+      const auto property = kv.first.as<std::string>("");
+      const std::string pp = kp + "." + property;
+      const bool twice = std::any_of(o.properties.begin(), o.properties.end(),
+                                     [&](const auto& pv) { return pv.first == property; });
+      if (!kv.second.IsScalar() || kv.second.as<std::string>().empty() || twice) {
+        r.error(kv.second, pp,
+                twice ? "also in kafka.properties (or given twice): give the value once"
+                      : "expected a file name or a variable name");
+        continue;
+      }
+      const std::string where = kv.second.as<std::string>();
+      const bool env = key == std::string("secret_env");
+      const auto value = r.secretFrom(kv.second, pp, env ? "" : where, env ? where : "");
+      char err[512];
+      rd_kafka_conf_t* probe = rd_kafka_conf_new();
+      const bool accepted =
+          rd_kafka_conf_set(probe, property.c_str(), value ? value->c_str() : "unresolved", err,
+                            sizeof err) == RD_KAFKA_CONF_OK;
+      rd_kafka_conf_destroy(probe);
+      if (!accepted) {  // the value is a secret: never in the message
+        r.error(kv.first, pp, "librdkafka refuses the property '" + property + "'");
+        continue;
+      }
+      o.properties.emplace_back(property, value ? *value : "unresolved");
+      const auto mark = kv.first.Mark();
+      o.property_positions.push_back(
+          {property, mark.is_null() ? 0 : mark.line + 1, mark.is_null() ? 0 : mark.column + 1});
+    }
+  }
+}
 
 void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
   const std::string p = "kafka";
   if (!r.checkMap(n, p,
                   {"brokers", "topic", "group_id", "feedback_topic", "results_topic",
-                   "dead_letter_topic", "partitions", "properties"}))
+                   "dead_letter_topic", "partitions", "properties", "secret_files", "secret_env"}))
     return;
   r.get(n, "brokers", p, o.brokers);
   r.get(n, "topic", p, o.topic);
@@ -246,6 +346,7 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
       rd_kafka_conf_destroy(probe);
     }
   }
+  loadKafkaSecrets(r, n, o);
 }
 
 void loadEvents(Reader& r, const YAML::Node& n, EventFieldOptions& o) {
@@ -329,7 +430,7 @@ void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
   const std::string p = "budget";
   if (!r.checkMap(n, p,
                   {"usd_to_eur", "daily_limit_eur", "alert_ratio", "timezone", "store",
-                   "key_prefix", "prices"}))
+                   "key_prefix", "password_file", "password_env", "prices"}))
     return;
   r.getRange(n, "usd_to_eur", p, o.usd_to_eur, 0.0001, 10000.0);
   // The ledger holds amounts up to kMaxLedgerEuros (exact integer nano-euros in Redis' Lua).
@@ -338,6 +439,7 @@ void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
   r.get(n, "timezone", p, o.timezone);
   r.get(n, "store", p, o.store);
   r.get(n, "key_prefix", p, o.key_prefix);
+  o.store_password = r.secret(n, p, "password_file", "password_env");
   if (n["key_prefix"]) {
     if (o.key_prefix.empty() || o.key_prefix.size() > 128)
       r.error(n["key_prefix"], p + ".key_prefix", "must be 1 to 128 bytes");
@@ -796,7 +898,7 @@ std::string ConfigError::format() const {
 LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   LoadResult res;
   res.config.file = file;
-  Reader r(file, res.errors, res.warnings);
+  Reader r(file, res.errors, res.warnings, res.service_errors);
   YAML::Node root;
   try {
     root = YAML::Load(yaml);

@@ -25,6 +25,10 @@ struct LoadResult {
   /// Things worth saying that do not fail the load (e.g. an unset API key variable, a plain
   /// http:// endpoint allowed by insecure_http). Printed as warnings.
   std::vector<ConfigError> warnings;
+  /// Errors only the service's environment settles: a secret file or variable (kafka.secret_*,
+  /// budget.password_*) that cannot be read here. Each is also a warning; --check-config
+  /// exits 0 on them, assayd refuses to start (exit 2).
+  std::vector<ConfigError> service_errors;
   bool ok() const { return errors.empty(); }
 };
 

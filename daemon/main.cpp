@@ -110,6 +110,10 @@ int main(int argc, char** argv) {
     for (const auto& e : res.errors) std::cerr << e.format() << "\n";
     return 2;
   }
+  if (!res.service_errors.empty()) {  // secrets the service cannot read (--check-config warns)
+    for (const auto& e : res.service_errors) std::cerr << e.format() << "\n";
+    return 2;
+  }
   if (!run.replay_feedback_file.empty() && res.config.kafka.feedback_topic.empty())
     return usageError("--replay-feedback needs kafka.feedback_topic in the configuration");
   for (const auto& [flag, file] : {std::pair{"--replay", run.replay_file},

@@ -2,6 +2,7 @@
 /// `budget:` (docs/configuration.md): the daily cap in euros of every judge that calls a paid
 /// API, the prices it is charged at, and where the ledger lives. Plain data; config/ fills it.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,12 +18,14 @@ struct PriceOverride {
 /// Caps are euros per local day in `timezone`.
 struct BudgetOptions {
   double usd_to_eur = 0.92;
-  double daily_limit_eur = 5.0;       ///< global cap, every LLM judge together
-  double alert_ratio = 0.8;           ///< warn when spent ≥ ratio × cap
-  std::string timezone = "UTC";       ///< IANA name, e.g. Europe/Paris
-  std::string store = "memory";       ///< "memory" or redis://[:password@]host[:port][/db]
+  double daily_limit_eur = 5.0;  ///< global cap, every LLM judge together
+  double alert_ratio = 0.8;      ///< warn when spent ≥ ratio × cap
+  std::string timezone = "UTC";  ///< IANA name, e.g. Europe/Paris
+  std::string store = "memory";  ///< "memory" or redis://[:password@]host[:port][/db]
   /// Prefix of every Redis key; the loader's default is "assay:" + kafka.group_id + ":".
   std::string key_prefix;
+  /// budget.password_file / password_env: replaces the password of the store's URL.
+  std::optional<std::string> store_password;
   std::vector<PriceOverride> prices;  ///< add or override built-in model prices
 };
 

@@ -407,11 +407,13 @@ bool MemoryBudgetStore::doReleaseClaim(std::string_view event_id, std::string_vi
 
 // ---------------------------------------------------------------------------------------------
 
-std::unique_ptr<BudgetStore> makeBudgetStore(std::string_view store, std::string_view key_prefix) {
+std::unique_ptr<BudgetStore> makeBudgetStore(std::string_view store, std::string_view key_prefix,
+                                             const std::optional<std::string>& password) {
   if (store == "memory") return std::make_unique<MemoryBudgetStore>();
   if (store.starts_with("redis://") || store.starts_with("rediss://")) {
     RedisOptions options = parseRedisUrl(store);
     options.key_prefix = key_prefix;
+    if (password) options.password = *password;
     return std::make_unique<RedisBudgetStore>(std::move(options));
   }
   throw std::invalid_argument("budget.store: expected 'memory' or redis://host:port/db, got '" +

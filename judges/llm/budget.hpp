@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -398,9 +399,11 @@ class RedisBudgetStore final : public BudgetStore {
 };
 
 /// The store named by `budget.store`: "memory" or a redis:// URL (see `parseRedisUrl()`), its
-/// Redis keys under `key_prefix`.
+/// Redis keys under `key_prefix`; `password` (budget.password_file / password_env) replaces
+/// the URL's.
 /// Throws std::invalid_argument for anything else.
-std::unique_ptr<BudgetStore> makeBudgetStore(std::string_view store,
-                                             std::string_view key_prefix = "assay:");
+std::unique_ptr<BudgetStore> makeBudgetStore(
+    std::string_view store, std::string_view key_prefix = "assay:",
+    const std::optional<std::string>& password = std::nullopt);
 
 }  // namespace assay::llm

@@ -11,6 +11,7 @@
 #include "judges/budget_options.hpp"
 #include "judges/llm/http_client.hpp"
 #include "judges/llm/llm_judge.hpp"
+#include "judges/secrets.hpp"
 #include "judges/services.hpp"
 
 namespace assay::llm {
@@ -24,6 +25,9 @@ const OptionSpec kOptions[] = {
      "base URL (default https://api.openai.com/v1, or https://api.anthropic.com)"},
     {"model", OptionType::kString, "the judge model; it needs a price (built in or budget.prices)"},
     {"api_key_env", OptionType::kString, "environment variable that holds the API key"},
+    {"api_key_file", OptionType::kString,
+     "file that holds the API key (relative: in $CREDENTIALS_DIRECTORY, systemd's "
+     "LoadCredential=); instead of api_key_env"},
     {"daily_limit_eur", OptionType::kNumber,
      "this judge's own cap, euros per local day, 0..1000000 (0 = the global cap only)"},
     {"max_tokens", OptionType::kInt, "reply cap sent to the API, 16..100000 (default 300)"},
@@ -252,10 +256,38 @@ void readModel(const JudgeOptionValues& values, const JudgeContext& ctx, LlmJudg
                             "can hold");
 }
 
+/// api_key_file: read at start-up (an error then); --check-config only warns when the file is
+/// meant for the service's credentials or cannot be read from this shell.
+void readApiKeyFile(const std::string& file, const JudgeContext& ctx, LlmJudgeSettings& s,
+                    Errors& errors) {
+  if (!ctx.services && secretFileDeferred(file)) {
+    if (ctx.warn)
+      ctx.warn("api_key_file",
+               "read from $CREDENTIALS_DIRECTORY at start-up (LoadCredential=); "
+               "not checked here");
+    return;
+  }
+  try {
+    s.api_key = readSecretFile(file);
+  } catch (const std::exception& e) {
+    if (ctx.services)
+      errors.add("api_key_file", std::string(e.what()) + " (judge '" + ctx.name + "')");
+    else if (ctx.warn)
+      ctx.warn("api_key_file",
+               std::string(e.what()) + "; assayd refuses to start unless the service can read it");
+  }
+}
+
 void readApiKey(const JudgeOptionValues& values, const JudgeContext& ctx, LlmJudgeSettings& s,
                 Errors& errors) {
-  std::string env;
+  std::string env, file;
   errors.check([&] { env = values.getString("api_key_env", ""); });
+  errors.check([&] { file = values.getString("api_key_file", ""); });
+  if (!env.empty() && !file.empty()) {
+    errors.add("api_key_file", "give api_key_env or api_key_file, not both");
+    return;
+  }
+  if (!file.empty()) return readApiKeyFile(file, ctx, s, errors);
   if (env.empty()) return;
   const bool name = (std::isalpha(static_cast<unsigned char>(env[0])) || env[0] == '_') &&
                     std::all_of(env.begin(), env.end(), [](char c) {

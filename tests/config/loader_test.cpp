@@ -1,8 +1,13 @@
 #include "config/loader.hpp"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <string>
 
 #include "config/rfc3339.hpp"
@@ -486,4 +491,67 @@ TEST_CASE("a plain http:// endpoint is refused off loopback unless insecure_http
   CHECK(judge("http://llm.internal.example:8000/v1", ", insecure_http: true").ok());
   CHECK(assay::llm::isPlainRemoteHttp("http://llm.internal.example/v1"));
   CHECK_FALSE(assay::llm::isPlainRemoteHttp("https://api.openai.com/v1"));
+}
+
+TEST_CASE("secrets from files and variables: Kafka properties, the Redis password") {
+  const std::string dir = "/tmp/assay-secrets-test-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir + "/kafka_password") << "s3cret-from-file\n";
+    std::ofstream(dir + "/redis_password") << "redis-pw\r\n";
+    std::ofstream(dir + "/empty") << "\n";
+  }
+  ::setenv("ASSAY_TEST_SASL_USER", "svc-assay", 1);
+  ::unsetenv("ASSAY_TEST_UNSET");
+  ::unsetenv("CREDENTIALS_DIRECTORY");
+  const auto property = [](const LoadResult& r, const std::string& key) {
+    for (const auto& [k, v] : r.config.kafka.properties)
+      if (k == key) return v;
+    return std::string("<absent>");
+  };
+  const auto r = load(std::string(kJudge) + "kafka:\n  secret_files: {sasl.password: \"" + dir +
+                      "/kafka_password\"}\n  secret_env: {sasl.username: ASSAY_TEST_SASL_USER}\n"
+                      "budget: {password_file: \"" +
+                      dir + "/redis_password\"}\n");
+  REQUIRE(r.ok());
+  CHECK(r.service_errors.empty());
+  CHECK(property(r, "sasl.password") == "s3cret-from-file");
+  CHECK(property(r, "sasl.username") == "svc-assay");
+  CHECK(r.config.budget.store_password == std::optional<std::string>("redis-pw"));
+
+  // A relative name is read from $CREDENTIALS_DIRECTORY (LoadCredential=) when it is set...
+  ::setenv("CREDENTIALS_DIRECTORY", dir.c_str(), 1);
+  const auto cred = load(std::string(kJudge) + "budget: {password_file: redis_password}\n");
+  CHECK(cred.config.budget.store_password == std::optional<std::string>("redis-pw"));
+  ::unsetenv("CREDENTIALS_DIRECTORY");
+  // ... and deferred to the service when it is not: a warning, and a start-up error.
+  const auto deferred = load(std::string(kJudge) + "budget: {password_file: redis_password}\n");
+  CHECK(deferred.ok());
+  REQUIRE(deferred.service_errors.size() == 1);
+  CHECK(deferred.service_errors[0].path == "budget.password_file");
+  CHECK(deferred.service_errors[0].line == 3);
+  CHECK(deferred.service_errors[0].message.find("CREDENTIALS_DIRECTORY") != std::string::npos);
+  REQUIRE(deferred.warnings.size() == 2);  // the inert budget, and this
+
+  // Unreadable, empty, an unset variable: service errors naming the file or the variable.
+  const auto bad = load(std::string(kJudge) + "kafka:\n  secret_files: {sasl.password: \"" + dir +
+                        "/empty\", ssl.key.password: \"" + dir + "/missing\"}\n" +
+                        "  secret_env: {sasl.username: ASSAY_TEST_UNSET}\n");
+  CHECK(bad.ok());
+  REQUIRE(bad.service_errors.size() == 3);
+  CHECK(bad.service_errors[0].message == "'" + dir + "/empty' is empty");
+  CHECK(bad.service_errors[1].message ==
+        "cannot read '" + dir + "/missing': No such file or directory");
+  CHECK(bad.service_errors[2].message == "environment variable ASSAY_TEST_UNSET is not set");
+  CHECK(property(bad, "sasl.password") == "unresolved");  // --check-config still builds clients
+
+  // Given twice, or both a file and a variable: errors.
+  const auto twice = load(std::string(kJudge) +
+                          "kafka:\n  properties: {sasl.password: x}\n"
+                          "  secret_env: {sasl.password: ASSAY_TEST_SASL_USER}\n"
+                          "budget: {password_file: a, password_env: B}\n");
+  REQUIRE(twice.errors.size() == 2);
+  CHECK(twice.errors[0].path == "kafka.secret_env.sasl.password");
+  CHECK(twice.errors[1].path == "budget.password_env");
+  std::filesystem::remove_all(dir);
 }

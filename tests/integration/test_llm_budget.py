@@ -54,7 +54,8 @@ def fake_requests(port, ca):
         return json.loads(r.read())["requests"]
 
 
-def write_config(path, group, redis_port, fake_port, ca, admin_port, jsonl):
+def write_config(path, group, redis_port, fake_port, ca, admin_port, jsonl,
+                 key="api_key_env: ASSAY_TEST_LLM_KEY"):
     with open(path, "w") as f:
         f.write(f"""kafka: {{brokers: embedded, topic: rag.events, group_id: {group}}}
 sampling: {{rate: 1.0}}
@@ -73,7 +74,7 @@ judges:
     endpoint: https://localhost:{fake_port}/v1
     ca_file: {json.dumps(ca)}
     model: gpt-4o-mini
-    api_key_env: ASSAY_TEST_LLM_KEY
+    {key}
     max_in_flight: 4
     timeout_ms: 10000
 admin: {{listen: "127.0.0.1:{admin_port}"}}
@@ -81,9 +82,9 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
 """)
 
 
-def run_daemon(args, cfg, port, workdir, name, events):
+def run_daemon(args, cfg, port, workdir, name, events, env=None):
     log = open(os.path.join(workdir, name + ".log"), "wb")
-    env = dict(os.environ, ASSAY_TEST_LLM_KEY="sk-fake")
+    env = env or dict(os.environ, ASSAY_TEST_LLM_KEY="sk-fake")
     proc = subprocess.Popen([args.assayd, "--config", cfg, "--replay", args.data, "--exit-when-idle", "7"],
                             stdout=log, stderr=log, env=env, start_new_session=True)
     log.close()
@@ -174,8 +175,17 @@ def main():
         port2 = tp.free_loopback_port()
         cfg2 = os.path.join(workdir, "b.yaml")
         jsonl2 = os.path.join(workdir, "b.jsonl")
-        write_config(cfg2, "llm-b", redis_port, fake_port, ca, port2, jsonl2)
-        rc2, _ = run_daemon(args, cfg2, port2, workdir, "b", events)
+        # The second run takes its key the systemd way: LoadCredential= puts the file in
+        # $CREDENTIALS_DIRECTORY and api_key_file names it (the fake provider checks the key).
+        creds = os.path.join(workdir, "credentials")
+        os.makedirs(creds)
+        with open(os.path.join(creds, "openai_api_key"), "w") as f:
+            f.write("sk-fake\n")
+        write_config(cfg2, "llm-b", redis_port, fake_port, ca, port2, jsonl2,
+                     key="api_key_file: openai_api_key")
+        env2 = {k: v for k, v in os.environ.items() if k != "ASSAY_TEST_LLM_KEY"}
+        env2["CREDENTIALS_DIRECTORY"] = creds
+        rc2, _ = run_daemon(args, cfg2, port2, workdir, "b", events, env=env2)
         checks.eq("restarted daemon exit code", 0, rc2)
         v2 = llm_verdicts(jsonl2)
         import collections

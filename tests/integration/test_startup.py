@@ -151,7 +151,28 @@ def run(args, workdir, checks):
         checks.true(f"start-up: {label}: the same FILE:LINE:COL line",
                     f"{cfg}:4:" in err and "judges[1].ca_file: " in err and message in err, err)
 
-    # 7. Readiness says why: an LLM judge whose budget store does not answer.
+    # 7. Secrets the shell cannot see (they are the service's: LoadCredential=): --check-config
+    #    warns (exit 0), start-up refuses them (exit 2) naming the key.
+    env = {k: v for k, v in os.environ.items() if k != "CREDENTIALS_DIRECTORY"}
+    llm = ("  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
+           "api_key_file: openai_api_key}\n")
+    for label, judges, extra, key in [
+            ("budget.password_file", llm, 'budget: {password_file: redis_password}\n',
+             "budget.password_file"),
+            ("kafka.secret_env", "", "", "kafka.secret_env.sasl.password")]:
+        kafka = (", secret_env: {sasl.password: ASSAY_TEST_UNSET_PASSWORD}"
+                 if "kafka" in label else "")
+        cfg = write_config(workdir, "secret", 10, judges=judges, kafka=kafka, extra=extra)
+        rc, _, err = run_assayd(args, "--check-config", cfg, env=env)
+        checks.eq(f"--check-config: {label} unreadable here: exit", 0, rc)
+        checks.true(f"--check-config: {label}: a warning at its line",
+                    f"{key}: warning: " in err, err)
+        rc, _, err = run_assayd(args, "--config", cfg, env=env)
+        checks.eq(f"start-up: {label} unreadable: exit", 2, rc)
+        checks.true(f"start-up: {label}: FILE:LINE:COL names it", f"{cfg}:" in err and f"{key}: " in err,
+                    err)
+
+    # 8. Readiness says why: an LLM judge whose budget store does not answer.
     admin = tp.free_loopback_port()
     llm = ("  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
            "endpoint: \"http://127.0.0.1:1/v1\"}\n")

@@ -706,6 +706,19 @@ TEST_CASE("redis: password and database from the URL") {
   const ReserveResult r = wrong.reserve(globalOnly(1.0), 0.1, kDay, "p2", kLongTtl);
   CHECK(r.status == ReserveStatus::kUnavailable);
   CHECK(r.error.find("AUTH") != std::string::npos);
+
+  // budget.password_file / password_env: the password replaces the URL's (none, or a stale one).
+  const std::string url = "redis://127.0.0.1:" + std::to_string(server.port()) + "/3";
+  CHECK(makeBudgetStore(url, "assay:", std::string("s3cr@t"))
+            ->reserve(globalOnly(1.0), 0.1, kDay, "p3", kLongTtl)
+            .ok());
+  CHECK(makeBudgetStore("redis://:nope@127.0.0.1:" + std::to_string(server.port()) + "/3",
+                        "assay:", std::string("s3cr@t"))
+            ->reserve(globalOnly(1.0), 0.1, kDay, "p4", kLongTtl)
+            .ok());
+  CHECK(
+      makeBudgetStore(url, "assay:")->reserve(globalOnly(1.0), 0.1, kDay, "p5", kLongTtl).status ==
+      ReserveStatus::kUnavailable);
 }
 
 TEST_CASE("redis: unreachable → unavailable within the connect timeout, never a throw") {

@@ -1,0 +1,30 @@
+#pragma once
+/// Secrets kept out of the YAML (docs/configuration.md, "Secrets"): an LLM API key, the Kafka
+/// SASL password, the Redis password come from a file or an environment variable. A file named
+/// by a relative path is read from $CREDENTIALS_DIRECTORY when systemd set it (the unit's
+/// `LoadCredential=NAME:PATH` puts PATH's content there as NAME, readable by the service only),
+/// else from the working directory.
+
+#include <cstddef>
+#include <string>
+
+namespace assay {
+
+/// The path a secret file is read from: `path` itself when absolute; otherwise
+/// $CREDENTIALS_DIRECTORY/`path` when that variable is set and non-empty, else `path`
+/// (relative to the working directory).
+std::string secretFilePath(const std::string& path);
+
+/// True when `path` is relative and $CREDENTIALS_DIRECTORY is not set: the file is meant for
+/// the service's credentials, which `assayd --check-config` in a shell cannot see.
+bool secretFileDeferred(const std::string& path);
+
+/// The largest secret read: 64 KiB.
+inline constexpr std::size_t kMaxSecretBytes = 64 * 1024;
+
+/// The secret in the file at secretFilePath(`path`): its content without trailing CR, LF,
+/// spaces and tabs. Throws std::runtime_error naming the resolved path: "cannot read 'P': <errno
+/// text>", "'P' is empty", "'P' is larger than 64 KiB", "'P' holds more than one line".
+std::string readSecretFile(const std::string& path);
+
+}  // namespace assay
