@@ -832,8 +832,11 @@ void loadSinks(Reader& r, const YAML::Node& n, SinksOptions& o) {
 
 void loadLog(Reader& r, const YAML::Node& n, LogOptions& o) {
   const std::string p = "log";
-  if (!r.checkMap(n, p, {"level"})) return;
+  if (!r.checkMap(n, p, {"level", "format"})) return;
   r.get(n, "level", p, o.level);
+  r.get(n, "format", p, o.format);
+  if (o.format != "text" && o.format != "json")
+    r.error(n["format"], p + ".format", "expected text or json");
   // spdlog's names (as printed in the log) and their short forms.
   static const std::vector<std::string> kLevels = {"trace",   "debug", "info",     "warn",
                                                    "warning", "error", "critical", "off"};

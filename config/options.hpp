@@ -124,6 +124,11 @@ struct SinksOptions {
 
 struct LogOptions {
   std::string level = "info";  ///< spdlog level: trace, debug, info, warning, error, critical, off
+  /// "text": one line per record; with stderr connected to the journal (JOURNAL_STREAM set by
+  /// systemd), without the time (journald adds it) and with the sd-daemon(3) priority prefix
+  /// "<N>" so that `journalctl -p warning` works. "json": one JSON object per line
+  /// ({"ts", "level", "msg"}), for log shippers.
+  std::string format = "text";
 };
 
 struct Config {

@@ -7,8 +7,8 @@
 #include <stdexcept>
 
 #include "config/loader.hpp"
-#include "daemon/rate_limited_log.hpp"
 #include "judges/log_text.hpp"
+#include "judges/rate_limited_log.hpp"
 #include "judges/registry.hpp"
 
 namespace assay {

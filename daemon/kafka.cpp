@@ -51,6 +51,7 @@ rd_kafka_conf_t* baseConf(const std::string& bootstrap) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   if (!bootstrap.empty()) set(conf, "bootstrap.servers", bootstrap);
   set(conf, "client.id", "assayd");
+  set(conf, "statistics.interval.ms", "15000");  // daemon/client_stats.hpp
   rd_kafka_conf_set_log_cb(conf, logCb);
   return conf;
 }
@@ -153,9 +154,14 @@ EmbeddedBroker::~EmbeddedBroker() {
 
 // ---- KafkaProducer -----------------------------------------------------------------------------
 
-KafkaProducer::KafkaProducer(const KafkaOptions& o, const std::string& bootstrap) {
+KafkaProducer::KafkaProducer(const KafkaOptions& o, const std::string& bootstrap,
+                             KafkaClientStats* stats) {
   rd_kafka_conf_t* conf = producerConf(o, bootstrap);
   rd_kafka_conf_set_dr_msg_cb(conf, KafkaResultsSink::deliveryReport);
+  if (stats) {
+    rd_kafka_conf_set_opaque(conf, stats);
+    rd_kafka_conf_set_stats_cb(conf, KafkaClientStats::statsCallback);
+  }
   rk_ = newHandle(RD_KAFKA_PRODUCER, conf);
 }
 
@@ -244,8 +250,10 @@ bool KafkaProducer::produceDeadLetter(const std::string& topic, const void* payl
 // ---- KafkaConsumer -----------------------------------------------------------------------------
 
 KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap,
-                             OffsetTracker& tracker, OffsetTracker* feedback)
-    : topic_(o.topic),
+                             OffsetTracker& tracker, OffsetTracker* feedback,
+                             KafkaClientStats* stats)
+    : stats_(stats),
+      topic_(o.topic),
       feedback_topic_(feedback ? o.feedback_topic : ""),
       tracker_(tracker),
       feedback_tracker_(feedback_topic_.empty() ? nullptr : feedback) {
@@ -253,6 +261,7 @@ KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap
   rd_kafka_conf_set_rebalance_cb(conf, rebalanceCb);
   rd_kafka_conf_set_error_cb(conf, errorCb);
   rd_kafka_conf_set_offset_commit_cb(conf, commitCb);
+  rd_kafka_conf_set_stats_cb(conf, statsCb);
   rd_kafka_conf_set_opaque(conf, this);
   for (const auto& [k, v] : o.properties)  // checked by the loader and by librdkafka
     if (k == "auto.commit.interval.ms") commit_interval_ = std::chrono::milliseconds(std::stoll(v));
@@ -532,6 +541,11 @@ void KafkaConsumer::errorCb(rd_kafka_t*, int err, const char* reason, void* opaq
     return;
   }
   spdlog::warn("kafka: {}: {}", rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)), reason);
+}
+
+int KafkaConsumer::statsCb(rd_kafka_t* rk, char* json, std::size_t len, void* opaque) {
+  auto* self = static_cast<KafkaConsumer*>(opaque);
+  return KafkaClientStats::statsCallback(rk, json, len, self->stats_);
 }
 
 bool KafkaConsumer::brokerAnswers(int timeout_ms) const {

@@ -15,8 +15,9 @@
 #include <vector>
 
 #include "config/options.hpp"
+#include "daemon/client_stats.hpp"
 #include "daemon/offset_tracker.hpp"
-#include "daemon/rate_limited_log.hpp"
+#include "judges/rate_limited_log.hpp"
 
 namespace assay {
 
@@ -56,7 +57,9 @@ class EmbeddedBroker {
 class KafkaProducer {
  public:
   /// Throws std::runtime_error naming the bad property.
-  KafkaProducer(const KafkaOptions& options, const std::string& bootstrap);
+  /// `stats` (optional, outliving the producer) receives librdkafka's statistics.
+  KafkaProducer(const KafkaOptions& options, const std::string& bootstrap,
+                KafkaClientStats* stats = nullptr);
   ~KafkaProducer();
   rd_kafka_t* handle() const { return rk_; }
 
@@ -101,8 +104,9 @@ class KafkaConsumer {
   /// both topics keyed by request id with the same partition count, an event and its feedback
   /// land on the same instance (co-partitioned), so the join by id works in a consumer group.
   /// Each topic's offsets go through its own tracker.
+  /// `stats` (optional, outliving the consumer) receives librdkafka's statistics.
   KafkaConsumer(const KafkaOptions& options, const std::string& bootstrap, OffsetTracker& tracker,
-                OffsetTracker* feedback = nullptr);
+                OffsetTracker* feedback = nullptr, KafkaClientStats* stats = nullptr);
   ~KafkaConsumer();
 
   /// Next message or nullptr; caller destroys it with rd_kafka_message_destroy.
@@ -153,6 +157,8 @@ class KafkaConsumer {
   /// librdkafka's client-level errors (served by poll): all brokers down sets a flag, the
   /// rest are logged as warnings (librdkafka already suppresses identical repeats).
   static void errorCb(rd_kafka_t* rk, int err, const char* reason, void* opaque);
+  static int statsCb(rd_kafka_t* rk, char* json, std::size_t len, void* opaque);
+  KafkaClientStats* stats_ = nullptr;
   void onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions);
   /// After an assignment: reads the committed offsets and their metadata (one broker round
   /// trip, at most 10 s), restores the trackers and keeps the offsets for lag().

@@ -12,6 +12,7 @@
 
 #include "config/loader.hpp"
 #include "daemon/check_config.hpp"
+#include "daemon/log_setup.hpp"
 #include "daemon/pipeline.hpp"
 #include "daemon/version.hpp"
 
@@ -123,7 +124,7 @@ int main(int argc, char** argv) {
   auto logger = spdlog::stderr_color_mt("assayd");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(res.config.log.level));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  spdlog::set_formatter(assay::logFormatter(res.config.log.format, assay::stderrIsJournal()));
 
   struct sigaction sa {};
   sa.sa_handler = onSignal;

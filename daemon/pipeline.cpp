@@ -70,6 +70,8 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
       run_(std::move(run)),
       registry_(std::make_shared<prometheus::Registry>()),
       consumer_stats_(*registry_, topicsOf(config.kafka), kAssayVersion),
+      process_stats_(*registry_),
+      kafka_stats_(*registry_),
       sampling_stats_(*registry_, static_cast<std::size_t>(config.tracking.max_label_values)),
       judge_stats_(*registry_),
       sink_stats_(*registry_),
@@ -77,11 +79,11 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
              {[this] { return serializeMetrics(*registry_); }, [this] { return notReady(); }}),
       broker_(embeddedBroker(config.kafka)),
       bootstrap_(broker_ ? broker_->bootstrapServers() : config.kafka.brokers),
-      producer_(config.kafka, bootstrap_),
+      producer_(config.kafka, bootstrap_, &kafka_stats_),
       tracker_(trackedJudges(config), config.tracking, *registry_),
       sinks_(config.sinks,
              SinkContext{&sink_stats_, producer_.handle(), config.kafka.results_topic}),
-      consumer_(config.kafka, bootstrap_, offsets_, &feedback_offsets_),
+      consumer_(config.kafka, bootstrap_, offsets_, &feedback_offsets_, &kafka_stats_),
       parser_(config.events, config.limits.max_event_bytes),
       sampler_(config.sampling.rate, config.sampling.rules),
       queue_(config.limits.queue_capacity),
@@ -326,6 +328,7 @@ void Pipeline::everySecond() {
     spdlog::info("kafka: a broker answers again");
   }
   judge_stats_.pending.Set(static_cast<double>(runner_.pending()));
+  process_stats_.refresh();
   notifyService();
   tracker_.refresh();
   consumer_stats_.setLag(consumer_.lag());

@@ -26,13 +26,14 @@
 
 #include "config/options.hpp"
 #include "daemon/admin_server.hpp"
+#include "daemon/client_stats.hpp"
 #include "daemon/consumer_stats.hpp"
 #include "daemon/event_parser.hpp"
 #include "daemon/judge_runner.hpp"
 #include "daemon/kafka.hpp"
 #include "daemon/offset_tracker.hpp"
-#include "daemon/rate_limited_log.hpp"
 #include "judges/judge_stats.hpp"
+#include "judges/rate_limited_log.hpp"
 #include "judges/services.hpp"
 #include "judges/tracking/tracker.hpp"
 #include "sampling/bounded_queue.hpp"
@@ -131,6 +132,8 @@ class Pipeline {
   // ---- Metrics: every subsystem's series, on one registry (destroyed last).
   std::shared_ptr<prometheus::Registry> registry_;
   ConsumerStats consumer_stats_;
+  ProcessStats process_stats_;
+  KafkaClientStats kafka_stats_;  // fed by both clients' statistics callbacks
   SamplingStats sampling_stats_;
   JudgeStats judge_stats_;
   SinkStats sink_stats_;

@@ -42,6 +42,8 @@ std::string_view outcomeName(Outcome o) {
       return "judge_error";
     case Outcome::kTooLong:
       return "too_long";
+    case Outcome::kAuthError:
+      return "auth_error";
     case Outcome::kCount_:
       break;
   }

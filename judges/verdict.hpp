@@ -31,6 +31,7 @@ enum class Outcome {
   kJudgeError,      ///< the judge threw (a bug, logged): the event's other verdicts stand
   kTooLong,         ///< the input is larger than the judge scores in bounded time (e.g. ROUGE-L's
                     ///< LCS over more than kMaxLcsCells token pairs)
+  kAuthError,       ///< LLM judge: the provider refused the API key (HTTP 401 or 403)
   kCount_,          // number of outcomes; keep last
 };
 

@@ -14,6 +14,7 @@
 #include "judges/json_limits.hpp"
 #include "judges/llm/prompt.hpp"
 #include "judges/log_text.hpp"
+#include "judges/rate_limited_log.hpp"
 
 namespace assay::llm {
 
@@ -485,9 +486,9 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
       breaker_.onFailure(now);
       if (!was_open && breaker_.state(now) == CircuitBreaker::State::kOpen)
         spdlog::warn(
-            "llm judge '{}': {} failed {} times in a row; circuit breaker open for {} s "
-            "(calls meanwhile end as provider_error)",
-            settings_.name, settings_.endpoint, settings_.breaker_failures,
+            "llm judge '{}': {} failed {} times in a row (last: {}); circuit breaker open for "
+            "{} s (calls meanwhile end as provider_error)",
+            settings_.name, settings_.endpoint, settings_.breaker_failures, failureText(res, reply),
             settings_.breaker_open.count() / 1000);
     }
     d = policy_.decide(c->attempts, ar);
@@ -497,16 +498,33 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
     return;
   }
   LlmVerdict v;
-  v.outcome = reply.refused ? Outcome::kRefused : d.give_up;
-  if (res.status == 0) {
-    v.justification = res.error;
-  } else {
-    v.justification = "HTTP " + std::to_string(res.status);
-    if (!reply.error_type.empty()) v.justification += " " + reply.error_type;
-    if (!reply.error_message.empty())
-      v.justification += ": " + redactKey(reply.error_message, settings_.api_key);
-  }
+  const bool auth = ar.status == 401 || ar.status == 403;
+  v.outcome = reply.refused ? Outcome::kRefused : auth ? Outcome::kAuthError : d.give_up;
+  v.justification = failureText(res, reply);
+  if (v.outcome != Outcome::kRefused) logFailure(v.outcome, v.justification);
   finish(c, std::move(v), charged);
+}
+
+std::string LlmJudge::failureText(const HttpResponse& res, const ProviderReply& reply) const {
+  if (res.status == 0) return res.error;
+  std::string text = "HTTP " + std::to_string(res.status);
+  if (!reply.error_type.empty()) text += " " + reply.error_type;
+  if (!reply.error_message.empty())
+    text += ": " + redactKey(reply.error_message, settings_.api_key);
+  return text;
+}
+
+void LlmJudge::logFailure(Outcome outcome, const std::string& why) const {
+  long suppressed = 0;
+  if (!failure_log_.allow(suppressed)) return;
+  if (outcome == Outcome::kAuthError)
+    spdlog::error(
+        "llm judge '{}': {} refused the API key: {} (check api_key_env / api_key_file; calls "
+        "end as auth_error){}",
+        settings_.name, settings_.endpoint, logText(why, 300), RateLimitedLog::note(suppressed));
+  else
+    spdlog::warn("llm judge '{}': call to {} failed: {}: {}{}", settings_.name, settings_.endpoint,
+                 outcomeName(outcome), logText(why, 300), RateLimitedLog::note(suppressed));
 }
 
 void LlmJudge::finish(const std::shared_ptr<Call>& c, LlmVerdict verdict,

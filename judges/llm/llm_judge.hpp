@@ -38,6 +38,7 @@
 #include "judges/llm/retry.hpp"
 #include "judges/llm/rubric.hpp"
 #include "judges/llm/verdict.hpp"
+#include "judges/rate_limited_log.hpp"
 
 namespace assay::llm {
 
@@ -148,6 +149,11 @@ class LlmJudge final : public Judge {
   void start(const std::shared_ptr<Call>& call) const;
   void attempt(const std::shared_ptr<Call>& call) const;
   void onResponse(const std::shared_ptr<Call>& call, HttpResponse response) const;
+  /// "HTTP 401 type/code: message" (the key redacted) or the connection error.
+  std::string failureText(const HttpResponse& res, const ProviderReply& reply) const;
+  /// A failed call, logged (at most 5 lines a minute per judge; every one is counted in
+  /// assay_judge_runs_total{outcome}): an authentication failure as an error.
+  void logFailure(Outcome outcome, const std::string& why) const;
   void finish(const std::shared_ptr<Call>& call, LlmVerdict verdict,
               std::optional<TokenUsage> usage) const;
   /// Frees the call's slot (starting the next waiting call) once its money is recorded.
@@ -167,6 +173,7 @@ class LlmJudge final : public Judge {
   mutable std::mutex mu_;
   mutable RetryPolicy policy_;
   mutable CircuitBreaker breaker_;
+  mutable RateLimitedLog failure_log_;
   mutable std::optional<TokenBucket> rpm_, tpm_;
   mutable int in_flight_ = 0;
   mutable std::deque<std::shared_ptr<Call>> waiting_;         // reserved, waiting for a slot

@@ -53,6 +53,7 @@ const Outcome kOutcomes[] = {
     Outcome::kNoContext,     Outcome::kSchemaError,   Outcome::kTruncated,
     Outcome::kRefused,       Outcome::kRateLimited,   Outcome::kTimeout,
     Outcome::kProviderError, Outcome::kSkippedBudget, Outcome::kContextTooLong,
+    Outcome::kAuthError,
 };
 
 /// Collects every option error, so that --check-config prints them all at once.

@@ -2,15 +2,21 @@
 // judges, sinks; the LLM and budget structs in tests/llm): together on one registry they make
 // an exposition that promtool accepts.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <prometheus/registry.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
+#include "daemon/client_stats.hpp"
 #include "daemon/consumer_stats.hpp"
+#include "daemon/log_setup.hpp"
 #include "judges/judge_stats.hpp"
 #include "judges/registry.hpp"
 #include "sampling/sampling_stats.hpp"
@@ -99,4 +105,89 @@ TEST_CASE("stats structs: names, labels, and promtool check metrics accepts the 
   CHECK(rc == 0);
   std::remove(path.c_str());
   std::remove((path + ".out").c_str());
+}
+
+TEST_CASE("process series: from /proc/self, as the Prometheus client libraries name them") {
+  prometheus::Registry registry;
+  ProcessStats process(registry);
+  const std::string text = serializeMetrics(registry);
+  const auto value = [&](const std::string& name) {
+    const auto at = text.find("\n" + name + " ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(text.substr(at + name.size() + 2));
+  };
+  CHECK(value("process_resident_memory_bytes") > 1e6);  // a test binary is MBs resident
+  CHECK(value("process_virtual_memory_bytes") >= value("process_resident_memory_bytes"));
+  rlimit rl{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &rl) == 0);
+  CHECK(value("process_max_fds") == static_cast<double>(rl.rlim_cur));
+  const double fds = value("process_open_fds");
+  CHECK(fds >= 3);  // stdin, stdout, stderr at least
+  const int extra = ::open("/dev/null", O_RDONLY);
+  REQUIRE(extra >= 0);
+  process.refresh();
+  ::close(extra);
+  const std::string after = serializeMetrics(registry);
+  CHECK(after.find("\nprocess_open_fds " + std::to_string(static_cast<int>(fds) + 1) + "\n") !=
+        std::string::npos);
+  const double start = value("process_start_time_seconds");
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  CHECK(start <= now);
+  CHECK(start > now - 600);
+  CHECK(value("process_cpu_seconds_total") >= 0);
+}
+
+TEST_CASE("librdkafka statistics: broker state and round trip, fetch and producer queues") {
+  prometheus::Registry registry;
+  KafkaClientStats stats(registry);
+  // The shape of librdkafka's STATISTICS.md, trimmed to what is read (values made up).
+  const std::string consumer = R"({"name": "assayd#consumer-2", "type": "consumer",
+    "brokers": {
+      "GroupCoordinator": {"nodeid": -1, "state": "UP", "rtt": {"avg": 1}},
+      "127.0.0.1:9092/1": {"nodeid": 1, "state": "UP", "rtt": {"avg": 2500, "p99": 9000}},
+      "127.0.0.1:9093/2": {"nodeid": 2, "state": "DOWN", "rtt": {"avg": 0}}},
+    "topics": {"rag.events": {"partitions": {
+      "0": {"fetchq_cnt": 120}, "1": {"fetchq_cnt": 30}, "-1": {"fetchq_cnt": 0}}}}})";
+  CHECK(stats.update(consumer, "consumer"));
+  CHECK(stats.update(R"({"type": "producer", "msg_cnt": 7, "brokers": {}})", "producer"));
+  CHECK_FALSE(stats.update("{not json", "consumer"));
+  const std::string text = serializeMetrics(registry);
+  CHECK(has(text, "assay_kafka_broker_up{broker=\"127.0.0.1:9092/1\",client=\"consumer\"} 1"));
+  CHECK(has(text, "assay_kafka_broker_up{broker=\"127.0.0.1:9093/2\",client=\"consumer\"} 0"));
+  CHECK(has(text,
+            "assay_kafka_broker_rtt_seconds{broker=\"127.0.0.1:9092/1\",client=\"consumer\"} "
+            "0.0025"));
+  CHECK_FALSE(has(text, "GroupCoordinator"));  // not a broker of the cluster
+  CHECK(has(text, "assay_kafka_fetch_queue_messages{topic=\"rag.events\"} 150"));
+  CHECK(has(text, "assay_kafka_producer_queue_messages 7"));
+}
+
+TEST_CASE("log formats: JSON lines with escaping; journald priority prefixes") {
+  const spdlog::details::log_msg msg(spdlog::source_loc{}, "assayd", spdlog::level::warn,
+                                     "a \"quoted\"\nline\t\u00e9");
+  spdlog::memory_buf_t json;
+  logFormatter("json", false)->format(msg, json);
+  const std::string line(json.data(), json.size());
+  CHECK(line.back() == '\n');
+  CHECK(line.find(R"("level":"warning","msg":"a \"quoted\"\nline\t\u00e9"})") != std::string::npos);
+  CHECK(line.rfind(R"({"ts":")", 0) == 0);
+  CHECK(line.find("Z\",\"level\"") == 28);  // {"ts":"YYYY-MM-DDTHH:MM:SS.mmmZ"
+  spdlog::memory_buf_t journal;
+  logFormatter("text", true)->format(msg, journal);
+  CHECK(std::string(journal.data(), journal.size()) == "<4>warning a \"quoted\"\nline\t\u00e9\n");
+  spdlog::memory_buf_t error;
+  const spdlog::details::log_msg err(spdlog::source_loc{}, "assayd", spdlog::level::err, "x");
+  logFormatter("text", true)->format(err, error);
+  CHECK(std::string(error.data(), error.size()) == "<3>error x\n");
+  ::unsetenv("JOURNAL_STREAM");
+  CHECK_FALSE(stderrIsJournal());
+  struct stat st {};
+  REQUIRE(::fstat(STDERR_FILENO, &st) == 0);
+  ::setenv("JOURNAL_STREAM", (std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino)).c_str(),
+           1);
+  CHECK(stderrIsJournal());
+  ::setenv("JOURNAL_STREAM", "1:2", 1);
+  CHECK_FALSE(stderrIsJournal());
+  ::unsetenv("JOURNAL_STREAM");
 }
