@@ -102,8 +102,10 @@ JudgeRunner::JudgeRunner(std::vector<RunnableJudge> judges, JudgeStats& stats,
       queue_(queue),
       listener_(std::move(listener)),
       services_(services) {
+  rates_ = std::make_unique<std::atomic<double>[]>(judges_.size());
   for (std::size_t i = 0; i < judges_.size(); ++i) {
     const auto& j = judges_[i];
+    rates_[i].store(j.rate);
     stats_.push_back(&stats.add(j.name, j.info, j.outcomes));
     auto& conditions = conditions_.emplace_back();
     for (const auto& c : j.run_if)
@@ -116,6 +118,10 @@ JudgeRunner::JudgeRunner(std::vector<RunnableJudge> judges, JudgeStats& stats,
         while (auto item = queue_.pop()) run(*item);
       },
       [this] { queue_.close(); });
+}
+
+void JudgeRunner::setRate(std::size_t index, double rate) {
+  if (index < judges_.size()) rates_[index].store(rate, std::memory_order_relaxed);
 }
 
 JudgeRunner::~JudgeRunner() {
@@ -197,7 +203,7 @@ void JudgeRunner::run(const WorkItem& item) {
   p->offset = item.offset;
   std::vector<std::size_t> later;  // asynchronous judges: their run_if sees every local verdict
   for (std::size_t i = 0; i < judges_.size(); ++i) {
-    if (!item.sample.admits(judges_[i].rate)) continue;
+    if (!item.sample.admits(rate(i))) continue;
     if (judges_[i].asynchronous) {
       later.push_back(i);
       continue;

@@ -105,6 +105,9 @@ class JudgeRunner {
   /// Events whose asynchronous verdicts are not all in.
   int pending() const { return pending_.load(); }
   const std::vector<RunnableJudge>& judges() const { return judges_; }
+  /// A configuration reload: judge `index`'s nested sampling rate from now on (any thread).
+  void setRate(std::size_t index, double rate);
+  double rate(std::size_t index) const { return rates_[index].load(std::memory_order_relaxed); }
 
  private:
   struct Pending;
@@ -121,6 +124,7 @@ class JudgeRunner {
   std::vector<RunnableJudge> judges_;
   std::vector<std::vector<Condition>> conditions_;  // run_if, resolved to indexes
   std::vector<JudgeStats::Judge*> stats_;
+  std::unique_ptr<std::atomic<double>[]> rates_;  // judges_[i].rate, then reloads
   JudgeStats& judge_stats_;
   BoundedQueue<WorkItem>& queue_;
   Listener listener_;

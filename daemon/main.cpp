@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "config/loader.hpp"
@@ -34,7 +35,8 @@ constexpr const char* kUsage =
   --version                print the version
   --help                   print this help
 signals: SIGTERM/SIGINT stop cleanly (a second one ends assayd at once, exit 128+signal);
-         SIGHUP reopens the JSON Lines file (logrotate)
+         SIGHUP reopens the JSON Lines file (logrotate) and reloads the configuration
+         (sampling, log and judges' rates apply at once; the rest needs a restart)
 exit codes: 0 clean stop, 1 runtime failure, 2 bad configuration or arguments,
             3 stopped, but the final offset commit failed (events since the last commit
               are consumed again)
@@ -50,24 +52,29 @@ void onSignal(int sig) {
   [[maybe_unused]] const auto n = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
   ::_exit(128 + sig);
 }
-void onHangup(int) { assay::requestReopen(); }
+void onHangup(int) { assay::requestReload(); }
 
 int usageError(const std::string& message) {
   std::cerr << "assayd: " << message << "\n" << kUsage;
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Arguments {
   std::string config_path, check_path;
   assay::RunOptions run;
+};
+
+/// Parses the command line into `out`; returns an exit code when assayd must stop now
+/// (--version, --help: 0; a usage error: 2).
+std::optional<int> parseArguments(int argc, char** argv, Arguments& out) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      if (i + 1 >= argc) return nullptr;
-      (void)flag;
-      return argv[++i];
+    const char* v = (i + 1 < argc && a.rfind("--", 0) == 0) ? argv[i + 1] : nullptr;
+    const auto take = [&](std::string& into) {
+      if (!v) return false;
+      into = v;
+      ++i;
+      return true;
     };
     if (a == "--version") {
       std::cout << "assayd " << assay::kAssayVersion << "\n";
@@ -76,32 +83,35 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     } else if (a == "--config") {
-      const char* v = value("--config");
-      if (!v) return usageError("--config needs a FILE");
-      config_path = v;
+      if (!take(out.config_path)) return usageError("--config needs a FILE");
     } else if (a == "--check-config") {
-      const char* v = value("--check-config");
-      if (!v) return usageError("--check-config needs a FILE");
-      check_path = v;
+      if (!take(out.check_path)) return usageError("--check-config needs a FILE");
     } else if (a == "--replay") {
-      const char* v = value("--replay");
-      if (!v) return usageError("--replay needs a FILE");
-      run.replay_file = v;
+      if (!take(out.run.replay_file)) return usageError("--replay needs a FILE");
     } else if (a == "--replay-feedback") {
-      const char* v = value("--replay-feedback");
-      if (!v) return usageError("--replay-feedback needs a FILE");
-      run.replay_feedback_file = v;
+      if (!take(out.run.replay_feedback_file)) return usageError("--replay-feedback needs a FILE");
     } else if (a == "--exit-when-idle") {
-      const char* v = value("--exit-when-idle");
       char* end = nullptr;
       const double s = v ? std::strtod(v, &end) : -1;
       if (!v || end == v || *end != '\0' || !(s > 0 && s < 1e6))
         return usageError("--exit-when-idle needs a number of SECONDS > 0");
-      run.exit_when_idle_s = s;
+      out.run.exit_when_idle_s = s;
+      ++i;
     } else {
       return usageError("unknown argument '" + a + "'");
     }
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Arguments args;
+  if (const auto code = parseArguments(argc, argv, args)) return *code;
+  const std::string& config_path = args.config_path;
+  const std::string& check_path = args.check_path;
+  assay::RunOptions& run = args.run;
 
   if (!check_path.empty()) return assay::checkConfig(check_path, std::cout, std::cerr);
   if (config_path.empty()) return usageError("--config FILE is required");
@@ -131,7 +141,8 @@ int main(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  // SIGHUP reopens the JSON Lines file (logrotate); its default action would end the process.
+  // SIGHUP reopens the JSON Lines file (logrotate) and reloads the configuration; its default
+  // action would end the process.
   struct sigaction hup {};
   hup.sa_handler = onHangup;
   sigemptyset(&hup.sa_mask);

@@ -4,9 +4,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "config/loader.hpp"
+#include "config/reload.hpp"
+#include "daemon/check_config.hpp"
+#include "daemon/log_setup.hpp"
 #include "daemon/service_notify.hpp"
 #include "daemon/version.hpp"
 #include "judges/log_text.hpp"
@@ -63,7 +68,7 @@ std::string_view payloadOf(const rd_kafka_message_t* m) {
 }  // namespace
 
 bool requestStop() { return g_stop.exchange(true); }
-void requestReopen() { g_reopen.store(true); }
+void requestReload() { g_reopen.store(true); }
 
 Pipeline::Pipeline(const Config& config, RunOptions run)
     : config_(config),
@@ -104,6 +109,16 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                   }},
               run_.no_workers ? 0 : config.limits.workers, &services_) {
   freezeBaselines(tracker_, trackedJudges(config), config.tracking);
+  reloads_ = &prometheus::BuildCounter()
+                  .Name("assay_config_reloads_total")
+                  .Help(
+                      "Configuration reloads (SIGHUP) by result: applied, restart_needed (valid, "
+                      "but some change needs a restart), rejected (invalid: nothing applied)")
+                  .Register(*registry_);
+  for (const char* result : {"applied", "restart_needed", "rejected"})
+    reloads_->Add({{"result", result}});
+  if (std::ifstream in(config.file, std::ios::binary); in)
+    config_text_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   for (const auto& [key, value] : config.kafka.properties)  // checked by the loader
     if (key == "max.poll.interval.ms")
       keepalive_ = std::chrono::milliseconds(std::stoll(value) / 4);
@@ -164,8 +179,9 @@ bool Pipeline::pollOnce(int timeout_ms) {
   consumer_.storeFinishedOffsets();
   consumer_.commitFinished();
   if (g_reopen.exchange(false)) {
-    spdlog::info("SIGHUP: reopening the sinks' files");
+    spdlog::info("SIGHUP: reopening the sinks' files, reloading {}", config_.file);
     sinks_.reopen();
+    reloadConfig();
   }
   sampling_stats_.queue_depth.Set(static_cast<double>(queue_.size()));
   if (Clock::now() - last_refresh_ > std::chrono::seconds(1)) everySecond();
@@ -316,6 +332,54 @@ std::string Pipeline::notReady() const {
   if (brokers_down_) return "no Kafka broker answers (kafka.brokers)";
   if (!store_ready_) return "the budget store (budget.store) does not answer";
   return "";
+}
+
+void Pipeline::reloadConfig() {
+  const auto count = [this](const char* result) {
+    reloads_->Add({{"result", result}}).Increment();
+  };
+  std::ifstream in(config_.file, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  LoadResult res = in ? loadConfigString(text, config_.file) : LoadResult{};
+  if (!in) res.errors.push_back({config_.file, 0, 0, "", "cannot read file"});
+  for (auto& e : res.service_errors) res.errors.push_back(std::move(e));
+  if (res.errors.empty())
+    for (auto& e : startupErrors(res.config)) res.errors.push_back(std::move(e));
+  if (!res.errors.empty()) {
+    spdlog::error("SIGHUP: {} rejected ({} error(s)); the running configuration stays:",
+                  config_.file, res.errors.size());
+    for (const auto& e : res.errors) spdlog::error("  {}", e.format());
+    return count("rejected");
+  }
+  const ReloadDiff diff = diffConfigs(config_text_, text);
+  if (diff.sampling) {
+    sampler_ = Sampler(res.config.sampling.rate, res.config.sampling.rules);
+    spdlog::info("SIGHUP: sampling applied (rate {}, {} rule(s))", res.config.sampling.rate,
+                 res.config.sampling.rules.size());
+  }
+  for (const std::size_t i : diff.judge_rates) {
+    runner_.setRate(i, res.config.judges[i].rate);
+    spdlog::info("SIGHUP: judge '{}' rate {} applied", res.config.judges[i].name,
+                 res.config.judges[i].rate);
+  }
+  if (diff.log) {
+    spdlog::set_level(spdlog::level::from_str(res.config.log.level));
+    spdlog::set_formatter(logFormatter(res.config.log.format, stderrIsJournal()));
+    spdlog::info("SIGHUP: log level {} and format {} applied", res.config.log.level,
+                 res.config.log.format);
+  }
+  if (diff.restart.empty()) {
+    config_text_ = text;
+    if (diff.empty()) spdlog::info("SIGHUP: {} unchanged", config_.file);
+    return count("applied");
+  }
+  std::string what;
+  for (const auto& r : diff.restart) what += (what.empty() ? "" : ", ") + r;
+  spdlog::warn(
+      "SIGHUP: {} changed {}: a reload does not apply that; restart assayd for it (what "
+      "could be applied was)",
+      config_.file, what);
+  count("restart_needed");
 }
 
 void Pipeline::everySecond() {

@@ -14,6 +14,8 @@
 /// whose last acknowledgements finish offsets; the embedded broker after both clients; the
 /// admin endpoint, which reads only the registry and two flags, after them; the registry last.
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
 #include <prometheus/registry.h>
 
 #include <array>
@@ -55,9 +57,9 @@ struct RunOptions {
 /// Asks a running pipeline to stop (async-signal-safe: one atomic exchange). Returns true if a
 /// stop was requested before (a second SIGTERM ends the process at once).
 bool requestStop();
-/// Asks a running pipeline to reopen its sinks' files on its next turn (SIGHUP, after
-/// logrotate; async-signal-safe: one atomic store).
-void requestReopen();
+/// SIGHUP: asks a running pipeline, on its next turn, to reopen its sinks' files (logrotate)
+/// and to reload its configuration file (reloadConfig). Async-signal-safe: one atomic store.
+void requestReload();
 
 class Pipeline {
  public:
@@ -117,6 +119,11 @@ class Pipeline {
   /// 5 ms) or polls one message to keep the group membership. False once resumed.
   bool waitWhilePaused(int timeout_ms);
   void everySecond();
+  /// SIGHUP: reads config_.file again. Invalid (load, start-up or secret errors): logged with
+  /// FILE:LINE:COL, nothing changes. Valid: `sampling`, `log` and judges' `rate` apply at
+  /// once (queued samples and calls in flight are kept); any other difference is logged as
+  /// needing a restart. Counted in assay_config_reloads_total{result}.
+  void reloadConfig();
   /// Why /readyz says 503 ("" = ready): no partition assignment yet, or a budget store that
   /// does not answer. Reads only atomics (the admin thread calls it).
   std::string notReady() const;
@@ -174,6 +181,8 @@ class Pipeline {
   std::atomic<std::int64_t> last_judged_ns_{0};  // steady clock, set by whoever delivers
   int exit_code_ = 0;
   bool ready_notified_ = false;
+  std::string config_text_;  // the configuration file as last applied (reloadConfig)
+  prometheus::Family<prometheus::Counter>* reloads_ = nullptr;
   std::chrono::steady_clock::time_point status_at_{};
   double status_consumed_ = 0, status_judged_ = 0;
 };

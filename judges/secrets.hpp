@@ -20,7 +20,7 @@ std::string secretFilePath(const std::string& path);
 bool secretFileDeferred(const std::string& path);
 
 /// The largest secret read: 64 KiB.
-inline constexpr std::size_t kMaxSecretBytes = 64 * 1024;
+inline constexpr std::size_t kMaxSecretBytes = std::size_t{64} * 1024;
 
 /// The secret in the file at secretFilePath(`path`): its content without trailing CR, LF,
 /// spaces and tabs. Throws std::runtime_error naming the resolved path: "cannot read 'P': <errno

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "config/reload.hpp"
 #include "config/rfc3339.hpp"
 #include "judges/llm/llm_judge.hpp"
 
@@ -554,4 +555,37 @@ TEST_CASE("secrets from files and variables: Kafka properties, the Redis passwor
   CHECK(twice.errors[0].path == "kafka.secret_env.sasl.password");
   CHECK(twice.errors[1].path == "budget.password_env");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("reload diff: what applies live, what needs a restart") {
+  const std::string base =
+      "kafka: {brokers: embedded, group_id: g}\n"
+      "sampling: {rate: 0.1}\n"
+      "judges:\n"
+      "  - {name: r, kind: lexical, metric: rouge_l, rate: 1}\n"
+      "  - {name: c, kind: check, check: cites_source}\n";
+  CHECK(diffConfigs(base, base).empty());
+  // Layout, comments and flow vs block style do not count.
+  const std::string relaid =
+      "# edited\nsampling:\n  rate: 0.1\nkafka: {group_id: g, brokers: embedded}\n"
+      "judges:\n  - name: r\n    kind: lexical\n    metric: rouge_l\n    rate: 1\n"
+      "  - {name: c, kind: check, check: cites_source}\n";
+  CHECK(diffConfigs(base, relaid).empty());
+  auto d = diffConfigs(base, base + "log: {level: debug}\n");
+  CHECK(d.log);
+  CHECK(d.restart.empty());
+  std::string edited = base;
+  edited.replace(edited.find("rate: 0.1"), 9, "rate: 0.2");
+  edited.replace(edited.find("rate: 1}"), 8, "rate: 0.5}");
+  d = diffConfigs(base, edited);
+  CHECK(d.sampling);
+  CHECK(d.judge_rates == std::vector<std::size_t>{0});
+  CHECK(d.restart.empty());
+  edited.replace(edited.find("group_id: g"), 11, "group_id: h");
+  edited.replace(edited.find("cites_source"), 12, "json_valid");
+  d = diffConfigs(base, edited);
+  CHECK(d.restart == std::vector<std::string>{"judges[1] 'c'", "kafka"});
+  d = diffConfigs(base, base + "  - {name: b, kind: lexical, metric: bleu}\n");
+  CHECK(d.restart == std::vector<std::string>{"judges (added, removed or reordered)"});
+  CHECK(diffConfigs(base, "{[").restart == std::vector<std::string>{"the whole file"});
 }

@@ -157,7 +157,11 @@ def main():
             check("\nType=notify\n" in text, "the unit is not Type=notify")
             for doc in re.findall(r"^Documentation=file://(\S+)", text, re.M):
                 check(os.path.isfile(root + doc), f"the unit's Documentation {doc} is not installed")
-            # verify needs the standard targets (sysinit.target...) in the root it looks at.
+            # verify needs what every Debian system has in the root it looks at: the standard
+            # targets (sysinit.target...) and ExecReload's /bin/kill (util-linux, Essential).
+            os.makedirs(os.path.join(root, "bin"), exist_ok=True)
+            if not os.path.exists(os.path.join(root, "bin/kill")):
+                shutil.copy("/bin/kill", os.path.join(root, "bin/kill"))
             for target in glob.glob("/usr/lib/systemd/system/*.target"):
                 dest = os.path.join(root, "usr/lib/systemd/system", os.path.basename(target))
                 if not os.path.exists(dest):

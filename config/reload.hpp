@@ -1,0 +1,26 @@
+#pragma once
+/// What a configuration reload (SIGHUP) can apply to a running assayd, and what needs a restart
+/// (docs/configuration.md, "Reloading"). Both files are compared structurally (YAML values, not
+/// text: comments, key order and layout do not count).
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace assay {
+
+struct ReloadDiff {
+  bool sampling = false;                 ///< `sampling` differs: applied live (rate, rules)
+  bool log = false;                      ///< `log` differs: applied live (level, format)
+  std::vector<std::size_t> judge_rates;  ///< judges whose `rate` alone differs: applied live
+  /// What differs otherwise, one entry per section ("kafka", "budget") or judge
+  /// ("judges[2] 'faithfulness_llm'", "judges (added, removed or reordered)"): needs a restart.
+  std::vector<std::string> restart;
+  bool empty() const { return !sampling && !log && judge_rates.empty() && restart.empty(); }
+};
+
+/// Compares the running configuration's YAML text with the new one's. Both must have loaded
+/// without error (loadConfigString); a text that does not parse counts as entirely different.
+ReloadDiff diffConfigs(const std::string& running_yaml, const std::string& new_yaml);
+
+}  // namespace assay
