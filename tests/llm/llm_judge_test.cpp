@@ -469,7 +469,7 @@ TEST_CASE("a provider error message that quotes the key is redacted") {
   LlmJudge j(s, fx.services.calls);
   const auto r = run(j);
   CHECK(r.verdict.outcome == Outcome::kAuthError);  // its own outcome, not provider_error
-  CHECK(r.attempts == 1);  // 401: retrying cannot help
+  CHECK(r.attempts == 1);                           // 401: retrying cannot help
   // The fake quotes the key it refused, in full (OpenAI masks its middle).
   CHECK(r.verdict.justification ==
         "HTTP 401 invalid_request_error/invalid_api_key: Incorrect API key provided: "
