@@ -15,10 +15,15 @@
 #include <set>
 #include <sstream>
 
+#include "judges/cli/calibrate_table.hpp"
 #include "judges/cli/cli_text.hpp"
 #include "judges/json_limits.hpp"
 
 namespace assay {
+
+using calibrate_detail::Cell;
+using calibrate_detail::Record;
+using calibrate_detail::Table;
 
 namespace {
 
@@ -107,27 +112,6 @@ std::vector<CsvRecord> parseCsvImpl(std::string_view text, const std::string& wh
   if (!field.empty() || quoted || !rec.fields.empty()) endRecord();
   return records;
 }
-
-// One cell of a table: absent (missing CSV field content, JSON null or absent key), a value's
-// text, or a JSON object/array.
-struct Cell {
-  bool present = false;
-  bool scalar = true;
-  std::string text;
-};
-
-struct Record {
-  std::size_t line = 0;
-  std::vector<Cell> cells;  // one per column (when error is empty)
-  std::string error;        // the row cannot be read at all
-};
-
-struct Table {
-  bool csv = true;
-  std::size_t header_line = 1;
-  std::vector<std::string> columns;
-  std::vector<Record> records;
-};
 
 Table csvTable(std::string_view text, const std::string& source) {
   std::vector<CsvRecord> recs = parseCsvImpl(text, source + ":");
@@ -292,12 +276,57 @@ struct RawRow {
 
 }  // namespace
 
+namespace {
+
+/// The combinations the flags allow (docs/calibration.md, "From assayd's judgments file").
+void checkCalibrateArgs(const CalibrateOptions& o, const std::set<std::string>& given) {
+  if (o.judgments_path.empty()) {
+    for (const char* flag : {"--events", "--feedback"})
+      if (given.count(flag)) throw CalibrateError(std::string(flag) + " needs --judgments FILE");
+    if (o.input_path.empty())
+      throw CalibrateError("--input FILE is required (or --judgments FILE --judge NAME)");
+  } else {
+    if (!given.count("--judge"))
+      throw CalibrateError("--judgments needs --judge NAME (the judge to calibrate)");
+    const int sources = static_cast<int>(given.count("--events") + given.count("--feedback") +
+                                         given.count("--input"));
+    if (sources != 1)
+      throw CalibrateError(
+          "--judgments takes the human scores from one of --events FILE, --feedback FILE or "
+          "--input FILE");
+    if (!o.levels.empty())
+      throw CalibrateError("--levels does not apply with --judgments (the scores are numbers)");
+    if (o.input_path.empty())
+      for (const char* flag : {"--item", "--annotator", "--format"})
+        if (given.count(flag))
+          throw CalibrateError(std::string(flag) + " applies to --input only (--events and " +
+                               "--feedback name their own columns)");
+    if (given.count("--feedback") && given.count("--human"))
+      throw CalibrateError("--human does not apply with --feedback (the annotations' values)");
+  }
+  if (!o.levels.empty() && (o.min_score || o.max_score))
+    throw CalibrateError("--min-score/--max-score do not apply with --levels (the scale is 1..k)");
+  if (o.min_score && o.max_score && !(*o.min_score < *o.max_score))
+    throw CalibrateError("--min-score must be below --max-score");
+}
+
+std::size_t nonNegative(const std::string& flag, const std::string& v) {
+  std::size_t n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size())
+    throw CalibrateError(flag + " '" + v + "' is not a non-negative integer");
+  return n;
+}
+
+}  // namespace
+
 CalibrateOptions parseCalibrateArgs(const std::vector<std::string>& args) {
   CalibrateOptions o;
   static const std::vector<std::string> kFlags = {
-      "--input",      "--format", "--item",      "--judge",     "--human",
-      "--annotator",  "--levels", "--min-score", "--max-score", "--leniency-max-ratio",
-      "--min-samples"};
+      "--input",       "--format",    "--item",      "--judge",     "--human",
+      "--annotator",   "--levels",    "--min-score", "--max-score", "--leniency-max-ratio",
+      "--min-samples", "--judgments", "--events",    "--feedback"};
+  std::set<std::string> given;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (std::find(kFlags.begin(), kFlags.end(), a) == kFlags.end())
@@ -305,8 +334,15 @@ CalibrateOptions parseCalibrateArgs(const std::vector<std::string>& args) {
     if (i + 1 >= args.size()) throw CalibrateError(a + " needs a value");
     const std::string& v = args[++i];
     if (a != "--input" && v.empty()) throw CalibrateError(a + " needs a value");
+    given.insert(a);
     if (a == "--input") {
       o.input_path = v;
+    } else if (a == "--judgments") {
+      o.judgments_path = v;
+    } else if (a == "--events") {
+      o.events_path = v;
+    } else if (a == "--feedback") {
+      o.feedback_path = v;
     } else if (a == "--format") {
       if (v == "csv")
         o.format = CalibrateFormat::kCsv;
@@ -336,18 +372,10 @@ CalibrateOptions parseCalibrateArgs(const std::vector<std::string>& args) {
       if (!(o.leniency_max_ratio >= 0 && o.leniency_max_ratio <= 1))
         throw CalibrateError("--leniency-max-ratio must be in [0, 1]");
     } else if (a == "--min-samples") {
-      std::size_t n = 0;
-      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-      if (ec != std::errc() || end != v.data() + v.size())
-        throw CalibrateError("--min-samples '" + v + "' is not a non-negative integer");
-      o.min_samples = n;
+      o.min_samples = nonNegative(a, v);
     }
   }
-  if (o.input_path.empty()) throw CalibrateError("--input FILE is required");
-  if (!o.levels.empty() && (o.min_score || o.max_score))
-    throw CalibrateError("--min-score/--max-score do not apply with --levels (the scale is 1..k)");
-  if (o.min_score && o.max_score && !(*o.min_score < *o.max_score))
-    throw CalibrateError("--min-score must be below --max-score");
+  checkCalibrateArgs(o, given);
   return o;
 }
 
@@ -535,18 +563,31 @@ void buildItems(std::vector<RawRow>& rows, CalibrationData& d, const std::string
 
 }  // namespace
 
-CalibrationData parseCalibrationInput(std::string_view text, CalibrateFormat format,
-                                      const CalibrateOptions& o, const std::string& source) {
-  if (format == CalibrateFormat::kAuto) {
-    const std::string ext = std::filesystem::path(o.input_path).extension().string();
-    format = ext == ".jsonl" || ext == ".ndjson" || ext == ".json" ? CalibrateFormat::kJsonl
-                                                                   : CalibrateFormat::kCsv;
-  }
-  const Table t =
-      format == CalibrateFormat::kCsv ? csvTable(text, source) : jsonlTable(text, source);
-  CalibrationData d;
-  d.source = source;
-  d.format = format;
+namespace calibrate_detail {
+
+CalibrateFormat resolveFormat(CalibrateFormat format, const std::string& path) {
+  if (format != CalibrateFormat::kAuto) return format;
+  const std::string ext = std::filesystem::path(path).extension().string();
+  return ext == ".jsonl" || ext == ".ndjson" || ext == ".json" ? CalibrateFormat::kJsonl
+                                                               : CalibrateFormat::kCsv;
+}
+
+Table parseTable(std::string_view text, CalibrateFormat format, const std::string& source) {
+  return format == CalibrateFormat::kCsv ? csvTable(text, source) : jsonlTable(text, source);
+}
+
+std::string readInputFile(const std::string& path) {
+  std::error_code ec;
+  std::ifstream in(path, std::ios::binary);
+  if (!std::filesystem::is_regular_file(path, ec) || !in)
+    throw CalibrateError("cannot read '" + path + "' (not a readable file)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void fillFromTable(const Table& t, const CalibrateOptions& o, CalibrationData& d) {
+  const std::string& source = d.source;
   d.long_format = !o.annotator_column.empty();
   d.judge_column = o.judge_column;
   d.annotator_column = o.annotator_column;
@@ -575,17 +616,25 @@ CalibrationData parseCalibrationInput(std::string_view text, CalibrateFormat for
                                      d.rows_read, d.skipped.size(),
                                      d.skipped.empty() ? "" : "; first: " + d.skipped[0]));
   buildItems(kept, d, source);
+}
+
+}  // namespace calibrate_detail
+
+CalibrationData parseCalibrationInput(std::string_view text, CalibrateFormat format,
+                                      const CalibrateOptions& o, const std::string& source) {
+  format = calibrate_detail::resolveFormat(format, o.input_path);
+  const Table t = calibrate_detail::parseTable(text, format, source);
+  CalibrationData d;
+  d.source = source;
+  d.format = format;
+  calibrate_detail::fillFromTable(t, o, d);
   return d;
 }
 
 CalibrationData loadCalibrationInput(const CalibrateOptions& o) {
-  std::error_code ec;
-  std::ifstream in(o.input_path, std::ios::binary);
-  if (!std::filesystem::is_regular_file(o.input_path, ec) || !in)
-    throw CalibrateError("cannot read '" + o.input_path + "' (not a readable file)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parseCalibrationInput(text.str(), o.format, o, o.input_path);
+  if (!o.judgments_path.empty()) return calibrate_detail::loadWithJudgments(o);
+  return parseCalibrationInput(calibrate_detail::readInputFile(o.input_path), o.format, o,
+                               o.input_path);
 }
 
 namespace {
@@ -624,15 +673,30 @@ KappaStat kappaStat(const std::vector<int>& a, const std::vector<int>& b) {
   return k;
 }
 
+constexpr int kDistributionBins = 10;
+constexpr std::size_t kMaxListedValues = 12;  ///< more distinct values (not levels): bins
+
 ScoreDistribution distribution(const std::vector<double>& scores, const CalibrationData& d,
-                               const CalibrationThresholds& t) {
+                               const CalibrationThresholds& t, bool binned) {
   ScoreDistribution out;
   std::map<double, std::size_t> counts;
-  for (double x : scores) ++counts[x];
+  if (binned) {  // continuous scores: kDistributionBins equal bins, keyed by their lower bound
+    out.bin_width = (d.max_score - d.min_score) / kDistributionBins;
+    for (int b = 0; b < kDistributionBins; ++b) counts.emplace(d.min_score + b * out.bin_width, 0);
+    for (double x : scores) {
+      // × bins / range, not ÷ width: 0.7 / 0.1 is 6.999…, 0.7 × 10 / 1 is 7.000…
+      const int b = std::clamp(
+          static_cast<int>((x - d.min_score) * kDistributionBins / (d.max_score - d.min_score)), 0,
+          kDistributionBins - 1);
+      ++counts[d.min_score + b * out.bin_width];
+    }
+  } else {
+    for (double x : scores) ++counts[x];
+  }
   const bool integers =
       std::all_of(scores.begin(), scores.end(), [](double x) { return std::floor(x) == x; }) &&
       std::floor(d.min_score) == d.min_score && std::floor(d.max_score) == d.max_score;
-  if (!d.levels.empty() || (integers && d.max_score - d.min_score <= 10)) {
+  if (!binned && (!d.levels.empty() || (integers && d.max_score - d.min_score <= 10))) {
     for (double v = d.min_score; v <= d.max_score; v += 1) counts.emplace(v, 0);
   }
   out.counts.assign(counts.begin(), counts.end());
@@ -824,8 +888,15 @@ CalibrationResult computeCalibration(const CalibrationData& d, const Calibration
     annotatorKappaLong(d, t, category, r);
   else
     annotatorKappaWide(d, category, r);
-  r.judge = distribution(judge, d, t);
-  r.humans = distribution(row_human, d, t);
+  // Many distinct values on a scale that is neither levels nor small integers (a lexical
+  // judge's [0, 1], a claim-support fraction): equal bins instead of one row per value.
+  const bool small_integers =
+      std::all_of(values.begin(), values.end(), [](double v) { return std::floor(v) == v; }) &&
+      d.max_score - d.min_score <= 10;
+  const bool binned = d.levels.empty() && !small_integers && d.max_score > d.min_score &&
+                      values.size() > kMaxListedValues;
+  r.judge = distribution(judge, d, t, binned);
+  r.humans = distribution(row_human, d, t, binned);
   decide(d, t, r);
   return r;
 }
@@ -871,7 +942,13 @@ void printInput(const CalibrationData& d, const CalibrationResult& r, std::ostre
   out << fmt::format(
       "  {:<13}{}\n", "item",
       d.item_columns.empty() ? "each row (no item column)" : join(d.item_columns, ","));
-  out << fmt::format("  {:<13}{}\n", "judge", d.judge_column);
+  if (d.judgments_source.empty())
+    out << fmt::format("  {:<13}{}\n", "judge", d.judge_column);
+  else
+    out << fmt::format(
+        "  {:<13}{} in {} (criterion {}; {} events judged, {} scored; the last judgment of each "
+        "id)\n",
+        "judge", d.judge_column, d.judgments_source, d.judge_criterion, d.judged, d.scored);
   out << fmt::format("  {:<13}{}{}\n", "human", join(d.human_columns),
                      d.long_format ? " (annotator: " + d.annotator_column + ")" : "");
   std::string scale = fmt::format("{:g}..{:g}", d.min_score, d.max_score);
@@ -880,7 +957,14 @@ void printInput(const CalibrationData& d, const CalibrationResult& r, std::ostre
     for (std::size_t i = 0; i < d.levels.size(); ++i)
       scale += fmt::format(" {}={}", d.levels[i], i + 1);
   }
-  out << fmt::format("  {:<13}{}\n\n", "scale", scale);
+  out << fmt::format("  {:<13}{}\n", "scale", scale);
+  if (!d.judgments_source.empty())
+    out << fmt::format(
+        "  {:<13}{} rows of events the judge has no verdict for (not sampled, its "
+        "rate or run_if)\n",
+        "left out", d.not_judged);
+  for (const auto& note : d.input_notes) out << fmt::format("  {:<13}{}\n", "", note);
+  out << "\n";
 
   out << fmt::format("{:<15}{} read, {} used, {} skipped\n", "rows", d.rows_read, d.rows_used,
                      d.skipped.size());
@@ -949,9 +1033,12 @@ void printDistributions(const CalibrationData& d, const CalibrationResult& r, st
   for (const auto& [v, n] : r.judge.counts) rows[v].first = n;
   for (const auto& [v, n] : r.humans.counts) rows[v].second = n;
   std::size_t width = 14;
+  const double bin = r.judge.bin_width;
   for (const auto& [v, n] : rows) {
     std::string label = scoreText(v, d.levels);
     if (!d.levels.empty()) label += fmt::format(" ({:g})", v);
+    if (bin > 0)
+      label = fmt::format("[{:.4g}, {:.4g}{}", v, v + bin, v + 1.5 * bin > d.max_score ? "]" : ")");
     width = std::max(width, label.size() + 4);
     labels.push_back(std::move(label));
   }

@@ -70,10 +70,24 @@ struct CalibrateOptions {
   std::optional<double> min_score, max_score;
   double leniency_max_ratio = 0.8;  ///< tracking.leniency_max_ratio, [0, 1]
   std::size_t min_samples = 100;    ///< tracking.min_samples: fewer items, no leniency verdict
+
+  /// `--judgments FILE`: the judge's scores come from assayd's judgments file (docs/events.md,
+  /// "Output"; the last judgment of each id, as `assay report` reads it) instead of a column;
+  /// judge_column is then the judge's name (`--judge NAME`, required), an item is an event id,
+  /// and the scale defaults to the judge's own (the verdicts' min and max). The human scores
+  /// come from exactly one of events_path, feedback_path or input_path.
+  std::string judgments_path;
+  /// `--events FILE`: JSON Lines events; every --human is a JSON Pointer to a number in them
+  /// (wide format, one column per pointer; default /labels/CRITERION, the judge's criterion).
+  std::string events_path;
+  /// `--feedback FILE`: feedback events (docs/events.md); the annotations of the judge's
+  /// criterion, one per (id, annotator) (long format).
+  std::string feedback_path;
 };
 
 /// Parses the arguments after `assay calibrate` (flags in docs/calibration.md). Throws
-/// CalibrateError naming the bad argument; --input is required.
+/// CalibrateError naming the bad argument; --input is required, or --judgments with --judge
+/// and one of --events, --feedback, --input.
 CalibrateOptions parseCalibrateArgs(const std::vector<std::string>& args);
 
 /// One CSV record: the (1-based) line it starts on and its fields, unquoted.
@@ -117,6 +131,15 @@ struct CalibrationData {
   std::vector<CalibrationItem> items;   ///< in order of first appearance
   std::size_t rows_read = 0;            ///< non-empty records after the header / non-empty lines
   std::size_t rows_used = 0;
+  /// From a judgments file (CalibrateOptions::judgments_path); empty otherwise.
+  std::string judgments_source;
+  std::string judge_criterion;  ///< the judge's criterion in the judgments
+  std::size_t judged = 0;       ///< ids the judge has a verdict for (scored or not)
+  std::size_t scored = 0;       ///< …of which with a score
+  /// Rows (events, annotations, table rows) of ids the judge has no verdict for (not sampled,
+  /// the judge's rate or run_if): left out, neither read nor skipped.
+  std::size_t not_judged = 0;
+  std::vector<std::string> input_notes;  ///< other rows left out, in words
   /// One message per skipped row, in line order: "FILE:LINE: column 'x': 'n/a' is not a
   /// number", "… is empty", "… is not one of the levels (…)", "… is outside the scale 1..4",
   /// "FILE:LINE: 3 fields, the header has 6", "FILE:LINE: no human score", "FILE:LINE: not a
@@ -133,8 +156,10 @@ struct CalibrationData {
 CalibrationData parseCalibrationInput(std::string_view text, CalibrateFormat format,
                                       const CalibrateOptions& options, const std::string& source);
 
-/// Reads options.input_path and calls parseCalibrationInput. Throws CalibrateError when the
-/// file cannot be read, or as parseCalibrationInput.
+/// Reads options.input_path and calls parseCalibrationInput; with options.judgments_path, reads
+/// the judge's scores from it and the human scores from the events, feedback or input file.
+/// Throws CalibrateError when a file cannot be read, the judgments hold no verdict of the judge,
+/// or as parseCalibrationInput.
 CalibrationData loadCalibrationInput(const CalibrateOptions& options);
 
 /// Spearman and Kendall between two vectors; a statistic that is undefined (too few values, a
@@ -164,8 +189,11 @@ struct AnnotatorPair {
 
 struct ScoreDistribution {
   /// Every value shown, ascending: all levels; all integers of an integer scale of up to 11
-  /// values; otherwise the values that occur. Counts may be 0.
+  /// values; otherwise the values that occur, or, when judge and humans together have more
+  /// than 12 distinct values, 10 equal bins of the scale keyed by their lower bound (bin_width
+  /// > 0; the last bin includes the maximum). Counts may be 0.
   std::vector<std::pair<double, std::size_t>> counts;
+  double bin_width = 0;  ///< > 0: counts are bins [v, v + bin_width)
   /// stats::ScoreWindow over all the scores on the scale (nullopt when there is none).
   std::optional<stats::WindowSummary> summary;
 };

@@ -9,7 +9,9 @@
 #include <ostream>
 #include <string_view>
 
+#include "config/loader.hpp"
 #include "judges/cli/cli_text.hpp"
+#include "judges/registry.hpp"
 
 namespace assay {
 
@@ -92,43 +94,129 @@ std::pair<std::string, llm::ModelPrice> parsePrice(const std::string& spec) {
 
 }  // namespace
 
-EstimateOptions parseEstimateArgs(const std::vector<std::string>& args) {
-  EstimateOptions o;
-  std::optional<double> rps, rpd, sample;
+namespace {
+
+/// The flags as given (nullopt / empty: not given).
+struct EstimateFlags {
+  std::optional<double> rps, rpd, sample, usd_to_eur;
+  std::optional<std::int64_t> input_tokens;
+  std::vector<EstimateJudge> judges;
+  std::vector<std::pair<std::string, llm::ModelPrice>> prices;
+  std::string config;
+};
+
+EstimateFlags readFlags(const std::vector<std::string>& args) {
+  EstimateFlags f;
+  static const std::vector<std::string> kFlags = {"--requests-per-second",
+                                                  "--requests-per-day",
+                                                  "--sample-rate",
+                                                  "--judge",
+                                                  "--usd-to-eur",
+                                                  "--price",
+                                                  "--config",
+                                                  "--input-tokens"};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    static const std::vector<std::string> kFlags = {"--requests-per-second", "--requests-per-day",
-                                                    "--sample-rate",         "--judge",
-                                                    "--usd-to-eur",          "--price"};
     if (std::find(kFlags.begin(), kFlags.end(), a) == kFlags.end())
       throw EstimateError("unknown argument '" + a + "'");
     if (i + 1 >= args.size()) throw EstimateError(a + " needs a value");
     const std::string& v = args[++i];
     if (a == "--requests-per-second")
-      rps = number(a, v);
+      f.rps = number(a, v);
     else if (a == "--requests-per-day")
-      rpd = number(a, v);
+      f.rpd = number(a, v);
     else if (a == "--sample-rate")
-      sample = number(a, v);
+      f.sample = number(a, v);
     else if (a == "--usd-to-eur")
-      o.usd_to_eur = number(a, v);
+      f.usd_to_eur = number(a, v);
     else if (a == "--judge")
-      o.judges.push_back(parseJudge(v));
-    else
-      o.prices.push_back(parsePrice(v));
+      f.judges.push_back(parseJudge(v));
+    else if (a == "--price")
+      f.prices.push_back(parsePrice(v));
+    else if (a == "--config")
+      f.config = v;
+    else if (!(f.input_tokens = parseCount(v)))
+      throw EstimateError("--input-tokens '" + v + "' is not a non-negative integer");
   }
-  if (rps && rpd) throw EstimateError("give --requests-per-second or --requests-per-day, not both");
-  if (!rps && !rpd)
+  return f;
+}
+
+/// The `kind: llm` judges of a loaded configuration, and what the estimate cannot model.
+void judgesFromConfig(const Config& c, std::int64_t input_tokens, EstimateOptions& o) {
+  for (const JudgeConfig& jc : c.judges) {
+    if (!jc.factory || jc.factory->descriptor->kind != JudgeKind::kLlm) continue;
+    EstimateJudge j;
+    j.name = jc.name;
+    j.model = jc.values.getString("model", "");
+    j.rate = jc.rate;
+    j.input_tokens = input_tokens;
+    j.output_tokens = jc.values.getInt("max_tokens", 300);
+    j.daily_limit_eur = jc.values.getNumber("daily_limit_eur", 0);
+    j.run_if = !jc.run_if.empty();
+    if (j.run_if)
+      o.notes.push_back(fmt::format(
+          "{} runs only when its run_if holds: its calls are at most the figure above", j.name));
+    o.judges.push_back(std::move(j));
+  }
+  if (o.judges.empty())
+    o.notes.push_back(o.config_path +
+                      " has no LLM judge (kind: llm): its judges make no paid call");
+  if (!c.sampling.rules.empty())
+    o.notes.push_back(fmt::format(
+        "sampling.rules ({} of them) are not modelled: every request is sampled at sampling.rate "
+        "{}; give --sample-rate for your traffic's mix",
+        c.sampling.rules.size(), c.sampling.rate));
+}
+
+/// Loads `f.config` into `o`: judges (unless --judge), sample rate, EUR rate, prices, caps.
+void applyConfig(const EstimateFlags& f, EstimateOptions& o) {
+  const LoadResult res = loadConfigFile(f.config);
+  if (!res.ok()) {
+    std::string msg = f.config + " is not a valid assayd configuration:";
+    for (const auto& e : res.errors) msg += "\n  " + e.format();
+    throw EstimateError(msg);
+  }
+  const Config& c = res.config;
+  o.config_path = f.config;
+  if (f.judges.empty()) judgesFromConfig(c, f.input_tokens.value_or(800), o);
+  o.sample_rate = c.sampling.rate;
+  o.usd_to_eur = c.budget.usd_to_eur;
+  o.daily_limit_eur = c.budget.daily_limit_eur;
+  for (const auto& p : c.budget.prices)
+    o.prices.emplace_back(p.model,
+                          llm::ModelPrice{p.input, p.cached_input, p.output, p.cache_write});
+  o.config_prices = o.prices.size();
+}
+
+}  // namespace
+
+EstimateOptions parseEstimateArgs(const std::vector<std::string>& args) {
+  const EstimateFlags f = readFlags(args);
+  EstimateOptions o;
+  if (!f.config.empty()) applyConfig(f, o);
+  if (f.input_tokens && (f.config.empty() || !f.judges.empty()))
+    throw EstimateError(
+        "--input-tokens applies to the judges of --config (a --judge gives its "
+        "own: MODEL:RATE:INPUT_TOKENS:OUTPUT_TOKENS)");
+  if (f.rps && f.rpd)
+    throw EstimateError("give --requests-per-second or --requests-per-day, not both");
+  if (!f.rps && !f.rpd)
     throw EstimateError("--requests-per-second R or --requests-per-day N is required");
-  if ((rps && *rps < 0) || (rpd && *rpd < 0))
+  if ((f.rps && *f.rps < 0) || (f.rpd && *f.rpd < 0))
     throw EstimateError("the request rate must not be negative");
-  o.requests_per_second = rps.value_or(0);
-  o.requests_per_day = rpd ? *rpd : *rps * kSecondsPerDay;
-  if (!sample) throw EstimateError("--sample-rate S is required (the share of requests sampled)");
-  if (*sample < 0 || *sample > 1) throw EstimateError("--sample-rate must be in [0, 1]");
-  o.sample_rate = *sample;
-  if (o.judges.empty()) throw EstimateError("at least one --judge MODEL is required");
+  o.requests_per_second = f.rps.value_or(0);
+  o.requests_per_day = f.rpd ? *f.rpd : *f.rps * kSecondsPerDay;
+  if (!f.sample && f.config.empty())
+    throw EstimateError("--sample-rate S is required (the share of requests sampled)");
+  if (f.sample) o.sample_rate = *f.sample;
+  if (o.sample_rate < 0 || o.sample_rate > 1)
+    throw EstimateError("--sample-rate must be in [0, 1]");
+  if (!f.judges.empty()) o.judges = f.judges;
+  if (o.judges.empty() && f.config.empty())
+    throw EstimateError("at least one --judge MODEL is required (or --config ASSAYD.yaml)");
+  if (f.usd_to_eur) o.usd_to_eur = *f.usd_to_eur;
   if (!(o.usd_to_eur > 0)) throw EstimateError("--usd-to-eur must be positive");
+  o.prices.insert(o.prices.end(), f.prices.begin(), f.prices.end());
   return o;
 }
 
@@ -144,8 +232,11 @@ Estimate computeEstimate(const EstimateOptions& options, llm::PriceTable table) 
     EstimateRow r;
     r.judge = j;
     r.priced_as = match->name;
-    r.price_overridden = std::any_of(options.prices.begin(), options.prices.end(),
-                                     [&](const auto& p) { return p.first == match->name; });
+    // The last entry for the model wins, as in the table: --price comes after budget.prices.
+    for (std::size_t i = 0; i < options.prices.size(); ++i)
+      if (options.prices[i].first == match->name)
+        r.price_source = i < options.config_prices ? "budget.prices" : "--price";
+    r.price_overridden = r.price_source == "--price";
     r.price = match->price;
     llm::TokenUsage usage;
     usage.prompt_tokens = j.input_tokens;
@@ -214,8 +305,44 @@ void printTable(const std::vector<std::vector<std::string>>& rows, std::size_t l
 
 }  // namespace
 
+namespace {
+
+std::string capText(double projected, double cap) {
+  if (projected <= cap) return fmt::format("projected {} EUR/day: within it", money(projected));
+  return fmt::format(
+      "projected {} EUR/day: over it; the calls stop at the cap each day (outcome "
+      "skipped_budget), after about {:.0f} % of them",
+      money(projected), 100 * cap / projected);
+}
+
+/// From a config: the daily caps against the projection, then what the figures leave out.
+void printBudget(const Estimate& e, std::ostream& out) {
+  const EstimateOptions& o = e.options;
+  if (o.config_path.empty()) return;
+  out << fmt::format("\nbudget ({}):\n", o.config_path);
+  double capped = 0;  // what the judges can spend, each held to its own cap
+  for (const EstimateRow& r : e.rows) {
+    const double own = r.judge.daily_limit_eur;
+    capped += own > 0 ? std::min(own, r.eur_per_day) : r.eur_per_day;
+    if (own > 0)
+      out << fmt::format("  {} daily_limit_eur {:.2f}: {}\n", r.judge.name, own,
+                         capText(r.eur_per_day, own));
+  }
+  if (o.daily_limit_eur > 0)
+    out << fmt::format("  budget.daily_limit_eur {:.2f} (every LLM judge together): {}\n",
+                       o.daily_limit_eur, capText(capped, o.daily_limit_eur));
+  for (const auto& note : o.notes) out << "  note: " << note << "\n";
+}
+
+}  // namespace
+
 void printEstimate(const Estimate& e, std::ostream& out) {
   const EstimateOptions& o = e.options;
+  if (!o.config_path.empty())
+    out << fmt::format(
+        "config: {} (its LLM judges with max_tokens as the output tokens, sampling.rate, "
+        "budget.usd_to_eur and budget.prices, unless given as flags)\n",
+        o.config_path);
   if (o.requests_per_second > 0)
     out << fmt::format("traffic: {} requests/s = {} requests/day\n", rate(o.requests_per_second),
                        quantity(o.requests_per_day));
@@ -231,12 +358,12 @@ void printEstimate(const Estimate& e, std::ostream& out) {
                                                  "EUR/call", "EUR/day", "EUR/month"}};
   for (std::size_t i = 0; i < e.rows.size(); ++i) {
     const EstimateRow& r = e.rows[i];
-    rows.push_back({std::to_string(i + 1), r.judge.model, rate(r.judge.rate),
-                    fmt::format("{}/{}", r.judge.input_tokens, r.judge.output_tokens),
-                    quantity(r.calls_per_day), fmt::format("{:.6f}", r.usd_per_call),
-                    money(r.usd_per_day), money(r.usd_per_month),
-                    fmt::format("{:.6f}", r.eur_per_call), money(r.eur_per_day),
-                    money(r.eur_per_month)});
+    rows.push_back(
+        {r.judge.name.empty() ? std::to_string(i + 1) : r.judge.name, r.judge.model,
+         rate(r.judge.rate), fmt::format("{}/{}", r.judge.input_tokens, r.judge.output_tokens),
+         quantity(r.calls_per_day), fmt::format("{:.6f}", r.usd_per_call), money(r.usd_per_day),
+         money(r.usd_per_month), fmt::format("{:.6f}", r.eur_per_call), money(r.eur_per_day),
+         money(r.eur_per_month)});
   }
   rows.push_back({"total", "", "", "", quantity(e.calls_per_day), "", money(e.usd_per_day),
                   money(e.usd_per_month), "", money(e.eur_per_day), money(e.eur_per_month)});
@@ -248,7 +375,7 @@ void printEstimate(const Estimate& e, std::ostream& out) {
   for (const EstimateRow& r : e.rows) {
     if (std::find(seen.begin(), seen.end(), r.judge.model) != seen.end()) continue;
     seen.push_back(r.judge.model);
-    std::string source = r.price_overridden ? "--price" : "built-in";
+    std::string source = r.price_source;
     if (r.priced_as != r.judge.model) source += ", as " + r.priced_as;
     prices.push_back({"  " + r.judge.model,
                       fmt::format("{} / {} / {}", perMtok(r.price.input_usd_per_mtok),
@@ -257,6 +384,7 @@ void printEstimate(const Estimate& e, std::ostream& out) {
                       "(" + source + ")"});
   }
   printTable(prices, 3, out);
+  printBudget(e, out);
 }
 
 }  // namespace assay

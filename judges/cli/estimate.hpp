@@ -21,12 +21,16 @@ namespace assay {
 
 inline constexpr int kEstimateDaysPerMonth = 30;
 
-/// One `--judge MODEL[:RATE[:INPUT_TOKENS:OUTPUT_TOKENS]]`.
+/// One `--judge MODEL[:RATE[:INPUT_TOKENS:OUTPUT_TOKENS]]`, or one `kind: llm` judge of
+/// `--config`.
 struct EstimateJudge {
   std::string model;
   double rate = 1.0;                 ///< share of sampled events the judge sees, (0, 1]
   std::int64_t input_tokens = 800;   ///< prompt tokens per call
-  std::int64_t output_tokens = 200;  ///< completion tokens per call
+  std::int64_t output_tokens = 200;  ///< completion tokens per call (config: its max_tokens)
+  std::string name;                  ///< the configured judge's name; empty for --judge
+  double daily_limit_eur = 0;        ///< its own cap (config daily_limit_eur); 0 = none
+  bool run_if = false;               ///< runs only when its run_if holds: fewer calls
 };
 
 struct EstimateOptions {
@@ -38,6 +42,12 @@ struct EstimateOptions {
   /// `--price MODEL=IN/CACHED/OUT` (or IN/OUT, cached = input), USD per million tokens, in
   /// command-line order; applied over the built-in table.
   std::vector<std::pair<std::string, llm::ModelPrice>> prices;
+  std::size_t config_prices = 0;  ///< the first ones came from the config's budget.prices
+  /// `--config ASSAYD.yaml`: the file the judges, sample rate, EUR rate, prices and caps came
+  /// from (each unless given as a flag); empty without it.
+  std::string config_path;
+  double daily_limit_eur = 0;      ///< the config's budget.daily_limit_eur (0 = none known)
+  std::vector<std::string> notes;  ///< what the estimate does not model (sampling rules, run_if)
 };
 
 /// A bad argument or an unpriced model; the message is for the user, the exit code 2.
@@ -47,12 +57,18 @@ class EstimateError : public std::invalid_argument {
 };
 
 /// Parses the arguments after `assay estimate`. Throws EstimateError naming the bad argument.
+/// `--config FILE` loads an assayd configuration (config/loader.hpp; its errors, FILE:LINE:COL,
+/// are the message): its `kind: llm` judges (model, rate, max_tokens as the output tokens,
+/// `--input-tokens` as the input, default 800), sampling.rate, budget.usd_to_eur,
+/// budget.prices and the daily caps; --judge (all the judges), --sample-rate, --usd-to-eur and
+/// --price given as well take precedence.
 EstimateOptions parseEstimateArgs(const std::vector<std::string>& args);
 
 struct EstimateRow {
   EstimateJudge judge;
   std::string priced_as;          ///< the price-table entry used (the model, or its base name)
   bool price_overridden = false;  ///< priced by --price rather than the built-in table
+  std::string price_source = "built-in";  ///< "built-in", "budget.prices" or "--price"
   llm::ModelPrice price;
   double calls_per_day = 0;
   double usd_per_call = 0, usd_per_day = 0, usd_per_month = 0;
@@ -73,7 +89,8 @@ Estimate computeEstimate(const EstimateOptions& options,
                          llm::PriceTable table = llm::PriceTable::builtin());
 
 /// Prints the estimate as an aligned table: per judge and in total, calls per day, cost per
-/// call, per day and per 30-day month in USD and EUR, then the prices used.
+/// call, per day and per 30-day month in USD and EUR, then the prices used; from a config, the
+/// daily caps against the projection and what is not modelled.
 void printEstimate(const Estimate& estimate, std::ostream& out);
 
 }  // namespace assay

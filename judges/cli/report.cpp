@@ -265,8 +265,9 @@ void addJudgment(const rapidjson::Value& d, Judgments& j) {
   }
 }
 
-/// Reads the judgments file; false (after a message on stderr) when it holds none.
-bool readJudgments(const std::string& path, std::istream& in, Judgments& j) {
+/// Reads the judgments file; false (after a message on `err`) when it has lines but none is a
+/// judgment. An empty file is not an error: j.lines_read is then 0.
+bool readJudgments(const std::string& path, std::istream& in, Judgments& j, std::ostream& err) {
   std::vector<rapidjson::Document> docs;
   std::unordered_map<std::string, std::size_t> last_by_id;
   std::string line;
@@ -287,9 +288,9 @@ bool readJudgments(const std::string& path, std::istream& in, Judgments& j) {
     last_by_id[d["id"].GetString()] = docs.size();
     docs.push_back(std::move(d));
   }
-  if (docs.empty()) {
-    std::cerr << "assay report: '" << path << "' holds no judgment (" << j.lines_read
-              << " non-empty lines, none a judgment object with id and verdicts)\n";
+  if (docs.empty() && j.lines_read > 0) {
+    err << "assay report: '" << path << "' holds no judgment (" << j.lines_read
+        << " non-empty lines, none a judgment object with id and verdicts)\n";
     return false;
   }
   j.duplicates = static_cast<long>(docs.size() - last_by_id.size());
@@ -407,21 +408,31 @@ void printAuc(const ReportOptions& o, const std::string& judge, const Judgments&
   }
 }
 
-bool readable(const std::string& path) {
+bool readable(const std::string& path, std::ostream& err) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(path, ec) && std::ifstream(path)) return true;
-  std::cerr << "assay report: cannot read '" << path << "' (not a readable file)\n";
+  err << "assay report: cannot read '" << path << "' (not a readable file)\n";
   return false;
 }
 
 }  // namespace
 
-int runReport(const ReportOptions& o, std::ostream& out) {
-  if (!o.events_path.empty() && !readable(o.events_path)) return 2;
-  if (!readable(o.judgments_path)) return 2;
+int runReport(const ReportOptions& o, std::ostream& out) { return runReport(o, out, std::cerr); }
+
+int runReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
+  if (!o.events_path.empty() && !readable(o.events_path, err)) return 2;
+  if (!readable(o.judgments_path, err)) return 2;
   std::ifstream in(o.judgments_path);
   Judgments j;
-  if (!readJudgments(o.judgments_path, in, j)) return 2;
+  if (!readJudgments(o.judgments_path, in, j, err)) return 2;
+  if (j.lines_read == 0) {
+    out << fmt::format(
+        "judgments: none yet in {} (the file is empty: assayd has judged nothing so far; "
+        "assay_events_consumed_total and assay_events_sampled_total on its /metrics say whether "
+        "it consumes and samples)\n",
+        o.judgments_path);
+    return 0;
+  }
   out << fmt::format(
       "judgments: {} events in {}{}{}\n", j.events, o.judgments_path,
       j.bad_lines ? fmt::format(" ({} unreadable lines skipped)", j.bad_lines) : "",
@@ -438,19 +449,19 @@ int runReport(const ReportOptions& o, std::ostream& out) {
   const Labels labels = readLabels(o, ev);
   if (!o.human_pointer.empty()) printHuman(o, j, labels, out);
   if (labels.labelled.empty()) {
-    std::cerr << "assay report: no event in '" << o.events_path << "' has a boolean at "
-              << o.label_pointer
-              << (labels.non_boolean ? " (" + std::to_string(labels.non_boolean) +
-                                           " have a non-boolean value there)"
-                                     : std::string())
-              << ": no AUC\n";
+    err << "assay report: no event in '" << o.events_path << "' has a boolean at "
+        << o.label_pointer
+        << (labels.non_boolean
+                ? " (" + std::to_string(labels.non_boolean) + " have a non-boolean value there)"
+                : std::string())
+        << ": no AUC\n";
     return 2;
   }
   for (const auto& judge : o.auc_judges) {
     auto sit = j.score_by_id.find(judge);
     if (sit == j.score_by_id.end()) {
-      std::cerr << "assay report: --auc " << judge << ": no scored verdict of that judge in '"
-                << o.judgments_path << "'\n";
+      err << "assay report: --auc " << judge << ": no scored verdict of that judge in '"
+          << o.judgments_path << "'\n";
       continue;
     }
     printAuc(o, judge, j, sit->second, labels, out);

@@ -40,8 +40,12 @@ struct ReportOptions {
   TrackingOptions tracking;
 };
 
-/// Prints the report to `out`; returns 0, or 2 with a message on stderr when a file cannot be
-/// read (line-level problems are counted and reported, not fatal).
+/// Prints the report to `out`; returns 0, or 2 with a message on `err` when a file cannot be
+/// read or has lines but no judgment (line-level problems are counted and reported, not
+/// fatal). An empty judgments file (nothing judged yet) prints "judgments: none yet" and
+/// returns 0.
+int runReport(const ReportOptions& options, std::ostream& out, std::ostream& err);
+/// The same with messages on stderr.
 int runReport(const ReportOptions& options, std::ostream& out);
 
 }  // namespace assay

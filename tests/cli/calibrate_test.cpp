@@ -394,7 +394,9 @@ TEST_CASE("verdicts: usable, too lenient, insufficient data; undefined statistic
 }
 
 TEST_CASE("assay calibrate: arguments, output and exit codes") {
-  CHECK_THROWS_WITH_AS(parseCalibrateArgs({}), "--input FILE is required", CalibrateError);
+  CHECK_THROWS_WITH_AS(parseCalibrateArgs({}),
+                       "--input FILE is required (or --judgments FILE --judge NAME)",
+                       CalibrateError);
   CHECK_THROWS_WITH_AS(parseCalibrateArgs({"--input", "x", "--bogus", "1"}),
                        "unknown argument '--bogus'", CalibrateError);
   CHECK_THROWS_WITH_AS(parseCalibrateArgs({"--input"}), "--input needs a value", CalibrateError);
@@ -500,4 +502,28 @@ TEST_CASE("long format: annotator pairs sharing enough items, most shared first"
   printCalibration(d, r, t, out);
   CHECK(out.str().find("annotator pairs sharing at least 3 items: 3\n    ann vs bob: n = 6, "
                        "kappa 1.0000") != std::string::npos);
+}
+
+TEST_CASE("distributions: many distinct values on a continuous scale are counted in tenths") {
+  CalibrationData d;
+  d.human_columns = {"human"};
+  d.min_score = 0;
+  d.max_score = 1;
+  for (int i = 0; i < 20; ++i)  // judge 0.00, 0.05, … 0.95; human 1 − judge
+    d.items.push_back(CalibrationItem{
+        std::to_string(i), std::size_t(i) + 2, i / 20.0, {{"human", 1 - i / 20.0}}});
+  const auto r = computeCalibration(d);
+  CHECK(r.judge.bin_width == doctest::Approx(0.1));
+  REQUIRE(r.judge.counts.size() == 10);
+  CHECK(r.judge.counts[0].first == 0);
+  CHECK(r.judge.counts[0].second == 2);   // 0.00, 0.05
+  CHECK(r.judge.counts[7].second == 2);   // 0.70, 0.75 (0.7 / 0.1 would be 6.999…)
+  CHECK(r.humans.counts[9].second == 3);  // 0.90, 0.95, 1.00: the last tenth has the maximum
+  std::ostringstream out;
+  printCalibration(d, r, {}, out);
+  CHECK(out.str().find("\n  [0, 0.1)   ") != std::string::npos);
+  CHECK(out.str().find("\n  [0.9, 1]   ") != std::string::npos);
+  // Few values: one row per value, as before.
+  d.items.resize(5);
+  CHECK(computeCalibration(d).judge.bin_width == 0);
 }

@@ -1,7 +1,10 @@
 #include "judges/cli/estimate.hpp"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -151,4 +154,134 @@ TEST_CASE("bad arguments are errors with a clear message") {
     CHECK_THROWS_AS(parseEstimateArgs(with({"--requests-per-day", "1", "--price", price})),
                     EstimateError);
   }
+}
+
+namespace {
+
+// An assayd configuration with two LLM judges (one with its own cap and a price from
+// budget.prices, one behind run_if), a cheap judge and a sampling rule.
+std::string writeConfig() {
+  const std::string path = "/tmp/assay_estimate_config_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(path) << R"(kafka: {brokers: embedded, topic: rag.events, group_id: estimate}
+sampling:
+  rate: 0.1
+  rules:
+    - {match: {tenant: acme}, rate: 0.5}
+budget:
+  usd_to_eur: 0.9
+  daily_limit_eur: 1.0
+  prices:
+    my-model: {input: 1.0, output: 2.0}
+judges:
+  - {name: context_overlap, kind: lexical, metric: context_overlap}
+  - name: faith_llm
+    kind: llm
+    criterion: faithfulness
+    model: gpt-4o-mini
+    rate: 0.5
+    max_tokens: 100
+    run_if: [{judge: context_overlap, below: 0.8}]
+  - name: relevancy_llm
+    kind: llm
+    criterion: answer_relevancy
+    model: my-model
+    endpoint: http://127.0.0.1:8000/v1
+    daily_limit_eur: 0.5
+)";
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("--config: the LLM judges, sampling rate, EUR rate, prices and caps of assayd's file") {
+  const std::string config = writeConfig();
+  const Estimate e = estimate({"--requests-per-day", "100000", "--config", config});
+  CHECK(e.options.sample_rate == 0.1);
+  CHECK(e.options.usd_to_eur == 0.9);
+  CHECK(e.options.daily_limit_eur == 1.0);
+  REQUIRE(e.rows.size() == 2);  // context_overlap makes no paid call
+  const EstimateRow& faith = e.rows[0];
+  CHECK(faith.judge.name == "faith_llm");
+  CHECK(faith.judge.model == "gpt-4o-mini");
+  CHECK(faith.judge.rate == 0.5);
+  CHECK(faith.judge.input_tokens == 800);
+  CHECK(faith.judge.output_tokens == 100);      // its max_tokens
+  CHECK(faith.calls_per_day == money(5000));    // 100,000 x 0.1 x 0.5
+  CHECK(faith.usd_per_call == money(0.00018));  // 800 x $0.15 + 100 x $0.60 per million
+  CHECK(faith.eur_per_day == money(0.81));
+  const EstimateRow& rel = e.rows[1];
+  CHECK(rel.judge.output_tokens == 300);  // max_tokens' default
+  CHECK(rel.judge.daily_limit_eur == 0.5);
+  CHECK(rel.price_source == "budget.prices");
+  CHECK(rel.calls_per_day == money(10000));
+  CHECK(rel.usd_per_call == money(0.0014));  // 800 x $1 + 300 x $2 per million
+  CHECK(rel.eur_per_day == money(12.6));
+  CHECK(e.eur_per_month == money(30 * 13.41));
+
+  const std::string text = printed(e);
+  CAPTURE(text);
+  CHECK(text.find("config: " + config) == 0);
+  CHECK(text.find(
+            "\nfaith_llm      gpt-4o-mini   0.5        800/100       5000  0.000180   0.9000") !=
+        std::string::npos);
+  CHECK(text.find("(budget.prices)") != std::string::npos);
+  CHECK(text.find("  relevancy_llm daily_limit_eur 0.50: projected 12.60 EUR/day: over it; the "
+                  "calls stop at the cap each day (outcome skipped_budget), after about 4 % of "
+                  "them\n") != std::string::npos);
+  // 0.81 + 0.50 (relevancy_llm held to its own cap) = 1.31 EUR against 1.00.
+  CHECK(text.find("  budget.daily_limit_eur 1.00 (every LLM judge together): projected 1.31 "
+                  "EUR/day: over it; the calls stop at the cap each day (outcome "
+                  "skipped_budget), after about 76 % of them\n") != std::string::npos);
+  CHECK(text.find("note: faith_llm runs only when its run_if holds") != std::string::npos);
+  CHECK(text.find("note: sampling.rules (1 of them) are not modelled") != std::string::npos);
+  std::filesystem::remove(config);
+}
+
+TEST_CASE("--config: flags given explicitly take precedence") {
+  const std::string config = writeConfig();
+  const Estimate e =
+      estimate({"--config", config, "--requests-per-day", "100000", "--sample-rate", "0.05",
+                "--usd-to-eur", "1", "--price", "my-model=2/4", "--input-tokens", "1000"});
+  CHECK(e.options.sample_rate == 0.05);
+  CHECK(e.options.usd_to_eur == 1.0);
+  REQUIRE(e.rows.size() == 2);
+  CHECK(e.rows[0].judge.input_tokens == 1000);
+  CHECK(e.rows[0].calls_per_day == money(2500));
+  CHECK(e.rows[1].price_source == "--price");
+  CHECK(e.rows[1].usd_per_call == money(1000 * 2e-6 + 300 * 4e-6));
+  // --judge replaces the config's judges.
+  const Estimate j =
+      estimate({"--config", config, "--requests-per-day", "1000", "--judge", "gpt-4o:1:800:200"});
+  REQUIRE(j.rows.size() == 1);
+  CHECK(j.rows[0].judge.model == "gpt-4o");
+  CHECK(j.rows[0].calls_per_day == money(100));  // sampling.rate 0.1 still from the file
+  CHECK_THROWS_WITH_AS(parseEstimateArgs({"--config", config, "--requests-per-day", "1", "--judge",
+                                          "gpt-4o", "--input-tokens", "5"}),
+                       doctest::Contains("--input-tokens applies to the judges of --config"),
+                       EstimateError);
+  std::filesystem::remove(config);
+}
+
+TEST_CASE("--config: an invalid file is refused with its FILE:LINE:COL errors") {
+  const std::string path = "/tmp/assay_estimate_bad_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(path) << "sampling:\n  rate: 2\n";
+  const std::string where = path + ":2:";
+  CHECK_THROWS_WITH_AS(parseEstimateArgs({"--config", path, "--requests-per-day", "1"}),
+                       doctest::Contains(where.c_str()), EstimateError);
+  CHECK_THROWS_WITH_AS(
+      parseEstimateArgs({"--config", path + ".missing", "--requests-per-day", "1"}),
+      doctest::Contains("is not a valid assayd configuration"), EstimateError);
+  std::filesystem::remove(path);
+  // The repository's example and demo configurations load: the example's one LLM judge, the
+  // demo's none (a zero estimate, not an error).
+  const Estimate ex =
+      estimate({"--config", std::string(ASSAY_SOURCE_DIR) + "/config/assayd.example.yaml",
+                "--requests-per-day", "100000"});
+  REQUIRE(ex.rows.size() == 1);
+  CHECK(ex.rows[0].judge.name == "faithfulness_llm");
+  const Estimate demo = estimate(
+      {"--config", std::string(ASSAY_SOURCE_DIR) + "/config/demo.yaml", "--requests-per-day", "1"});
+  CHECK(demo.rows.empty());
+  CHECK(demo.usd_per_day == 0);
+  CHECK(printed(demo).find("has no LLM judge (kind: llm)") != std::string::npos);
 }

@@ -122,3 +122,32 @@ TEST_CASE("assay report: leniency, drift, agreement between judges and with huma
         std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE(
+    "assay report: an empty judgments file is 'none yet' (0); lines without a judgment are 2") {
+  const std::string dir = "/tmp/assay_report_empty_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/empty.jsonl").close();  // what assayd leaves before its first judgment
+  std::ofstream(dir + "/blank.jsonl") << "\n\n";
+  std::ofstream(dir + "/events.jsonl") << R"({"id":"a","question":"q","answer":"x"})"
+                                       << "\n";
+  ReportOptions o;
+  for (const char* name : {"/empty.jsonl", "/blank.jsonl"}) {
+    std::ostringstream out, err;
+    o.judgments_path = dir + name;
+    CHECK(runReport(o, out, err) == 0);
+    CHECK(out.str() == "judgments: none yet in " + dir + name +
+                           " (the file is empty: assayd has judged nothing so far; "
+                           "assay_events_consumed_total and assay_events_sampled_total on its "
+                           "/metrics say whether it consumes and samples)\n");
+    CHECK(err.str().empty());
+  }
+  std::ostringstream out, err;
+  o.judgments_path = dir + "/events.jsonl";  // the wrong file: an error, not "none yet"
+  CHECK(runReport(o, out, err) == 2);
+  CHECK(out.str().empty());
+  CHECK(err.str() == "assay report: '" + dir +
+                         "/events.jsonl' holds no judgment (1 non-empty lines, none a judgment "
+                         "object with id and verdicts)\n");
+  std::filesystem::remove_all(dir);
+}

@@ -3,7 +3,7 @@
 python3-scipy, -sklearn), computed by an independent reading of the two input files with the
 csv module. Prints the values pasted into tests/cli/calibrate_test.cpp.
 
-  (a) tests/daemon/data/calibrate_wide.csv, wide format, --min-score 1 --max-score 4
+  (a) tests/cli/data/calibrate_wide.csv, wide format, --min-score 1 --max-score 4
   (b) /work/shared/data/judge_human_pairs.csv (MT-Bench), long format:
       --item question_id,turn,model_a,model_b --annotator human_judge --human human_winner
       --judge llm_winner --levels model_a,tie,model_b
@@ -141,9 +141,9 @@ def report(items, lo, hi, wide_columns=None):
     distribution("humans (annotations)", rows_h, lo, hi)
 
 
-print("(a) tests/daemon/data/calibrate_wide.csv --min-score 1 --max-score 4")
+print("(a) tests/cli/data/calibrate_wide.csv --min-score 1 --max-score 4")
 cols = ["human_1", "human_2", "human_3"]
-wide, skipped = load_wide(os.path.join(HERE, "..", "daemon", "data", "calibrate_wide.csv"),
+wide, skipped = load_wide(os.path.join(HERE, "..", "cli", "data", "calibrate_wide.csv"),
                           "judge_score", cols, 1, 4)
 print(f"  skipped rows = {skipped}")
 report(wide, 1, 4, cols)

@@ -1,0 +1,228 @@
+#include "judges/cli/cli.hpp"
+
+#include <algorithm>
+#include <ostream>
+
+#include "config/loader.hpp"
+#include "judges/cli/calibrate.hpp"
+#include "judges/cli/cli_text.hpp"
+#include "judges/cli/estimate.hpp"
+#include "judges/cli/report.hpp"
+
+namespace assay::cli {
+
+namespace {
+
+constexpr std::string_view kExitCodes =
+    "exit codes: 0 done, 2 bad arguments, unreadable file, unpriced model or no usable row\n";
+
+constexpr std::string_view kOverview =
+    R"(usage: assay report --judgments FILE [--events FILE] [options]
+       assay calibrate --input FILE [options]
+       assay calibrate --judgments FILE --judge NAME (--events FILE | --feedback FILE |
+                       --input FILE) [options]
+       assay estimate (--requests-per-second R | --requests-per-day N)
+                      (--config ASSAYD.yaml | --sample-rate S --judge MODEL...) [options]
+       assay --version
+       assay COMMAND --help     that command's usage and options
+
+report    summarise assayd's judgments file (sinks.jsonl.path): per judge the outcomes and
+          score distribution, leniency, drift, agreement between judges and with human labels,
+          ROC AUC against a boolean label
+calibrate a judge's scores against human scores on the same items, and a verdict: usable,
+          rework the rubric, too lenient (docs/calibration.md)
+estimate  what LLM judges would cost per day and month, in USD and EUR
+Each command's usage and options follow; `assay COMMAND --help` prints one of them.
+)";
+
+constexpr std::string_view kReport =
+    R"(usage: assay report --judgments FILE [--events FILE] [--label POINTER]
+                    [--group POINTER] [--auc JUDGE]... [--human POINTER]
+                    [--human-criterion NAME] [--config ASSAYD.yaml]
+
+Summarises a judgments JSON Lines file (what assayd writes to sinks.jsonl.path; the last
+judgment of each id): per judge the outcomes and score distribution; leniency, drift and the
+agreement between judges of one criterion, with the tracking settings of --config (default:
+the daemon's defaults). An empty file (nothing judged yet) prints "judgments: none yet" and
+exits 0; a file with lines but no judgment is an error (2).
+
+  --judgments FILE         the judgments file (required)
+  --events FILE            JSON Lines events carrying human labels, joined by id; with it:
+  --auc JUDGE              ROC AUC of this judge for the boolean label (repeatable; default
+                           context_overlap), overall and per --group
+  --label POINTER          the boolean label (default /labels/hallucinated)
+  --group POINTER          AUC per value of this label (default /labels/source_dataset; "" = none)
+  --human POINTER          a numeric human score: Spearman and Kendall tau-b of every judge of
+                           --human-criterion with it (default /labels/faithfulness; "" = none)
+  --human-criterion NAME   (default faithfulness)
+  --config ASSAYD.yaml     take tracking.* (leniency, drift windows) from assayd's configuration
+)";
+
+constexpr std::string_view kCalibrate =
+    R"(usage: assay calibrate --input FILE [--format csv|jsonl] [--item COL[,COL]...]
+                       [--judge COL] [--human COL]... [--annotator COL]
+                       [--levels A,B,...] [options]
+       assay calibrate --judgments FILE --judge NAME
+                       (--events FILE [--human POINTER]... | --feedback FILE |
+                        --input FILE [--item COL] [--human COL]... [--annotator COL])
+                       [options]
+options: [--min-score X] [--max-score Y] [--leniency-max-ratio R] [--min-samples N]
+
+Compares a judge's scores with human scores on the same items (docs/calibration.md): Spearman
+(with p) and Kendall tau-b judge vs the mean human score per item and vs each annotation, exact
+agreement, Cohen's kappa judge-human and between annotators, the score distributions, and a
+verdict: usable, rework the rubric (annotator kappa < 0.6, Spearman < 0.5 or p >= 0.05) or too
+lenient (top-score share > --leniency-max-ratio over at least --min-samples items).
+
+A table (--input alone): a CSV or JSON Lines file with one row per item (wide) or, with
+--annotator, one row per item and annotator (long).
+  --input FILE             the table; --format csv|jsonl (default: from the extension)
+  --item COL[,COL]...      the column(s) naming the item, joined (default item)
+  --judge COL              the judge's score (default judge_score)
+  --human COL              repeatable; wide: one column per human (default: every human*
+                           column); long: the one column with the annotator's score
+  --annotator COL          long format: the column naming the annotator
+  --levels A,B,...         text scores mapped to 1..k in this order
+
+assayd's judgments (--judgments): the judge's scores come from the judgments file (the last
+judgment of each id, as assay report reads it), an item is an event id, and the scale is the
+judge's own (its verdicts' min and max) unless --min-score/--max-score say otherwise. The human
+scores come from one of:
+  --events FILE            JSON Lines events; each --human is a JSON Pointer to a number in
+                           them (default /labels/CRITERION, the judge's criterion)
+  --feedback FILE          feedback events (docs/events.md): the annotations of the judge's
+                           criterion, one per annotator (long format)
+  --input FILE             a table as above whose --item column (default id) holds the event id
+Events, annotations and rows of ids the judge has no verdict for are left out and counted.
+
+  --min-score X, --max-score Y   the scale (default: the file's range, or the judge's own)
+  --leniency-max-ratio R   too lenient above this top-score share (default 0.8)
+  --min-samples N          ...over at least N items (default 100)
+)";
+
+constexpr std::string_view kEstimate =
+    R"(usage: assay estimate (--requests-per-second R | --requests-per-day N)
+                      --sample-rate S --judge MODEL[:RATE[:INPUT_TOKENS:OUTPUT_TOKENS]]...
+                      [--usd-to-eur X] [--price MODEL=IN/CACHED/OUT]...
+       assay estimate (--requests-per-second R | --requests-per-day N) --config ASSAYD.yaml
+                      [--input-tokens N] [--sample-rate S] [--judge ...]... [--usd-to-eur X]
+                      [--price ...]...
+
+Prints the projected LLM-judge cost: per judge and in total, calls per day and cost per call,
+per day and per 30-day month in USD and EUR, then the prices used. A judge sees requests/day x
+sample rate x its RATE calls a day. No prompt-cache discount is assumed.
+
+  --requests-per-second R, --requests-per-day N   the traffic (one of them, required)
+  --sample-rate S          the share of requests sampled, [0, 1]
+  --judge MODEL[:RATE[:INPUT_TOKENS:OUTPUT_TOKENS]]   repeatable; RATE default 1, tokens per
+                           call default 800/200
+  --usd-to-eur X           default 0.92
+  --price MODEL=IN/CACHED/OUT   USD per million tokens (IN/OUT without a cached rate); sets or
+                           overrides a model's price
+  --config ASSAYD.yaml     take from assayd's configuration its LLM judges (kind: llm: model,
+                           rate, max_tokens as the output tokens per call), sampling.rate,
+                           budget.usd_to_eur and budget.prices, and compare the projection with
+                           budget.daily_limit_eur and each judge's daily_limit_eur. A flag given
+                           as well wins: --sample-rate, --usd-to-eur, --price (over
+                           budget.prices), --judge (replaces the config's judges)
+  --input-tokens N         with --config: prompt tokens per call of its judges (default 800)
+)";
+
+/// A usage error: the message and where the usage is, not the whole usage text.
+int usage(const std::string& command, const std::string& msg, std::ostream& err) {
+  err << "assay: " << msg << "\n(assay " << (command.empty() ? "" : command + " ")
+      << "--help prints the usage)\n";
+  return 2;
+}
+
+/// `assay report ARGS`: the options, or a usage error (2) / help (0) as the exit code.
+int runReportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  ReportOptions o;
+  bool auc_given = false;
+  static const std::vector<std::string> kFlags = {"--judgments",       "--events", "--label",
+                                                  "--group",           "--auc",    "--human",
+                                                  "--human-criterion", "--config"};
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (std::find(kFlags.begin(), kFlags.end(), a) == kFlags.end())
+      return usage("report", "unknown argument '" + a + "'", err);
+    if (i + 1 >= args.size()) return usage("report", a + " needs a value", err);
+    const std::string& v = args[++i];
+    if (a == "--judgments") {
+      o.judgments_path = v;
+    } else if (a == "--events") {
+      o.events_path = v;
+    } else if (a == "--label") {
+      o.label_pointer = v;
+    } else if (a == "--group") {
+      o.group_pointer = v;
+    } else if (a == "--human") {
+      o.human_pointer = v;
+    } else if (a == "--human-criterion") {
+      o.human_criterion = v;
+    } else if (a == "--config") {
+      const auto res = loadConfigFile(v);
+      for (const auto& e : res.errors) err << e.format() << "\n";
+      if (!res.ok()) return 2;
+      o.tracking = res.config.tracking;
+    } else {  // --auc
+      if (!auc_given) o.auc_judges.clear(), auc_given = true;
+      o.auc_judges.push_back(v);
+    }
+  }
+  if (o.judgments_path.empty()) return usage("report", "--judgments FILE is required", err);
+  for (const auto* p : {&o.label_pointer, &o.group_pointer, &o.human_pointer})
+    if (!p->empty() && p->front() != '/')
+      return usage("report", "'" + *p + "' is not a JSON Pointer", err);
+  return runReport(o, out, err);
+}
+
+}  // namespace
+
+std::string_view commandHelp(std::string_view command) {
+  if (command == "report") return kReport;
+  if (command == "calibrate") return kCalibrate;
+  if (command == "estimate") return kEstimate;
+  return {};
+}
+
+int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) return usage("", "a command is required", err);
+  const std::string& cmd = args[0];
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    // `assay help report` is `assay report --help`.
+    const std::string_view help = rest.empty() ? std::string_view() : commandHelp(rest[0]);
+    if (!help.empty()) {
+      out << help << "\n" << kExitCodes;
+      return 0;
+    }
+    // The overview, then every command's help: the whole manual (the package's man page is
+    // made of it).
+    out << kOverview << "\n" << kExitCodes;
+    for (const auto& section : {kReport, kCalibrate, kEstimate}) out << "\n" << section;
+    return 0;
+  }
+  const std::string_view help = commandHelp(cmd);
+  if (help.empty()) return usage("", "unknown command '" + cmd + "'", err);
+  if (wantsHelp(rest)) {
+    out << help << "\n" << kExitCodes;
+    return 0;
+  }
+  if (cmd == "report") return runReportCommand(rest, out, err);
+  if (cmd == "estimate") {
+    try {
+      printEstimate(computeEstimate(parseEstimateArgs(rest)), out);
+      return 0;
+    } catch (const EstimateError& e) {
+      return usage("estimate", e.what(), err);
+    }
+  }
+  try {
+    return runCalibrate(parseCalibrateArgs(rest), out, err);
+  } catch (const CalibrateError& e) {
+    return usage("calibrate", e.what(), err);
+  }
+}
+
+}  // namespace assay::cli
