@@ -38,7 +38,7 @@ import test_pipeline as tp  # noqa: E402
 HUNG_CALLS = 4
 
 
-def write_config(workdir, name, bootstrap, group, provider_port):
+def write_config(workdir, name, bootstrap, group, provider_port, commit_interval_ms=5000):
     admin = tp.free_loopback_port()
     cfg = os.path.join(workdir, f"{name}.yaml")
     jsonl = os.path.join(workdir, f"{name}.jsonl")
@@ -47,7 +47,7 @@ def write_config(workdir, name, bootstrap, group, provider_port):
   brokers: {json.dumps(bootstrap)}
   topic: {tp.EVENTS_TOPIC}
   group_id: {group}
-  properties: {{session.timeout.ms: "6000", heartbeat.interval.ms: "500"}}
+  properties: {{session.timeout.ms: "6000", heartbeat.interval.ms: "500", auto.commit.interval.ms: "{commit_interval_ms}"}}
 sampling: {{rate: 1.0}}
 log: {{level: debug}}
 limits: {{drain_timeout_ms: 1000}}
@@ -113,6 +113,12 @@ def run(args, workdir, checks):
         procs.append((d1, "assayd run 1"))
         tp.wait_for("run 1: all but the hung events judged",
                     lambda: tp.judged_count(url1) >= len(events) - HUNG_CALLS, 120, 0.3)
+        # The gauge is refreshed once a second: wait for the value after the burst.
+        try:
+            tp.wait_for("run 1: the pending gauge at the hung calls", lambda: tp.metric(
+                metrics(url1), "assay_judge_pending_events") == HUNG_CALLS, 10, 0.3)
+        except tp.TestFailure:
+            pass
         pending = tp.metric(metrics(url1), "assay_judge_pending_events")
         checks.eq("run 1: events waiting for a hung LLM call", HUNG_CALLS, pending)
         d1.send_signal(signal.SIGTERM)
@@ -155,7 +161,10 @@ def run(args, workdir, checks):
                   {p: o for p, o in final.items() if o[0] != o[1]})
 
         # 3. Nothing new: the lag reads 0 from the first refresh after the assignment.
-        cfg3, jsonl3, url3 = write_config(workdir, "run3", bootstrap, group, fast_port)
+        # No periodic commit in this run (10 min apart): the final commit is the one that
+        # carries the 20 new events, and it meets the broker down.
+        cfg3, jsonl3, url3 = write_config(workdir, "run3", bootstrap, group, fast_port,
+                                          commit_interval_ms=600000)
         d3, log3 = start(args.assayd, workdir, "run3", cfg3, url3)
         procs.append((d3, "assayd run 3"))
         tp.wait_for("run 3: lag gauges of the 6 partitions",
