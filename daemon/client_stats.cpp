@@ -96,9 +96,16 @@ bool KafkaClientStats::update(std::string_view json, const std::string& client) 
     int n = 0;
     for (const auto& [name, broker] : b->value.GetObject()) {
       if (++n > 64 || !broker.IsObject()) break;
+      // Only the cluster's brokers ("learned", or "configured" bootstrap servers): not the
+      // "logical" GroupCoordinator entry nor librdkafka's "internal" one.
+      const auto source = broker.FindMember("source");
+      if (source == broker.MemberEnd() || !source->value.IsString() ||
+          (std::string_view(source->value.GetString()) != "learned" &&
+           std::string_view(source->value.GetString()) != "configured"))
+        continue;
       const auto nodeid = broker.FindMember("nodeid");
       if (nodeid == broker.MemberEnd() || !nodeid->value.IsInt() || nodeid->value.GetInt() < 0)
-        continue;  // bootstrap and internal entries: not a broker of the cluster
+        continue;  // a bootstrap entry not yet resolved to a broker id
       const prometheus::Labels labels{{"client", client}, {"broker", name.GetString()}};
       const auto state = broker.FindMember("state");
       broker_up_.Add(labels).Set(state != broker.MemberEnd() && state->value.IsString() &&

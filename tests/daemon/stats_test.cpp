@@ -144,9 +144,13 @@ TEST_CASE("librdkafka statistics: broker state and round trip, fetch and produce
   // The shape of librdkafka's STATISTICS.md, trimmed to what is read (values made up).
   const std::string consumer = R"({"name": "assayd#consumer-2", "type": "consumer",
     "brokers": {
-      "GroupCoordinator": {"nodeid": -1, "state": "UP", "rtt": {"avg": 1}},
-      "127.0.0.1:9092/1": {"nodeid": 1, "state": "UP", "rtt": {"avg": 2500, "p99": 9000}},
-      "127.0.0.1:9093/2": {"nodeid": 2, "state": "DOWN", "rtt": {"avg": 0}}},
+      "GroupCoordinator": {"source": "logical", "nodeid": 1, "state": "UP", "rtt": {"avg": 1}},
+      ":0/internal": {"source": "internal", "nodeid": -1, "state": "UP"},
+      "127.0.0.1:9092/bootstrap": {"source": "configured", "nodeid": -1, "state": "UP"},
+      "127.0.0.1:9092/1": {"source": "learned", "nodeid": 1, "state": "UP",
+                           "rtt": {"avg": 2500, "p99": 9000}},
+      "127.0.0.1:9093/2": {"source": "learned", "nodeid": 2, "state": "DOWN",
+                           "rtt": {"avg": 0}}},
     "topics": {"rag.events": {"partitions": {
       "0": {"fetchq_cnt": 120}, "1": {"fetchq_cnt": 30}, "-1": {"fetchq_cnt": 0}}}}})";
   CHECK(stats.update(consumer, "consumer"));
@@ -159,6 +163,8 @@ TEST_CASE("librdkafka statistics: broker state and round trip, fetch and produce
             "assay_kafka_broker_rtt_seconds{broker=\"127.0.0.1:9092/1\",client=\"consumer\"} "
             "0.0025"));
   CHECK_FALSE(has(text, "GroupCoordinator"));  // not a broker of the cluster
+  CHECK_FALSE(has(text, "internal"));
+  CHECK_FALSE(has(text, "bootstrap"));
   CHECK(has(text, "assay_kafka_fetch_queue_messages{topic=\"rag.events\"} 150"));
   CHECK(has(text, "assay_kafka_producer_queue_messages 7"));
 }
