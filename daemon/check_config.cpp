@@ -112,7 +112,8 @@ int checkConfig(const std::string& path, std::ostream& out, std::ostream& err) {
   for (const auto& e : res.errors) err << e.format() << "\n";
   for (const auto& w : res.warnings) err << w.format() << "\n";
   if (!res.errors.empty()) return 2;
-  out << path << ": OK (" << res.config.judges.size() << " judges)\n";
+  const auto n = res.config.judges.size();
+  out << path << ": OK (" << n << (n == 1 ? " judge)\n" : " judges)\n");
   return 0;
 }
 

@@ -117,12 +117,15 @@ int main(int argc, char** argv) {
   if (config_path.empty()) return usageError("--config FILE is required");
 
   auto res = assay::loadConfigFile(config_path);
+  // Printed before the logger exists: under systemd each line carries the journal's error
+  // priority, so that `journalctl -p err` shows why the service did not start.
+  const char* prefix = assay::stderrIsJournal() ? "<3>" : "";
   if (!res.ok()) {
-    for (const auto& e : res.errors) std::cerr << e.format() << "\n";
+    for (const auto& e : res.errors) std::cerr << prefix << e.format() << "\n";
     return 2;
   }
   if (!res.service_errors.empty()) {  // secrets the service cannot read (--check-config warns)
-    for (const auto& e : res.service_errors) std::cerr << e.format() << "\n";
+    for (const auto& e : res.service_errors) std::cerr << prefix << e.format() << "\n";
     return 2;
   }
   if (!run.replay_feedback_file.empty() && res.config.kafka.feedback_topic.empty())

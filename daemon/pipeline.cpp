@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <climits>
 #include <fstream>
 #include <iterator>
 #include <thread>
@@ -329,7 +331,7 @@ std::string Pipeline::notReady() const {
   if (const auto at = auth_failed_at_ns_.load(); at && steadyNs() - at < 60'000'000'000)
     return "Kafka authentication failed in the last minute (kafka.properties sasl.* / ssl.*)";
   if (!assigned_) return "waiting for the Kafka partition assignment";
-  if (brokers_down_) return "no Kafka broker answers (kafka.brokers)";
+  if (brokers_down_) return "no Kafka broker answers (kafka.brokers: " + bootstrap_ + ")";
   if (!store_ready_) return "the budget store (budget.store) does not answer";
   return "";
 }
@@ -345,6 +347,10 @@ void Pipeline::reloadConfig() {
   for (auto& e : res.service_errors) res.errors.push_back(std::move(e));
   if (res.errors.empty())
     for (auto& e : startupErrors(res.config)) res.errors.push_back(std::move(e));
+  std::stable_sort(res.errors.begin(), res.errors.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.line > 0 ? a.line : INT_MAX, a.column) <
+           std::pair(b.line > 0 ? b.line : INT_MAX, b.column);
+  });
   if (!res.errors.empty()) {
     spdlog::error("SIGHUP: {} rejected ({} error(s)); the running configuration stays:",
                   config_.file, res.errors.size());

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -23,7 +24,9 @@ bool secretFileDeferred(const std::string& path) {
 }
 
 std::string readSecretFile(const std::string& path) {
-  const std::string resolved = secretFilePath(path);
+  std::error_code ec;  // messages name the absolute path: a relative one is from the cwd
+  const auto absolute = std::filesystem::absolute(secretFilePath(path), ec);
+  const std::string resolved = ec ? secretFilePath(path) : absolute.string();
   std::ifstream in(resolved, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read '" + resolved + "': " + std::strerror(errno));
   std::string s(kMaxSecretBytes + 1, '\0');

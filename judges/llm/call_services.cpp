@@ -69,7 +69,8 @@ HttpClient& CallServices::client(const std::string& ca_file) {
 Ledger& CallServices::ledger() {
   if (ledger_) return *ledger_;
   auto store =
-      makeBudgetStore(budget_.store, budget_.key_prefix.empty() ? "assay:" : budget_.key_prefix);
+      makeBudgetStore(budget_.store, budget_.key_prefix.empty() ? "assay:" : budget_.key_prefix,
+                      budget_.store_password);
   spdlog::info("budget: global cap €{}/day ({}), store {}", budget_.daily_limit_eur,
                budget_.timezone, store->describe());
   if (!store->shared())

@@ -172,7 +172,30 @@ def run(args, workdir, checks):
         checks.true(f"start-up: {label}: FILE:LINE:COL names it", f"{cfg}:" in err and f"{key}: " in err,
                     err)
 
-    # 8. Readiness says why: an LLM judge whose budget store does not answer.
+    # 8. Under systemd (stderr is the journal: JOURNAL_STREAM names it), every line carries
+    #    its syslog priority, the loader's errors printed before the logger included.
+    bad = write_config(workdir, "journal", 11, extra="sampling: {rat: 0.5}\n")
+    for label, cfg, first in [("a loader error", bad, "<3>"),
+                              ("a start-up error", write_config(workdir, "journal2", 12,
+                                                                jsonl="/proc/assay/j.jsonl"),
+                               "<6>info assayd ")]:
+        err_path = os.path.join(workdir, "journal.err")
+        with open(err_path, "wb") as err_file:
+            st = os.fstat(err_file.fileno())
+            env = dict(os.environ, JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
+            rc = subprocess.run([args.assayd, "--config", cfg], stderr=err_file,
+                                stdout=subprocess.DEVNULL, env=env, timeout=60).returncode
+        with open(err_path) as f:
+            lines = f.read().splitlines()
+        tp.log(f"journal, {label}: exit {rc}: {lines[:3]}")
+        checks.eq(f"journal, {label}: exit", 2, rc)
+        checks.true(f"journal, {label}: every line has a <N> priority prefix",
+                    bool(lines) and all(l[:1] == "<" and l[2:3] == ">" for l in lines), lines)
+        checks.true(f"journal, {label}: the first line", lines[0].startswith(first), lines[0])
+        checks.true(f"journal, {label}: the error at priority 3 or 2",
+                    any(l.startswith(("<3>", "<2>")) for l in lines), lines)
+
+    # 9. Readiness says why: an LLM judge whose budget store does not answer.
     admin = tp.free_loopback_port()
     llm = ("  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
            "endpoint: \"http://127.0.0.1:1/v1\"}\n")

@@ -25,6 +25,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "judges/llm/call_services.hpp"
+#include "judges/llm/ledger.hpp"
+
 namespace assay::llm {
 namespace {
 
@@ -719,6 +722,26 @@ TEST_CASE("redis: password and database from the URL") {
   CHECK(
       makeBudgetStore(url, "assay:")->reserve(globalOnly(1.0), 0.1, kDay, "p5", kLongTtl).status ==
       ReserveStatus::kUnavailable);
+}
+
+TEST_CASE("redis: budget.password_file reaches the ledger's connection (CallServices)") {
+  RedisServer server({"--requirepass", "s3cr@t"});
+  BudgetOptions budget;
+  budget.store = "redis://127.0.0.1:" + std::to_string(server.port()) + "/0";
+  budget.key_prefix = "assay:pw:";
+  budget.store_password = "s3cr@t";  // what the loader read from the file
+  prometheus::Registry registry;
+  CallServices calls(budget, registry);
+  Ledger& ledger = calls.ledger();
+  CHECK(ledger.store().describe().find("with password") != std::string::npos);
+  CHECK(ledger.store().ping());
+  calls.stop();
+
+  budget.store_password.reset();  // the URL alone has none: NOAUTH, fail closed
+  prometheus::Registry registry2;
+  CallServices without(budget, registry2);
+  CHECK_FALSE(without.ledger().store().ping());
+  without.stop();
 }
 
 TEST_CASE("redis: unreachable → unavailable within the connect timeout, never a throw") {
