@@ -27,6 +27,10 @@ std::string readSecretFile(const std::string& path) {
   std::error_code ec;  // messages name the absolute path: a relative one is from the cwd
   const auto absolute = std::filesystem::absolute(secretFilePath(path), ec);
   const std::string resolved = ec ? secretFilePath(path) : absolute.string();
+  // A regular file only: a FIFO or a device (/dev/stdin) would block or never end.
+  if (const auto st = std::filesystem::status(resolved, ec);
+      !ec && st.type() != std::filesystem::file_type::regular)
+    throw std::runtime_error("'" + resolved + "' is not a regular file");
   std::ifstream in(resolved, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read '" + resolved + "': " + std::strerror(errno));
   std::string s(kMaxSecretBytes + 1, '\0');

@@ -1,6 +1,7 @@
 #include "config/loader.hpp"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -545,6 +546,14 @@ TEST_CASE("secrets from files and variables: Kafka properties, the Redis passwor
         "cannot read '" + dir + "/missing': No such file or directory");
   CHECK(bad.service_errors[2].message == "environment variable ASSAY_TEST_UNSET is not set");
   CHECK(property(bad, "sasl.password") == "unresolved");  // --check-config still builds clients
+  // A FIFO or a device is refused before it is opened (it would block start-up).
+  REQUIRE(::mkfifo((dir + "/fifo").c_str(), 0600) == 0);
+  for (const std::string& device : {dir + "/fifo", std::string("/dev/null"), std::string("/dev")}) {
+    const auto r2 = load(std::string(kJudge) + "budget: {password_file: \"" + device + "\"}\n");
+    REQUIRE(r2.service_errors.size() == 1);
+    CAPTURE(r2.service_errors[0].message);
+    CHECK(r2.service_errors[0].message.find("is not a regular file") != std::string::npos);
+  }
 
   // Given twice, or both a file and a variable: errors.
   const auto twice = load(std::string(kJudge) +
