@@ -110,7 +110,7 @@ struct TrackingOptions {
 };
 
 struct AdminOptions {
-  std::string listen = "127.0.0.1:9464";  ///< host:port of /metrics, /healthz, /readyz
+  std::string listen = "127.0.0.1:10464";  ///< host:port of /metrics, /healthz, /readyz
 };
 
 struct JsonlSinkOptions {
