@@ -7,9 +7,14 @@
 namespace assay {
 namespace {
 
-/// Structural equality of two YAML values (scalars as text, maps by key, sequences in order).
+/// Structural equality of two YAML values (scalars as text, maps by key, sequences in order; an
+/// empty map is as good as none).
+bool absent(const YAML::Node& n) {
+  return !n.IsDefined() || n.IsNull() || (n.IsMap() && n.size() == 0);
+}
+
 bool same(const YAML::Node& a, const YAML::Node& b) {
-  if (!a.IsDefined() || a.IsNull()) return !b.IsDefined() || b.IsNull();
+  if (absent(a) || absent(b)) return absent(a) && absent(b);  // an empty section: the defaults
   if (a.Type() != b.Type()) return false;
   if (a.IsScalar()) return a.Scalar() == b.Scalar();
   if (a.IsSequence()) {
@@ -27,28 +32,31 @@ bool same(const YAML::Node& a, const YAML::Node& b) {
   return true;
 }
 
-/// A judge's map without `rate`.
-YAML::Node withoutRate(const YAML::Node& judge) {
+/// A map without one key.
+YAML::Node without(const YAML::Node& map, const char* key) {
+  if (!map.IsDefined() || !map.IsMap()) return map;
   YAML::Node copy(YAML::NodeType::Map);
-  for (const auto& kv : judge)
-    if (kv.first.as<std::string>("") != "rate") copy[kv.first] = kv.second;
+  for (const auto& kv : map)
+    if (kv.first.as<std::string>("") != key) copy[kv.first] = kv.second;
   return copy;
 }
 
 void diffJudges(const YAML::Node& a, const YAML::Node& b, ReloadDiff& d) {
   if (same(a, b)) return;
   if (!a.IsSequence() || !b.IsSequence() || a.size() != b.size()) {
-    d.restart.push_back("judges (added, removed or reordered)");
+    d.judges = true;
+    d.changed_judges.push_back("judges (added, removed or reordered)");
     return;
   }
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (same(a[i], b[i])) continue;
-    if (a[i].IsMap() && b[i].IsMap() && same(withoutRate(a[i]), withoutRate(b[i]))) {
+    if (a[i].IsMap() && b[i].IsMap() && same(without(a[i], "rate"), without(b[i], "rate"))) {
       d.judge_rates.push_back(i);
       continue;
     }
-    d.restart.push_back("judges[" + std::to_string(i) + "] '" + b[i]["name"].as<std::string>("?") +
-                        "'");
+    d.judges = true;
+    d.changed_judges.push_back("judges[" + std::to_string(i) + "] '" +
+                               b[i]["name"].as<std::string>("?") + "'");
   }
 }
 
@@ -79,6 +87,8 @@ ReloadDiff diffConfigs(const std::string& running_yaml, const std::string& new_y
       d.log = true;
     else if (s == "judges")
       diffJudges(x, y, d);
+    else if (s == "budget" && same(without(x, "daily_limit_eur"), without(y, "daily_limit_eur")))
+      d.budget_cap = true;
     else
       d.restart.push_back(s);
   }

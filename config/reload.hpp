@@ -13,10 +13,17 @@ struct ReloadDiff {
   bool sampling = false;                 ///< `sampling` differs: applied live (rate, rules)
   bool log = false;                      ///< `log` differs: applied live (level, format)
   std::vector<std::size_t> judge_rates;  ///< judges whose `rate` alone differs: applied live
-  /// What differs otherwise, one entry per section ("kafka", "budget") or judge
-  /// ("judges[2] 'faithfulness_llm'", "judges (added, removed or reordered)"): needs a restart.
+  /// `judges` differs beyond rates (a judge added, removed, moved or with other options): the
+  /// judges are rebuilt live; `changed_judges` names them ("judges[2] 'faithfulness_llm'",
+  /// "judges (added, removed or reordered)").
+  bool judges = false;
+  std::vector<std::string> changed_judges;
+  bool budget_cap = false;  ///< `budget.daily_limit_eur` differs: applied live (judges rebuilt)
+  /// What differs otherwise, one entry per section ("kafka", "budget"): needs a restart.
   std::vector<std::string> restart;
-  bool empty() const { return !sampling && !log && judge_rates.empty() && restart.empty(); }
+  bool empty() const {
+    return !sampling && !log && judge_rates.empty() && !judges && !budget_cap && restart.empty();
+  }
 };
 
 /// Compares the running configuration's YAML text with the new one's. Both must have loaded

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <mutex>
 #include <stdexcept>
+#include <utility>
 
 #include "config/loader.hpp"
 #include "judges/log_text.hpp"
@@ -52,7 +53,7 @@ std::vector<RunnableJudge> buildJudges(const Config& config, JudgeServices& serv
     try {
       out.push_back(RunnableJudge{jc.name, jc.factory->info(jc.values), jc.rate, jc.run_if,
                                   jc.factory->create(jc.values, ctx),
-                                  d.cost == CostClass::kRemoteCall, d.outcomes});
+                                  d.cost == CostClass::kRemoteCall, d.outcomes, std::nullopt});
     } catch (const OptionError& e) {  // e.g. an API key variable unset in the service's env
       throw ConfigurationError(where + (e.key.empty() ? "" : "." + e.key) + ": " + e.what());
     } catch (const std::exception& e) {
@@ -84,9 +85,19 @@ void WorkerPool::join() {
 
 // ---- JudgeRunner --------------------------------------------------------------------------------
 
+/// One judge set: the configuration's judges (replaced whole by a reload), with their run_if
+/// resolved to indexes, their series and their live rates.
+struct JudgeRunner::Set {
+  std::vector<RunnableJudge> judges;
+  std::vector<std::vector<Condition>> conditions;  // run_if, resolved to indexes
+  std::vector<JudgeStats::Judge*> stats;
+  std::unique_ptr<std::atomic<double>[]> rates;  // judges[i].rate, then reloads
+};
+
 /// One event's verdicts while asynchronous ones are on their way.
 struct JudgeRunner::Pending {
-  Judgment judgment;                                // id, tenant… (verdicts filled at the end)
+  const Set* set = nullptr;  // the judges it started with (every set lives as long as the runner)
+  Judgment judgment;         // id, tenant… (verdicts filled at the end)
   std::vector<std::optional<JudgedVerdict>> slots;  // one per configured judge
   std::int32_t partition = 0;
   std::int64_t offset = 0;
@@ -97,21 +108,8 @@ struct JudgeRunner::Pending {
 JudgeRunner::JudgeRunner(std::vector<RunnableJudge> judges, JudgeStats& stats,
                          BoundedQueue<WorkItem>& queue, Listener listener, int workers,
                          JudgeServices* services)
-    : judges_(std::move(judges)),
-      judge_stats_(stats),
-      queue_(queue),
-      listener_(std::move(listener)),
-      services_(services) {
-  rates_ = std::make_unique<std::atomic<double>[]>(judges_.size());
-  for (std::size_t i = 0; i < judges_.size(); ++i) {
-    const auto& j = judges_[i];
-    rates_[i].store(j.rate);
-    stats_.push_back(&stats.add(j.name, j.info, j.outcomes));
-    auto& conditions = conditions_.emplace_back();
-    for (const auto& c : j.run_if)
-      for (std::size_t k = 0; k < i; ++k)
-        if (judges_[k].name == c.judge) conditions.push_back({k, c});
-  }
+    : judge_stats_(stats), queue_(queue), listener_(std::move(listener)), services_(services) {
+  current_ = makeSet(std::move(judges));
   pool_ = std::make_unique<WorkerPool>(
       workers,
       [this] {
@@ -120,8 +118,48 @@ JudgeRunner::JudgeRunner(std::vector<RunnableJudge> judges, JudgeStats& stats,
       [this] { queue_.close(); });
 }
 
+std::shared_ptr<JudgeRunner::Set> JudgeRunner::makeSet(std::vector<RunnableJudge> judges) {
+  auto set = std::make_shared<Set>();
+  set->judges = std::move(judges);
+  set->rates = std::make_unique<std::atomic<double>[]>(set->judges.size());
+  for (std::size_t i = 0; i < set->judges.size(); ++i) {
+    auto& j = set->judges[i];
+    if (!j.tracked) j.tracked = i;
+    set->rates[i].store(j.rate);
+    set->stats.push_back(&judge_stats_.add(j.name, j.info, j.outcomes));
+    auto& conditions = set->conditions.emplace_back();
+    for (const auto& c : j.run_if)
+      for (std::size_t k = 0; k < i; ++k)
+        if (set->judges[k].name == c.judge) conditions.push_back({k, c});
+  }
+  return set;
+}
+
+std::shared_ptr<JudgeRunner::Set> JudgeRunner::current() const {
+  std::lock_guard lock(set_mu_);
+  return current_;
+}
+
+void JudgeRunner::replaceJudges(std::vector<RunnableJudge> judges) {
+  auto set = makeSet(std::move(judges));
+  std::lock_guard lock(set_mu_);
+  retired_.push_back(std::exchange(current_, std::move(set)));
+}
+
+std::vector<std::string> JudgeRunner::judgeNames() const {
+  std::vector<std::string> out;
+  for (const auto& j : current()->judges) out.push_back(j.name);
+  return out;
+}
+
 void JudgeRunner::setRate(std::size_t index, double rate) {
-  if (index < judges_.size()) rates_[index].store(rate, std::memory_order_relaxed);
+  const auto set = current();
+  if (index < set->judges.size()) set->rates[index].store(rate, std::memory_order_relaxed);
+}
+
+double JudgeRunner::rate(std::size_t index) const {
+  const auto set = current();
+  return index < set->judges.size() ? set->rates[index].load(std::memory_order_relaxed) : 0.0;
 }
 
 JudgeRunner::~JudgeRunner() {
@@ -133,8 +171,8 @@ JudgeRunner::~JudgeRunner() {
 
 void JudgeRunner::join() { pool_->join(); }
 
-bool JudgeRunner::admitted(std::size_t index, const Pending& p) const {
-  for (const auto& [k, c] : conditions_[index]) {
+bool JudgeRunner::admitted(const Set& set, std::size_t index, const Pending& p) const {
+  for (const auto& [k, c] : set.conditions[index]) {
     const auto& slot = p.slots[k];
     if (!slot || !slot->verdict.score) return false;  // no verdict, or no score
     const double score = *slot->verdict.score;
@@ -145,26 +183,27 @@ bool JudgeRunner::admitted(std::size_t index, const Pending& p) const {
   return true;
 }
 
-JudgedVerdict JudgeRunner::record(std::size_t i, const Pending& p, Verdict v, double seconds) {
-  auto& s = *stats_[i];
+JudgedVerdict JudgeRunner::record(const Set& set, std::size_t i, const Pending& p, Verdict v,
+                                  double seconds) {
+  auto& s = *set.stats[i];
+  const auto& j = set.judges[i];
   judge_stats_.countRun(s, v.outcome);
   s.latency->Observe(seconds);
   if (v.outcome == Outcome::kOk && v.score) {
     s.score->Observe(*v.score);
-    if (listener_.scored) listener_.scored(i, p.judgment.id, p.judgment.variant, *v.score);
+    if (listener_.scored) listener_.scored(*j.tracked, p.judgment.id, p.judgment.variant, *v.score);
   }
-  const auto& j = judges_[i];
   return JudgedVerdict{j.name,           j.info.criterion, std::move(v),
                        j.info.min_score, j.info.max_score, seconds * 1000.0};
 }
 
-Verdict JudgeRunner::runSync(std::size_t i, const Event& event) {
+Verdict JudgeRunner::runSync(const Set& set, std::size_t i, const Event& event) {
   try {
-    return judges_[i].judge->judge(event);
+    return set.judges[i].judge->judge(event);
   } catch (const std::exception& e) {
-    return judgeError(judges_[i].name, e.what());
+    return judgeError(set.judges[i].name, e.what());
   } catch (...) {
-    return judgeError(judges_[i].name, "an unknown exception");
+    return judgeError(set.judges[i].name, "an unknown exception");
   }
 }
 
@@ -173,7 +212,7 @@ void JudgeRunner::startAsync(std::size_t i, const Event& event, const std::share
   auto once = std::make_shared<std::atomic<bool>>(false);  // a judge that throws after answering
   auto done = [this, i, p, t0, once](Verdict v) {
     if (once->exchange(true)) return;
-    auto jv = record(i, *p, std::move(v), secondsSince(t0));
+    auto jv = record(*p->set, i, *p, std::move(v), secondsSince(t0));
     bool last = false;
     {
       std::lock_guard lock(p->mu);
@@ -185,35 +224,39 @@ void JudgeRunner::startAsync(std::size_t i, const Event& event, const std::share
       --pending_;
     }
   };
+  const auto& judge = p->set->judges[i];
   try {
-    judges_[i].judge->judgeAsync(event, done);
+    judge.judge->judgeAsync(event, done);
   } catch (const std::exception& e) {
-    done(judgeError(judges_[i].name, e.what()));
+    done(judgeError(judge.name, e.what()));
   }
 }
 
 void JudgeRunner::run(const WorkItem& item) {
   ++busy_;
   if (listener_.started) listener_.started(item);
+  const std::shared_ptr<Set> owner = current();
+  const Set& set = *owner;
   auto p = std::make_shared<Pending>();
+  p->set = &set;
   const Event& e = item.event;
   p->judgment = Judgment{e.id, e.tenant, e.app, e.variant, nowEpochMs(), {}};
-  p->slots.resize(judges_.size());
+  p->slots.resize(set.judges.size());
   p->partition = item.partition;
   p->offset = item.offset;
   std::vector<std::size_t> later;  // asynchronous judges: their run_if sees every local verdict
-  for (std::size_t i = 0; i < judges_.size(); ++i) {
-    if (!item.sample.admits(rate(i))) continue;
-    if (judges_[i].asynchronous) {
+  for (std::size_t i = 0; i < set.judges.size(); ++i) {
+    if (!item.sample.admits(set.rates[i].load(std::memory_order_relaxed))) continue;
+    if (set.judges[i].asynchronous) {
       later.push_back(i);
       continue;
     }
-    if (!admitted(i, *p)) continue;
+    if (!admitted(set, i, *p)) continue;
     const auto t0 = Clock::now();
-    Verdict v = runSync(i, e);
-    p->slots[i] = record(i, *p, std::move(v), secondsSince(t0));
+    Verdict v = runSync(set, i, e);
+    p->slots[i] = record(set, i, *p, std::move(v), secondsSince(t0));
   }
-  std::erase_if(later, [&](std::size_t i) { return !admitted(i, *p); });
+  std::erase_if(later, [&](std::size_t i) { return !admitted(set, i, *p); });
   if (later.empty()) {
     complete(*p);
   } else {

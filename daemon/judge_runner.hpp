@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -50,6 +52,9 @@ struct RunnableJudge {
   std::unique_ptr<Judge> judge;
   bool asynchronous = false;          ///< cost class kRemoteCall: judgeAsync
   std::span<const Outcome> outcomes;  ///< its type's outcomes besides ok (series from the start)
+  /// Its index in the score tracker, passed to Listener::scored (default: its configuration
+  /// index; after a reload, ScoreTracker::setJudges says).
+  std::optional<std::size_t> tracked;
 };
 
 /// Builds every configured judge through its factory, in configuration order. Throws
@@ -78,7 +83,7 @@ class JudgeRunner {
   /// thread, concurrently.
   struct Listener {
     std::function<void(const WorkItem&)> started;  ///< an event enters judging
-    /// A successful score of judge `index` (configuration order) on event `id`.
+    /// A successful score of the judge whose RunnableJudge::tracked is `index` on event `id`.
     std::function<void(std::size_t index, const std::string& id, const std::string& variant,
                        double score)>
         scored;
@@ -104,27 +109,36 @@ class JudgeRunner {
   int busy() const { return busy_.load(); }
   /// Events whose asynchronous verdicts are not all in.
   int pending() const { return pending_.load(); }
-  const std::vector<RunnableJudge>& judges() const { return judges_; }
+  /// The judges events are judged with from now on (a copy of the current set's names).
+  std::vector<std::string> judgeNames() const;
   /// A configuration reload: judge `index`'s nested sampling rate from now on (any thread).
   void setRate(std::size_t index, double rate);
-  double rate(std::size_t index) const { return rates_[index].load(std::memory_order_relaxed); }
+  double rate(std::size_t index) const;
+  /// A configuration reload: events that start judging from now on are judged by `judges`;
+  /// an event already being judged (queued samples are not: they start later) finishes with
+  /// the judges it started with, whose objects are kept until the runner is destroyed (a few
+  /// KB a reload; their asynchronous callbacks may still run). Any thread.
+  void replaceJudges(std::vector<RunnableJudge> judges);
 
  private:
   struct Pending;
+  struct Set;
   struct Condition {
     std::size_t judge = 0;  // index of the earlier judge
     RunIfCondition condition;
   };
-  bool admitted(std::size_t index, const Pending& p) const;
-  JudgedVerdict record(std::size_t index, const Pending& p, Verdict v, double seconds);
-  Verdict runSync(std::size_t index, const Event& event);
+  std::shared_ptr<Set> makeSet(std::vector<RunnableJudge> judges);
+  std::shared_ptr<Set> current() const;
+  bool admitted(const Set& set, std::size_t index, const Pending& p) const;
+  JudgedVerdict record(const Set& set, std::size_t index, const Pending& p, Verdict v,
+                       double seconds);
+  Verdict runSync(const Set& set, std::size_t index, const Event& event);
   void startAsync(std::size_t index, const Event& event, const std::shared_ptr<Pending>& p);
   void complete(Pending& p);
 
-  std::vector<RunnableJudge> judges_;
-  std::vector<std::vector<Condition>> conditions_;  // run_if, resolved to indexes
-  std::vector<JudgeStats::Judge*> stats_;
-  std::unique_ptr<std::atomic<double>[]> rates_;  // judges_[i].rate, then reloads
+  mutable std::mutex set_mu_;  // guards current_ and retired_
+  std::shared_ptr<Set> current_;
+  std::vector<std::shared_ptr<Set>> retired_;  // replaced sets, kept to the end
   JudgeStats& judge_stats_;
   BoundedQueue<WorkItem>& queue_;
   Listener listener_;

@@ -358,21 +358,25 @@ void Pipeline::reloadConfig() {
     return count("rejected");
   }
   const ReloadDiff diff = diffConfigs(config_text_, text);
+  if ((diff.judges || diff.budget_cap) && !rebuildJudges(std::move(res.config), diff))
+    return count("rejected");
+  const Config& applied = (diff.judges || diff.budget_cap) ? *reloaded_.back() : res.config;
   if (diff.sampling) {
-    sampler_ = Sampler(res.config.sampling.rate, res.config.sampling.rules);
-    spdlog::info("SIGHUP: sampling applied (rate {}, {} rule(s))", res.config.sampling.rate,
-                 res.config.sampling.rules.size());
+    sampler_ = Sampler(applied.sampling.rate, applied.sampling.rules);
+    spdlog::info("SIGHUP: sampling applied (rate {}, {} rule(s))", applied.sampling.rate,
+                 applied.sampling.rules.size());
   }
-  for (const std::size_t i : diff.judge_rates) {
-    runner_.setRate(i, res.config.judges[i].rate);
-    spdlog::info("SIGHUP: judge '{}' rate {} applied", res.config.judges[i].name,
-                 res.config.judges[i].rate);
-  }
+  if (!diff.judges && !diff.budget_cap)
+    for (const std::size_t i : diff.judge_rates) {
+      runner_.setRate(i, applied.judges[i].rate);
+      spdlog::info("SIGHUP: judge '{}' rate {} applied", applied.judges[i].name,
+                   applied.judges[i].rate);
+    }
   if (diff.log) {
-    spdlog::set_level(spdlog::level::from_str(res.config.log.level));
-    spdlog::set_formatter(logFormatter(res.config.log.format, stderrIsJournal()));
-    spdlog::info("SIGHUP: log level {} and format {} applied", res.config.log.level,
-                 res.config.log.format);
+    spdlog::set_level(spdlog::level::from_str(applied.log.level));
+    spdlog::set_formatter(logFormatter(applied.log.format, stderrIsJournal()));
+    spdlog::info("SIGHUP: log level {} and format {} applied", applied.log.level,
+                 applied.log.format);
   }
   if (diff.restart.empty()) {
     config_text_ = text;
@@ -386,6 +390,32 @@ void Pipeline::reloadConfig() {
       "could be applied was)",
       config_.file, what);
   count("restart_needed");
+}
+
+bool Pipeline::rebuildJudges(Config&& config, const ReloadDiff& diff) {
+  auto owned = std::make_unique<Config>(std::move(config));
+  std::vector<RunnableJudge> judges;
+  try {
+    judges = buildJudges(*owned, services_);
+  } catch (const std::exception& e) {  // e.g. an API key variable the service does not have
+    spdlog::error("SIGHUP: {} rejected: {}; the running configuration stays", config_.file,
+                  e.what());
+    return false;
+  }
+  const auto tracked = tracker_.setJudges(trackedJudges(*owned));
+  for (std::size_t i = 0; i < judges.size(); ++i) judges[i].tracked = tracked[i];
+  std::string names, changed;
+  for (const auto& j : judges) names += (names.empty() ? "" : ", ") + j.name;
+  for (const auto& c : diff.changed_judges) changed += (changed.empty() ? "" : ", ") + c;
+  runner_.replaceJudges(std::move(judges));
+  reloaded_.push_back(std::move(owned));
+  spdlog::info(
+      "SIGHUP: judges rebuilt ({}{}{}): {}; global cap €{}/day; events already being judged "
+      "finish with the previous judges",
+      changed, !changed.empty() && diff.budget_cap ? ", " : "",
+      diff.budget_cap ? "budget.daily_limit_eur" : "", names.empty() ? "none" : names,
+      reloaded_.back()->budget.daily_limit_eur);
+  return true;
 }
 
 void Pipeline::everySecond() {

@@ -25,8 +25,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config/options.hpp"
+#include "config/reload.hpp"
 #include "daemon/admin_server.hpp"
 #include "daemon/client_stats.hpp"
 #include "daemon/consumer_stats.hpp"
@@ -119,11 +121,16 @@ class Pipeline {
   /// 5 ms) or polls one message to keep the group membership. False once resumed.
   bool waitWhilePaused(int timeout_ms);
   void everySecond();
-  /// SIGHUP: reads config_.file again. Invalid (load, start-up or secret errors): logged with
-  /// FILE:LINE:COL, nothing changes. Valid: `sampling`, `log` and judges' `rate` apply at
-  /// once (queued samples and calls in flight are kept); any other difference is logged as
-  /// needing a restart. Counted in assay_config_reloads_total{result}.
+  /// SIGHUP: reads config_.file again. Invalid (load, start-up or secret errors, a judge that
+  /// cannot be built): logged with FILE:LINE:COL, nothing changes. Valid: `sampling`, `log`,
+  /// `judges` and `budget.daily_limit_eur` apply at once (queued samples and calls in flight
+  /// are kept); any other difference is logged as needing a restart. Counted in
+  /// assay_config_reloads_total{result}.
   void reloadConfig();
+  /// A reload that changes the judges or the global cap: builds every judge of `config` (kept
+  /// alive in reloaded_), maps them onto the score tracker and hands them to the runner. False
+  /// (logged) when a judge cannot be built: nothing changed.
+  bool rebuildJudges(Config&& config, const ReloadDiff& diff);
   /// Why /readyz says 503 ("" = ready): no partition assignment yet, or a budget store that
   /// does not answer. Reads only atomics (the admin thread calls it).
   std::string notReady() const;
@@ -165,6 +172,7 @@ class Pipeline {
   Sampler sampler_;
   BoundedQueue<WorkItem> queue_;
   JudgeServices services_;
+  std::vector<std::unique_ptr<Config>> reloaded_;  // configurations whose judges a reload built
   JudgeRunner runner_;  // destroyed first: closes the queue, joins, stops the services
   // ---- Poll-thread state.
   std::deque<WorkItem> held_;  // block: samples consumed while the backlog was full

@@ -30,6 +30,7 @@ JudgeStats::JudgeStats(prometheus::Registry& registry)
 
 JudgeStats::Judge& JudgeStats::add(const std::string& name, const JudgeInfo& info,
                                    std::span<const Outcome> outcomes) {
+  std::lock_guard lock(mu_);  // a reload adds judges while workers count runs
   Judge& j = judges_.emplace_back();
   j.name = name;
   j.criterion = info.criterion;

@@ -35,8 +35,8 @@ class JudgeStats {
     prometheus::Histogram* score = nullptr;
     prometheus::Histogram* latency = nullptr;  ///< seconds
   };
-  /// Adds one configured judge's series. Not thread-safe (start-up); the result lives as long
-  /// as this object.
+  /// Adds one configured judge's series (a judge added again, by a configuration reload, gets
+  /// the same series: its counters go on). Thread-safe; the result lives as long as this object.
   Judge& add(const std::string& name, const JudgeInfo& info, std::span<const Outcome> outcomes);
   /// assay_judge_runs_total{…, outcome} += 1. Thread-safe.
   void countRun(Judge& judge, Outcome outcome);

@@ -295,7 +295,8 @@ ReserveResult MemoryBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
   if (states.front()->reservations.contains(reservation_id))
     return {ReserveStatus::kReserved, {}, {}};
   for (std::size_t i = 0; i < scopes.size(); ++i) {
-    if (states[i]->exhausted) return {ReserveStatus::kExhausted, std::string(scopes[i].scope), {}};
+    if (states[i]->closed_at_nano >= scopes[i].limit_nano)  // closed under this cap or a larger one
+      return {ReserveStatus::kExhausted, std::string(scopes[i].scope), {}};
   }
   for (std::size_t i = 0; i < scopes.size(); ++i) {
     if (states[i]->spent_nano + outstandingLocked(*states[i]) + amount_nano >
@@ -305,7 +306,7 @@ ReserveResult MemoryBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
       if (close_on_refusal) {
         if (states[i]->spent_nano + amount_nano <= scopes[i].limit_nano)
           return {ReserveStatus::kBusy, std::string(scopes[i].scope), {}};
-        states[i]->exhausted = true;
+        states[i]->closed_at_nano = std::max(states[i]->closed_at_nano, scopes[i].limit_nano);
       }
       return {ReserveStatus::kExhausted, std::string(scopes[i].scope), {}};
     }

@@ -131,9 +131,10 @@ class BudgetStore {
   ///
   /// `close_on_refusal`: when the settled spend alone leaves no room for `amount`, the refusal
   /// closes the scope for the rest of `day` (in the store, so for every daemon, restarted or
-  /// not): every later reserve there is refused, even a smaller one. A refusal caused only by
-  /// reservations in flight stays transient. The LLM judges use it, so "exhausted" means
-  /// exhausted until the next day.
+  /// not): every later reserve there is refused, even a smaller one, as long as the scope's
+  /// limit is no larger than the one it closed under; a raised limit (a configuration reload)
+  /// opens it again. A refusal caused only by reservations in flight stays transient. The LLM
+  /// judges use it, so "exhausted" means exhausted until the next day or a higher cap.
   ReserveResult reserve(const std::vector<ScopeLimit>& scopes, double amount_eur,
                         std::string_view day, std::string_view reservation_id, std::int64_t ttl_ms,
                         bool close_on_refusal = false);
@@ -220,7 +221,9 @@ class MemoryBudgetStore final : public BudgetStore {
   };
   struct ScopeState {
     std::int64_t spent_nano = 0;
-    bool exhausted = false;  // a reservation was refused today: the scope stays closed
+    // A refusal closed the scope today under this cap (n€; -1 = open): it stays closed for any
+    // cap up to that one, and opens again under a larger cap (a configuration reload).
+    std::int64_t closed_at_nano = -1;
     std::map<std::string, Reservation, std::less<>> reservations;
   };
   struct DayState {

@@ -47,7 +47,14 @@ local amount, id = tonumber(ARGV[1]), ARGV[2]
 for i = 0, n - 1 do reclaim(i) end
 if redis.call('HEXISTS', KEYS[2], id) == 1 then return {1, 0} end
 for i = 0, n - 1 do
-  if redis.call('ZSCORE', KEYS[3 * i + 3], '__exhausted__') then return {0, i + 1} end
+  -- Closing marks (score +inf, never reclaimed) carry the cap they closed under: a scope is
+  -- closed for a cap no larger than that one, and open again under a raised cap (a reload).
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3 * i + 3], '+inf', '+inf')) do
+    local at = string.match(m, '^__exhausted__:(%d+)$')
+    if m == '__exhausted__' or (at and tonumber(ARGV[5 + i]) <= tonumber(at)) then
+      return {0, i + 1}
+    end
+  end
 end
 for i = 0, n - 1 do
   local spent = tonumber(redis.call('GET', KEYS[3 * i + 1]) or '0')
@@ -58,7 +65,7 @@ for i = 0, n - 1 do
     -- reservations in flight stand in the way, the answer is "busy" (retry after they settle).
     if ARGV[5 + n] == '1' then
       if spent + amount <= tonumber(ARGV[5 + i]) then return {2, i + 1} end
-      redis.call('ZADD', KEYS[3 * i + 3], '+inf', '__exhausted__')
+      redis.call('ZADD', KEYS[3 * i + 3], '+inf', '__exhausted__:' .. ARGV[5 + i])
       redis.call('PEXPIRE', KEYS[3 * i + 3], ARGV[4])
     end
     return {0, i + 1}

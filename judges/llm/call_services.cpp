@@ -90,7 +90,17 @@ LlmStats& CallServices::stats() {
 void CallServices::addScope(const std::string& scope, double cap_eur) {
   if (!budget_stats_) budget_stats_.emplace(registry_);
   std::lock_guard lock(mu_);
-  if (scopes_.count(scope)) return;
+  if (const auto it = scopes_.find(scope); it != scopes_.end()) {
+    Scope& s = it->second;
+    if (s.cap == cap_eur) return;
+    spdlog::info("budget {}: cap €{}/day from now on (was €{})", scope, cap_eur, s.cap);
+    if (cap_eur > s.cap) s.refused_day.clear();  // the store opens it again under a raised cap
+    s.alerted_day.clear();
+    s.projection_alerted_day.clear();
+    s.cap = cap_eur;
+    s.gauges.limit->Set(cap_eur);
+    return;
+  }
   Scope s{cap_eur, budget_stats_->forScope(scope), {}, {}, {}, {}};
   s.gauges.limit->Set(cap_eur);
   scopes_.emplace(scope, std::move(s));

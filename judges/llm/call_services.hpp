@@ -54,7 +54,9 @@ class CallServices {
   /// std::invalid_argument for a malformed store URL.
   Ledger& ledger();
   LlmStats& stats();
-  /// A scope with its daily cap in euros (a judge's `daily_limit_eur`).
+  /// A scope with its daily cap in euros (a judge's `daily_limit_eur`). An existing scope takes
+  /// the new cap (a configuration reload rebuilt its judge): gauge, alerts and, when the cap was
+  /// raised, the exhausted flag follow it.
   void addScope(const std::string& scope, double cap_eur);
 
   /// Bookkeeping of one finished call: `cost_eur` charged to "global" and `judge_scope`,

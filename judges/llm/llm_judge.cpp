@@ -156,6 +156,7 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
   if (settings_.tokens_per_minute > 0)
     tpm_.emplace(settings_.tokens_per_minute, std::max(1.0, settings_.tokens_per_minute / 6),
                  Steady::now());
+  services.addScope("global", settings_.global_daily_limit_eur);  // a reload may change it
   if (settings_.daily_limit_eur > 0)
     services.addScope("judge:" + settings_.name, settings_.daily_limit_eur);
   services.addJudge(this);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 #include "config/rfc3339.hpp"
@@ -94,6 +95,7 @@ const char* levelOf(double tau) { return tau >= 0.7 ? "high" : tau >= 0.4 ? "mod
 
 struct ScoreTracker::Judge {
   TrackedJudge spec;
+  bool active = true;  // false once a reload removed or changed it
   stats::ScoreWindow window;
   stats::DriftDetector drift;
   std::map<std::string, stats::ScoreWindow> by_variant;
@@ -268,6 +270,37 @@ ScoreTracker::ScoreTracker(const std::vector<TrackedJudge>& judges, const Tracki
 
 ScoreTracker::~ScoreTracker() = default;
 
+std::vector<std::size_t> ScoreTracker::setJudges(const std::vector<TrackedJudge>& judges) {
+  const auto same = [](const TrackedJudge& a, const TrackedJudge& b) {
+    return a.name == b.name && a.criterion == b.criterion && a.min_score == b.min_score &&
+           a.max_score == b.max_score && a.graded == b.graded;
+  };
+  std::lock_guard lock(mu_);
+  std::vector<bool> kept(judges_.size(), false);
+  std::vector<std::size_t> out;
+  for (const auto& spec : judges) {
+    std::size_t k = 0;
+    while (k < judges_.size() && !(judges_[k]->active && same(judges_[k]->spec, spec))) ++k;
+    if (k == judges_.size()) {
+      judges_.push_back(std::make_unique<Judge>(spec, options_));
+      kept.push_back(false);
+    }
+    kept[k] = true;
+    out.push_back(k);
+  }
+  std::set<std::string> retired;
+  for (std::size_t k = 0; k < judges_.size(); ++k)
+    if (judges_[k]->active && !kept[k]) {
+      judges_[k]->active = false;
+      retired.insert(judges_[k]->spec.name);
+    }
+  std::erase_if(agreement_, [&](const auto& kv) {
+    return retired.count(kv.first[1]) > 0 || retired.count(kv.first[2]) > 0;
+  });
+  std::erase_if(human_, [&](const auto& kv) { return retired.count(kv.first[0]) > 0; });
+  return out;
+}
+
 double ScoreTracker::now() const {
   if (clock_) return clock_();
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -344,6 +377,7 @@ void ScoreTracker::record(std::size_t index, const std::string& id, const std::s
   const double t = now();
   std::lock_guard lock(mu_);
   Judge& j = *judges_[index];
+  if (!j.active) return;  // a late score of a judge a reload removed
   if (!j.window.add(score, t)) {
     stats_.rejected.Add({{"judge", j.spec.name}}).Increment();
     return;
@@ -367,7 +401,7 @@ void ScoreTracker::record(std::size_t index, const std::string& id, const std::s
     }
   for (const auto& [k, s] : e.scores) {
     const Judge& other = *judges_[k];
-    if (other.spec.criterion != j.spec.criterion) continue;
+    if (!other.active || other.spec.criterion != j.spec.criterion) continue;
     const bool first = k < index;
     const Judge& a = first ? other : j;
     const Judge& b = first ? j : other;
@@ -413,7 +447,7 @@ void ScoreTracker::onFeedback(const Feedback& f) {
       return;
     }
   for (const auto& [k, s] : e.scores)
-    if (judges_[k]->spec.criterion == f.criterion)
+    if (judges_[k]->active && judges_[k]->spec.criterion == f.criterion)
       pairStat(human_, {judges_[k]->spec.name}).pairs.add(s, f.value, t);
   // Kappa pairs only between annotators that keep their own label (the first
   // tracking.max_label_values): a pair with a folded one is never exported, and tracking every
@@ -469,6 +503,7 @@ ScoreTracker::Snapshot ScoreTracker::snapshot(double t) {
   std::lock_guard lock(mu_);
   for (std::size_t i = 0; i < judges_.size(); ++i) {
     Judge& j = *judges_[i];
+    if (!j.active) continue;
     j.window.expire(t);
     snap.judges[i].summary = j.window.summary(options_.leniency_max_ratio,
                                               static_cast<std::size_t>(options_.min_samples));
@@ -495,7 +530,8 @@ ScoreTracker::Snapshot ScoreTracker::snapshot(double t) {
 void ScoreTracker::refresh() {
   const Snapshot snap = snapshot(now());
   Touched touched;
-  for (std::size_t i = 0; i < judges_.size(); ++i) exportJudge(snap, i, touched);
+  for (std::size_t i = 0; i < judges_.size(); ++i)
+    if (judges_[i]->active) exportJudge(snap, i, touched);
   exportAgreement(snap, touched);
   exportAb(snap, touched);
   // Series whose statistic is no longer defined (window expired, a variant gone) disappear.
@@ -600,7 +636,8 @@ void ScoreTracker::exportAgreement(const Snapshot& snap, Touched& touched) {
   for (const auto& [key, xy] : snap.human) {
     const std::string& judge = key[0];
     const auto it = std::find_if(judges_.begin(), judges_.end(),
-                                 [&](const auto& j) { return j->spec.name == judge; });
+                                 [&](const auto& j) { return j->active && j->spec.name == judge; });
+    if (it == judges_.end()) continue;
     const prometheus::Labels l{{"judge", judge}, {"criterion", (*it)->spec.criterion}};
     setGauge("assay_judge_human_pairs", l, opt(xy.first.size()), touched);
     if (!enough(xy)) continue;

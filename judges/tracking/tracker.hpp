@@ -133,6 +133,12 @@ class ScoreTracker {
   void countInvalidFeedback(const std::string& kind);
   /// Freezes the drift baseline of judge `index` (e.g. from loadBaselineScores).
   void setBaseline(std::size_t index, std::vector<double> scores);
+  /// A configuration reload: the judges from now on, in configuration order; returns the index
+  /// (for record()) of each. A judge whose name, criterion, scale and kind are unchanged keeps
+  /// its index and its windows; a new or changed one gets a new index and starts empty; one no
+  /// longer listed stops being exported (its series disappear at the next refresh), its late
+  /// scores are ignored, and the agreement and human pairs naming it are dropped. Poll thread.
+  std::vector<std::size_t> setJudges(const std::vector<TrackedJudge>& judges);
   /// Recomputes every statistic and sets (or removes) the gauges. Poll thread only.
   void refresh();
 

@@ -593,8 +593,20 @@ TEST_CASE("reload diff: what applies live, what needs a restart") {
   edited.replace(edited.find("group_id: g"), 11, "group_id: h");
   edited.replace(edited.find("cites_source"), 12, "json_valid");
   d = diffConfigs(base, edited);
-  CHECK(d.restart == std::vector<std::string>{"judges[1] 'c'", "kafka"});
+  CHECK(d.restart == std::vector<std::string>{"kafka"});
+  CHECK(d.judges);  // a judge's other options: the judges are rebuilt live
+  CHECK(d.changed_judges == std::vector<std::string>{"judges[1] 'c'"});
   d = diffConfigs(base, base + "  - {name: b, kind: lexical, metric: bleu}\n");
-  CHECK(d.restart == std::vector<std::string>{"judges (added, removed or reordered)"});
+  CHECK(d.restart.empty());
+  CHECK(d.judges);
+  CHECK(d.changed_judges == std::vector<std::string>{"judges (added, removed or reordered)"});
+  // The global cap applies live; any other budget key needs a restart.
+  d = diffConfigs(base, base + "budget: {daily_limit_eur: 2}\n");
+  CHECK(d.budget_cap);
+  CHECK(d.restart.empty());
+  d = diffConfigs(base + "budget: {daily_limit_eur: 2, timezone: UTC}\n",
+                  base + "budget: {daily_limit_eur: 3, timezone: Europe/Paris}\n");
+  CHECK_FALSE(d.budget_cap);
+  CHECK(d.restart == std::vector<std::string>{"budget"});
   CHECK(diffConfigs(base, "{[").restart == std::vector<std::string>{"the whole file"});
 }

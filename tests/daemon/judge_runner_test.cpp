@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <prometheus/registry.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -93,7 +94,8 @@ RunnableJudge local(const char* name, JudgeKind kind, const char* type, double r
                        std::move(run_if),
                        f->create({}, JudgeContext{}),
                        false,
-                       f->descriptor->outcomes};
+                       f->descriptor->outcomes,
+                       std::nullopt};
 }
 
 Event event(int i, std::string answer) {
@@ -210,7 +212,8 @@ TEST_CASE("a judge that throws gets judge_error; the worker and the other verdic
                                  {},
                                  std::make_unique<ThrowingJudge>(),
                                  false,
-                                 {}});
+                                 {},
+                                 std::nullopt});
   judges.push_back(local("overlap", JudgeKind::kLexical, "context_overlap"));
   JudgeRunner runner(std::move(judges), stats, queue, out.listener(), /*workers=*/2, nullptr);
   for (int i = 0; i < 10; ++i) {
@@ -253,7 +256,8 @@ TEST_CASE("asynchronous verdicts: the last one completes the judgment; nested ra
                                  {},
                                  std::move(remote),
                                  true,
-                                 {}});
+                                 {},
+                                 std::nullopt});
   judges.push_back(local("overlap", JudgeKind::kLexical, "context_overlap"));
   judges.push_back(local("half", JudgeKind::kCheck, "answer_nonempty", 0.5));
   JudgeRunner runner(std::move(judges), stats, queue, out.listener(), /*workers=*/0, nullptr);
@@ -285,4 +289,67 @@ TEST_CASE("asynchronous verdicts: the last one completes the judgment; nested ra
   CHECK(half_seen == half_expected);
   CHECK(half_expected > 0);
   CHECK(half_expected < 10);
+}
+
+TEST_CASE("a reload replaces the judges: events in flight finish with the old ones") {
+  prometheus::Registry registry;
+  JudgeStats stats(registry);
+  BoundedQueue<WorkItem> queue(100);
+  Collected out;
+  std::vector<std::size_t> tracked;  // the `index` Listener::scored received
+  auto listener = out.listener();
+  listener.scored = [&](std::size_t index, const std::string&, const std::string&, double) {
+    std::lock_guard lock(out.mu);
+    tracked.push_back(index);
+  };
+  auto remote = std::make_unique<RemoteJudge>();
+  RemoteJudge* remote_ptr = remote.get();
+  std::vector<RunnableJudge> before;
+  before.push_back(RunnableJudge{"remote",
+                                 JudgeInfo{"faithfulness", 0, 1, {0, 1}, true},
+                                 1.0,
+                                 {},
+                                 std::move(remote),
+                                 true,
+                                 {},
+                                 std::nullopt});
+  before.push_back(local("overlap", JudgeKind::kLexical, "context_overlap"));
+  JudgeRunner runner(std::move(before), stats, queue, listener, /*workers=*/0, nullptr);
+  for (int i = 0; i < 3; ++i)
+    runner.run(item(i, "The warranty lasts two years, says the contract."));
+  CHECK(runner.pending() == 3);
+  // The reload: "overlap" stays (tracker index 1), "remote" goes, "nonempty" is new (index 2).
+  std::vector<RunnableJudge> after;
+  after.push_back(local("overlap", JudgeKind::kLexical, "context_overlap"));
+  after.back().tracked = 1;
+  after.push_back(local("nonempty", JudgeKind::kCheck, "answer_nonempty"));
+  after.back().tracked = 2;
+  runner.replaceJudges(std::move(after));
+  CHECK(runner.judgeNames() == std::vector<std::string>{"overlap", "nonempty"});
+  runner.run(item(3, "The warranty lasts two years, says the contract."));
+  REQUIRE(out.waitFor(1));  // the new judges answer at once
+  {
+    std::lock_guard lock(out.mu);
+    const auto& j = out.judgments.at("runner-3");
+    REQUIRE(j.verdicts.size() == 2);
+    CHECK(j.verdicts[0].judge == "overlap");
+    CHECK(j.verdicts[1].judge == "nonempty");
+  }
+  // The three events started before the reload still get the removed remote judge's verdict.
+  remote_ptr->release(3);
+  REQUIRE(out.waitFor(4));
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = "runner-" + std::to_string(i);
+    CAPTURE(id);
+    const auto* v = out.verdict(id, "remote");
+    REQUIRE(v != nullptr);
+    CHECK(v->verdict.outcome == Outcome::kOk);
+    CHECK(out.verdict(id, "nonempty") == nullptr);
+  }
+  std::lock_guard lock(out.mu);
+  // Before: overlap at 1 and remote at 0 (defaults: configuration order) for events 0–2;
+  // after: overlap 1 and nonempty 2 for event 3.
+  CHECK(std::count(tracked.begin(), tracked.end(), 0) == 3);
+  CHECK(std::count(tracked.begin(), tracked.end(), 1) == 4);
+  CHECK(std::count(tracked.begin(), tracked.end(), 2) == 1);
 }

@@ -464,6 +464,28 @@ TEST_CASE_TEMPLATE("budget store behaviour", Kind, MemoryStoreKind, RedisStoreKi
     CHECK(store->reserve({{"judge:y", 1.0}}, 0.5, kDay, "y3", kLongTtl, true).ok());
   }
 
+  SUBCASE("a closed scope opens again under a raised cap (a reload), and only under it") {
+    REQUIRE(store->reserve(globalOnly(1.0), 0.9, kDay, "r1", kLongTtl, true).ok());
+    CHECK(store->settle("r1", kDay, globalOnly(1.0), 0.9));
+    CHECK(store->reserve(globalOnly(1.0), 0.2, kDay, "r2", kLongTtl, true).status ==
+          ReserveStatus::kExhausted);  // closes under €1
+    // A daemon still on the €1 cap (or a lower one) stays closed; €2 has room for 1.1 more.
+    CHECK(store->reserve(globalOnly(1.0), 0.01, kDay, "r3", kLongTtl, true).status ==
+          ReserveStatus::kExhausted);
+    CHECK(store->reserve(globalOnly(0.5), 0.01, kDay, "r4", kLongTtl, true).status ==
+          ReserveStatus::kExhausted);
+    REQUIRE(store->reserve(globalOnly(2.0), 1.0, kDay, "r5", kLongTtl, true).ok());
+    CHECK(store->settle("r5", kDay, globalOnly(2.0), 1.0));
+    // Spent 1.9 of 2: closes again, now under €2; €1.5 stays closed, €3 opens.
+    CHECK(store->reserve(globalOnly(2.0), 0.2, kDay, "r6", kLongTtl, true).status ==
+          ReserveStatus::kExhausted);
+    CHECK(store->reserve(globalOnly(2.0), 0.05, kDay, "r7", kLongTtl, true).status ==
+          ReserveStatus::kExhausted);
+    CHECK(store->reserve(globalOnly(1.5), 0.01, kDay, "r8", kLongTtl, true).status ==
+          ReserveStatus::kExhausted);
+    CHECK(store->reserve(globalOnly(3.0), 0.05, kDay, "r9", kLongTtl, true).ok());
+  }
+
   SUBCASE("reserve, settle and release add up to the nano-euro") {
     const auto scopes = globalOnly(1.0);
     REQUIRE(store->reserve(scopes, 0.3, kDay, "r1", kLongTtl).ok());

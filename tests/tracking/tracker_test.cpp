@@ -519,3 +519,39 @@ TEST_CASE("per-event feedback is bounded: annotations per event, distinct criter
     if (f.name == "assay_annotator_kappa") kappa_series = f.metric.size();
   CHECK(kappa_series <= 240);
 }
+
+TEST_CASE("a reload's judges: kept ones keep their windows, removed ones disappear") {
+  prometheus::Registry reg;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4},
+                  {"relevancy", "answer_relevancy", 1, 4},
+                  {"faith_mini", "faithfulness", 1, 4}},
+                 tenPairs(), reg);
+  for (std::size_t i = 0; i < kJudge.size(); ++i) {
+    const std::string id = "e" + std::to_string(i);
+    t.record(0, id, "", kJudge[i]);
+    t.record(1, id, "", 3);
+    t.record(2, id, "", kHuman[i]);
+  }
+  t.refresh();
+  const std::map<std::string, std::string> pair = {
+      {"criterion", "faithfulness"}, {"judge_a", "faith_llm"}, {"judge_b", "faith_mini"}};
+  REQUIRE(value(reg, "assay_judge_agreement_pairs", pair) == 10.0);
+  // faith_mini removed, relevancy's scale changed (a new judge under the same name), a new one
+  // added; faith_llm unchanged but moved to the end.
+  const auto idx = t.setJudges({{"relevancy", "answer_relevancy", 1, 5},
+                                {"coverage", "completeness", 0, 1},
+                                {"faith_llm", "faithfulness", 1, 4}});
+  CHECK(idx == std::vector<std::size_t>{3, 4, 0});
+  t.record(2, "late", "", 4);  // a late score of the removed judge: ignored
+  t.record(1, "late", "", 4);  // and of relevancy's old version
+  t.record(3, "e0", "", 5);    // the new relevancy: 1..5
+  t.refresh();
+  CHECK(value(reg, "assay_judge_window_size", kFaith) == 10.0);  // kept, with its scores
+  CHECK_FALSE(value(reg, "assay_judge_window_size", {{"judge", "faith_mini"}}));
+  CHECK(value(reg, "assay_judge_window_size", {{"judge", "relevancy"}}) == 1.0);
+  CHECK_FALSE(value(reg, "assay_judge_agreement_pairs", pair));  // names a removed judge
+  // Setting the same judges again changes nothing.
+  CHECK(t.setJudges({{"relevancy", "answer_relevancy", 1, 5},
+                     {"coverage", "completeness", 0, 1},
+                     {"faith_llm", "faithfulness", 1, 4}}) == idx);
+}
