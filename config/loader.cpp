@@ -810,6 +810,8 @@ void loadAdmin(Reader& r, const YAML::Node& n, AdminOptions& o) {
   const std::string p = "admin";
   if (!r.checkMap(n, p, {"listen"})) return;
   r.get(n, "listen", p, o.listen);
+  if (const YAML::Node l = n["listen"]; l && !l.Mark().is_null())
+    o.listen_line = l.Mark().line + 1, o.listen_column = l.Mark().column + 1;
   const auto colon = o.listen.rfind(':');
   const std::string port = colon == std::string::npos ? "" : o.listen.substr(colon + 1);
   const bool digits = !port.empty() && port.size() <= 5 &&
@@ -826,6 +828,8 @@ void loadSinks(Reader& r, const YAML::Node& n, SinksOptions& o) {
     if (!r.checkMap(j, p + ".jsonl", {"path"})) return;
     o.jsonl_enabled = true;
     r.get(j, "path", p + ".jsonl", o.jsonl.path);
+    if (const YAML::Node path = j["path"]; path && !path.Mark().is_null())
+      o.jsonl.path_line = path.Mark().line + 1, o.jsonl.path_column = path.Mark().column + 1;
     if (o.jsonl.path.empty()) r.error(j, p + ".jsonl.path", "missing");
   }
 }

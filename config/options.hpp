@@ -111,10 +111,12 @@ struct TrackingOptions {
 
 struct AdminOptions {
   std::string listen = "127.0.0.1:10464";  ///< host:port of /metrics, /healthz, /readyz
+  int listen_line = 0, listen_column = 0;  ///< where the key is (error messages; 0 = default)
 };
 
 struct JsonlSinkOptions {
-  std::string path;  ///< created (with parent folders) if missing; appended to
+  std::string path;                    ///< created (with parent folders) if missing; appended to
+  int path_line = 0, path_column = 0;  ///< where the key is (error messages)
 };
 
 struct SinksOptions {

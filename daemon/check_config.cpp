@@ -91,9 +91,10 @@ std::vector<ConfigError> startupErrors(const Config& c) {
   }
   if (c.sinks.jsonl_enabled && !c.sinks.jsonl.path.empty())
     if (const auto why = jsonlProblem(c.sinks.jsonl.path); !why.empty())
-      errors.push_back({c.file, 0, 0, "sinks.jsonl.path", why});
+      errors.push_back(
+          {c.file, c.sinks.jsonl.path_line, c.sinks.jsonl.path_column, "sinks.jsonl.path", why});
   if (const auto why = listenProblem(c.admin.listen); !why.empty())
-    errors.push_back({c.file, 0, 0, "admin.listen", why});
+    errors.push_back({c.file, c.admin.listen_line, c.admin.listen_column, "admin.listen", why});
   return errors;
 }
 

@@ -83,8 +83,9 @@ def run(args, workdir, checks):
     cfg = write_config(workdir, "sink", 2, jsonl="/proc/assay/no/such/dir/j.jsonl")
     rc, _, err = run_assayd(args, "--check-config", cfg)
     checks.eq("--check-config refuses a path under /proc", 2, rc)
-    checks.true("it names sinks.jsonl.path and /proc",
-                "sinks.jsonl.path: " in err and "'/proc' is a pseudo file system" in err, err)
+    checks.true("it names FILE:LINE:COL of sinks.jsonl.path and /proc",
+                f"{cfg}:5:23: sinks.jsonl.path: " in err
+                and "'/proc' is a pseudo file system" in err, err)
     check_start_failure(checks, args, "sinks.jsonl.path unopenable", cfg, "sinks.jsonl.path")
 
     # 2b. A JSON Lines path that is a folder, an admin host that does not resolve: --check-config
@@ -101,7 +102,8 @@ def run(args, workdir, checks):
         f.write(text)
     rc, _, err = run_assayd(args, "--check-config", cfg)
     checks.eq("--check-config: admin host that does not resolve: exit", 2, rc)
-    checks.true("it names admin.listen", "admin.listen: cannot resolve '256.1.1.1'" in err, err)
+    checks.true("it names FILE:LINE:COL of admin.listen",
+                f"{cfg}:4:17: admin.listen: cannot resolve '256.1.1.1'" in err, err)
 
     # 3. The admin port taken by another process.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
