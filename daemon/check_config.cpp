@@ -98,21 +98,26 @@ std::vector<ConfigError> startupErrors(const Config& c) {
   return errors;
 }
 
-int checkConfig(const std::string& path, std::ostream& out, std::ostream& err) {
-  auto res = loadConfigFile(path);
-  const bool readable = res.errors.empty() || res.errors.front().line > 0;
+std::vector<ConfigError> configErrors(const LoadResult& res) {
+  std::vector<ConfigError> errors = res.errors;
   // Each check runs on its own section, so they add to the loader's errors.
-  if (readable)
-    for (auto& e : startupErrors(res.config)) res.errors.push_back(std::move(e));
+  if (errors.empty() || errors.front().line > 0)
+    for (auto& e : startupErrors(res.config)) errors.push_back(std::move(e));
   // In file order; errors without a position (a file's content, a folder) last.
   const auto key = [](const ConfigError& e) {
     return std::pair(e.line > 0 ? e.line : INT_MAX, e.column);
   };
-  std::stable_sort(res.errors.begin(), res.errors.end(),
+  std::stable_sort(errors.begin(), errors.end(),
                    [&](const auto& a, const auto& b) { return key(a) < key(b); });
-  for (const auto& e : res.errors) err << e.format() << "\n";
+  return errors;
+}
+
+int checkConfig(const std::string& path, std::ostream& out, std::ostream& err) {
+  const auto res = loadConfigFile(path);
+  const auto errors = configErrors(res);
+  for (const auto& e : errors) err << e.format() << "\n";
   for (const auto& w : res.warnings) err << w.format() << "\n";
-  if (!res.errors.empty()) return 2;
+  if (!errors.empty()) return 2;
   const auto n = res.config.judges.size();
   out << path << ": OK (" << n << (n == 1 ? " judge)\n" : " judges)\n");
   return 0;

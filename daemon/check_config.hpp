@@ -18,6 +18,11 @@ namespace assay {
 /// and exits 2 on any (a restart would not fix them).
 std::vector<ConfigError> startupErrors(const Config& config);
 
+/// The loader's errors and, when the file could be read (YAML that parses), startupErrors of
+/// the sections that loaded, in file order (errors without a position last): what start-up
+/// and --check-config both report in one round. Empty = valid.
+std::vector<ConfigError> configErrors(const LoadResult& res);
+
 /// Prints every error and warning as FILE:LINE:COLUMN: key: message to `err`, and
 /// "FILE: OK (N judges)" to `out` when there is no error. Returns the exit code: 0, or 2.
 int checkConfig(const std::string& path, std::ostream& out, std::ostream& err);

@@ -120,8 +120,8 @@ int main(int argc, char** argv) {
   // Printed before the logger exists: under systemd each line carries the journal's error
   // priority, so that `journalctl -p err` shows why the service did not start.
   const char* prefix = assay::stderrIsJournal() ? "<3>" : "";
-  if (!res.ok()) {
-    for (const auto& e : res.errors) std::cerr << prefix << e.format() << "\n";
+  if (!res.ok()) {  // with what start-up would refuse besides: every error in one round
+    for (const auto& e : assay::configErrors(res)) std::cerr << prefix << e.format() << "\n";
     return 2;
   }
   if (!res.service_errors.empty()) {  // secrets the service cannot read (--check-config warns)

@@ -197,6 +197,18 @@ def run(args, workdir, checks):
         checks.true(f"journal, {label}: the error at priority 3 or 2",
                     any(l.startswith(("<3>", "<2>")) for l in lines), lines)
 
+    # 8b. A loader error and a start-up error in one file: both reported in one round, in file
+    #     order (an operator fixing the first does not discover the second at the next start).
+    both = write_config(workdir, "both", 13, jsonl="/proc/assay/j.jsonl",
+                        extra="sampling: {rat: 0.5}\n")
+    for argv in (["--config", both], ["--check-config", both]):
+        rc, _, err = run_assayd(args, *argv)
+        lines = [l for l in err.splitlines() if l.startswith(both + ":")]
+        checks.eq(f"{argv[0]}: loader and start-up errors: exit, lines", (2, 2), (rc, len(lines)))
+        checks.true(f"{argv[0]}: sinks.jsonl.path (line 5) before sampling.rat (line 6)",
+                    len(lines) == 2 and ":5:23: sinks.jsonl.path: " in lines[0]
+                    and ":6:12: sampling.rat: unknown key" in lines[1], lines)
+
     # 9. Readiness says why: an LLM judge whose budget store does not answer.
     admin = tp.free_loopback_port()
     llm = ("  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
