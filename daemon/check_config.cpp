@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <filesystem>
 #include <ostream>
 
@@ -75,11 +77,30 @@ std::string listenProblem(const std::string& listen) {
   return rc == 0 ? "" : "cannot resolve '" + host + "': " + ::gai_strerror(rc);
 }
 
+/// Kafka properties that name a file librdkafka reads when it builds a client: a missing one
+/// would otherwise surface as an OpenSSL error code ("x509 certificate routines::system lib").
+bool namesFile(const std::string& key, const std::string& value) {
+  static constexpr const char* kKeys[] = {"ssl.ca.location",       "ssl.crl.location",
+                                          "ssl.key.location",      "ssl.certificate.location",
+                                          "ssl.keystore.location", "sasl.kerberos.keytab"};
+  if (key == "ssl.ca.location" && value == "probe") return false;  // the system's CA paths
+  return std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys);
+}
+
 }  // namespace
 
 std::vector<ConfigError> startupErrors(const Config& c) {
   std::vector<ConfigError> errors;
-  if (const std::string why = checkKafkaClients(c.kafka); !why.empty())
+  for (const auto& [key, value] : c.kafka.properties)
+    if (namesFile(key, value) && ::access(value.c_str(), R_OK) != 0) {
+      const int err = errno;
+      auto e = kafkaError(c, key);
+      e.message = "cannot read '" + value + "': " + std::strerror(err) +
+                  (err == EACCES ? " (the service's user must be able to read it)" : "");
+      errors.push_back(std::move(e));
+    }
+  // With a file missing, librdkafka would only repeat it, less clearly.
+  if (const std::string why = errors.empty() ? checkKafkaClients(c.kafka) : ""; !why.empty())
     errors.push_back(kafkaError(c, "librdkafka would refuse it when assayd starts: " + why));
   if (const auto& t = c.tracking; !t.baseline_file.empty()) {
     try {  // the file's content, as the daemon will read it

@@ -197,6 +197,18 @@ def run(args, workdir, checks):
         checks.true(f"journal, {label}: the error at priority 3 or 2",
                     any(l.startswith(("<3>", "<2>")) for l in lines), lines)
 
+    # 8a. A Kafka property naming a file that is not there: the file and the OS's reason, not
+    #     librdkafka's OpenSSL error code.
+    cfg = write_config(workdir, "ca", 14, kafka=", properties: {security.protocol: ssl, "
+                       "ssl.ca.location: /nonexistent/assay-ca.pem}")
+    rc, _, err = run_assayd(args, "--check-config", cfg)
+    checks.eq("--check-config: ssl.ca.location missing: exit", 2, rc)
+    checks.true("it names FILE:1:COL, the property, the file and ENOENT",
+                err.startswith(f"{cfg}:1:") and "kafka.properties.ssl.ca.location: cannot read "
+                "'/nonexistent/assay-ca.pem': No such file or directory" in err
+                and "x509" not in err, err)
+    check_start_failure(checks, args, "ssl.ca.location missing", cfg, "ssl.ca.location")
+
     # 8b. A loader error and a start-up error in one file: both reported in one round, in file
     #     order (an operator fixing the first does not discover the second at the next start).
     both = write_config(workdir, "both", 13, jsonl="/proc/assay/j.jsonl",
