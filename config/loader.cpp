@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "config/rfc3339.hpp"
+#include "judges/edit_distance.hpp"
 #include "judges/llm/budget.hpp"
 #include "judges/secrets.hpp"
 
@@ -43,22 +44,6 @@ std::optional<std::pair<int, double>> parseWindow(const std::string& text) {
   const double seconds = value * unit->second;
   if (seconds < 60 || seconds > 90 * 86400.0) return std::nullopt;
   return std::pair{0, seconds};
-}
-
-// Levenshtein distance, for "did you mean" hints on misspelt keys.
-std::size_t editDistance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 class Reader {

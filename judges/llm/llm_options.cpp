@@ -9,6 +9,7 @@
 #include <set>
 
 #include "judges/budget_options.hpp"
+#include "judges/edit_distance.hpp"
 #include "judges/llm/http_client.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/secrets.hpp"
@@ -249,12 +250,18 @@ void readModel(const JudgeOptionValues& values, const JudgeContext& ctx, LlmJudg
   auto prices = PriceTable::builtin();
   for (const auto& po : ctx.budget->prices)
     prices.set(po.model, ModelPrice{po.input, po.cached_input, po.output, po.cache_write});
-  if (const auto price = prices.find(s.model))
+  if (const auto price = prices.find(s.model)) {
     s.price = *price;
-  else
-    errors.add("model", "no price for model '" + s.model +
-                            "': add it under budget.prices (USD per million tokens) so the cap "
-                            "can hold");
+    return;
+  }
+  std::string best;  // the closest priced model, within 3 edits: a typo
+  std::size_t best_d = 4;
+  for (const auto& [name, _] : prices.entries())
+    if (const auto d = editDistance(s.model, name); d < best_d) best_d = d, best = name;
+  errors.add("model", "no price for model '" + s.model + "'" +
+                          (best.empty() ? "" : "; did you mean '" + best + "'? If not, ") +
+                          (best.empty() ? ": add" : "add") +
+                          " it under budget.prices (USD per million tokens) so the cap can hold");
 }
 
 /// api_key_file: read at start-up (an error then); --check-config only warns when the file is

@@ -369,6 +369,15 @@ TEST_CASE("LLM judges: defaults, prices, criteria, run_if") {
                                           "judges[3].run_if[0].judge"});
   CHECK(bad.errors[2].message.find("add it under budget.prices") != std::string::npos);
   CHECK(bad.errors[2].line == 4);  // judges[1], where its model is
+  CHECK(bad.errors[2].message.find("did you mean") == std::string::npos);  // nothing close
+  // A typo of a priced model gets the nearest name.
+  const auto typo = load(
+      "judges:\n  - {name: a, kind: llm, criterion: faithfulness, model: "
+      "gpt-4o-mni}\n");
+  REQUIRE(typo.errors.size() == 1);
+  CHECK(typo.errors[0].message ==
+        "no price for model 'gpt-4o-mni'; did you mean 'gpt-4o-mini'? If not, add it under "
+        "budget.prices (USD per million tokens) so the cap can hold");
   // Every bad option of one judge is reported, each at its key.
   const auto many = load(
       "judges:\n"
