@@ -20,19 +20,25 @@ namespace assay::llm {
 
 using Steady = std::chrono::steady_clock;
 
-namespace {
-
-/// The model family: its leading letters ("gpt-4o-mini" → "gpt", "claude-3-5-haiku" → "claude");
-/// OpenAI's o-series reasoning models count as "gpt".
 std::string modelFamily(std::string_view model) {
-  std::string f;
-  for (char c : model) {
-    if (!std::isalpha(static_cast<unsigned char>(c))) break;
-    f.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  }
-  if (f == "o" || f == "chatgpt") return "gpt";
-  return f;
+  std::string m;
+  for (char c : model.substr(model.rfind('/') + 1))  // "openai/gpt-4o" (a router's name)
+    m.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  static constexpr std::pair<std::string_view, std::string_view> kPrefixes[] = {
+      {"gpt-3.5", "openai"},    {"gpt-4", "openai"},    {"gpt-5", "openai"},
+      {"gpt-oss", "openai"},    {"chatgpt", "openai"},  {"o1", "openai"},
+      {"o3", "openai"},         {"o4", "openai"},       {"claude", "claude"},
+      {"gemini", "gemini"},     {"llama", "llama"},     {"meta-llama", "llama"},
+      {"mistral", "mistral"},   {"mixtral", "mistral"}, {"ministral", "mistral"},
+      {"codestral", "mistral"}, {"qwen", "qwen"},       {"deepseek", "deepseek"}};
+  for (const auto& [prefix, family] : kPrefixes)
+    if (m.starts_with(prefix)) return std::string(family);
+  // Otherwise the name's first word: "gpt2", "t5", "ctrl", "gpt" (of "gpt-j-6b": EleutherAI's,
+  // not OpenAI's, which the table names "openai").
+  return m.substr(0, m.find_first_of(" -_.:(/"));
 }
+
+namespace {
 
 std::int64_t epochMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(

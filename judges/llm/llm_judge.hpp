@@ -26,6 +26,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "judges/event.hpp"
@@ -41,6 +42,15 @@
 #include "judges/rate_limited_log.hpp"
 
 namespace assay::llm {
+
+/// The model family of a model name, for the self-judging count (assay_judge_self_judging_total:
+/// a judge prefers answers of its own family; Panickssery et al., "LLM Evaluators Recognize and
+/// Favor Their Own Generations", NeurIPS 2024). Case-insensitive, after any "vendor/" prefix:
+/// OpenAI's chat models ("gpt-3.5*", "gpt-4*", "gpt-5*", "gpt-oss*", "chatgpt*", "o1*", "o3*",
+/// "o4*") are "openai"; "claude*", "gemini*", "llama*", "qwen*", "deepseek*" their own; Mistral's
+/// ("mistral*", "mixtral*", "ministral*", "codestral*") "mistral"; any other name its first word
+/// ("gpt2", "t5", "gpt" for "gpt-j-6b"), so that GPT-2 and EleutherAI's GPT-J are not OpenAI's.
+std::string modelFamily(std::string_view model);
 
 struct LlmJudgeSettings {
   std::string name;  ///< configured judge name (budget scope "judge:<name>")

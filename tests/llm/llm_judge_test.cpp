@@ -475,3 +475,23 @@ TEST_CASE("a provider error message that quotes the key is redacted") {
         "HTTP 401 invalid_request_error/invalid_api_key: Incorrect API key provided: "
         "[redacted].");
 }
+
+TEST_CASE("model families for the self-judging count") {
+  // OpenAI's chat models are one family; GPT-2 and EleutherAI's GPT-J are not in it.
+  for (const char* m : {"gpt-4o-mini", "gpt-4", "GPT-3.5-turbo (instructed to hallucinate)",
+                        "o3-mini", "openai/gpt-4o", "chatgpt-4o-latest", "gpt-5"}) {
+    CAPTURE(m);
+    CHECK(modelFamily(m) == "openai");
+  }
+  CHECK(modelFamily("gpt2") == "gpt2");
+  CHECK(modelFamily("gpt-j-6b") == "gpt");
+  CHECK(modelFamily("claude-3-5-haiku-latest") == "claude");
+  CHECK(modelFamily("anthropic/claude-sonnet-4") == "claude");
+  CHECK(modelFamily("mixtral-8x7b") == "mistral");
+  CHECK(modelFamily("Meta-Llama-3-8B") == "llama");
+  // The dev data's generators: none shares gpt-4o-mini's family except the GPT-3.5/4 answers.
+  CHECK(modelFamily("t5") == "t5");
+  CHECK(modelFamily("MemNet (WoW end-to-end generative)") == "memnet");
+  CHECK(modelFamily("HotpotQA gold answer (human)") == "hotpotqa");
+  CHECK(modelFamily("") == "");
+}
