@@ -152,6 +152,16 @@ bool addJudgeCell(const JudgeScores& j, const std::string& id, Record& r, Calibr
   return true;
 }
 
+/// One JSON Lines record that must be an object with a string "id": false with `r.error` set
+/// otherwise (`r.line` is set either way).
+bool parseWithId(std::size_t number, std::string_view line, rapidjson::Document& doc, Record& r) {
+  r.line = number;
+  r.error = parseObject(line, doc, true);
+  if (r.error.empty() && !(doc.HasMember("id") && doc["id"].IsString()))
+    r.error = "no string \"id\"";
+  return r.error.empty();
+}
+
 /// Events: one row per event the judge has a verdict for; columns id, the judge, each pointer.
 Table eventsTable(const std::string& path, const JudgeScores& j,
                   const std::vector<std::string>& pointers, CalibrationData& d) {
@@ -164,12 +174,8 @@ Table eventsTable(const std::string& path, const JudgeScores& j,
   for (const auto& p : pointers) ptrs.emplace_back(p.c_str());
   forEachLine(readInputFile(path), [&](std::size_t number, std::string_view line) {
     Record r;
-    r.line = number;
     rapidjson::Document doc;
-    r.error = parseObject(line, doc, true);
-    if (r.error.empty() && !(doc.HasMember("id") && doc["id"].IsString()))
-      r.error = "no string \"id\"";
-    if (!r.error.empty()) return t.records.push_back(std::move(r));
+    if (!parseWithId(number, line, doc, r)) return t.records.push_back(std::move(r));
     const std::string id = doc["id"].GetString();
     r.cells.push_back(Cell{true, true, id});
     if (!addJudgeCell(j, id, r, d)) return;
@@ -190,12 +196,8 @@ Table feedbackTable(const std::string& path, const JudgeScores& j, CalibrationDa
   std::size_t other = 0;
   forEachLine(readInputFile(path), [&](std::size_t number, std::string_view line) {
     Record r;
-    r.line = number;
     rapidjson::Document doc;
-    r.error = parseObject(line, doc, true);
-    if (r.error.empty() && !(doc.HasMember("id") && doc["id"].IsString()))
-      r.error = "no string \"id\"";
-    if (!r.error.empty()) return t.records.push_back(std::move(r));
+    if (!parseWithId(number, line, doc, r)) return t.records.push_back(std::move(r));
     const auto text = [&](const char* key) {
       return doc.HasMember(key) && doc[key].IsString() ? std::string(doc[key].GetString())
                                                        : std::string();
