@@ -120,7 +120,8 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
   for (const char* result : {"applied", "restart_needed", "rejected"})
     reloads_->Add({{"result", result}});
   if (std::ifstream in(config.file, std::ios::binary); in)
-    config_text_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    start_text_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  applied_text_ = start_text_;
   for (const auto& [key, value] : config.kafka.properties)  // checked by the loader
     if (key == "max.poll.interval.ms")
       keepalive_ = std::chrono::milliseconds(std::stoll(value) / 4);
@@ -357,7 +358,10 @@ void Pipeline::reloadConfig() {
     for (const auto& e : res.errors) spdlog::error("  {}", e.format());
     return count("rejected");
   }
-  const ReloadDiff diff = diffConfigs(config_text_, text);
+  // What applies live is compared with the file as last applied (a part applied by an earlier
+  // reload is not applied again); what needs a restart with the file assayd started with.
+  const ReloadDiff diff = diffConfigs(applied_text_, text);
+  const std::vector<std::string> restart = diffConfigs(start_text_, text).restart;
   if ((diff.judges || diff.budget_cap) && !rebuildJudges(std::move(res.config), diff))
     return count("rejected");
   const Config& applied = (diff.judges || diff.budget_cap) ? *reloaded_.back() : res.config;
@@ -378,13 +382,13 @@ void Pipeline::reloadConfig() {
     spdlog::info("SIGHUP: log level {} and format {} applied", applied.log.level,
                  applied.log.format);
   }
-  if (diff.restart.empty()) {
-    config_text_ = text;
+  applied_text_ = text;
+  if (restart.empty()) {
     if (diff.empty()) spdlog::info("SIGHUP: {} unchanged", config_.file);
     return count("applied");
   }
   std::string what;
-  for (const auto& r : diff.restart) what += (what.empty() ? "" : ", ") + r;
+  for (const auto& r : restart) what += (what.empty() ? "" : ", ") + r;
   spdlog::warn(
       "SIGHUP: {} changed {}: a reload does not apply that; restart assayd for it (what "
       "could be applied was)",

@@ -189,7 +189,8 @@ class Pipeline {
   std::atomic<std::int64_t> last_judged_ns_{0};  // steady clock, set by whoever delivers
   int exit_code_ = 0;
   bool ready_notified_ = false;
-  std::string config_text_;  // the configuration file as last applied (reloadConfig)
+  std::string start_text_;    // the configuration file assayd started with (reloadConfig)
+  std::string applied_text_;  // the file whose live parts were last applied (reloadConfig)
   prometheus::Family<prometheus::Counter>* reloads_ = nullptr;
   std::chrono::steady_clock::time_point status_at_{};
   double status_consumed_ = 0, status_judged_ = 0;
