@@ -725,7 +725,7 @@ void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
   const std::string p = "tracking";
   if (!r.checkMap(n, p,
                   {"window", "window_seconds", "join_capacity", "leniency_max_ratio", "min_samples",
-                   "min_pairs", "baseline_window", "recent_window", "drift_alpha",
+                   "min_pairs", "min_interval_n", "baseline_window", "recent_window", "drift_alpha",
                    "drift_min_delta", "rolling_baseline", "baseline_file", "baseline_from",
                    "baseline_until", "max_label_values"}))
     return;
@@ -735,6 +735,7 @@ void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
   r.getRange(n, "leniency_max_ratio", p, o.leniency_max_ratio, 0.0, 1.0);
   r.getRange(n, "min_samples", p, o.min_samples, 1, 1'000'000);
   r.getRange(n, "min_pairs", p, o.min_pairs, 3, 1'000'000);
+  r.getRange(n, "min_interval_n", p, o.min_interval_n, 2, 1'000'000);
   for (const char* key : {"baseline_window", "recent_window"}) {
     const YAML::Node v = n[key];
     if (!v) continue;

@@ -96,6 +96,7 @@ struct TrackingOptions {
   double leniency_max_ratio = 0.8;  ///< lenient when the top-score share exceeds it
   int min_samples = 100;            ///< fewer scores: no leniency verdict
   int min_pairs = 30;               ///< fewer pairs: no agreement, human Spearman or kappa
+  int min_interval_n = 5;           ///< fewer scores of a variant: no 95 % interval, no overlap
   int baseline_window = 200;        ///< drift: scores in the baseline (the first ones, frozen)
   int recent_window = 100;          ///< drift: the most recent scores compared with it
   /// > 0: the window is a duration (YAML "6h", "7d"…) instead of a count: seconds.

@@ -138,7 +138,8 @@ std::optional<MannWhitney> mannWhitneyU(const std::vector<double>& x,
   return MannWhitney{u1, std::clamp(p, 0.0, 1.0)};
 }
 
-std::optional<MeanInterval> meanInterval95(const std::vector<double>& v) {
+std::optional<MeanInterval> meanInterval95(const std::vector<double>& v, double min_score,
+                                           double max_score) {
   const std::size_t n = v.size();
   if (n < 2) return std::nullopt;
   const double m = mean(v);
@@ -146,10 +147,10 @@ std::optional<MeanInterval> meanInterval95(const std::vector<double>& v) {
   for (double x : v) ss += (x - m) * (x - m);
   const double sd = std::sqrt(ss / static_cast<double>(n - 1));
   const double q =
-      n < 30 ? boost::math::quantile(boost::math::students_t(static_cast<double>(n - 1)), 0.975)
-             : 1.96;
+      boost::math::quantile(boost::math::students_t(static_cast<double>(n - 1)), 0.975);
   const double half = q * sd / std::sqrt(static_cast<double>(n));
-  return MeanInterval{m, sd, n, m - half, m + half};
+  return MeanInterval{m, sd, n, std::clamp(m - half, min_score, max_score),
+                      std::clamp(m + half, min_score, max_score)};
 }
 
 std::optional<ChiSquare> chiSquareIndependence(const std::vector<std::vector<double>>& table) {

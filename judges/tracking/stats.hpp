@@ -6,6 +6,7 @@
 /// (tests/golden/stats_golden.py; tests agree to 1e-9).
 
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -53,12 +54,17 @@ std::optional<MannWhitney> mannWhitneyU(const std::vector<double>& x, const std:
 struct MeanInterval {
   double mean, sd;  ///< sd: sample standard deviation (n − 1)
   std::size_t n;
-  double low, high;  ///< 95 % interval: mean ± q·sd/√n, q = Student's t(0.975, n − 1) when
-                     ///< n < 30, else 1.96 (normal)
+  double low, high;  ///< 95 % interval: mean ± q·sd/√n, q = Student's t(0.975, n − 1), cut to
+                     ///< the scale
 };
 
-/// nullopt when n < 2.
-std::optional<MeanInterval> meanInterval95(const std::vector<double>& v);
+/// The 95 % t-interval of the mean of `v` (scipy.stats.t.interval(0.95, n − 1, mean, sd/√n)),
+/// cut to the scale [min_score, max_score]: a mean of scores on [0, 1] cannot lie outside it, so
+/// neither does its interval. Student's t at every n (1.96, the normal value, is what t tends to:
+/// 2.045 at n = 30, 1.984 at n = 100). nullopt when n < 2.
+std::optional<MeanInterval> meanInterval95(
+    const std::vector<double>& v, double min_score = -std::numeric_limits<double>::infinity(),
+    double max_score = std::numeric_limits<double>::infinity());
 
 struct ChiSquare {
   double statistic;

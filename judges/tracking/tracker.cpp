@@ -570,26 +570,27 @@ void ScoreTracker::exportJudge(const Snapshot& snap, std::size_t i, Touched& tou
     setGauge("assay_score_drift_p_value", labels, d->p_value, touched);
     setGauge("assay_score_drift", labels, d->drift ? 1.0 : 0.0, touched);
   }
-  exportVariants(labels, js.variants, touched);
+  exportVariants(labels, js.variants, spec.min_score, spec.max_score, touched);
 }
 
 void ScoreTracker::exportVariants(const prometheus::Labels& labels,
                                   const std::map<std::string, std::vector<double>>& variants,
-                                  Touched& touched) {
+                                  double min_score, double max_score, Touched& touched) {
   std::map<std::string, stats::MeanInterval> intervals;
   for (const auto& [variant, values] : variants) {
     auto l = labels;
     l["variant"] = variant;
     if (values.empty()) continue;
     setGauge("assay_score_n", l, opt(values.size()), touched);
-    const auto ci = stats::meanInterval95(values);
+    const auto ci = stats::meanInterval95(values, min_score, max_score);
     if (!ci) {  // one score: a mean, no spread
       setGauge("assay_score_mean", l, values.front(), touched);
       continue;
     }
-    intervals.emplace(variant, *ci);
     setGauge("assay_score_mean", l, ci->mean, touched);
     setGauge("assay_score_sd", l, ci->sd, touched);
+    if (values.size() < static_cast<std::size_t>(options_.min_interval_n)) continue;
+    intervals.emplace(variant, *ci);
     setGauge("assay_score_ci95_low", l, ci->low, touched);
     setGauge("assay_score_ci95_high", l, ci->high, touched);
   }

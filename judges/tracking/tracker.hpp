@@ -17,8 +17,9 @@
 ///                                tracking.drift_alpha and |recent − baseline| ≥ drift_min_delta
 /// Per judge × criterion × variant (variant folded to tracking.max_label_values):
 ///   assay_score_mean, assay_score_sd, assay_score_n, assay_score_ci95_low/high
-///                                (mean ± q·sd/√n, q = Student's t(0.975, n − 1) below 30 scores,
-///                                1.96 from 30; stats::meanInterval95), and
+///                                (mean ± q·sd/√n, q = Student's t(0.975, n − 1), cut to the
+///                                judge's scale, from tracking.min_interval_n scores;
+///                                stats::meanInterval95), and
 ///   assay_score_ci95_overlap{variant_a, variant_b}  1 when two variants' intervals overlap
 /// Agreement (sampling is nested, so judges of one criterion see the same events):
 ///   assay_judge_agreement_kendall_tau, _spearman, _pairs{criterion, judge_a, judge_b} over the
@@ -193,7 +194,8 @@ class ScoreTracker {
   Snapshot snapshot(double t);  // copies what refresh() computes from, under the lock
   void exportJudge(const Snapshot& snap, std::size_t index, Touched& touched);
   void exportVariants(const prometheus::Labels& labels,
-                      const std::map<std::string, std::vector<double>>& variants, Touched& touched);
+                      const std::map<std::string, std::vector<double>>& variants, double min_score,
+                      double max_score, Touched& touched);
   void exportAgreement(const Snapshot& snap, Touched& touched);
   void exportAb(const Snapshot& snap, Touched& touched);
   void setGauge(const char* family, const prometheus::Labels& labels, std::optional<double> v,

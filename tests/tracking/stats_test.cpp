@@ -169,7 +169,7 @@ TEST_CASE("Mann-Whitney U: two-sided, tie-corrected, as scipy's asymptotic metho
   CHECK_FALSE(mannWhitneyU({}, {1}).has_value());
 }
 
-TEST_CASE("95 % interval: Student's t below 30 values, 1.96 from 30") {
+TEST_CASE("95 % interval: Student's t at every n, cut to the scale") {
   // t(0.975, 4) = 2.7764451051977987 (scipy.stats.t.ppf)
   const auto small = meanInterval95({2, 3, 4, 3, 3});
   REQUIRE(small.has_value());
@@ -181,8 +181,20 @@ TEST_CASE("95 % interval: Student's t below 30 values, 1.96 from 30") {
   for (int i = 0; i < 30; ++i) big.push_back(i % 4 + 1);
   const auto b = meanInterval95(big);
   REQUIRE(b.has_value());
-  CHECK(b->high - b->mean == doctest::Approx(1.96 * b->sd / std::sqrt(30.0)).epsilon(kTol));
+  // t(0.975, 29) = 2.045229642132703 (scipy.stats.t.ppf), not the large-sample 1.96.
+  CHECK(b->high - b->mean ==
+        doctest::Approx(2.045229642132703 * b->sd / std::sqrt(30.0)).epsilon(kTol));
   CHECK_FALSE(meanInterval95({3}).has_value());
+  // Two scores on [0, 1]: mean ± 12.706·sd/√2 is [−5.85, 6.85]; cut to the scale.
+  const auto two = meanInterval95({0.0, 1.0}, 0.0, 1.0);
+  REQUIRE(two.has_value());
+  CHECK(two->mean == 0.5);
+  CHECK(two->low == 0.0);
+  CHECK(two->high == 1.0);
+  const auto edge = meanInterval95({0.9, 1.0, 1.0, 1.0, 0.95}, 0.0, 1.0);
+  REQUIRE(edge.has_value());
+  CHECK(edge->high == 1.0);  // 0.97 + 0.055 would leave the scale
+  CHECK(edge->low == doctest::Approx(0.97 - 2.7764451051977987 * edge->sd / std::sqrt(5.0)));
 }
 
 TEST_CASE("chi-square test of independence, as scipy.stats.chi2_contingency(correction=False)") {

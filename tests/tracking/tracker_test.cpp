@@ -141,7 +141,9 @@ TEST_CASE("the window's time bound drops old scores and their series") {
 
 TEST_CASE("variants: mean, sd, n and the 95 % interval (Student's t below 30), and overlap") {
   prometheus::Registry reg;
-  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, TrackingOptions{}, reg);
+  TrackingOptions o;
+  o.min_interval_n = 3;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, o, reg);
   const std::vector<double> a = {3, 4, 4, 2, 3, 4, 3, 3}, b = {1, 2, 2, 3, 1, 2}, c = {3, 2, 3};
   int id = 0;
   for (double x : a) t.record(0, std::to_string(id++), "A", x);
@@ -554,4 +556,26 @@ TEST_CASE("a reload's judges: kept ones keep their windows, removed ones disappe
   CHECK(t.setJudges({{"relevancy", "answer_relevancy", 1, 5},
                      {"coverage", "completeness", 0, 1},
                      {"faith_llm", "faithfulness", 1, 4}}) == idx);
+}
+
+TEST_CASE("a variant's interval stays on the scale and waits for tracking.min_interval_n scores") {
+  prometheus::Registry reg;
+  ScoreTracker t({{"overlap", "faithfulness", 0, 1}}, TrackingOptions{}, reg);  // min 5
+  int id = 0;
+  for (double x : {0.1, 0.9}) t.record(0, std::to_string(id++), "A", x);
+  for (double x : {0.95, 1.0, 1.0, 1.0, 0.9}) t.record(0, std::to_string(id++), "B", x);
+  t.refresh();
+  const auto va = [&](const char* name, const char* v) {
+    return value(reg, name, {{"judge", "overlap"}, {"variant", v}});
+  };
+  // A: two scores: mean and sd, no interval (it was [−4.58, 5.58] with t(0.975, 1) = 12.7).
+  CHECK(va("assay_score_mean", "A") == doctest::Approx(0.5));
+  CHECK(va("assay_score_n", "A") == 2.0);
+  CHECK_FALSE(va("assay_score_ci95_low", "A"));
+  CHECK_FALSE(va("assay_score_ci95_overlap", "A"));
+  // B: five scores near the top: the upper end is cut at 1.
+  CHECK(va("assay_score_ci95_high", "B") == 1.0);
+  CHECK(va("assay_score_ci95_low", "B") ==
+        doctest::Approx(0.97 - 2.7764451051977987 * 0.04472135954999579 / std::sqrt(5.0))
+            .epsilon(1e-9));
 }
