@@ -263,8 +263,11 @@ KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap
   rd_kafka_conf_set_offset_commit_cb(conf, commitCb);
   rd_kafka_conf_set_stats_cb(conf, statsCb);
   rd_kafka_conf_set_opaque(conf, this);
-  for (const auto& [k, v] : o.properties)  // checked by the loader and by librdkafka
+  for (const auto& [k, v] : o.properties) {  // checked by the loader and by librdkafka
     if (k == "auto.commit.interval.ms") commit_interval_ = std::chrono::milliseconds(std::stoll(v));
+    if (k == "partition.assignment.strategy")
+      cooperative_sticky_ = v.find("cooperative-sticky") != std::string::npos;
+  }
   rk_ = newHandle(RD_KAFKA_CONSUMER, conf);
   rd_kafka_poll_set_consumer(rk_);
   rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(2);
@@ -362,6 +365,24 @@ std::size_t KafkaConsumer::assignedPartitions(const std::string& topic) const {
 
 KafkaConsumer::~KafkaConsumer() {
   close();
+  // librdkafka before 2.3.0 (Debian 12 ships 2.0.2) aborts in rd_kafka_destroy() when a
+  // cooperative-sticky consumer is destroyed after joining its group but before its first
+  // assignment (an assert on the assignor's state: confluentinc/librdkafka#4312, fixed by
+  // #4381): a stop during a slow rebalance would end in SIGABRT. Such a consumer has left its
+  // group (close) and owns no offset; its handle is silenced and kept to the process's exit.
+  if (!assigned_ && cooperative_sticky_ && rd_kafka_version() < 0x02030000) {
+    rd_kafka_set_log_level(rk_, 0);
+    static rd_kafka_t* kept[8];  // plain array: still reachable when LeakSanitizer looks
+    static std::size_t n_kept = 0;
+    if (n_kept < std::size(kept)) {
+      kept[n_kept++] = rk_;
+      spdlog::info(
+          "kafka: the consumer had no assignment yet: its handle is left to the process's exit "
+          "(librdkafka {} would abort destroying it: confluentinc/librdkafka#4312)",
+          rd_kafka_version_str());
+      return;
+    }
+  }
   rd_kafka_destroy(rk_);
 }
 

@@ -183,6 +183,7 @@ class KafkaConsumer {
   OffsetTracker* feedback_tracker_ = nullptr;
   OffsetTracker* trackerOf(const char* topic) const;
   std::atomic<bool> assigned_{false};
+  bool cooperative_sticky_ = false;  // partition.assignment.strategy names it (~KafkaConsumer)
   std::atomic<std::size_t> assigned_count_{0};
   bool closed_ = false;
   bool close_result_ = true;
