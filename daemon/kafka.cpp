@@ -593,6 +593,7 @@ void KafkaConsumer::onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partitio
     assigned_count_ = cooperative ? assigned_count_ + static_cast<std::size_t>(parts->cnt)
                                   : static_cast<std::size_t>(parts->cnt);
     assigned_ = true;
+    in_assignment_ = true;
     readCommitted(parts);
     return;
   }
@@ -622,6 +623,7 @@ void KafkaConsumer::onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partitio
     rd_kafka_assign(rk_, nullptr);
     assigned_count_ = 0;
   }
+  if (assigned_count_ == 0) in_assignment_ = false;  // until the next round's assignment
 }
 
 }  // namespace assay

@@ -125,6 +125,10 @@ class KafkaConsumer {
   bool close(std::chrono::milliseconds timeout = std::chrono::milliseconds(15000));
   /// True once the first assignment arrived (the consumer group joined).
   bool assigned() const { return assigned_.load(); }
+  /// True while this member holds the assignment of the group's latest rebalance (possibly
+  /// empty: more instances than partitions); false from a revoke that leaves it nothing (an
+  /// eager rebalance, lost partitions) until the next assignment.
+  bool inAssignment() const { return in_assignment_.load(); }
   /// True when `m` comes from the feedback topic.
   bool isFeedback(const rd_kafka_message_t* m) const;
 
@@ -183,6 +187,7 @@ class KafkaConsumer {
   OffsetTracker* feedback_tracker_ = nullptr;
   OffsetTracker* trackerOf(const char* topic) const;
   std::atomic<bool> assigned_{false};
+  std::atomic<bool> in_assignment_{false};
   bool cooperative_sticky_ = false;  // partition.assignment.strategy names it (~KafkaConsumer)
   std::atomic<std::size_t> assigned_count_{0};
   bool closed_ = false;

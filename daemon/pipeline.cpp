@@ -175,10 +175,9 @@ bool Pipeline::pollOnce(int timeout_ms) {
     consumer_stats_.authentication_failures.Increment(n);
     auth_failed_at_ns_ = steadyNs();
   }
-  if (consumer_.assigned() && !assigned_) {
-    assigned_ = true;
+  if (consumer_.assigned() && !last_activity_)
     last_activity_ = Clock::now();  // the idle timer starts at the first assignment
-  }
+  assigned_ = consumer_.inAssignment();
   consumer_.storeFinishedOffsets();
   consumer_.commitFinished();
   if (g_reopen.exchange(false)) {
@@ -331,8 +330,8 @@ void Pipeline::handleFeedback(const rd_kafka_message_t* m) {
 std::string Pipeline::notReady() const {
   if (const auto at = auth_failed_at_ns_.load(); at && steadyNs() - at < 60'000'000'000)
     return "Kafka authentication failed in the last minute (kafka.properties sasl.* / ssl.*)";
-  if (!assigned_) return "waiting for the Kafka partition assignment";
   if (brokers_down_) return "no Kafka broker answers (kafka.brokers: " + bootstrap_ + ")";
+  if (!assigned_) return "waiting for the Kafka partition assignment (joining the consumer group)";
   if (!store_ready_) return "the budget store (budget.store) does not answer";
   return "";
 }

@@ -240,6 +240,30 @@ def run(args, workdir, checks):
         checks.true("/readyz names the budget store", "budget store" in body, body)
     finally:
         tp.stop_process(daemon, "assayd (readiness)")
+
+    # 10. No broker at all from the start: /readyz names the brokers, not "waiting for the
+    #     assignment" (an operator trial saw the latter for as long as the broker was gone).
+    admin = tp.free_loopback_port()
+    closed = tp.free_loopback_port()
+    cfg = write_config(workdir, "nobroker", 15, admin=admin)
+    with open(cfg) as f:
+        text = f.read().replace("brokers: embedded", f'brokers: "127.0.0.1:{closed}"')
+    with open(cfg, "w") as f:
+        f.write(text)
+    daemon = subprocess.Popen([args.assayd, "--config", cfg], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        body = ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "broker" not in body:
+            status, body = tp.http_get(f"http://127.0.0.1:{admin}/readyz")
+            time.sleep(0.2)
+        tp.log(f"/readyz with no broker from the start: {status} {body.strip()}")
+        checks.eq("/readyz with no broker: status", 503, status)
+        checks.true("/readyz names the brokers",
+                    f"no Kafka broker answers (kafka.brokers: 127.0.0.1:{closed})" in body, body)
+    finally:
+        tp.stop_process(daemon, "assayd (no broker)")
     return "start-up failures exit 2 (configuration) or 1 (run time) with one line naming the cause"
 
 
