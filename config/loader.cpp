@@ -701,6 +701,10 @@ void loadJudges(Reader& r, const YAML::Node& n, Config& config) {
       continue;
     }
     JudgeConfig jc;
+    if (const auto m = j.Mark(); !m.is_null()) jc.position = {m.line + 1, m.column + 1};
+    for (const auto& kv : j)
+      if (const auto m = kv.first.Mark(); !m.is_null())
+        jc.key_positions[kv.first.as<std::string>("")] = {m.line + 1, m.column + 1};
     r.get(j, "name", jp, jc.name);
     if (jc.name.empty())
       r.error(j, jp + ".name", "missing");

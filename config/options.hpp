@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -86,6 +87,10 @@ struct JudgeConfig {
   double rate = 1.0;                      ///< share of sampled events this judge sees, (0, 1]
   JudgeOptionValues values;               ///< the type's own options, type-checked
   std::vector<RunIfCondition> run_if;
+  /// Where the judge and each of its keys are in the file (1-based line, column), so that an
+  /// error found only when the daemon builds the judge still names FILE:LINE:COLUMN.
+  std::pair<int, int> position{0, 0};
+  std::map<std::string, std::pair<int, int>, std::less<>> key_positions;
 };
 
 /// Score tracking per judge × criterion (judges/tracking/window.hpp, judges/tracking/tracker.hpp).

@@ -55,7 +55,11 @@ std::vector<RunnableJudge> buildJudges(const Config& config, JudgeServices& serv
                                   jc.factory->create(jc.values, ctx),
                                   d.cost == CostClass::kRemoteCall, d.outcomes, std::nullopt});
     } catch (const OptionError& e) {  // e.g. an API key variable unset in the service's env
-      throw ConfigurationError(where + (e.key.empty() ? "" : "." + e.key) + ": " + e.what());
+      const auto at = jc.key_positions.find(e.key);
+      const auto [line, column] = at != jc.key_positions.end() ? at->second : jc.position;
+      throw ConfigurationError(ConfigError{config.file, line, column,
+                                           where + (e.key.empty() ? "" : "." + e.key), e.what()}
+                                   .format());
     } catch (const std::exception& e) {
       throw std::runtime_error(where + " ('" + jc.name + "'): " + e.what());
     }

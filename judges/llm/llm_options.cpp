@@ -271,8 +271,8 @@ void readApiKeyFile(const std::string& file, const JudgeContext& ctx, LlmJudgeSe
   if (!ctx.services && secretFileDeferred(file)) {
     if (ctx.warn)
       ctx.warn("api_key_file",
-               "read from $CREDENTIALS_DIRECTORY at start-up (LoadCredential=); "
-               "not checked here");
+               "read from $CREDENTIALS_DIRECTORY (systemd's LoadCredential=) when assayd builds "
+               "the judge, not by the configuration check");
     return;
   }
   try {

@@ -123,6 +123,9 @@ def run(args, workdir, checks):
                 "judges[1].api_key_env: warning: ASSAY_TEST_KEY_NOT_SET is not set" in err, err)
     check_start_failure(checks, args, "API key variable unset", cfg, "judges[1].api_key_env",
                         env=env)
+    rc, _, err = run_assayd(args, "--config", cfg, env=env)
+    checks.true("start-up: the unset variable's FILE:LINE:COL",
+                f"{cfg}:4:71: judges[1].api_key_env: " in err, err)
 
     # 5. A baseline file whose content is not judgments.
     bad = os.path.join(workdir, "baseline.jsonl")
