@@ -4,7 +4,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -44,6 +46,47 @@ std::optional<std::pair<int, double>> parseWindow(const std::string& text) {
   const double seconds = value * unit->second;
   if (seconds < 60 || seconds > 90 * 86400.0) return std::nullopt;
   return std::pair{0, seconds};
+}
+
+/// A number as a user would write it: 0.05, 5, 0.333333.
+std::string formatNumber(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+/// kafka.brokers: "embedded", or comma-separated HOST[:PORT] entries, each optionally prefixed
+/// by one of the security protocols librdkafka accepts there (plaintext://, ssl://,
+/// sasl_plaintext://, sasl_ssl://); PORT from 1 to 65535. librdkafka itself only logs a bad
+/// entry and then waits forever for a broker ("No brokers configured"). "" when valid.
+std::string brokersProblem(const std::string& brokers) {
+  if (brokers == "embedded" || brokers.empty()) return "";
+  std::stringstream list(brokers);
+  for (std::string entry; std::getline(list, entry, ',');) {
+    entry.erase(0, entry.find_first_not_of(" \t"));
+    entry.erase(entry.find_last_not_of(" \t") + 1);
+    if (entry.empty()) return "an empty entry in '" + brokers + "' (a stray comma?)";
+    if (const auto scheme = entry.find("://"); scheme != std::string::npos) {
+      std::string proto = entry.substr(0, scheme);
+      for (char& c : proto) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (proto != "plaintext" && proto != "ssl" && proto != "sasl_plaintext" &&
+          proto != "sasl_ssl")
+        return "'" + entry + "': expected HOST:PORT (no URL scheme; librdkafka knows only " +
+               "plaintext://, ssl://, sasl_plaintext:// and sasl_ssl://, and the protocol is " +
+               "set by kafka.properties security.protocol)";
+      entry.erase(0, scheme + 3);
+    }
+    const auto colon = entry.rfind(':');
+    const bool v6 = entry.find(':') != colon && entry.front() != '[';  // a bare IPv6 address
+    if (colon == std::string::npos || v6) continue;                    // no port: librdkafka's 9092
+    const std::string port = entry.substr(colon + 1);
+    const bool digits = !port.empty() && port.size() <= 5 &&
+                        port.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535)
+      return "'" + entry + "': the port must be a number from 1 to 65535";
+    if (colon == 0) return "'" + entry + "': no host before the port";
+  }
+  return "";
 }
 
 class Reader {
@@ -163,7 +206,16 @@ class Reader {
     if (!n) return;
     T v{};
     if (!n.IsScalar() || !YAML::convert<T>::decode(n, v)) {
-      error(n, join(path, key), std::string("expected ") + typeName<T>());
+      std::string hint;
+      if constexpr (std::is_floating_point_v<T>) {
+        const std::string text = n.IsScalar() ? n.Scalar() : "";
+        char* end = nullptr;
+        const double pct = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+        if (end && end != text.c_str() && std::string_view(end) == "%")
+          hint = " (a share is written as a fraction: " + formatNumber(pct / 100) + " for " + text +
+                 ")";
+      }
+      error(n, join(path, key), std::string("expected ") + typeName<T>() + hint);
       return;
     }
     out = v;
@@ -299,6 +351,8 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
   r.get(n, "dead_letter_topic", p, o.dead_letter_topic);
   r.getRange(n, "partitions", p, o.partitions, 1, 256);
   if (o.brokers.empty()) r.error(n["brokers"], p + ".brokers", "must not be empty");
+  if (const std::string why = brokersProblem(o.brokers); !why.empty())
+    r.error(n["brokers"], p + ".brokers", why);
   if (o.topic.empty()) r.error(n["topic"], p + ".topic", "must not be empty");
   if (o.group_id.empty()) r.error(n["group_id"], p + ".group_id", "must not be empty");
   if (const auto props = n["properties"]) {
@@ -952,7 +1006,8 @@ LoadResult loadConfigFile(const std::string& path) {
   if (!in) {
     LoadResult res;
     res.config.file = path;
-    res.errors.push_back(ConfigError{path, 0, 0, "", "cannot read file"});
+    res.errors.push_back(
+        ConfigError{path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno)});
     return res;
   }
   std::stringstream ss;

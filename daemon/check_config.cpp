@@ -73,8 +73,28 @@ std::string listenProblem(const std::string& listen) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
-  if (res) ::freeaddrinfo(res);
-  return rc == 0 ? "" : "cannot resolve '" + host + "': " + ::gai_strerror(rc);
+  if (rc != 0) {
+    if (res) ::freeaddrinfo(res);
+    return "cannot resolve '" + host + "': " + ::gai_strerror(rc);
+  }
+  // An address of this host? Binding it with port 0 tells (EADDRNOTAVAIL otherwise), without
+  // taking the configured port, which may be in use by a running assayd.
+  std::string why;
+  for (const addrinfo* a = res; a; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    const bool ok = ::bind(fd, a->ai_addr, a->ai_addrlen) == 0;
+    const int err = errno;
+    ::close(fd);
+    if (ok) {
+      why.clear();
+      break;
+    }
+    if (err == EADDRNOTAVAIL)
+      why = "'" + host + "' is not an address of this host (" + std::strerror(err) + ")";
+  }
+  ::freeaddrinfo(res);
+  return why;
 }
 
 /// Kafka properties that name a file librdkafka reads when it builds a client: a missing one
@@ -121,9 +141,13 @@ std::vector<ConfigError> startupErrors(const Config& c) {
 
 std::vector<ConfigError> configErrors(const LoadResult& res) {
   std::vector<ConfigError> errors = res.errors;
-  // Each check runs on its own section, so they add to the loader's errors.
+  // Each check runs on its own section, so they add to the loader's errors; a key the loader
+  // refused already is not reported twice.
   if (errors.empty() || errors.front().line > 0)
-    for (auto& e : startupErrors(res.config)) errors.push_back(std::move(e));
+    for (auto& e : startupErrors(res.config))
+      if (std::none_of(res.errors.begin(), res.errors.end(),
+                       [&](const ConfigError& l) { return l.path == e.path; }))
+        errors.push_back(std::move(e));
   // In file order; errors without a position (a file's content, a folder) last.
   const auto key = [](const ConfigError& e) {
     return std::pair(e.line > 0 ? e.line : INT_MAX, e.column);

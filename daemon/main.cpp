@@ -113,6 +113,9 @@ int main(int argc, char** argv) {
   const std::string& check_path = args.check_path;
   assay::RunOptions& run = args.run;
 
+  if (!check_path.empty() && (!config_path.empty() || !run.replay_file.empty() ||
+                              !run.replay_feedback_file.empty() || run.exit_when_idle_s))
+    return usageError("--check-config FILE checks a file and exits: it takes no other option");
   if (!check_path.empty()) return assay::checkConfig(check_path, std::cout, std::cerr);
   if (config_path.empty()) return usageError("--config FILE is required");
 

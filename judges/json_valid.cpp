@@ -5,6 +5,8 @@
 #include <rapidjson/schema.h>
 #include <rapidjson/stringbuffer.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -37,7 +39,9 @@ const JudgeDescriptor JsonValidJudge::kDescriptor{
 JsonValidJudge::JsonValidJudge(const JsonValidOptions& o) {
   if (o.schema_file.empty()) return;
   std::ifstream in(o.schema_file, std::ios::binary);
-  if (!in) throw OptionError("schema_file", "cannot read '" + o.schema_file + "'");
+  if (!in)
+    throw OptionError("schema_file",
+                      "cannot read '" + o.schema_file + "': " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
   rapidjson::Document d;

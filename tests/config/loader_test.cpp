@@ -105,7 +105,36 @@ TEST_CASE("YAML syntax errors and unreadable files are errors, not exceptions") 
   CHECK(r.errors[0].line >= 1);
   const auto missing = loadConfigFile("/nonexistent/assay.yaml");
   REQUIRE(missing.errors.size() == 1);
-  CHECK(missing.errors[0].format() == "/nonexistent/assay.yaml: cannot read file");
+  CHECK(missing.errors[0].format() ==
+        "/nonexistent/assay.yaml: cannot read file: No such file or directory");
+}
+
+TEST_CASE("kafka.brokers entries are HOST[:PORT]; a percentage gets a hint") {
+  const std::string rest =
+      "\", topic: t, group_id: g}\njudges:\n  - {name: o, kind: lexical, "
+      "metric: rouge_l}\n";
+  const auto brokers = [&](const std::string& b) {
+    const auto r = load("kafka: {brokers: \"" + b + rest);
+    return r.errors.empty() ? std::string() : r.errors[0].format();
+  };
+  CHECK(brokers("kafka-1:9092, kafka-2:9092") == "");
+  CHECK(brokers("SASL_SSL://kafka-1:9093,kafka-2") == "");  // no port: librdkafka's 9092
+  CHECK(brokers("[::1]:9092") == "");
+  CHECK(brokers("::1") == "");
+  CHECK(brokers("http://kafka-1:9092") ==
+        "t.yaml:1:18: kafka.brokers: 'http://kafka-1:9092': expected HOST:PORT (no URL scheme; "
+        "librdkafka knows only plaintext://, ssl://, sasl_plaintext:// and sasl_ssl://, and the "
+        "protocol is set by kafka.properties security.protocol)");
+  CHECK(brokers("kafka-1:99999") ==
+        "t.yaml:1:18: kafka.brokers: 'kafka-1:99999': the port must be a number from 1 to 65535");
+  CHECK(brokers("a:1,,b:2") ==
+        "t.yaml:1:18: kafka.brokers: an empty entry in 'a:1,,b:2' (a stray comma?)");
+  CHECK(brokers(":9092") == "t.yaml:1:18: kafka.brokers: ':9092': no host before the port");
+  const auto pct = load("sampling: {rate: 5%}\n");
+  REQUIRE_FALSE(pct.errors.empty());
+  CHECK(pct.errors[0].format() ==
+        "t.yaml:1:18: sampling.rate: expected a number (a share is written as a fraction: 0.05 "
+        "for 5%)");
 }
 
 TEST_CASE("a config without judges, an LLM judge, and bad rules are rejected") {

@@ -104,6 +104,18 @@ def run(args, workdir, checks):
     checks.eq("--check-config: admin host that does not resolve: exit", 2, rc)
     checks.true("it names FILE:LINE:COL of admin.listen",
                 f"{cfg}:4:17: admin.listen: cannot resolve '256.1.1.1'" in err, err)
+    # An address that resolves but is not this host's: bind() would fail at start-up (exit 1).
+    with open(cfg, "w") as f:
+        f.write(text.replace("256.1.1.1", "192.0.2.1"))  # TEST-NET-1 (RFC 5737)
+    rc, _, err = run_assayd(args, "--check-config", cfg)
+    checks.eq("--check-config: admin address not of this host: exit", 2, rc)
+    checks.true("it says the address is not this host's",
+                f"{cfg}:4:17: admin.listen: '192.0.2.1' is not an address of this host" in err,
+                err)
+    rc, _, err = run_assayd(args, "--check-config", cfg, "--config", cfg)
+    checks.eq("--check-config with --config: a usage error", 2, rc)
+    checks.true("it says --check-config takes no other option", "takes no other option" in err,
+                err)
 
     # 3. The admin port taken by another process.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
