@@ -57,9 +57,10 @@ foreach(program assayd assay)
   string(REGEX REPLACE "(^|\n)([.'])" "\\1\\\\&\\2" help "${help}")
   if(program STREQUAL "assayd")
     set(name "judge a sample of a RAG service's Kafka events; export Prometheus metrics")
-    set(files ".TP\n/etc/assay/assayd.yaml\nthe configuration the systemd unit runs with\n"
-              ".TP\n/usr/lib/systemd/system/assayd.service\nthe unit (systemctl edit assayd to change it)\n"
-              ".TP\n/var/lib/assay\nthe service's state directory (judgments.jsonl by default)\n")
+    # One string: set() with several arguments makes a list, joined with ';' in the page.
+    string(CONCAT files ".TP\n/etc/assay/assayd.yaml\nthe configuration the systemd unit runs with\n"
+                        ".TP\n/usr/lib/systemd/system/assayd.service\nthe unit (systemctl edit assayd to change it)\n"
+                        ".TP\n/var/lib/assay\nthe service's state directory (judgments.jsonl by default)\n")
   else()
     set(name "report on, calibrate and price the judges of assayd offline")
     set(files ".TP\n/usr/share/assay\nPrometheus alert rules and a Grafana dashboard\n")

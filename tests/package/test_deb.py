@@ -132,8 +132,14 @@ def main():
             ran = run([binary, "--version"])
             check(ran.returncode == 0 and ran.stdout.strip() == f"{program} {version}",
                   f"/usr/bin/{program} --version: {ran.returncode} {ran.stdout}{ran.stderr}")
-            check(os.path.isfile(os.path.join(root, f"usr/share/man/man1/{program}.1.gz")),
-                  f"no manual page for {program}")
+            page = os.path.join(root, f"usr/share/man/man1/{program}.1.gz")
+            if check(os.path.isfile(page), f"no manual page for {program}"):
+                # Rendered as man shows it: no roff request leaks into the text (a CMake list
+                # once joined the FILES entries with ';', showing ';.TP').
+                shown = run(["sh", "-c", f"zcat {page} | groff -man -Tutf8 -P -cbou 2>&1"]).stdout
+                path = "/var/lib/assay" if program == "assayd" else "/usr/share/assay"
+                check("FILES" in shown and ".TP" not in shown and path in shown,
+                      f"man {program}: FILES section: {shown[shown.find('FILES'):][:400]}")
 
         # conffiles: every file under /etc, the example configuration as /etc/assay/assayd.yaml
         conffiles_path = os.path.join(control, "conffiles")
