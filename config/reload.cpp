@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 namespace assay {
@@ -41,23 +43,53 @@ YAML::Node without(const YAML::Node& map, const char* key) {
   return copy;
 }
 
+std::string judgeName(const YAML::Node& judge) {
+  return judge.IsMap() ? judge["name"].as<std::string>("?") : "?";
+}
+
+/// Judges compared by name: only rates differ (same judges, same order) → judge_rates; else
+/// d.judges, with what changed in words ("added 'x'", "removed 'y'", "changed 'z'",
+/// "reordered").
 void diffJudges(const YAML::Node& a, const YAML::Node& b, ReloadDiff& d) {
   if (same(a, b)) return;
-  if (!a.IsSequence() || !b.IsSequence() || a.size() != b.size()) {
-    d.judges = true;
-    d.changed_judges.push_back("judges (added, removed or reordered)");
+  d.judges = true;
+  if (!a.IsSequence() || !b.IsSequence()) {
+    d.changed_judges.push_back("judges");
     return;
   }
+  std::vector<std::string> names_a, names_b;
+  std::map<std::string, YAML::Node> by_name_a;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (same(a[i], b[i])) continue;
-    if (a[i].IsMap() && b[i].IsMap() && same(without(a[i], "rate"), without(b[i], "rate"))) {
-      d.judge_rates.push_back(i);
-      continue;
-    }
-    d.judges = true;
-    d.changed_judges.push_back("judges[" + std::to_string(i) + "] '" +
-                               b[i]["name"].as<std::string>("?") + "'");
+    names_a.push_back(judgeName(a[i]));
+    by_name_a.emplace(names_a.back(), a[i]);
   }
+  for (std::size_t i = 0; i < b.size(); ++i) names_b.push_back(judgeName(b[i]));
+  if (names_a == names_b) {
+    std::vector<std::size_t> rates;
+    bool only_rates = true;
+    for (std::size_t i = 0; i < a.size() && only_rates; ++i) {
+      if (same(a[i], b[i])) continue;
+      only_rates =
+          a[i].IsMap() && b[i].IsMap() && same(without(a[i], "rate"), without(b[i], "rate"));
+      rates.push_back(i);
+    }
+    if (only_rates) {
+      d.judges = false;
+      d.judge_rates = std::move(rates);
+      return;
+    }
+  }
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    const auto it = by_name_a.find(names_b[i]);
+    if (it == by_name_a.end())
+      d.changed_judges.push_back("added '" + names_b[i] + "'");
+    else if (!same(it->second, b[i]))
+      d.changed_judges.push_back("changed '" + names_b[i] + "'");
+  }
+  for (const auto& n : names_a)
+    if (std::find(names_b.begin(), names_b.end(), n) == names_b.end())
+      d.changed_judges.push_back("removed '" + n + "'");
+  if (d.changed_judges.empty()) d.changed_judges.push_back("reordered");
 }
 
 }  // namespace

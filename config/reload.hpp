@@ -14,8 +14,8 @@ struct ReloadDiff {
   bool log = false;                      ///< `log` differs: applied live (level, format)
   std::vector<std::size_t> judge_rates;  ///< judges whose `rate` alone differs: applied live
   /// `judges` differs beyond rates (a judge added, removed, moved or with other options): the
-  /// judges are rebuilt live; `changed_judges` names them ("judges[2] 'faithfulness_llm'",
-  /// "judges (added, removed or reordered)").
+  /// judges are rebuilt live; `changed_judges` says what changed, by name: "added 'x'",
+  /// "changed 'y'", "removed 'z'", or "reordered".
   bool judges = false;
   std::vector<std::string> changed_judges;
   bool budget_cap = false;  ///< `budget.daily_limit_eur` differs: applied live (judges rebuilt)

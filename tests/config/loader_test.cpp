@@ -633,11 +633,24 @@ TEST_CASE("reload diff: what applies live, what needs a restart") {
   d = diffConfigs(base, edited);
   CHECK(d.restart == std::vector<std::string>{"kafka"});
   CHECK(d.judges);  // a judge's other options: the judges are rebuilt live
-  CHECK(d.changed_judges == std::vector<std::string>{"judges[1] 'c'"});
+  CHECK(d.changed_judges == std::vector<std::string>{"changed 'r'", "changed 'c'"});
+  CHECK(d.judge_rates.empty());  // r's new rate comes with the rebuild
   d = diffConfigs(base, base + "  - {name: b, kind: lexical, metric: bleu}\n");
   CHECK(d.restart.empty());
   CHECK(d.judges);
-  CHECK(d.changed_judges == std::vector<std::string>{"judges (added, removed or reordered)"});
+  CHECK(d.changed_judges == std::vector<std::string>{"added 'b'"});
+  // Removing the first judge names it, not the judges whose index moved.
+  std::string removed = base;
+  removed.erase(removed.find("  - {name: r"),
+                removed.find("  - {name: c") - removed.find("  - {name: r"));
+  d = diffConfigs(base, removed);
+  CHECK(d.changed_judges == std::vector<std::string>{"removed 'r'"});
+  std::string swapped =
+      "kafka: {brokers: embedded, group_id: g}\nsampling: {rate: 0.1}\njudges:\n"
+      "  - {name: c, kind: check, check: cites_source}\n"
+      "  - {name: r, kind: lexical, metric: rouge_l, rate: 1}\n";
+  d = diffConfigs(base, swapped);
+  CHECK(d.changed_judges == std::vector<std::string>{"reordered"});
   // The global cap applies live; any other budget key needs a restart.
   d = diffConfigs(base, base + "budget: {daily_limit_eur: 2}\n");
   CHECK(d.budget_cap);

@@ -93,7 +93,8 @@ def run(args, workdir, checks):
         with open(log_path) as f:
             log = f.read()
         checks.true("the log says the judges were rebuilt",
-                    "SIGHUP: judges rebuilt (judges[0] 'nonempty', budget.daily_limit_eur): "
+                    "SIGHUP: judges rebuilt (added 'nonempty', removed 'overlap', "
+                    "budget.daily_limit_eur): "
                     "nonempty, f; global cap €5/day" in log, log[-3000:])
         judgments = {}
         with open(jsonl) as f:
