@@ -119,6 +119,19 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                   .Register(*registry_);
   for (const char* result : {"applied", "restart_needed", "rejected"})
     reloads_->Add({{"result", result}});
+  reload_ok_ = &prometheus::BuildGauge()
+                    .Name("assay_config_last_reload_successful")
+                    .Help("1 unless the last configuration reload (SIGHUP) was rejected")
+                    .Register(*registry_)
+                    .Add({});
+  reload_ok_->Set(1);
+  restart_needed_ = &prometheus::BuildGauge()
+                         .Name("assay_config_restart_needed")
+                         .Help(
+                             "1 when the configuration file differs from the running one in a "
+                             "part that only a restart applies (the last valid reload said so)")
+                         .Register(*registry_)
+                         .Add({});
   if (std::ifstream in(config.file, std::ios::binary); in)
     start_text_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   applied_text_ = start_text_;
@@ -339,6 +352,9 @@ std::string Pipeline::notReady() const {
 void Pipeline::reloadConfig() {
   const auto count = [this](const char* result) {
     reloads_->Add({{"result", result}}).Increment();
+    const bool rejected = std::string_view(result) == "rejected";
+    reload_ok_->Set(rejected ? 0 : 1);
+    if (!rejected) restart_needed_->Set(std::string_view(result) == "restart_needed" ? 1 : 0);
   };
   std::ifstream in(config_.file, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

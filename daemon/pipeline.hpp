@@ -16,6 +16,7 @@
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
+#include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
 #include <array>
@@ -192,6 +193,8 @@ class Pipeline {
   std::string start_text_;    // the configuration file assayd started with (reloadConfig)
   std::string applied_text_;  // the file whose live parts were last applied (reloadConfig)
   prometheus::Family<prometheus::Counter>* reloads_ = nullptr;
+  prometheus::Gauge* reload_ok_ = nullptr;       // assay_config_last_reload_successful
+  prometheus::Gauge* restart_needed_ = nullptr;  // assay_config_restart_needed
   std::chrono::steady_clock::time_point status_at_{};
   double status_consumed_ = 0, status_judged_ = 0;
 };

@@ -65,12 +65,23 @@ def run(args, workdir, checks):
             daemon.send_signal(signal.SIGHUP)
             tp.wait_for(f"reload #{count} {result}", lambda: reloads(result) == count, 15)
 
+        def gauge(name):
+            status, text = tp.http_get(url + "/metrics")
+            return tp.metric(tp.parse_metrics(text), name) if status == 200 else None
+
         hup(original.replace("rate: 1.0", "rate: 2"), "rejected", 1)
+        checks.eq("after the rejected reload: last_reload_successful, restart_needed", (0, 0),
+                  (gauge("assay_config_last_reload_successful"),
+                   gauge("assay_config_restart_needed")))
         checks.true("the file reopened on SIGHUP", os.path.exists(jsonl))
         checks.true("assayd runs on after SIGHUP", daemon.poll() is None, daemon.poll())
         halved = original.replace("rate: 1.0", "rate: 0.5")
         hup(halved, "applied", 1)
+        checks.eq("after the applied reload: last_reload_successful", 1,
+                  gauge("assay_config_last_reload_successful"))
         hup(halved + "tracking: {window: 100}\n", "restart_needed", 1)
+        checks.eq("after the restart-needed reload: restart_needed", 1,
+                  gauge("assay_config_restart_needed"))
         checks.eq("reloads: rejected, applied, restart_needed",
                   (1, 1, 1), (reloads("rejected"), reloads("applied"), reloads("restart_needed")))
         with open(log_path) as f:
