@@ -15,6 +15,7 @@
 #include "config/loader.hpp"
 #include "daemon/event_parser.hpp"
 #include "daemon/service_notify.hpp"
+#include "judges/rate_limited_log.hpp"
 #include "sinks/kafka_results_sink.hpp"
 
 namespace assay {
@@ -29,6 +30,11 @@ void set(rd_kafka_conf_t* conf, const std::string& key, const std::string& value
   }
 }
 
+// An unreachable broker makes librdkafka log each failed connection (FAIL, ERROR) and call the
+// error callback (_TRANSPORT) for every attempt: about 25 lines a minute. The state is in
+// assay_kafka_brokers_reachable and /readyz; the log keeps 5 lines a minute of each.
+RateLimitedLog g_librdkafka_log, g_kafka_error_log;
+
 void logCb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
   // kafka.properties go to both clients; librdkafka warns about the half that does not apply.
   const std::string_view msg(buf);
@@ -38,12 +44,13 @@ void logCb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
     spdlog::debug("librdkafka {}: {}", fac, buf);
     return;
   }
+  if (level > 4) return spdlog::debug("librdkafka {}: {}", fac, buf);
+  long suppressed = 0;
+  if (!g_librdkafka_log.allow(suppressed)) return;
   if (level <= 3)
-    spdlog::error("librdkafka {}: {}", fac, buf);
-  else if (level <= 4)
-    spdlog::warn("librdkafka {}: {}", fac, buf);
+    spdlog::error("librdkafka {}: {}{}", fac, buf, RateLimitedLog::note(suppressed));
   else
-    spdlog::debug("librdkafka {}: {}", fac, buf);
+    spdlog::warn("librdkafka {}: {}{}", fac, buf, RateLimitedLog::note(suppressed));
 }
 
 // Defaults first, then the user's properties verbatim (so they win).
@@ -561,7 +568,10 @@ void KafkaConsumer::errorCb(rd_kafka_t*, int err, const char* reason, void* opaq
     spdlog::critical("kafka: fatal error: {}", why);
     return;
   }
-  spdlog::warn("kafka: {}: {}", rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)), reason);
+  long suppressed = 0;
+  if (g_kafka_error_log.allow(suppressed))
+    spdlog::warn("kafka: {}: {}{}", rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)),
+                 reason, RateLimitedLog::note(suppressed));
 }
 
 int KafkaConsumer::statsCb(rd_kafka_t* rk, char* json, std::size_t len, void* opaque) {

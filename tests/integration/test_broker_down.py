@@ -39,7 +39,7 @@ def run(args, workdir, checks):
         group = f"down-{os.getpid()}"
         daemon, url, jsonl, _ = tp.start_overlap_daemon(
             args.assayd, workdir, bootstrap, group, {"results_topic": tp.RESULTS_TOPIC},
-            ["--exit-when-idle", "5"])
+            ["--exit-when-idle", "10"])  # > kcat's reconnect after "up"
         procs.append((daemon, "assayd"))
         produce(events[:half])
         tp.wait_for("the first half judged", lambda: tp.judged_count(url) == half, 30)
