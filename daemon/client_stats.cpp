@@ -108,10 +108,12 @@ bool KafkaClientStats::update(std::string_view json, const std::string& client) 
         continue;  // a bootstrap entry not yet resolved to a broker id
       const prometheus::Labels labels{{"client", client}, {"broker", name.GetString()}};
       const auto state = broker.FindMember("state");
-      broker_up_.Add(labels).Set(state != broker.MemberEnd() && state->value.IsString() &&
-                                         std::string_view(state->value.GetString()) == "UP"
-                                     ? 1.0
-                                     : 0.0);
+      auto& up = broker_up_.Add(labels);
+      up_gauges_.insert(&up);
+      up.Set(state != broker.MemberEnd() && state->value.IsString() &&
+                     std::string_view(state->value.GetString()) == "UP"
+                 ? 1.0
+                 : 0.0);
       const auto rtt = broker.FindMember("rtt");
       if (rtt != broker.MemberEnd() && rtt->value.IsObject()) {
         const auto avg = rtt->value.FindMember("avg");
@@ -141,6 +143,11 @@ bool KafkaClientStats::update(std::string_view json, const std::string& client) 
     }
   }
   return true;
+}
+
+void KafkaClientStats::allBrokersDown() {
+  std::lock_guard lock(mu_);
+  for (auto* g : up_gauges_) g->Set(0);
 }
 
 int KafkaClientStats::statsCallback(rd_kafka_t* rk, char* json, std::size_t len, void* opaque) {

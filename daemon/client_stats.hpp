@@ -20,6 +20,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,11 +48,16 @@ class KafkaClientStats {
   bool update(std::string_view json, const std::string& client);
   /// librdkafka's stats callback: `opaque` is this object; the handle's type names the client.
   static int statsCallback(rd_kafka_t* rk, char* json, std::size_t len, void* opaque);
+  /// librdkafka said that no broker answers (its ALL_BROKERS_DOWN error): every
+  /// assay_kafka_broker_up series reads 0 at once instead of at the next statistics document
+  /// (up to statistics.interval.ms later). Any thread.
+  void allBrokersDown();
 
  private:
   prometheus::Family<prometheus::Gauge>&broker_up_, &rtt_, &fetch_queue_;
   prometheus::Gauge& producer_queue_;
   std::mutex mu_;
+  std::set<prometheus::Gauge*> up_gauges_;  // every assay_kafka_broker_up series, guarded by mu_
 };
 
 }  // namespace assay

@@ -181,6 +181,7 @@ bool Pipeline::pollOnce(int timeout_ms) {
   if (consumer_.takeAllBrokersDown() && !brokers_down_) {
     brokers_down_ = true;
     consumer_stats_.brokers_reachable.Set(0);
+    kafka_stats_.allBrokersDown();
     spdlog::warn("kafka: no broker answers ({}); /readyz says 503 until one does",
                  config_.kafka.brokers);
   }

@@ -167,6 +167,12 @@ TEST_CASE("librdkafka statistics: broker state and round trip, fetch and produce
   CHECK_FALSE(has(text, "bootstrap"));
   CHECK(has(text, "assay_kafka_fetch_queue_messages{topic=\"rag.events\"} 150"));
   CHECK(has(text, "assay_kafka_producer_queue_messages 7"));
+  // All brokers down (librdkafka's error callback): every broker_up reads 0 at once, not at the
+  // next statistics document.
+  stats.allBrokersDown();
+  const std::string down = serializeMetrics(registry);
+  CHECK(has(down, "assay_kafka_broker_up{broker=\"127.0.0.1:9092/1\",client=\"consumer\"} 0"));
+  CHECK(has(down, "assay_kafka_broker_up{broker=\"127.0.0.1:9093/2\",client=\"consumer\"} 0"));
 }
 
 TEST_CASE("log formats: JSON lines with escaping; journald priority prefixes") {
