@@ -176,15 +176,19 @@ std::optional<ChiSquare> chiSquareIndependence(const std::vector<std::vector<dou
       col_sum[c] += t[r][keep[c]];
       total += t[r][keep[c]];
     }
-  double chi2 = 0;
+  double chi2 = 0, min_expected = total;
+  std::size_t below_5 = 0;
   for (std::size_t r = 0; r < t.size(); ++r)
     for (std::size_t c = 0; c < keep.size(); ++c) {
       const double e = row_sum[r] * col_sum[c] / total;
       chi2 += (t[r][keep[c]] - e) * (t[r][keep[c]] - e) / e;
+      min_expected = std::min(min_expected, e);
+      below_5 += e < 5 ? 1 : 0;
     }
   const int dof = static_cast<int>((t.size() - 1) * (keep.size() - 1));
   const double p = boost::math::cdf(boost::math::complement(boost::math::chi_squared(dof), chi2));
-  return ChiSquare{chi2, dof, p};
+  const double share = static_cast<double>(below_5) / static_cast<double>(t.size() * keep.size());
+  return ChiSquare{chi2, dof, p, min_expected, share, share <= 0.2 && min_expected >= 1};
 }
 
 }  // namespace assay::stats

@@ -70,6 +70,13 @@ struct ChiSquare {
   double statistic;
   int dof;
   double p_value;
+  /// The smallest expected count of the table tested, and the share of its cells whose expected
+  /// count is below 5. The chi-squared approximation of the p-value is poor when that share
+  /// exceeds 20 % or a count is below 1 (Cochran, "Some methods for strengthening the common
+  /// χ² tests", Biometrics 1954): `reliable` is false then.
+  double min_expected = 0;
+  double share_below_5 = 0;
+  bool reliable = true;
 };
 
 /// Pearson's chi-square test of independence on a rows × columns table of counts, without

@@ -62,6 +62,10 @@ constexpr FamilySpec kFamilies[] = {
      "Pearson chi-square test of independence, variant x stars, on user ratings"},
     {"assay_ab_decided", "1 once p < 0.05 and every arm has at least 30 ratings"},
     {"assay_ab_ratings", "User ratings joined to an experiment's variant"},
+    {"assay_ab_min_expected_count",
+     "Smallest expected count of the chi-square table (below 5 in over 20 % of the cells, or "
+     "below 1: the p-value is approximate, Cochran 1954)"},
+    {"assay_ab_reliable", "1 when the chi-square approximation holds (Cochran's rule), else 0"},
 };
 
 std::string seriesKey(const char* family, const prometheus::Labels& labels) {
@@ -262,7 +266,6 @@ ScoreTracker::ScoreTracker(const std::vector<TrackedJudge>& judges, const Tracki
       clock_(std::move(clock)),
       stats_(registry),
       variants_(static_cast<std::size_t>(options.max_label_values)),
-      experiments_(static_cast<std::size_t>(options.max_label_values)),
       annotators_(static_cast<std::size_t>(options.max_label_values)),
       criteria_(static_cast<std::size_t>(options.max_label_values)) {
   for (const auto& j : judges) judges_.push_back(std::make_unique<Judge>(j, options));
@@ -350,7 +353,15 @@ const char* ScoreTracker::applyRating(Entry& e) {
   if (!e.rating || e.rating_counted || !e.known) return "joined";
   e.rating_counted = true;
   if (e.raw_variant.empty()) return "no_variant";
-  auto& arms = ab_[e.experiment];
+  // Each experiment is tested on its own: one beyond tracking.max_label_values is not tested
+  // (counted), never pooled with others into an "other" table.
+  auto exp = ab_.find(e.experiment);
+  if (exp == ab_.end()) {
+    if (ab_.size() >= static_cast<std::size_t>(options_.max_label_values))
+      return "experiment_over_limit";
+    exp = ab_.emplace(e.experiment, std::map<std::string, Stars>{}).first;
+  }
+  auto& arms = exp->second;
   const std::string arm =
       arms.count(e.raw_variant) || arms.size() < kMaxArms ? e.raw_variant : "other";
   arms[arm][static_cast<std::size_t>(*e.rating - 1)] += 1;
@@ -365,7 +376,7 @@ void ScoreTracker::noteEvent(const std::string& id, const std::string& variant,
   e.known = true;
   e.variant = variants_.fold(variant);
   e.raw_variant = cut(variant, kMaxNameBytes);
-  e.experiment = experiments_.fold(app.empty() ? "default" : app);
+  e.experiment = cut(app.empty() ? "default" : app, kMaxNameBytes);
   const std::size_t held = e.annotations.size() + (e.rating ? 1 : 0);
   pending_feedback_ -= std::min(pending_feedback_, held);
   for (std::size_t i = 0; i < e.annotations.size(); ++i) countFeedback("annotation", "joined");
@@ -682,6 +693,8 @@ void ScoreTracker::exportAb(const Snapshot& snap, Touched& touched) {
     if (!chi) continue;
     const prometheus::Labels l{{"experiment", experiment}};
     setGauge("assay_ab_p_value", l, chi->p_value, touched);
+    setGauge("assay_ab_min_expected_count", l, chi->min_expected, touched);
+    setGauge("assay_ab_reliable", l, chi->reliable ? 1.0 : 0.0, touched);
     setGauge("assay_ab_decided", l, chi->p_value < 0.05 && every_arm_30 ? 1.0 : 0.0, touched);
   }
 }

@@ -174,7 +174,7 @@ class ScoreTracker {
   TrackingOptions options_;
   std::function<double()> clock_;
   TrackerStats stats_;
-  LabelFolder variants_, experiments_, annotators_, criteria_;
+  LabelFolder variants_, annotators_, criteria_;
 
   std::mutex mu_;
   std::vector<std::unique_ptr<Judge>> judges_;

@@ -198,6 +198,15 @@ TEST_CASE("95 % interval: Student's t at every n, cut to the scale") {
 }
 
 TEST_CASE("chi-square test of independence, as scipy.stats.chi2_contingency(correction=False)") {
+  // The issue's ratings: a star level no arm received is dropped, not an error or infinity.
+  const auto issue = chiSquareIndependence({{0, 0, 5, 10, 15}, {0, 3, 4, 12, 11}});
+  REQUIRE(issue.has_value());
+  CHECK(issue->statistic == doctest::Approx(3.9083139083139082).epsilon(kTol));
+  CHECK(issue->dof == 3);
+  CHECK(issue->p_value == doctest::Approx(0.27153628879603364).epsilon(kTol));
+  CHECK(issue->min_expected == doctest::Approx(1.5));
+  CHECK(issue->share_below_5 == doctest::Approx(0.5));
+  CHECK_FALSE(issue->reliable);
   auto a = chiSquareIndependence({{10, 20, 30}, {20, 20, 20}});
   REQUIRE(a.has_value());
   CHECK(a->statistic == doctest::Approx(5.333333333333334).epsilon(kTol));

@@ -325,6 +325,44 @@ TEST_CASE("A/B on ratings: chi-square per experiment, decided at p < 0.05 with 3
   CHECK_FALSE(value(reg, "assay_ab_p_value", {{"experiment", "other-app"}}));
 }
 
+TEST_CASE("A/B: experiments past the label limit are not pooled; Cochran's rule is exported") {
+  prometheus::Registry reg;
+  TrackingOptions o;
+  o.max_label_values = 2;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, o, reg);
+  int id = 0;
+  const auto rate = [&](const std::string& experiment, const std::string& variant, int stars) {
+    const std::string key = "x" + std::to_string(id++);
+    t.noteEvent(key, variant, experiment);
+    t.onFeedback({Feedback::Kind::kRating, key, stars, "", ""});
+  };
+  // The issue's table: A [0, 0, 5, 10, 15], B [0, 3, 4, 12, 11] over 1–5 stars → the 1-star
+  // column (no rating) is dropped: chi2 3.908, 3 degrees of freedom, p 0.2715
+  // (scipy.stats.chi2_contingency(correction=False) on the 2 × 4 table); expected counts
+  // [1.5, 4.5, 11, 13] per row: half the cells below 5, so the approximation is flagged.
+  const std::vector<int> a = {0, 0, 5, 10, 15}, b = {0, 3, 4, 12, 11};
+  for (int s = 0; s < 5; ++s) {
+    for (int k = 0; k < a[static_cast<std::size_t>(s)]; ++k) rate("search", "A", s + 1);
+    for (int k = 0; k < b[static_cast<std::size_t>(s)]; ++k) rate("search", "B", s + 1);
+  }
+  // Two more experiments with one arm and one rating each: the second is past the limit (2).
+  rate("chat", "A", 5);
+  rate("summaries", "A", 1);
+  rate("summaries", "B", 5);
+  t.refresh();
+  const std::map<std::string, std::string> exp = {{"experiment", "search"}};
+  CHECK(value(reg, "assay_ab_p_value", exp) == doctest::Approx(0.27153628879603364).epsilon(1e-9));
+  CHECK(value(reg, "assay_ab_min_expected_count", exp) == doctest::Approx(1.5));
+  CHECK(value(reg, "assay_ab_reliable", exp) == 0.0);
+  CHECK(value(reg, "assay_ab_decided", exp) == 0.0);
+  // No experiment "other" pools chat and summaries; summaries is not tested at all.
+  CHECK_FALSE(value(reg, "assay_ab_p_value", {{"experiment", "other"}}));
+  CHECK_FALSE(value(reg, "assay_ab_p_value", {{"experiment", "summaries"}}));
+  CHECK_FALSE(value(reg, "assay_ab_ratings", {{"experiment", "summaries"}}));
+  CHECK(value(reg, "assay_feedback_events_total",
+              {{"kind", "rating"}, {"outcome", "experiment_over_limit"}}) == 2.0);
+}
+
 TEST_CASE("feedback whose event never comes is held, then counted unmatched when evicted") {
   prometheus::Registry reg;
   TrackingOptions o;
