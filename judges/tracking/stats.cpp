@@ -1,12 +1,14 @@
 #include "judges/tracking/stats.hpp"
 
 #include <algorithm>
+#include <boost/math/distributions/binomial.hpp>
 #include <boost/math/distributions/chi_squared.hpp>
 #include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <stdexcept>
 
 namespace assay::stats {
 namespace {
@@ -151,6 +153,18 @@ std::optional<MeanInterval> meanInterval95(const std::vector<double>& v, double 
   const double half = q * sd / std::sqrt(static_cast<double>(n));
   return MeanInterval{m, sd, n, std::clamp(m - half, min_score, max_score),
                       std::clamp(m + half, min_score, max_score)};
+}
+
+double binomialTestTwoSided(std::size_t k, std::size_t n, double p) {
+  if (k > n || !(p > 0 && p < 1))
+    throw std::invalid_argument("binomialTestTwoSided: needs k <= n and 0 < p < 1");
+  if (n == 0) return 1.0;
+  const boost::math::binomial_distribution<double> b(static_cast<double>(n), p);
+  const double d = boost::math::pdf(b, static_cast<double>(k)) * (1 + 1e-7);
+  double total = 0;
+  for (std::size_t i = 0; i <= n; ++i)
+    if (const double q = boost::math::pdf(b, static_cast<double>(i)); q <= d) total += q;
+  return std::min(1.0, total);
 }
 
 std::optional<ChiSquare> chiSquareIndependence(const std::vector<std::vector<double>>& table) {

@@ -66,10 +66,16 @@ std::optional<MeanInterval> meanInterval95(
     const std::vector<double>& v, double min_score = -std::numeric_limits<double>::infinity(),
     double max_score = std::numeric_limits<double>::infinity());
 
+/// Exact two-sided binomial test of k successes in n trials against probability p: the sum of
+/// the probabilities of every outcome no more likely than k (scipy.stats.binomtest(k, n, p)
+/// .pvalue, its relative tolerance 1 + 1e-7 included). Requires k ≤ n, 0 < p < 1; throws
+/// std::invalid_argument otherwise. 1.0 for n = 0.
+double binomialTestTwoSided(std::size_t k, std::size_t n, double p);
+
 struct ChiSquare {
-  double statistic;
-  int dof;
-  double p_value;
+  double statistic = 0;
+  int dof = 0;
+  double p_value = 1;
   /// The smallest expected count of the table tested, and the share of its cells whose expected
   /// count is below 5. The chi-squared approximation of the p-value is poor when that share
   /// exceeds 20 % or a count is below 1 (Cochran, "Some methods for strengthening the common

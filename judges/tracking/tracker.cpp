@@ -62,7 +62,7 @@ constexpr FamilySpec kFamilies[] = {
      "Pearson chi-square test of independence, variant x stars, on user ratings"},
     {"assay_ab_decided", "1 once p < 0.05 and every arm has at least 30 ratings"},
     {"assay_ab_ratings", "User ratings joined to an experiment's variant"},
-    {"assay_ab_min_expected_count",
+    {"assay_ab_expected_min",
      "Smallest expected count of the chi-square table (below 5 in over 20 % of the cells, or "
      "below 1: the p-value is approximate, Cochran 1954)"},
     {"assay_ab_reliable", "1 when the chi-square approximation holds (Cochran's rule), else 0"},
@@ -693,7 +693,7 @@ void ScoreTracker::exportAb(const Snapshot& snap, Touched& touched) {
     if (!chi) continue;
     const prometheus::Labels l{{"experiment", experiment}};
     setGauge("assay_ab_p_value", l, chi->p_value, touched);
-    setGauge("assay_ab_min_expected_count", l, chi->min_expected, touched);
+    setGauge("assay_ab_expected_min", l, chi->min_expected, touched);
     setGauge("assay_ab_reliable", l, chi->reliable ? 1.0 : 0.0, touched);
     setGauge("assay_ab_decided", l, chi->p_value < 0.05 && every_arm_30 ? 1.0 : 0.0, touched);
   }

@@ -282,17 +282,17 @@ def run(args, workdir, checks):
         for variant in ("A", "B"):
             v = np.array([sc for i, sc in scores["overlap"].items() if variant_of[i] == variant])
             m, sd, n = v.mean(), v.std(ddof=1), len(v)
-            q = stats.t.ppf(0.975, n - 1) if n < 30 else 1.96
+            q = stats.t.ppf(0.975, n - 1)  # Student's t at every n, cut to the scale [0, 1]
             lab = dict(judge="overlap", variant=variant)
             checks.eq(f"assay_score_n{{variant={variant}}}", n, tp.metric(s, "assay_score_n", **lab))
             close(checks, f"assay_score_mean{{variant={variant}}}", m,
                   tp.metric(s, "assay_score_mean", **lab))
             close(checks, f"assay_score_sd{{variant={variant}}}", sd,
                   tp.metric(s, "assay_score_sd", **lab))
-            close(checks, f"assay_score_ci95_low{{variant={variant}}}", m - q * sd / math.sqrt(n),
-                  tp.metric(s, "assay_score_ci95_low", **lab))
-            close(checks, f"assay_score_ci95_high{{variant={variant}}}", m + q * sd / math.sqrt(n),
-                  tp.metric(s, "assay_score_ci95_high", **lab))
+            close(checks, f"assay_score_ci95_low{{variant={variant}}}",
+                  max(0.0, m - q * sd / math.sqrt(n)), tp.metric(s, "assay_score_ci95_low", **lab))
+            close(checks, f"assay_score_ci95_high{{variant={variant}}}",
+                  min(1.0, m + q * sd / math.sqrt(n)), tp.metric(s, "assay_score_ci95_high", **lab))
         checks.true("assay_score_ci95_overlap{overlap, A, B} is 0 or 1",
                     tp.metric(s, "assay_score_ci95_overlap", judge="overlap", variant_a="A",
                               variant_b="B") in (0, 1))

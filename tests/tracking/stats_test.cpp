@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 using namespace assay::stats;
@@ -227,4 +228,14 @@ TEST_CASE("chi-square test of independence, as scipy.stats.chi2_contingency(corr
   CHECK(d->dof == 2);
   CHECK(d->statistic == doctest::Approx(5.333333333333334).epsilon(kTol));
   CHECK_FALSE(chiSquareIndependence({{1, 2, 3}}).has_value());
+}
+
+TEST_CASE("exact two-sided binomial test, as scipy.stats.binomtest") {
+  CHECK(binomialTestTwoSided(10, 10, 1.0 / 3) ==
+        doctest::Approx(1.693508780843028e-05).epsilon(kTol));
+  CHECK(binomialTestTwoSided(3, 10, 1.0 / 3) == doctest::Approx(1.0));
+  CHECK(binomialTestTwoSided(7, 20, 0.5) == doctest::Approx(0.26317596435546875).epsilon(kTol));
+  CHECK(binomialTestTwoSided(0, 10, 0.25) == doctest::Approx(0.07604122161865237).epsilon(kTol));
+  CHECK(binomialTestTwoSided(0, 0, 0.5) == 1.0);
+  CHECK_THROWS_AS(binomialTestTwoSided(3, 2, 0.5), std::invalid_argument);
 }

@@ -352,7 +352,7 @@ TEST_CASE("A/B: experiments past the label limit are not pooled; Cochran's rule 
   t.refresh();
   const std::map<std::string, std::string> exp = {{"experiment", "search"}};
   CHECK(value(reg, "assay_ab_p_value", exp) == doctest::Approx(0.27153628879603364).epsilon(1e-9));
-  CHECK(value(reg, "assay_ab_min_expected_count", exp) == doctest::Approx(1.5));
+  CHECK(value(reg, "assay_ab_expected_min", exp) == doctest::Approx(1.5));
   CHECK(value(reg, "assay_ab_reliable", exp) == 0.0);
   CHECK(value(reg, "assay_ab_decided", exp) == 0.0);
   // No experiment "other" pools chat and summaries; summaries is not tested at all.
