@@ -55,6 +55,22 @@ def run_assayd(args, *argv, env=None, timeout=60):
     return p.returncode, p.stdout, p.stderr
 
 
+def readyz_says(args, cfg, admin, words, timeout=30):
+    """Starts assayd on `cfg`, polls its /readyz until the body contains `words` (or `timeout`
+    seconds pass), stops it; returns the last (status, body)."""
+    daemon = subprocess.Popen([args.assayd, "--config", cfg], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    status, body = 0, ""
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and words not in body:
+            status, body = tp.http_get(f"http://127.0.0.1:{admin}/readyz")
+            time.sleep(0.2)
+    finally:
+        tp.stop_process(daemon, f"assayd ({words})")
+    return status, body
+
+
 def check_start_failure(checks, args, label, cfg, must_name, env=None, code=2):
     rc, _, err = run_assayd(args, "--config", cfg, env=env)
     critical = [l for l in err.splitlines() if " critical " in l]
@@ -242,19 +258,10 @@ def run(args, workdir, checks):
            "endpoint: \"http://127.0.0.1:1/v1\"}\n")
     cfg = write_config(workdir, "ready", 8, admin=admin, judges=llm,
                        extra='budget: {store: "redis://127.0.0.1:1/0"}\n')
-    daemon = subprocess.Popen([args.assayd, "--config", cfg], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        body = ""
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and "budget store" not in body:
-            status, body = tp.http_get(f"http://127.0.0.1:{admin}/readyz")
-            time.sleep(0.2)
-        tp.log(f"/readyz with the budget store down: {status} {body.strip()}")
-        checks.eq("/readyz with the budget store down: status", 503, status)
-        checks.true("/readyz names the budget store", "budget store" in body, body)
-    finally:
-        tp.stop_process(daemon, "assayd (readiness)")
+    status, body = readyz_says(args, cfg, admin, "budget store")
+    tp.log(f"/readyz with the budget store down: {status} {body.strip()}")
+    checks.eq("/readyz with the budget store down: status", 503, status)
+    checks.true("/readyz names the budget store", "budget store" in body, body)
 
     # 10. No broker at all from the start: /readyz names the brokers, not "waiting for the
     #     assignment" (an operator trial saw the latter for as long as the broker was gone).
@@ -265,20 +272,11 @@ def run(args, workdir, checks):
         text = f.read().replace("brokers: embedded", f'brokers: "127.0.0.1:{closed}"')
     with open(cfg, "w") as f:
         f.write(text)
-    daemon = subprocess.Popen([args.assayd, "--config", cfg], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        body = ""
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and "broker" not in body:
-            status, body = tp.http_get(f"http://127.0.0.1:{admin}/readyz")
-            time.sleep(0.2)
-        tp.log(f"/readyz with no broker from the start: {status} {body.strip()}")
-        checks.eq("/readyz with no broker: status", 503, status)
-        checks.true("/readyz names the brokers",
-                    f"no Kafka broker answers (kafka.brokers: 127.0.0.1:{closed})" in body, body)
-    finally:
-        tp.stop_process(daemon, "assayd (no broker)")
+    status, body = readyz_says(args, cfg, admin, "broker")
+    tp.log(f"/readyz with no broker from the start: {status} {body.strip()}")
+    checks.eq("/readyz with no broker: status", 503, status)
+    checks.true("/readyz names the brokers",
+                f"no Kafka broker answers (kafka.brokers: 127.0.0.1:{closed})" in body, body)
     return "start-up failures exit 2 (configuration) or 1 (run time) with one line naming the cause"
 
 
