@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <stdexcept>
 #include <string_view>
 
 #include "judges/json_limits.hpp"
@@ -384,23 +385,46 @@ bool assembleStream(Provider provider, const std::string& body, ProviderReply& o
 }  // namespace
 
 HttpRequest buildRequest(Provider provider, const std::string& endpoint, const std::string& api_key,
-                         const std::string& model, const Prompt& prompt, int max_tokens) {
+                         const std::string& model, const Prompt& prompt, int max_tokens,
+                         const ReplyFormat& format) {
   HttpRequest r;
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   w.StartObject();
   str(w, "model", model);
   w.Key("temperature");
-  w.Int(0);
+  if (format.temperature == 0)
+    w.Int(0);
+  else
+    w.Double(format.temperature);
   w.Key("max_tokens");
   w.Int(max_tokens);
   if (provider == Provider::kOpenAi) {
     r.url = trimSlash(endpoint) + "/chat/completions";
     r.headers.emplace_back("Authorization", "Bearer " + api_key);
-    w.Key("response_format");
-    w.StartObject();
-    str(w, "type", "json_object");
-    w.EndObject();
+    if (format.kind == ReplyFormat::Kind::kJsonObject) {
+      w.Key("response_format");
+      w.StartObject();
+      str(w, "type", "json_object");
+      w.EndObject();
+    } else if (format.kind == ReplyFormat::Kind::kJsonSchema) {
+      rapidjson::Document schema;
+      schema.Parse(format.schema.c_str());
+      if (schema.HasParseError())
+        throw std::invalid_argument("buildRequest: the reply schema is not JSON");
+      w.Key("response_format");
+      w.StartObject();
+      str(w, "type", "json_schema");
+      w.Key("json_schema");
+      w.StartObject();
+      str(w, "name", format.schema_name);
+      w.Key("schema");
+      schema.Accept(w);
+      w.Key("strict");
+      w.Bool(true);
+      w.EndObject();
+      w.EndObject();
+    }
     w.Key("messages");
     w.StartArray();
     w.StartObject();

@@ -20,9 +20,29 @@ namespace assay::llm {
 
 enum class Provider { kOpenAi, kAnthropic };
 
+/// What the reply must be, and how the request says so.
+struct ReplyFormat {
+  enum class Kind {
+    kJsonObject,  ///< OpenAI `response_format: {"type": "json_object"}` (the judges' verdicts)
+    kText,        ///< free text (a bakeoff arm's generation): no response_format
+    /// OpenAI structured outputs, `response_format: {"type": "json_schema", "json_schema":
+    /// {"name", "schema", "strict": true}}` (https://platform.openai.com/docs/guides/
+    /// structured-outputs); Anthropic has no such field: the schema goes in the system prompt,
+    /// which is the caller's.
+    kJsonSchema,
+  };
+  Kind kind = Kind::kJsonObject;
+  std::string schema_name;  ///< kJsonSchema: [a-zA-Z0-9_-]{1,64}
+  std::string schema;       ///< kJsonSchema: the JSON Schema, as JSON text
+  double temperature = 0;   ///< 0 for every judge; a generation may ask for more
+};
+
 /// The HTTP request for one judge call (url, headers, JSON body); `timeout` is left default.
+/// `format` (default: a JSON object at temperature 0) applies to OpenAI's body only, except the
+/// temperature, which both APIs take.
 HttpRequest buildRequest(Provider provider, const std::string& endpoint, const std::string& api_key,
-                         const std::string& model, const Prompt& prompt, int max_tokens);
+                         const std::string& model, const Prompt& prompt, int max_tokens,
+                         const ReplyFormat& format = {});
 
 struct ProviderReply {
   bool ok = false;      ///< a readable assistant message (2xx), verdict or not

@@ -9,6 +9,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <stdexcept>
 
 #include "judges/json_limits.hpp"
 
@@ -94,6 +95,34 @@ LlmVerdict fail(Outcome o, std::string why) {
 
 }  // namespace
 
+std::string parseSchemaObject(std::string_view content, const std::string& schema,
+                              rapidjson::Document& out) {
+  const std::string_view body = stripFence(content);
+  if (body.empty()) return "empty reply";
+  if (body.front() != '{') return "reply is not a JSON object";
+  if (const auto shape = jsonShapeProblem(body)) return "not accepted as JSON: " + shape->message();
+  // kParseStopWhenDoneFlag is not used: text after the object is an error, not ignored.
+  out.Parse(body.data(), body.size());
+  if (out.HasParseError()) {
+    std::string why = std::string("not JSON: ") + rapidjson::GetParseError_En(out.GetParseError()) +
+                      " at byte " + std::to_string(out.GetErrorOffset());
+    out.SetNull();
+    return why;
+  }
+  rapidjson::Document schema_doc;
+  schema_doc.Parse(schema.c_str());
+  if (schema_doc.HasParseError()) throw std::invalid_argument("parseSchemaObject: schema is not JSON");
+  const rapidjson::SchemaDocument compiled(schema_doc);
+  rapidjson::SchemaValidator validator(compiled);
+  if (!out.Accept(validator)) {
+    rapidjson::StringBuffer where;
+    validator.GetInvalidDocumentPointer().StringifyUriFragment(where);
+    return std::string("violates the schema ('") + validator.GetInvalidSchemaKeyword() + "' at " +
+           where.GetString() + ")";
+  }
+  return {};
+}
+
 std::string verdictSchema(int min_score, int max_score) {
   const std::string lo = std::to_string(min_score), hi = std::to_string(max_score);
   return R"({"type":"object",)"
@@ -111,34 +140,18 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
   if (finish == FinishReason::kLength) return fail(Outcome::kTruncated, "reply cut at max_tokens");
   if (finish == FinishReason::kRefusal)
     return fail(Outcome::kRefused, "the provider flagged a refusal");
-  const std::string_view body = stripFence(content);
-  if (body.empty()) return fail(Outcome::kSchemaError, "empty reply");
-  if (body.front() != '{') {
-    if (body.find("\"score\"") == std::string_view::npos && looksLikeRefusal(body))
-      return fail(Outcome::kRefused, std::string(body.substr(0, 200)));
-    return fail(Outcome::kSchemaError, "reply is not a JSON object");
-  }
-  if (const auto shape = jsonShapeProblem(body))
-    return fail(Outcome::kSchemaError, "not accepted as JSON: " + shape->message());
   rapidjson::Document d;
-  // kParseStopWhenDoneFlag is not used: text after the object is an error, not ignored.
-  d.Parse(body.data(), body.size());
-  if (d.HasParseError()) {
-    return fail(Outcome::kSchemaError, std::string("not JSON: ") +
-                                           rapidjson::GetParseError_En(d.GetParseError()) +
-                                           " at byte " + std::to_string(d.GetErrorOffset()));
-  }
-  rapidjson::Document schema_doc;
-  schema_doc.Parse(verdictSchema(min_score, max_score).c_str());
-  const rapidjson::SchemaDocument schema(schema_doc);
-  rapidjson::SchemaValidator validator(schema);
-  if (!d.Accept(validator)) {
-    if (objectRefuses(d)) return fail(Outcome::kRefused, "the verdict object declines to judge");
-    rapidjson::StringBuffer where;
-    validator.GetInvalidDocumentPointer().StringifyUriFragment(where);
-    return fail(Outcome::kSchemaError, std::string("violates the verdict schema ('") +
-                                           validator.GetInvalidSchemaKeyword() + "' at " +
-                                           where.GetString() + ")");
+  if (std::string problem = parseSchemaObject(content, verdictSchema(min_score, max_score), d);
+      !problem.empty()) {
+    if (problem == "reply is not a JSON object") {
+      const std::string_view body = stripFence(content);
+      if (body.find("\"score\"") == std::string_view::npos && looksLikeRefusal(body))
+        return fail(Outcome::kRefused, std::string(body.substr(0, 200)));
+    }
+    if (d.IsObject() && objectRefuses(d))
+      return fail(Outcome::kRefused, "the verdict object declines to judge");
+    if (problem.rfind("violates the schema", 0) == 0) problem.insert(13, "verdict ");
+    return fail(Outcome::kSchemaError, std::move(problem));
   }
   const auto& s = d["score"];
   long score = 0;

@@ -17,6 +17,8 @@
 /// Spanish, German: "I'm sorry, but…", "I cannot evaluate…", "Je ne peux pas…", "Désolé,
 /// mais…"), or an object without a score whose `refusal` member or a string member declines.
 
+#include <rapidjson/fwd.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +44,15 @@ enum class FinishReason { kStop, kLength, kRefusal, kOther };
 /// in `justification`.
 LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_score,
                         int max_score);
+
+/// Reads `content` as one JSON object valid against `schema` (JSON Schema draft-04, as text),
+/// with the same leniency as a verdict: one markdown fence around the whole object and white
+/// space, nothing else (no text around it, no second object). Bounded by jsonShapeProblem
+/// (json_limits.hpp) before parsing. Returns "" and fills `out`, or why not: "empty reply",
+/// "reply is not a JSON object", "not JSON: … at byte N", "violates the schema ('keyword' at
+/// #/pointer)". Throws std::invalid_argument when `schema` itself is not JSON.
+std::string parseSchemaObject(std::string_view content, const std::string& schema,
+                              rapidjson::Document& out);
 
 /// The JSON Schema (draft-04) a verdict must satisfy for a min..max rubric, as text; also sent
 /// to providers that accept a schema.
