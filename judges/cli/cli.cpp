@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "config/loader.hpp"
+#include "judges/cli/bakeoff.hpp"
 #include "judges/cli/calibrate.hpp"
 #include "judges/cli/cli_text.hpp"
 #include "judges/cli/estimate.hpp"
@@ -23,6 +24,7 @@ constexpr std::string_view kOverview =
                        --input FILE) [options]
        assay estimate (--requests-per-second R | --requests-per-day N)
                       (--config ASSAYD.yaml | --sample-rate S --judge MODEL...) [options]
+       assay bakeoff --config BAKEOFF.yaml [--json FILE] [--html FILE] [options]
        assay --version
        assay COMMAND --help     that command's usage and options
 
@@ -32,6 +34,9 @@ report    summarise assayd's judgments file (sinks.jsonl.path): per judge the ou
 calibrate a judge's scores against human scores on the same items, and a verdict: usable,
           rework the rubric, too lenient (docs/calibration.md)
 estimate  what LLM judges would cost per day and month, in USD and EUR
+bakeoff   compare prompts, models or workflows on the same inputs with 2 or 3 LLM judges
+          scoring side by side: consensus with 95 % intervals, judges' agreement, position
+          audit (docs/bakeoff.md)
 Each command's usage and options follow; `assay COMMAND --help` prints one of them.
 )";
 
@@ -183,6 +188,7 @@ std::string_view commandHelp(std::string_view command) {
   if (command == "report") return kReport;
   if (command == "calibrate") return kCalibrate;
   if (command == "estimate") return kEstimate;
+  if (command == "bakeoff") return kBakeoffHelp;
   return {};
 }
 
@@ -200,7 +206,7 @@ int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostre
     // The overview, then every command's help: the whole manual (the package's man page is
     // made of it).
     out << kOverview << "\n" << kExitCodes;
-    for (const auto& section : {kReport, kCalibrate, kEstimate}) out << "\n" << section;
+    for (const auto& section : {kReport, kCalibrate, kEstimate, kBakeoffHelp}) out << "\n" << section;
     return 0;
   }
   const std::string_view help = commandHelp(cmd);
@@ -210,6 +216,7 @@ int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return 0;
   }
   if (cmd == "report") return runReportCommand(rest, out, err);
+  if (cmd == "bakeoff") return runBakeoffCommand(rest, out, err);
   if (cmd == "estimate") {
     try {
       printEstimate(computeEstimate(parseEstimateArgs(rest)), out);

@@ -72,23 +72,27 @@ std::string systemPrompt(const Rubric& r, const std::string& begin, const std::s
 
 }  // namespace
 
+std::pair<std::string, std::string> dataMarkers(const std::string& data) {
+  // Re-salted in the (unlikely) case the data contains one.
+  std::uint64_t salt = 0;
+  std::string begin, end;
+  do {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx",
+                  static_cast<unsigned long long>(fnv1a(data, 1469598103934665603ULL + salt++)));
+    begin = std::string("<<<ASSAY_DATA_") + hex + ">>>";
+    end = std::string("<<<END_ASSAY_DATA_") + hex + ">>>";
+  } while (data.find(begin) != std::string::npos || data.find(end) != std::string::npos);
+  return {begin, end};
+}
+
 std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
                                   std::int64_t max_input_tokens) {
   std::size_t n = rubric.needs_contexts ? event.contexts.size() : 0;
   for (;;) {
     const std::string data = dataJson(event.question, event.contexts, n, event.answer,
                                       rubric.needs_contexts, rubric.needs_question);
-    // Boundary markers from a hash of the data; re-salted in the (unlikely) case the data
-    // contains one, so the judged text can never close the block itself.
-    std::uint64_t salt = 0;
-    std::string begin, end;
-    do {
-      char hex[17];
-      std::snprintf(hex, sizeof hex, "%016llx",
-                    static_cast<unsigned long long>(fnv1a(data, 1469598103934665603ULL + salt++)));
-      begin = std::string("<<<ASSAY_DATA_") + hex + ">>>";
-      end = std::string("<<<END_ASSAY_DATA_") + hex + ">>>";
-    } while (data.find(begin) != std::string::npos || data.find(end) != std::string::npos);
+    const auto [begin, end] = dataMarkers(data);
     Prompt p;
     p.system = systemPrompt(rubric, begin, end);
     p.user = begin + "\n" + data + "\n" + end;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "judges/event.hpp"
 #include "judges/llm/rubric.hpp"
@@ -22,6 +23,11 @@ struct Prompt {
   std::size_t contexts_used = 0;      ///< contexts kept, in rank order
   bool contexts_truncated = false;    ///< lower-ranked contexts were dropped to fit
 };
+
+/// The boundary markers around a data block: "<<<ASSAY_DATA_h>>>" and "<<<END_ASSAY_DATA_h>>>",
+/// h a hash of `data` (re-salted until neither occurs in it), so that the text inside can never
+/// close the block itself.
+std::pair<std::string, std::string> dataMarkers(const std::string& data);
 
 /// Builds the prompt. When it would exceed `max_input_tokens`, the lowest-ranked contexts are
 /// dropped one by one (deterministic) and `contexts_truncated` is set; nullopt when even

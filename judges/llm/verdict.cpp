@@ -111,7 +111,8 @@ std::string parseSchemaObject(std::string_view content, const std::string& schem
   }
   rapidjson::Document schema_doc;
   schema_doc.Parse(schema.c_str());
-  if (schema_doc.HasParseError()) throw std::invalid_argument("parseSchemaObject: schema is not JSON");
+  if (schema_doc.HasParseError())
+    throw std::invalid_argument("parseSchemaObject: schema is not JSON");
   const rapidjson::SchemaDocument compiled(schema_doc);
   rapidjson::SchemaValidator validator(compiled);
   if (!out.Accept(validator)) {

@@ -22,7 +22,12 @@
 //          stop_reason "refusal", usage reported);
 //   2. markers in the prompt: [[fake-status:429]] [[fake-retry-after:45]] [[fake-delay-ms:300]]
 //      [[fake-score:3]] [[fake-kind:truncated]];
-//   3. a verdict with score 1 + (FNV-1a of the prompt) mod 4: deterministic per event.
+//   3. a request with a reply schema (OpenAI response_format json_schema, or a "Reply schema
+//      (JSON Schema): …" line in the prompt): an object following it, scored from each
+//      output's text for a listwise comparison (see listwiseReply); a request for free text
+//      (OpenAI without response_format; Anthropic whose system prompt does not ask for JSON):
+//      "Answer by MODEL: " and the start of the user message;
+//   4. a verdict with score 1 + (FNV-1a of the prompt) mod 4: deterministic per event.
 // GET /_fake/stats returns {"requests": N, "chat": N, "messages": N}.
 // POST /_fake/outage {"ms": N, "status": S} answers every API request with S (default 503, a
 // real error body, nothing billed) for the next N ms: an endpoint down for a while.
@@ -36,6 +41,7 @@
 #include <rapidjson/writer.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
@@ -117,6 +123,99 @@ std::string promptText(const rapidjson::Document& d) {
       if (m.IsObject() && m.HasMember("content") && m["content"].IsString())
         out += m["content"].GetString();
   return out;
+}
+
+/// The schema a request asks its reply to follow: OpenAI's structured outputs
+/// (response_format json_schema), or a "Reply schema (JSON Schema): {…}" line in the prompt (how
+/// a caller asks Anthropic's API, which has no such field).
+std::optional<std::string> replySchema(const rapidjson::Document& d, const std::string& prompt) {
+  if (d.HasMember("response_format") && d["response_format"].IsObject()) {
+    const auto& f = d["response_format"];
+    if (f.HasMember("json_schema") && f["json_schema"].IsObject() &&
+        f["json_schema"].HasMember("schema")) {
+      rapidjson::StringBuffer b;
+      rapidjson::Writer<rapidjson::StringBuffer> w(b);
+      f["json_schema"]["schema"].Accept(w);
+      return std::string(b.GetString(), b.GetSize());
+    }
+  }
+  const std::string tag = "Reply schema (JSON Schema): ";
+  const auto at = prompt.find(tag);
+  if (at == std::string::npos) return std::nullopt;
+  // The schema is one JSON value; whatever follows it (the user message) is not read.
+  rapidjson::Document schema;
+  schema.Parse<rapidjson::kParseStopWhenDoneFlag>(prompt.c_str() + at + tag.size());
+  if (schema.HasParseError()) return std::nullopt;
+  rapidjson::StringBuffer b;
+  rapidjson::Writer<rapidjson::StringBuffer> w(b);
+  schema.Accept(w);
+  return std::string(b.GetString(), b.GetSize());
+}
+
+/// A reply to a listwise comparison (assay bakeoff): the data block between the
+/// <<<ASSAY_DATA_…>>> markers holds {"outputs": {"A": text, …}}; every label in the schema gets
+/// an integer per criterion. A content judge: the score follows the output's own text (its
+/// length, and a hash of text, criterion and model for the rest), never its label, so two
+/// models agree on clearly better outputs and nothing depends on the order. A model whose name
+/// holds "position-biased" gives the label A 95 and every other label 40 instead.
+std::string listwiseReply(const std::string& schema_text, const std::string& prompt,
+                          const std::string& model) {
+  rapidjson::Document schema, data;
+  schema.Parse(schema_text.c_str());
+  const auto open = prompt.rfind("<<<ASSAY_DATA_");  // the system prompt names it first
+  if (open != std::string::npos) {
+    const auto line = prompt.find('\n', open);
+    const auto close = prompt.find("\n<<<END_ASSAY_DATA_", line);
+    if (line != std::string::npos && close != std::string::npos)
+      data.Parse(prompt.substr(line + 1, close - line - 1).c_str());
+  }
+  const bool biased = model.find("position-biased") != std::string::npos;
+  std::string out = "{";
+  if (!schema.HasParseError() && schema.IsObject() && schema.HasMember("required")) {
+    bool first_label = true;
+    for (const auto& l : schema["required"].GetArray()) {
+      const std::string label = l.GetString();
+      std::string text;
+      if (data.IsObject() && data.HasMember("outputs") && data["outputs"].HasMember(l) &&
+          data["outputs"][l].IsString())
+        text = data["outputs"][l].GetString();
+      out += std::string(first_label ? "" : ", ") + "\"" + label + "\": {";
+      first_label = false;
+      const auto& criteria = schema["properties"][l]["required"];
+      bool first = true;
+      for (const auto& c : criteria.GetArray()) {
+        const std::string name = c.GetString();
+        const long words = static_cast<long>(std::count(text.begin(), text.end(), ' ')) + 1;
+        long score = std::min<long>(85, 20 + words / 2) +
+                     static_cast<long>(fnv1a(model + "/" + name + "/" + text) % 11);
+        if (biased) score = label == "A" ? 95 : 40;
+        out += std::string(first ? "" : ", ") + "\"" + name +
+               "\": " + std::to_string(std::clamp<long>(score, 0, 100));
+        first = false;
+      }
+      out += "}";
+    }
+  }
+  return out + "}";
+}
+
+/// Whether a request asks for free text: OpenAI without response_format, Anthropic with a
+/// system prompt that does not ask for JSON.
+bool wantsText(const rapidjson::Document& d, bool anthropic) {
+  if (!anthropic) return !d.HasMember("response_format");
+  return !d.HasMember("system") || !d["system"].IsString() ||
+         std::string(d["system"].GetString()).find("JSON") == std::string::npos;
+}
+
+/// A generation: the model's name and the start of the user message, so that two prompts or
+/// two models give two different outputs.
+std::string textReply(const rapidjson::Document& d, const std::string& model) {
+  std::string user;
+  if (d.HasMember("messages") && d["messages"].IsArray())
+    for (const auto& m : d["messages"].GetArray())
+      if (m.IsObject() && m.HasMember("content") && m["content"].IsString())
+        user = m["content"].GetString();
+  return "Answer by " + model + ": " + user.substr(0, 240);
 }
 
 http::response<http::string_body> reply(const http::request<http::string_body>& req) {
@@ -270,6 +369,12 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
     return finish(
         status,
         R"({"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}})");
+  }
+  if (!scripted && !s.content) {
+    if (const auto schema = replySchema(d, prompt))
+      s.content = listwiseReply(*schema, prompt, model);
+    else if (wantsText(d, anthropic))
+      s.content = textReply(d, model);
   }
   std::string content =
       s.content.value_or("{\"score\": " + std::to_string(s.score) +
