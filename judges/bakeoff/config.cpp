@@ -338,21 +338,24 @@ class Reader {
     recorded(arms);
   }
 
-  /// A judge of the same model family as an arm's generator favours it (llm_judge.hpp).
+  /// A judge of the same model family as an arm's generator favours it (llm_judge.hpp): one
+  /// warning per judge, naming the arms.
   void families(const YAML::Node& root) {
     const auto& c = out_.config;
-    for (std::size_t j = 0; j < c.judges.size(); ++j)
+    for (std::size_t j = 0; j < c.judges.size(); ++j) {
+      const std::string family = llm::modelFamily(c.judges[j].at.model);
+      std::string arms;
       for (const auto& a : c.arms) {
-        std::set<std::string> models;
-        if (!a.model.empty()) models.insert(a.model);
-        for (const auto& s : a.steps) models.insert(s.at.model);
-        for (const auto& m : models)
-          if (llm::modelFamily(m) == llm::modelFamily(c.judges[j].at.model))
-            warn(root["judges"][j], "judges[" + std::to_string(j) + "]",
-                 "judge '" + c.judges[j].name + "' (" + c.judges[j].at.model +
-                     ") shares the model family '" + llm::modelFamily(m) + "' of arm '" + a.name +
-                     "' (" + m + "): judges favour their own family's outputs");
+        bool same = !a.model.empty() && llm::modelFamily(a.model) == family;
+        for (const auto& s : a.steps) same = same || llm::modelFamily(s.at.model) == family;
+        if (same) arms += (arms.empty() ? "'" : ", '") + a.name + "'";
       }
+      if (!arms.empty())
+        warn(root["judges"][j], "judges[" + std::to_string(j) + "]",
+             "judge '" + c.judges[j].name + "' (" + c.judges[j].at.model +
+                 ") shares the model family '" + family + "' of the generator of " + arms +
+                 ": judges favour their own family's outputs");
+    }
   }
 
   void recorded(const YAML::Node& arms) {
