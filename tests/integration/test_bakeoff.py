@@ -266,6 +266,25 @@ def cost_cases(assay, workdir, port, checks):
                 result["spent"]["eur"])
 
 
+def example_case(args, assay, workdir, checks):
+    """config/bakeoff.example.yaml as shipped, on the dev events: its estimate (--dry-run)."""
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config",
+                          "bakeoff.example.yaml")
+    example = os.path.join(workdir, "example")
+    os.makedirs(example)
+    with open(source) as f, open(os.path.join(example, "bakeoff.yaml"), "w") as out:
+        out.write(f.read())
+    os.symlink(os.path.abspath(args.data), os.path.join(example, "events.jsonl"))
+    env = dict(os.environ, OPENAI_API_KEY="sk-x", ANTHROPIC_API_KEY="sk-x", MISTRAL_API_KEY="x")
+    p = subprocess.run([assay, "bakeoff", "--config", "bakeoff.yaml", "--dry-run", "--history",
+                        "h.jsonl"], cwd=example, capture_output=True, text=True, env=env,
+                       timeout=60)
+    tp.log(p.stderr)
+    checks.eq("config/bakeoff.example.yaml: --dry-run exit code", 0, p.returncode)
+    checks.true("its estimate: 10 × (1 + 2) generations + 2 judges × 10 inputs × 2 passes",
+                "Estimate before any call: 70 calls" in p.stderr, p.stderr[:300])
+
+
 def run(args, workdir, checks):
     assay = os.path.join(os.path.dirname(os.path.abspath(args.assayd)), "assay")
     fake, port = tp.start_fake_provider(args.assayd)
@@ -274,6 +293,7 @@ def run(args, workdir, checks):
         live_case(assay, workdir, port, checks)
         biased_case(assay, workdir, port, checks)
         cost_cases(assay, workdir, port, checks)
+        example_case(args, assay, workdir, checks)
     finally:
         tp.stop_process(fake, "fake provider")
     return "bakeoff: recorded, live and workflow arms, position audit, cost refusal and cap"
