@@ -206,7 +206,8 @@ int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostre
     // The overview, then every command's help: the whole manual (the package's man page is
     // made of it).
     out << kOverview << "\n" << kExitCodes;
-    for (const auto& section : {kReport, kCalibrate, kEstimate, kBakeoffHelp}) out << "\n" << section;
+    for (const auto& section : {kReport, kCalibrate, kEstimate, kBakeoffHelp})
+      out << "\n" << section;
     return 0;
   }
   const std::string_view help = commandHelp(cmd);
