@@ -182,219 +182,265 @@ std::string markdownReport(const ReportInput& in) {
   return md.str();
 }
 
-std::string jsonReport(const ReportInput& in) {
-  const auto& c = in.config;
-  const auto& r = in.result;
-  const auto& a = r.analysis;
-  rapidjson::StringBuffer buf;
-  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buf);
-  const auto s = [&](const std::string& v) {
-    w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size()));
-  };
-  const auto optional = [&](const std::optional<double>& v) {
+namespace {
+
+/// The JSON report's writer: one method per section.
+class JsonReport {
+ public:
+  explicit JsonReport(const ReportInput& in) : in_(in), w_(buf_) {}
+
+  std::string write() {
+    const auto& c = in_.config;
+    w_.StartObject();
+    w_.Key("name");
+    s(c.name);
+    w_.Key("seed");
+    w_.Uint64(in_.seed);
+    w_.Key("passes");
+    w_.Int(c.passes);
+    criteria();
+    money();
+    arms();
+    agreement();
+    audit();
+    consensus();
+    calls();
+    w_.EndObject();
+    return std::string(buf_.GetString(), buf_.GetSize()) + "\n";
+  }
+
+ private:
+  void s(const std::string& v) { w_.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size())); }
+  void optional(const std::optional<double>& v) {
     if (v)
-      w.Double(*v);
+      w_.Double(*v);
     else
-      w.Null();
-  };
-  w.StartObject();
-  w.Key("name");
-  s(c.name);
-  w.Key("seed");
-  w.Uint64(in.seed);
-  w.Key("passes");
-  w.Int(c.passes);
-  w.Key("criteria");
-  w.StartArray();
-  for (const auto& cr : c.criteria) {
-    w.StartObject();
-    w.Key("name");
-    s(cr.name);
-    w.Key("description");
-    s(cr.description);
-    w.Key("weight");
-    w.Double(cr.weight);
-    w.EndObject();
+      w_.Null();
   }
-  w.EndArray();
-  w.Key("estimate");
-  w.StartObject();
-  w.Key("calls");
-  w.Uint64(in.estimate.calls);
-  w.Key("usd");
-  w.Double(in.estimate.usd);
-  w.Key("eur");
-  w.Double(in.estimate.eur);
-  w.EndObject();
-  w.Key("spent");
-  w.StartObject();
-  w.Key("usd");
-  w.Double(r.usd);
-  w.Key("eur");
-  w.Double(r.eur);
-  w.Key("calls");
-  w.Uint64(r.records.size());
-  w.Key("failed_generations");
-  w.Uint64(r.generation_failures);
-  w.Key("failed_judge_calls");
-  w.Uint64(r.judge_failures);
-  w.EndObject();
-  const auto means = criterionMeans(in);
-  w.Key("arms");
-  w.StartArray();
-  for (std::size_t arm = 0; arm < c.arms.size(); ++arm) {
-    const auto& sum = a.arms[arm];
-    w.StartObject();
-    w.Key("name");
-    s(c.arms[arm].name);
-    w.Key("kind");
-    s(!c.arms[arm].live() ? "recorded" : c.arms[arm].steps.size() == 1 ? "live" : "workflow");
-    w.Key("mean");
-    w.Double(sum.mean);
-    w.Key("ci95_low");
-    optional(sum.low);
-    w.Key("ci95_high");
-    optional(sum.high);
-    w.Key("wins");
-    w.Uint64(sum.wins);
-    w.Key("ties");
-    w.Uint64(sum.ties);
-    w.Key("criteria");
-    w.StartObject();
-    for (std::size_t k = 0; k < c.criteria.size(); ++k) {
-      w.Key(c.criteria[k].name.c_str());
-      w.Double(means[arm][k]);
+
+  void criteria() {
+    w_.Key("criteria");
+    w_.StartArray();
+    for (const auto& cr : in_.config.criteria) {
+      w_.StartObject();
+      w_.Key("name");
+      s(cr.name);
+      w_.Key("description");
+      s(cr.description);
+      w_.Key("weight");
+      w_.Double(cr.weight);
+      w_.EndObject();
     }
-    w.EndObject();
-    w.Key("outputs");
-    w.StartArray();
-    for (const auto& o : r.outputs[arm])
-      if (o)
-        s(*o);
-      else
-        w.Null();
-    w.EndArray();
-    w.EndObject();
+    w_.EndArray();
   }
-  w.EndArray();
-  w.Key("differences");
-  w.StartArray();
-  for (const auto& d : a.differences) {
-    w.StartObject();
-    w.Key("a");
-    s(c.arms[d.arm_a].name);
-    w.Key("b");
-    s(c.arms[d.arm_b].name);
-    w.Key("no_significant_difference");
-    w.Bool(d.overlap);
-    w.EndObject();
+
+  void money() {
+    const auto& r = in_.result;
+    w_.Key("estimate");
+    w_.StartObject();
+    w_.Key("calls");
+    w_.Uint64(in_.estimate.calls);
+    w_.Key("usd");
+    w_.Double(in_.estimate.usd);
+    w_.Key("eur");
+    w_.Double(in_.estimate.eur);
+    w_.EndObject();
+    w_.Key("spent");
+    w_.StartObject();
+    w_.Key("usd");
+    w_.Double(r.usd);
+    w_.Key("eur");
+    w_.Double(r.eur);
+    w_.Key("calls");
+    w_.Uint64(r.records.size());
+    w_.Key("failed_generations");
+    w_.Uint64(r.generation_failures);
+    w_.Key("failed_judge_calls");
+    w_.Uint64(r.judge_failures);
+    w_.EndObject();
   }
-  w.EndArray();
-  w.Key("agreement");
-  w.StartArray();
-  for (const auto& p : a.agreement) {
-    w.StartObject();
-    w.Key("judges");
-    w.StartArray();
-    s(c.judges[p.judge_a].name);
-    s(c.judges[p.judge_b].name);
-    w.EndArray();
-    w.Key("input");
-    if (p.input)
-      s(c.inputs[*p.input].id);
-    else
-      w.Null();
-    w.Key("kendall_tau_b");
-    optional(p.kendall_tau_b);
-    w.Key("spearman_rho");
-    optional(p.spearman_rho);
-    w.Key("level");
-    if (p.level)
-      s(levelName(*p.level));
-    else
-      w.Null();
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("position_audit");
-  w.StartArray();
-  for (const auto& au : a.audit) {
-    w.StartObject();
-    w.Key("judge");
-    s(c.judges[au.judge].name);
-    w.Key("calls");
-    w.Uint64(au.calls);
-    w.Key("first_shown_won");
-    w.Uint64(au.first_shown);
-    w.Key("share");
-    w.Double(au.share);
-    w.Key("p_value");
-    w.Double(au.p_value);
-    w.Key("flagged");
-    w.Bool(au.flagged);
-    w.Key("flips");
-    w.Uint64(au.flips);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("consensus");
-  w.StartArray();
-  for (std::size_t i = 0; i < a.consensus.size(); ++i) {
-    w.StartObject();
-    w.Key("input");
-    s(c.inputs[i].id);
-    w.Key("scores");
-    w.StartObject();
+
+  void arms() {
+    const auto& c = in_.config;
+    const auto& a = in_.result.analysis;
+    const auto means = criterionMeans(in_);
+    w_.Key("arms");
+    w_.StartArray();
     for (std::size_t arm = 0; arm < c.arms.size(); ++arm) {
-      w.Key(c.arms[arm].name.c_str());
-      w.Double(a.consensus[i][arm]);
+      const auto& sum = a.arms[arm];
+      w_.StartObject();
+      w_.Key("name");
+      s(c.arms[arm].name);
+      w_.Key("kind");
+      s(!c.arms[arm].live() ? "recorded" : c.arms[arm].steps.size() == 1 ? "live" : "workflow");
+      w_.Key("mean");
+      w_.Double(sum.mean);
+      w_.Key("ci95_low");
+      optional(sum.low);
+      w_.Key("ci95_high");
+      optional(sum.high);
+      w_.Key("wins");
+      w_.Uint64(sum.wins);
+      w_.Key("ties");
+      w_.Uint64(sum.ties);
+      w_.Key("criteria");
+      w_.StartObject();
+      for (std::size_t k = 0; k < c.criteria.size(); ++k) {
+        w_.Key(c.criteria[k].name.c_str());
+        w_.Double(means[arm][k]);
+      }
+      w_.EndObject();
+      w_.Key("outputs");
+      w_.StartArray();
+      for (const auto& o : in_.result.outputs[arm])
+        if (o)
+          s(*o);
+        else
+          w_.Null();
+      w_.EndArray();
+      w_.EndObject();
     }
-    w.EndObject();
-    w.EndObject();
+    w_.EndArray();
+    w_.Key("differences");
+    w_.StartArray();
+    for (const auto& d : a.differences) {
+      w_.StartObject();
+      w_.Key("a");
+      s(c.arms[d.arm_a].name);
+      w_.Key("b");
+      s(c.arms[d.arm_b].name);
+      w_.Key("no_significant_difference");
+      w_.Bool(d.overlap);
+      w_.EndObject();
+    }
+    w_.EndArray();
   }
-  w.EndArray();
-  w.Key("calls");
-  w.StartArray();
-  for (const auto& rec : r.records) {
-    w.StartObject();
-    w.Key("role");
-    s(rec.role);
-    w.Key("who");
-    s(rec.who);
-    w.Key("model");
-    s(rec.model);
-    w.Key("input");
-    s(rec.input_id);
-    if (rec.role == "judge") {
-      w.Key("pass");
-      w.Int(rec.pass);
-      w.Key("order");
-      w.StartArray();
-      for (const auto arm : rec.order) s(c.arms[arm].name);
-      w.EndArray();
+
+  void agreement() {
+    const auto& c = in_.config;
+    w_.Key("agreement");
+    w_.StartArray();
+    for (const auto& p : in_.result.analysis.agreement) {
+      w_.StartObject();
+      w_.Key("judges");
+      w_.StartArray();
+      s(c.judges[p.judge_a].name);
+      s(c.judges[p.judge_b].name);
+      w_.EndArray();
+      w_.Key("input");
+      if (p.input)
+        s(c.inputs[*p.input].id);
+      else
+        w_.Null();
+      w_.Key("kendall_tau_b");
+      optional(p.kendall_tau_b);
+      w_.Key("spearman_rho");
+      optional(p.spearman_rho);
+      w_.Key("level");
+      if (p.level)
+        s(levelName(*p.level));
+      else
+        w_.Null();
+      w_.EndObject();
     }
-    w.Key("ok");
-    w.Bool(rec.ok);
-    if (!rec.ok) {
-      w.Key("error");
-      s(rec.error);
-    }
-    w.Key("prompt_tokens");
-    w.Int64(rec.prompt_tokens);
-    w.Key("completion_tokens");
-    w.Int64(rec.completion_tokens);
-    w.Key("eur");
-    w.Double(rec.eur);
-    w.Key("seconds");
-    w.Double(rec.seconds);
-    w.Key("attempts");
-    w.Int(rec.attempts);
-    w.EndObject();
+    w_.EndArray();
   }
-  w.EndArray();
-  w.EndObject();
-  return std::string(buf.GetString(), buf.GetSize()) + "\n";
-}
+
+  void audit() {
+    w_.Key("position_audit");
+    w_.StartArray();
+    for (const auto& au : in_.result.analysis.audit) {
+      w_.StartObject();
+      w_.Key("judge");
+      s(in_.config.judges[au.judge].name);
+      w_.Key("calls");
+      w_.Uint64(au.calls);
+      w_.Key("first_shown_won");
+      w_.Uint64(au.first_shown);
+      w_.Key("share");
+      w_.Double(au.share);
+      w_.Key("p_value");
+      w_.Double(au.p_value);
+      w_.Key("flagged");
+      w_.Bool(au.flagged);
+      w_.Key("flips");
+      w_.Uint64(au.flips);
+      w_.EndObject();
+    }
+    w_.EndArray();
+  }
+
+  void consensus() {
+    const auto& c = in_.config;
+    const auto& a = in_.result.analysis;
+    w_.Key("consensus");
+    w_.StartArray();
+    for (std::size_t i = 0; i < a.consensus.size(); ++i) {
+      w_.StartObject();
+      w_.Key("input");
+      s(c.inputs[i].id);
+      w_.Key("scores");
+      w_.StartObject();
+      for (std::size_t arm = 0; arm < c.arms.size(); ++arm) {
+        w_.Key(c.arms[arm].name.c_str());
+        w_.Double(a.consensus[i][arm]);
+      }
+      w_.EndObject();
+      w_.EndObject();
+    }
+    w_.EndArray();
+  }
+
+  void calls() {
+    w_.Key("calls");
+    w_.StartArray();
+    for (const auto& rec : in_.result.records) {
+      w_.StartObject();
+      w_.Key("role");
+      s(rec.role);
+      w_.Key("who");
+      s(rec.who);
+      w_.Key("model");
+      s(rec.model);
+      w_.Key("input");
+      s(rec.input_id);
+      if (rec.role == "judge") {
+        w_.Key("pass");
+        w_.Int(rec.pass);
+        w_.Key("order");
+        w_.StartArray();
+        for (const auto arm : rec.order) s(in_.config.arms[arm].name);
+        w_.EndArray();
+      }
+      w_.Key("ok");
+      w_.Bool(rec.ok);
+      if (!rec.ok) {
+        w_.Key("error");
+        s(rec.error);
+      }
+      w_.Key("prompt_tokens");
+      w_.Int64(rec.prompt_tokens);
+      w_.Key("completion_tokens");
+      w_.Int64(rec.completion_tokens);
+      w_.Key("eur");
+      w_.Double(rec.eur);
+      w_.Key("seconds");
+      w_.Double(rec.seconds);
+      w_.Key("attempts");
+      w_.Int(rec.attempts);
+      w_.EndObject();
+    }
+    w_.EndArray();
+  }
+
+  const ReportInput& in_;
+  rapidjson::StringBuffer buf_;
+  rapidjson::PrettyWriter<rapidjson::StringBuffer> w_;
+};
+
+}  // namespace
+
+std::string jsonReport(const ReportInput& in) { return JsonReport(in).write(); }
 
 namespace {
 

@@ -329,6 +329,7 @@ Estimate estimate(const BakeoffConfig& config, const llm::PriceTable& prices, do
     const auto out_tokens = completion("judge", j.at, line);
     for (std::size_t i = 0; i < config.inputs.size(); ++i) {
       std::vector<std::string> shown;
+      shown.reserve(outputs.size());
       for (const auto& o : outputs) shown.push_back(o[i]);
       const auto prompt = listwisePrompt(config.inputs[i], shown, config.criteria);
       line.prompt_tokens += prompt.estimated_tokens * config.passes;
@@ -365,32 +366,81 @@ std::map<std::string, std::string> readApiKeys(const BakeoffConfig& config) {
   return keys;
 }
 
-RunResult runBakeoff(const BakeoffConfig& config, const RunOptions& options,
-                     llm::BudgetStore& store) {
-  const auto keys = readApiKeys(config);
-  const auto target = [&](const Endpoint& at) {
-    const auto price = options.prices.find(at.model);
+namespace {
+
+/// One run's state: the calls' bookkeeping under one mutex, shared by the worker threads.
+class Run {
+ public:
+  Run(const BakeoffConfig& config, const RunOptions& options, llm::BudgetStore& store)
+      : config_(config), options_(options), keys_(readApiKeys(config)), caller_(options, store) {
+    const std::size_t inputs = config.inputs.size();
+    r_.outputs.assign(config.arms.size(), std::vector<std::optional<std::string>>(inputs));
+    for (const auto& a : config.arms) total_ += a.steps.size() * inputs;
+    total_ += config.judges.size() * inputs * static_cast<std::size_t>(config.passes);
+  }
+
+  /// Arms × inputs: recorded outputs read, live ones generated (each workflow's steps in
+  /// order; a failed step stops that input's workflow).
+  void generate() {
+    std::vector<std::function<void()>> tasks;
+    for (std::size_t a = 0; a < config_.arms.size(); ++a) {
+      const auto& arm = config_.arms[a];
+      if (!arm.live()) {
+        const auto recorded = readRecorded(arm, config_.inputs);
+        for (std::size_t i = 0; i < recorded.size(); ++i) r_.outputs[a][i] = recorded[i];
+        continue;
+      }
+      for (std::size_t i = 0; i < config_.inputs.size(); ++i)
+        tasks.emplace_back([this, a, i] { generateOne(a, i); });
+    }
+    runAll(tasks, config_.concurrency);
+  }
+
+  /// Every judge on every input whose arms all have an output, and every pass.
+  void judge() {
+    // Label orders: fresh for every (judge, input), the second pass reversed; drawn up front in
+    // a fixed order so that a seed repeats a run.
+    std::mt19937_64 rng(options_.seed);
+    std::vector<std::function<void()>> tasks;
+    const std::size_t arms = config_.arms.size();
+    for (std::size_t i = 0; i < config_.inputs.size(); ++i) {
+      bool complete = true;
+      for (std::size_t a = 0; a < arms; ++a) complete = complete && r_.outputs[a][i].has_value();
+      if (!complete) {
+        r_.skipped_inputs.push_back(config_.inputs[i].id);
+        done_ += config_.judges.size() * static_cast<std::size_t>(config_.passes);
+        continue;
+      }
+      for (std::size_t j = 0; j < config_.judges.size(); ++j) {
+        const auto first = randomOrder(arms, rng);
+        for (int pass = 0; pass < config_.passes; ++pass)
+          tasks.emplace_back([this, i, j, pass, order = pass == 0 ? first : reversed(first)] {
+            judgeOne(i, j, pass, order);
+          });
+      }
+    }
+    runAll(tasks, config_.concurrency);
+    std::sort(r_.calls.begin(), r_.calls.end(), [](const Call& x, const Call& y) {
+      return std::tie(x.input, x.judge, x.pass) < std::tie(y.input, y.judge, y.pass);
+    });
+  }
+
+  RunResult finish() {
+    r_.analysis = analyze(config_.arms.size(), config_.inputs.size(), config_.judges.size(),
+                          config_.criteria, r_.calls);
+    writeHistory();
+    return std::move(r_);
+  }
+
+ private:
+  Target target(const Endpoint& at) const {
+    const auto price = options_.prices.find(at.model);
     if (!price) throw std::runtime_error("model '" + at.model + "' has no price");
-    return Target{&at, at.api_key_env.empty() ? "" : keys.at(at.api_key_env), *price};
-  };
-  Caller caller(options, store);
-  const std::size_t arms = config.arms.size(), inputs = config.inputs.size();
-  RunResult r;
-  r.outputs.assign(arms, std::vector<std::optional<std::string>>(inputs));
-  std::mutex mu;  // guards r and the progress count
-  std::size_t done = 0, total = 0;
-  for (const auto& a : config.arms) total += a.steps.size() * inputs;
-  total += config.judges.size() * inputs * static_cast<std::size_t>(config.passes);
-  const auto record = [&](CallRecord rec) {
-    std::lock_guard lock(mu);
-    r.usd += rec.usd;
-    r.eur += rec.eur;
-    r.records.push_back(std::move(rec));
-    ++done;
-    if (options.progress) options.progress(done, total, r.eur);
-  };
-  const auto toRecord = [](const Answer& a, std::string role, std::string who, const Endpoint& at,
-                           const std::string& id) {
+    return Target{&at, at.api_key_env.empty() ? "" : keys_.at(at.api_key_env), *price};
+  }
+
+  static CallRecord toRecord(const Answer& a, std::string role, std::string who, const Endpoint& at,
+                             const std::string& id) {
     CallRecord rec;
     rec.role = std::move(role);
     rec.who = std::move(who);
@@ -402,130 +452,134 @@ RunResult runBakeoff(const BakeoffConfig& config, const RunOptions& options,
     rec.completion_tokens = a.usage.completion_tokens;
     rec.usd = a.usd, rec.eur = a.eur, rec.seconds = a.seconds, rec.attempts = a.attempts;
     return rec;
-  };
-
-  std::vector<std::function<void()>> tasks;
-  for (std::size_t a = 0; a < arms; ++a) {
-    const auto& arm = config.arms[a];
-    if (!arm.live()) {
-      const auto recorded = readRecorded(arm, config.inputs);
-      for (std::size_t i = 0; i < inputs; ++i) r.outputs[a][i] = recorded[i];
-      continue;
-    }
-    for (std::size_t i = 0; i < inputs; ++i)
-      tasks.emplace_back([&, a, i] {
-        const auto& arm_ = config.arms[a];
-        std::string previous;
-        for (std::size_t s = 0; s < arm_.steps.size(); ++s) {
-          const auto& step = arm_.steps[s];
-          llm::Prompt p;
-          p.system = step.system;
-          p.user = render(step.prompt, config.inputs[i], previous);
-          p.estimated_tokens = llm::estimateTokens(p.system) + llm::estimateTokens(p.user);
-          llm::ReplyFormat f;
-          f.kind = llm::ReplyFormat::Kind::kText;
-          f.temperature = step.temperature;
-          const auto answer = caller.call(target(step.at), p, f, config.inputs[i].id);
-          record(toRecord(answer, "generate", stepName(arm_, s), step.at, config.inputs[i].id));
-          if (!answer.ok) {
-            std::lock_guard lock(mu);
-            ++r.generation_failures;
-            // The workflow stops; its later steps are not called.
-            done += arm_.steps.size() - s - 1;
-            return;
-          }
-          previous = answer.content;
-        }
-        std::lock_guard lock(mu);
-        r.outputs[a][i] = previous;
-      });
   }
-  runAll(tasks, config.concurrency);
 
-  // Label orders: fresh for every (judge, input), the second pass reversed; drawn up front in
-  // a fixed order so that a seed repeats a run.
-  std::mt19937_64 rng(options.seed);
-  tasks.clear();
-  for (std::size_t i = 0; i < inputs; ++i) {
-    bool complete = true;
-    for (std::size_t a = 0; a < arms; ++a) complete = complete && r.outputs[a][i].has_value();
-    if (!complete) {
-      r.skipped_inputs.push_back(config.inputs[i].id);
-      std::lock_guard lock(mu);
-      done += config.judges.size() * static_cast<std::size_t>(config.passes);
-      continue;
+  /// Books a finished call; `counts` false for an attempt that is not a call of the plan (a
+  /// broken reply asked again). mu_ held.
+  void recordLocked(CallRecord rec, bool counts = true) {
+    r_.usd += rec.usd;
+    r_.eur += rec.eur;
+    r_.records.push_back(std::move(rec));
+    if (counts)
+      ++done_;
+    else
+      ++total_;
+    if (options_.progress) options_.progress(done_, total_, r_.eur);
+  }
+
+  void generateOne(std::size_t a, std::size_t i) {
+    const auto& arm = config_.arms[a];
+    const auto& input = config_.inputs[i];
+    std::string previous;
+    for (std::size_t s = 0; s < arm.steps.size(); ++s) {
+      const auto& step = arm.steps[s];
+      llm::Prompt p;
+      p.system = step.system;
+      p.user = render(step.prompt, input, previous);
+      p.estimated_tokens = llm::estimateTokens(p.system) + llm::estimateTokens(p.user);
+      llm::ReplyFormat f;
+      f.kind = llm::ReplyFormat::Kind::kText;
+      f.temperature = step.temperature;
+      const auto answer = caller_.call(target(step.at), p, f, input.id);
+      std::lock_guard lock(mu_);
+      recordLocked(toRecord(answer, "generate", stepName(arm, s), step.at, input.id));
+      if (!answer.ok) {
+        ++r_.generation_failures;
+        done_ += arm.steps.size() - s - 1;  // the workflow's later steps are not called
+        return;
+      }
+      previous = answer.content;
     }
-    for (std::size_t j = 0; j < config.judges.size(); ++j) {
-      const auto first = randomOrder(arms, rng);
-      for (int pass = 0; pass < config.passes; ++pass) {
-        const auto order = pass == 0 ? first : reversed(first);
-        tasks.emplace_back([&, i, j, pass, order] {
-          const auto& judge = config.judges[j];
-          std::vector<std::string> shown;
-          for (const auto arm : order) shown.push_back(*r.outputs[arm][i]);
-          const auto prompt = listwisePrompt(config.inputs[i], shown, config.criteria);
-          llm::ReplyFormat f;
-          f.kind = llm::ReplyFormat::Kind::kJsonSchema;
-          f.schema_name = "bakeoff_scores";
-          f.schema = listwiseSchema(arms, config.criteria);
-          std::vector<std::vector<double>> label_scores;
-          Answer answer;
-          for (int tries = 0; tries < 2; ++tries) {  // a broken reply is asked once more
-            answer = caller.call(target(judge.at), prompt, f, config.inputs[i].id);
-            if (!answer.ok) break;
-            if (auto why = parseListwise(answer.content, arms, config.criteria, label_scores);
-                !why.empty()) {
-              answer.ok = false;
-              answer.error = "reply: " + why;
-              if (tries == 0) {
-                record(toRecord(answer, "judge", judge.name, judge.at, config.inputs[i].id));
-                std::lock_guard lock(mu);
-                --done, ++total;
-              }
-              continue;
-            }
-            break;
-          }
-          auto rec = toRecord(answer, "judge", judge.name, judge.at, config.inputs[i].id);
-          rec.pass = pass;
-          rec.order = order;
-          std::lock_guard lock(mu);
-          if (answer.ok)
-            r.calls.push_back(
-                Call{j, i, static_cast<std::size_t>(pass), order, mapBack(order, label_scores)});
-          else
-            ++r.judge_failures;
-          r.usd += rec.usd, r.eur += rec.eur;
-          r.records.push_back(std::move(rec));
-          ++done;
-          if (options.progress) options.progress(done, total, r.eur);
-        });
+    std::lock_guard lock(mu_);
+    r_.outputs[a][i] = std::move(previous);
+  }
+
+  void judgeOne(std::size_t i, std::size_t j, int pass, const std::vector<std::size_t>& order) {
+    const auto& judge = config_.judges[j];
+    const auto& input = config_.inputs[i];
+    std::vector<std::string> shown;
+    shown.reserve(order.size());
+    {
+      std::lock_guard lock(mu_);
+      for (const auto arm : order) shown.push_back(*r_.outputs[arm][i]);
+    }
+    const auto prompt = listwisePrompt(input, shown, config_.criteria);
+    llm::ReplyFormat f;
+    f.kind = llm::ReplyFormat::Kind::kJsonSchema;
+    f.schema_name = "bakeoff_scores";
+    f.schema = listwiseSchema(order.size(), config_.criteria);
+    std::vector<std::vector<double>> label_scores;
+    Answer answer;
+    for (int tries = 0; tries < 2; ++tries) {  // a broken reply is asked once more
+      answer = caller_.call(target(judge.at), prompt, f, input.id);
+      if (!answer.ok) break;
+      const auto why = parseListwise(answer.content, order.size(), config_.criteria, label_scores);
+      if (why.empty()) break;
+      answer.ok = false;
+      answer.error = "reply: " + why;
+      if (tries == 0) {
+        auto rec = toRecord(answer, "judge", judge.name, judge.at, input.id);
+        rec.pass = pass;
+        rec.order = order;
+        std::lock_guard lock(mu_);
+        recordLocked(std::move(rec), false);
       }
     }
+    auto rec = toRecord(answer, "judge", judge.name, judge.at, input.id);
+    rec.pass = pass;
+    rec.order = order;
+    std::lock_guard lock(mu_);
+    if (answer.ok)
+      r_.calls.push_back(
+          Call{j, i, static_cast<std::size_t>(pass), order, mapBack(order, label_scores)});
+    else
+      ++r_.judge_failures;
+    recordLocked(std::move(rec));
   }
-  runAll(tasks, config.concurrency);
-  std::sort(r.calls.begin(), r.calls.end(), [](const Call& x, const Call& y) {
-    return std::tie(x.input, x.judge, x.pass) < std::tie(y.input, y.judge, y.pass);
-  });
-  r.analysis = analyze(arms, inputs, config.judges.size(), config.criteria, r.calls);
-  if (!options.history_path.empty()) {
+
+  void writeHistory() const {
+    if (options_.history_path.empty()) return;
     std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(options.history_path).parent_path(),
+    std::filesystem::create_directories(std::filesystem::path(options_.history_path).parent_path(),
                                         ec);
-    std::ofstream out(options.history_path, std::ios::app);
-    for (const auto& rec : r.records)
-      if (rec.ok)
-        out << R"({"t":)" << epochMs() << R"(,"role":")" << rec.role << R"(","model":)" <<
-            [&] {
-              rapidjson::StringBuffer b;
-              rapidjson::Writer<rapidjson::StringBuffer> w(b);
-              str(w, rec.model);
-              return std::string(b.GetString());
-            }()
-            << R"(,"prompt_tokens":)" << rec.prompt_tokens << R"(,"completion_tokens":)"
-            << rec.completion_tokens << "}\n";
+    std::ofstream out(options_.history_path, std::ios::app);
+    for (const auto& rec : r_.records) {
+      if (!rec.ok) continue;
+      rapidjson::StringBuffer b;
+      rapidjson::Writer<rapidjson::StringBuffer> w(b);
+      w.StartObject();
+      w.Key("t");
+      w.Int64(epochMs());
+      w.Key("role");
+      str(w, rec.role);
+      w.Key("model");
+      str(w, rec.model);
+      w.Key("prompt_tokens");
+      w.Int64(rec.prompt_tokens);
+      w.Key("completion_tokens");
+      w.Int64(rec.completion_tokens);
+      w.EndObject();
+      out << b.GetString() << "\n";
+    }
   }
-  return r;
+
+  const BakeoffConfig& config_;
+  const RunOptions& options_;
+  const std::map<std::string, std::string> keys_;
+  Caller caller_;
+  std::mutex mu_;  // guards r_, done_ and total_
+  RunResult r_;
+  std::size_t done_ = 0, total_ = 0;
+};
+
+}  // namespace
+
+RunResult runBakeoff(const BakeoffConfig& config, const RunOptions& options,
+                     llm::BudgetStore& store) {
+  Run run(config, options, store);
+  run.generate();
+  run.judge();
+  return run.finish();
 }
 
 }  // namespace assay::bakeoff
