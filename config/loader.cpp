@@ -779,6 +779,65 @@ void loadJudges(Reader& r, const YAML::Node& n, Config& config) {
   }
 }
 
+void loadAb(Reader& r, const YAML::Node& n, AbOptions& o) {
+  const std::string p = "ab";
+  if (!r.checkMap(n, p,
+                  {"experiments", "decision", "alpha", "min_ratings_per_arm", "assignment_ttl"}))
+    return;
+  r.get(n, "decision", p, o.decision);
+  if (o.decision != "anytime" && o.decision != "chi_square")
+    r.error(
+        n["decision"], p + ".decision",
+        "'" + o.decision +
+            "': expected anytime (the anytime-valid test) or chi_square (the "
+            "chi-square test at every look, whose real false-positive rate is far above alpha)");
+  r.getRange(n, "alpha", p, o.alpha, 0.0001, 0.5);
+  r.getRange(n, "min_ratings_per_arm", p, o.min_ratings_per_arm, 1, 1'000'000);
+  r.getRange(n, "assignment_ttl", p, o.assignment_ttl_s, 1.0, 86400.0);
+  const YAML::Node list = n["experiments"];
+  if (!list) return;
+  if (!list.IsSequence()) {
+    r.error(list, p + ".experiments", "expected a list of {name, arms}");
+    return;
+  }
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string ep = p + ".experiments[" + std::to_string(i) + "]";
+    const YAML::Node e = list[i];
+    if (!r.checkMap(e, ep, {"name", "arms"})) continue;
+    AbExperiment x;
+    r.get(e, "name", ep, x.name);
+    if (x.name.empty() || x.name.size() > 128 ||
+        x.name.find_first_of(" :{}\t\n") != std::string::npos)
+      r.error(e["name"] ? e["name"] : e, ep + ".name",
+              "required: 1 to 128 characters, no space, ':' or braces");
+    else if (!names.insert(x.name).second)
+      r.error(e["name"], ep + ".name", "'" + x.name + "' is already an experiment");
+    const YAML::Node arms = e["arms"];
+    // {control: 50, concise: 50} (the split), or [control, concise] (an even split).
+    if (arms && arms.IsMap()) {
+      for (const auto& kv : arms) {
+        x.arms.push_back(kv.first.as<std::string>());
+        double w = 0;
+        if (!kv.second.IsScalar() || !YAML::convert<double>::decode(kv.second, w) || !(w > 0))
+          r.error(kv.second, ep + ".arms." + x.arms.back(), "expected a share > 0");
+        x.weights.push_back(w);
+      }
+    } else if (arms && arms.IsSequence()) {
+      for (const auto& a : arms) {
+        x.arms.push_back(a.as<std::string>());
+        x.weights.push_back(1);
+      }
+    }
+    std::set<std::string> distinct(x.arms.begin(), x.arms.end());
+    if (x.arms.size() < 2 || x.arms.size() > 8 || distinct.size() != x.arms.size() ||
+        distinct.count(""))
+      r.error(arms ? arms : e, ep + ".arms",
+              "expected 2 to 8 distinct arms: {ARM: SHARE, …} or [ARM, …] (an even split)");
+    o.experiments.push_back(std::move(x));
+  }
+}
+
 void loadTracking(Reader& r, const YAML::Node& n, TrackingOptions& o) {
   const std::string p = "tracking";
   if (!r.checkMap(n, p,
@@ -964,8 +1023,8 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
     return res;
   }
   if (!r.checkMap(root, "",
-                  {"kafka", "events", "sampling", "limits", "budget", "judges", "tracking", "admin",
-                   "sinks", "log"}))
+                  {"kafka", "events", "sampling", "limits", "budget", "judges", "tracking", "ab",
+                   "admin", "sinks", "log"}))
     return res;
   Config& c = res.config;
   if (auto n = root["kafka"]) loadKafka(r, n, c.kafka);
@@ -981,13 +1040,14 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   }
   if (auto n = root["judges"]) loadJudges(r, n, c);
   if (auto n = root["tracking"]) loadTracking(r, n, c.tracking);
+  if (auto n = root["ab"]) loadAb(r, n, c.ab);
   if (auto n = root["admin"]) loadAdmin(r, n, c.admin);
   if (auto n = root["sinks"]) loadSinks(r, n, c.sinks);
   if (auto n = root["log"]) loadLog(r, n, c.log);
   const bool any_paid = std::any_of(c.judges.begin(), c.judges.end(), [](const JudgeConfig& j) {
     return j.factory->descriptor->cost == CostClass::kRemoteCall;
   });
-  if (!any_paid && root["budget"])
+  if (!any_paid && root["budget"] && c.ab.experiments.empty())
     r.inert(root["budget"], "budget", "it applies to LLM judges, and none is configured");
   if (c.judges.empty() && res.errors.empty())
     r.error(root, "judges", "no judge configured: nothing would be judged");

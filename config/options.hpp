@@ -139,6 +139,26 @@ struct LogOptions {
   std::string format = "text";
 };
 
+/// One experiment of the A/B router (docs/ab.md): its arms and their split.
+struct AbExperiment {
+  std::string name;
+  std::vector<std::string> arms;  ///< 2..8, in configuration order
+  std::vector<double> weights;    ///< relative shares (> 0), one per arm
+};
+
+/// `ab:` (docs/ab.md): the router's experiments, the decision rule and the assignment cache.
+/// The tables live in `budget.store` under `budget.key_prefix` (shared by every instance on a
+/// Redis; per process with `memory`).
+struct AbOptions {
+  std::vector<AbExperiment> experiments;
+  /// "anytime": the anytime-valid sequential test (judges/tracking/sequential.hpp) decides;
+  /// "chi_square": the seed's rule, Pearson's chi-square test at every look (a peeking test).
+  std::string decision = "anytime";
+  double alpha = 0.05;           ///< the decision's level
+  int min_ratings_per_arm = 30;  ///< no decision before every arm has this many ratings
+  double assignment_ttl_s = 30;  ///< how long the router's assignment of a unit is cached
+};
+
 struct Config {
   std::string file;  ///< path it was loaded from
   KafkaOptions kafka;
@@ -148,6 +168,7 @@ struct Config {
   BudgetOptions budget;
   std::vector<JudgeConfig> judges;
   TrackingOptions tracking;
+  AbOptions ab;
   AdminOptions admin;
   SinksOptions sinks;
   LogOptions log;

@@ -49,9 +49,17 @@ struct AdminServer::Impl {
       const std::string why = handlers.not_ready();
       res.result(why.empty() ? http::status::ok : http::status::service_unavailable);
       res.body() = why.empty() ? "ready\n" : "not ready: " + why + "\n";
+    } else if (path == "/v1/route" && handlers.route) {
+      const auto q = target.find('?');
+      auto [status, body] =
+          handlers.route(q == std::string_view::npos ? std::string_view() : target.substr(q + 1));
+      res.result(static_cast<unsigned>(status));
+      res.set(http::field::content_type, "application/json");
+      res.set(http::field::cache_control, "no-store");
+      res.body() = std::move(body);
     } else {
       res.result(http::status::not_found);
-      res.body() = "not found; try /metrics, /healthz or /readyz\n";
+      res.body() = "not found; try /metrics, /healthz, /readyz or /v1/route\n";
     }
     if (res.find(http::field::content_type) == res.end())
       res.set(http::field::content_type, "text/plain; charset=utf-8");

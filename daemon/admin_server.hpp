@@ -1,12 +1,14 @@
 #pragma once
 /// The admin HTTP endpoint (HTTP/1.1 on `admin.listen`): `GET /metrics` (Prometheus text format
 /// 0.0.4), `GET /healthz` (200 while the process runs), `GET /readyz` (200 once `not_ready()` says
-/// so, else 503). Runs on its own thread with Boost.Beast; the interface keeps Beast out of
-/// every other translation unit.
+/// so, else 503), `GET /v1/route` (the A/B router, when experiments are configured). Runs on its
+/// own thread with Boost.Beast; the interface keeps Beast out of every other translation unit.
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace assay {
 
@@ -16,6 +18,9 @@ class AdminServer {
     std::function<std::string()> metrics;  ///< body of /metrics
     /// Why the daemon is not ready ("" = ready): /readyz answers 503 with it, else 200.
     std::function<std::string()> not_ready;
+    /// `GET /v1/route?QUERY` (the A/B router, judges/ab/ab.hpp): (HTTP status, JSON body) from
+    /// the query string; empty = 404 like any unknown path.
+    std::function<std::pair<int, std::string>(std::string_view query)> route;
   };
   /// Binds `listen` ("host:port", port 0 = any free port) and starts serving.
   /// Throws std::runtime_error naming the address when it cannot bind (start-up only).

@@ -82,8 +82,17 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
       sampling_stats_(*registry_, static_cast<std::size_t>(config.tracking.max_label_values)),
       judge_stats_(*registry_),
       sink_stats_(*registry_),
+      ab_(config.ab.experiments.empty() ? nullptr
+                                        : std::make_unique<ab::AbService>(
+                                              config.ab, ab::makeStore(config.budget), *registry_)),
       admin_(config.admin.listen,
-             {[this] { return serializeMetrics(*registry_); }, [this] { return notReady(); }}),
+             {[this] { return serializeMetrics(*registry_); }, [this] { return notReady(); },
+              [this](std::string_view query) {
+                return ab_ ? ab_->route(query)
+                           : std::pair<int, std::string>{
+                                 404,
+                                 "{\"error\":\"no experiment is configured (ab.experiments)\"}\n"};
+              }}),
       broker_(embeddedBroker(config.kafka)),
       bootstrap_(broker_ ? broker_->bootstrapServers() : config.kafka.brokers),
       producer_(config.kafka, bootstrap_, &kafka_stats_),
@@ -111,6 +120,29 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                   }},
               run_.no_workers ? 0 : config.limits.workers, &services_) {
   freezeBaselines(tracker_, trackedJudges(config), config.tracking);
+  if (ab_) {
+    tracker_.setSharedAb(
+        {[this](const std::string& experiment, const std::string& variant, const std::string& unit,
+                int stars, const std::string& id) -> const char* {
+           const auto* e = ab_->find(experiment);
+           return e ? ab_->rate(*e, variant, unit, stars, id) : nullptr;
+         },
+         [this] {
+           std::vector<SharedExperiment> out;
+           for (const auto& s : ab_->snapshot()) {
+             if (!s.available && s.decision.ratings.empty()) continue;  // never answered
+             out.push_back(SharedExperiment{s.experiment, s.arms, s.decision.ratings,
+                                            s.decision.chi, s.decision.anytime_p,
+                                            s.decision.decided, s.decision.winner});
+           }
+           return out;
+         }});
+    spdlog::info("ab: {} experiment(s) routed at /v1/route, decided by the {} rule, tables in {}",
+                 config.ab.experiments.size(),
+                 config.ab.decision == "anytime" ? "anytime-valid" : "chi-square (peeking)",
+                 config.budget.store == "memory" ? "this process's memory (store: memory)"
+                                                 : "the shared budget store");
+  }
   reloads_ = &prometheus::BuildCounter()
                   .Name("assay_config_reloads_total")
                   .Help(

@@ -37,6 +37,7 @@
 #include "daemon/judge_runner.hpp"
 #include "daemon/kafka.hpp"
 #include "daemon/offset_tracker.hpp"
+#include "judges/ab/ab.hpp"
 #include "judges/judge_stats.hpp"
 #include "judges/rate_limited_log.hpp"
 #include "judges/services.hpp"
@@ -152,6 +153,9 @@ class Pipeline {
   SamplingStats sampling_stats_;
   JudgeStats judge_stats_;
   SinkStats sink_stats_;
+  // ---- The A/B experiments (ab.experiments; null without): before the admin endpoint, which
+  // ---- routes with them, and the tracker, which hands them ratings.
+  std::unique_ptr<ab::AbService> ab_;
   // ---- The admin endpoint, first of the stages: a port in use fails start-up before anything
   // ---- joins the consumer group. Its handlers read only the registry and these atomics.
   std::atomic<bool> assigned_{false};      // the consumer group gave this instance partitions

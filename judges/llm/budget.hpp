@@ -342,6 +342,21 @@ class RedisBudgetStore final : public BudgetStore {
   bool shared() const override { return true; }
   std::string describe() const override;
 
+  /// The reply of runScript(), flattened: an integer, a string, or an array of strings
+  /// (integers written in decimal, nil as "").
+  struct ScriptReply {
+    bool ok = false;    ///< false: the store did not answer, or answered with an error
+    std::string error;  ///< when !ok, for a log line
+    long long integer = 0;
+    std::vector<std::string> values;
+  };
+  /// Runs the Lua `script` (EVAL) with `keys` (used verbatim: the caller prefixes them) and
+  /// `args`, on this store's connection (so other shared state, the A/B tables of
+  /// judges/ab/ab.hpp, uses the same connection handling, AUTH, SELECT and timeouts).
+  ScriptReply runScript(const std::string& script, const std::vector<std::string>& keys,
+                        const std::vector<std::string>& args);
+  const RedisOptions& options() const { return options_; }
+
  private:
   struct Script {
     std::string body;  // Lua source

@@ -507,6 +507,32 @@ RedisBudgetStore::Reply RedisBudgetStore::evalLocked(const Script& script,
   return runLocked(argv, &script, error);
 }
 
+RedisBudgetStore::ScriptReply RedisBudgetStore::runScript(const std::string& script,
+                                                          const std::vector<std::string>& keys,
+                                                          const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"EVAL", script, std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  ScriptReply out;
+  std::lock_guard lock(mu_);
+  Reply reply = runLocked(argv, nullptr, out.error);
+  if (!reply) return out;
+  const auto* r = static_cast<const redisReply*>(reply.get());
+  const auto text = [](const redisReply* e) {
+    if (e->type == REDIS_REPLY_INTEGER) return std::to_string(e->integer);
+    if (e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_STATUS)
+      return std::string(e->str, e->len);
+    return std::string();
+  };
+  out.ok = true;
+  if (r->type == REDIS_REPLY_INTEGER) out.integer = r->integer;
+  if (r->type == REDIS_REPLY_ARRAY)
+    for (std::size_t i = 0; i < r->elements; ++i) out.values.push_back(text(r->element[i]));
+  else if (r->type != REDIS_REPLY_NIL)
+    out.values.push_back(text(r));
+  return out;
+}
+
 bool RedisBudgetStore::ping() {
   std::lock_guard lock(mu_);
   std::string error;

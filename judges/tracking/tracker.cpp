@@ -66,6 +66,9 @@ constexpr FamilySpec kFamilies[] = {
      "Smallest expected count of the chi-square table (below 5 in over 20 % of the cells, or "
      "below 1: the p-value is approximate, Cochran 1954)"},
     {"assay_ab_reliable", "1 when the chi-square approximation holds (Cochran's rule), else 0"},
+    {"assay_ab_anytime_p_value",
+     "Anytime-valid p-value of a configured experiment (valid under continuous monitoring)"},
+    {"assay_ab_winner", "1 for the arm a decided experiment sends every unit to, else 0"},
 };
 
 std::string seriesKey(const char* family, const prometheus::Labels& labels) {
@@ -182,6 +185,23 @@ std::optional<Feedback> parseFeedback(std::string_view payload, std::string_view
     return std::nullopt;
   }
   f.value = static_cast<int>(x);
+  if (f.kind == Feedback::Kind::kRating) {
+    // Optional: the experiment and arm the rated request was in (or the unit the router
+    // assigned), so that a rating counts without its event being sampled here.
+    for (auto [key, out] : {std::pair{"experiment", &f.experiment},
+                            std::pair{"variant", &f.variant}, std::pair{"unit", &f.unit}}) {
+      if (!str(key, *out) && !error.empty()) return std::nullopt;
+      if (out->size() > kMaxNameBytes * 2) {
+        error = std::string("/") + key + ": longer than " + std::to_string(kMaxNameBytes * 2) +
+                " bytes";
+        return std::nullopt;
+      }
+    }
+    if (!f.variant.empty() && f.experiment.empty()) {
+      error = "/variant: given without /experiment";
+      return std::nullopt;
+    }
+  }
   if (f.kind == Feedback::Kind::kAnnotation) {
     if (!str("criterion", f.criterion) || f.criterion.empty()) {
       if (error.empty()) error = "/criterion: missing";
@@ -349,23 +369,36 @@ ScoreTracker::PairStat& ScoreTracker::pairStat(
   return *p;
 }
 
-const char* ScoreTracker::applyRating(Entry& e) {
+const char* ScoreTracker::applyRating(const std::string& id, Entry& e) {
   if (!e.rating || e.rating_counted || !e.known) return "joined";
   e.rating_counted = true;
   if (e.raw_variant.empty()) return "no_variant";
+  if (shared_.rate)  // a configured experiment: the shared table
+    if (const char* outcome = shared_.rate(e.experiment, e.raw_variant, "", *e.rating, id))
+      return outcome;
+  return addLocalRating(e.experiment, e.raw_variant, *e.rating);
+}
+
+const char* ScoreTracker::addLocalRating(const std::string& experiment, const std::string& variant,
+                                         int stars) {
   // Each experiment is tested on its own: one beyond tracking.max_label_values is not tested
   // (counted), never pooled with others into an "other" table.
-  auto exp = ab_.find(e.experiment);
+  auto exp = ab_.find(experiment);
   if (exp == ab_.end()) {
     if (ab_.size() >= static_cast<std::size_t>(options_.max_label_values))
       return "experiment_over_limit";
-    exp = ab_.emplace(e.experiment, std::map<std::string, Stars>{}).first;
+    exp = ab_.emplace(experiment, std::map<std::string, Stars>{}).first;
   }
   auto& arms = exp->second;
-  const std::string arm =
-      arms.count(e.raw_variant) || arms.size() < kMaxArms ? e.raw_variant : "other";
-  arms[arm][static_cast<std::size_t>(*e.rating - 1)] += 1;
+  const std::string arm = arms.count(variant) || arms.size() < kMaxArms ? variant : "other";
+  arms[arm][static_cast<std::size_t>(stars - 1)] += 1;
   return "joined";
+}
+
+void ScoreTracker::setSharedAb(SharedAb shared) {
+  std::lock_guard lock(mu_);
+  shared_snapshot_ = shared.snapshot;
+  shared_ = std::move(shared);
 }
 
 void ScoreTracker::noteEvent(const std::string& id, const std::string& variant,
@@ -380,7 +413,7 @@ void ScoreTracker::noteEvent(const std::string& id, const std::string& variant,
   const std::size_t held = e.annotations.size() + (e.rating ? 1 : 0);
   pending_feedback_ -= std::min(pending_feedback_, held);
   for (std::size_t i = 0; i < e.annotations.size(); ++i) countFeedback("annotation", "joined");
-  if (e.rating) countFeedback("rating", applyRating(e));
+  if (e.rating) countFeedback("rating", applyRating(id, e));
 }
 
 void ScoreTracker::record(std::size_t index, const std::string& id, const std::string& variant,
@@ -430,13 +463,26 @@ void ScoreTracker::onFeedback(const Feedback& f) {
   std::lock_guard lock(mu_);
   Entry& e = entry(f.id);
   if (f.kind == Feedback::Kind::kRating) {
+    if (!f.experiment.empty() && shared_.rate)  // a configured experiment: no join needed
+      if (const char* outcome = shared_.rate(f.experiment, f.variant, f.unit, f.value, f.id)) {
+        countFeedback("rating", outcome);
+        return;
+      }
     if (e.rating) {
       countFeedback("rating", "duplicate");
       return;
     }
     e.rating = f.value;
+    if (!f.experiment.empty()) {  // it names its experiment and arm: counted without the event
+      e.rating_counted = true;
+      countFeedback("rating", f.variant.empty()
+                                  ? "no_variant"
+                                  : addLocalRating(cut(f.experiment, kMaxNameBytes),
+                                                   cut(f.variant, kMaxNameBytes), f.value));
+      return;
+    }
     if (e.known) {
-      countFeedback("rating", applyRating(e));
+      countFeedback("rating", applyRating(f.id, e));
     } else {
       ++pending_feedback_;
     }
@@ -696,6 +742,22 @@ void ScoreTracker::exportAb(const Snapshot& snap, Touched& touched) {
     setGauge("assay_ab_expected_min", l, chi->min_expected, touched);
     setGauge("assay_ab_reliable", l, chi->reliable ? 1.0 : 0.0, touched);
     setGauge("assay_ab_decided", l, chi->p_value < 0.05 && every_arm_30 ? 1.0 : 0.0, touched);
+  }
+  if (!shared_snapshot_) return;
+  for (const auto& x : shared_snapshot_()) {
+    const prometheus::Labels l{{"experiment", x.name}};
+    for (std::size_t a = 0; a < x.arms.size(); ++a) {
+      setGauge("assay_ab_ratings", {{"experiment", x.name}, {"variant", x.arms[a]}},
+               static_cast<double>(x.ratings[a]), touched);
+      setGauge("assay_ab_winner", {{"experiment", x.name}, {"variant", x.arms[a]}},
+               x.winner == a ? 1.0 : 0.0, touched);
+    }
+    setGauge("assay_ab_anytime_p_value", l, x.anytime_p, touched);
+    setGauge("assay_ab_decided", l, x.decided ? 1.0 : 0.0, touched);
+    if (!x.chi) continue;
+    setGauge("assay_ab_p_value", l, x.chi->p_value, touched);
+    setGauge("assay_ab_expected_min", l, x.chi->min_expected, touched);
+    setGauge("assay_ab_reliable", l, x.chi->reliable ? 1.0 : 0.0, touched);
   }
 }
 

@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "config/options.hpp"
+#include "judges/tracking/stats.hpp"
 #include "judges/tracking/window.hpp"
 #include "sinks/label_folder.hpp"
 
@@ -77,6 +78,31 @@ struct Feedback {
   int value = 0;          ///< rating: stars 1..5; annotation: an integer level 0..100
   std::string criterion;  ///< annotation only
   std::string annotator;  ///< annotation only; "unknown" when absent
+  /// rating only, optional: the experiment and arm of the rated request, or the unit the A/B
+  /// router assigned (its arm is then the router's); a rating naming its experiment counts
+  /// without its event being sampled here.
+  std::string experiment{}, variant{}, unit{};
+};
+
+/// The experiments configured under `ab:` (judges/ab/ab.hpp), whose table lives in the A/B
+/// store: the tracker hands their ratings over and exports their state with the local ones.
+struct SharedExperiment {
+  std::string name;
+  std::vector<std::string> arms;
+  std::vector<std::int64_t> ratings;  ///< per arm
+  std::optional<stats::ChiSquare> chi;
+  double anytime_p = 1;
+  bool decided = false;
+  std::optional<std::size_t> winner;
+};
+struct SharedAb {
+  /// A rating of `experiment` with its arm (`variant`) or `unit`: the outcome to count, or
+  /// nullptr when the experiment is not configured (the tracker's own table takes it). Must not
+  /// block (it queues).
+  std::function<const char*(const std::string& experiment, const std::string& variant,
+                            const std::string& unit, int stars, const std::string& id)>
+      rate;
+  std::function<std::vector<SharedExperiment>()> snapshot;  ///< poll thread
 };
 
 /// Parses a feedback message: `{"id", "kind": "rating", "value": 1..5}` or `{"id", "kind":
@@ -142,6 +168,8 @@ class ScoreTracker {
   std::vector<std::size_t> setJudges(const std::vector<TrackedJudge>& judges);
   /// Recomputes every statistic and sets (or removes) the gauges. Poll thread only.
   void refresh();
+  /// The configured experiments' store (before any feedback).
+  void setSharedAb(SharedAb shared);
 
  private:
   struct Judge;
@@ -166,7 +194,9 @@ class ScoreTracker {
   void evictOldest();                   // mu_ held
   /// Adds a known event's rating to its experiment's table; returns the outcome to count
   /// ("joined", or "no_variant" for an event without a variant: not an arm). mu_ held.
-  const char* applyRating(Entry& e);
+  const char* applyRating(const std::string& id, Entry& e);
+  /// A rating into the local table of `experiment` (not configured under ab:). mu_ held.
+  const char* addLocalRating(const std::string& experiment, const std::string& variant, int stars);
   void countFeedback(const char* kind, const char* outcome);
   PairStat& pairStat(std::map<std::vector<std::string>, std::unique_ptr<PairStat>>& m,
                      const std::vector<std::string>& key);  // mu_ held
@@ -186,6 +216,8 @@ class ScoreTracker {
   std::map<std::vector<std::string>, std::unique_ptr<PairStat>> agreement_, human_, kappa_;
   // experiment → raw variant → stars (at most kMaxArms arms, then "other")
   std::map<std::string, std::map<std::string, Stars>> ab_;
+  SharedAb shared_;  // guarded by mu_ (set once, before feedback)
+  std::function<std::vector<SharedExperiment>()> shared_snapshot_;  // poll thread
 
   // Gauges owned by refresh() (poll thread only): series key → gauge.
   std::map<std::string, prometheus::Gauge*> series_;
