@@ -1041,6 +1041,10 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   if (auto n = root["judges"]) loadJudges(r, n, c);
   if (auto n = root["tracking"]) loadTracking(r, n, c.tracking);
   if (auto n = root["ab"]) loadAb(r, n, c.ab);
+  if (!c.ab.experiments.empty() && c.kafka.feedback_topic.empty())
+    r.warn(root["ab"], "ab.experiments",
+           "ratings arrive on kafka.feedback_topic, which is not set: the experiments are routed "
+           "(/v1/route) but never rated, so never decided");
   if (auto n = root["admin"]) loadAdmin(r, n, c.admin);
   if (auto n = root["sinks"]) loadSinks(r, n, c.sinks);
   if (auto n = root["log"]) loadLog(r, n, c.log);

@@ -395,6 +395,12 @@ void AbService::refresh() {
       states_[i].available = false;  // keep the last answer's decision for the router
       continue;
     }
+    if (states_[i].available && fresh[i].table.total < states_[i].table.total)
+      spdlog::warn(
+          "ab: experiment '{}' had {} ratings in the store and now has {}: the store lost them "
+          "(Redis restarted without persistence, or the keys were deleted); the decision "
+          "starts again from what is left",
+          fresh[i].experiment, states_[i].table.total, fresh[i].table.total);
     if (fresh[i].decision.decided && !states_[i].decision.decided)
       spdlog::info(
           "ab: experiment '{}' decided: winner '{}' (p {:.4g}, {} rule); the router "

@@ -200,6 +200,7 @@ Collected collect(std::size_t arms, std::size_t inputs, std::size_t judges,
 /// the inputs, and whether every two arms' intervals overlap.
 void consensus(std::size_t arms, std::size_t inputs, const Collected& c, Analysis& a) {
   a.consensus.assign(inputs, std::vector<double>(arms, 0.0));
+  a.judged.assign(inputs, false);
   a.arms.resize(arms);
   std::vector<std::vector<double>> per_arm(arms);  // consensus over the inputs judged
   for (std::size_t i = 0; i < inputs; ++i) {
@@ -212,6 +213,7 @@ void consensus(std::size_t arms, std::size_t inputs, const Collected& c, Analysi
       a.consensus[i][arm] = m.value().value_or(0.0);
     }
     if (!judged) continue;
+    a.judged[i] = true;
     for (std::size_t arm = 0; arm < arms; ++arm) per_arm[arm].push_back(a.consensus[i][arm]);
     const double top = *std::max_element(a.consensus[i].begin(), a.consensus[i].end());
     const auto at_top = std::count(a.consensus[i].begin(), a.consensus[i].end(), top);

@@ -6,6 +6,7 @@
 /// mapping back, weighted scores, the consensus with its intervals, the judges' agreement and
 /// the position audit. No I/O, no clock: the caller brings the random generator and the calls.
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <random>
@@ -114,6 +115,12 @@ struct Analysis {
   std::vector<PositionAudit> audit;         ///< per judge
   bool student_t = false;  ///< intervals use Student's t (always; said in the report below 30)
   std::size_t inputs_with_position_noise = 0;  ///< inputs whose winner flipped for some judge
+  /// judged[input]: some judge scored every arm of it (else its consensus row is all 0 and it is
+  /// left out of the means, intervals and wins).
+  std::vector<bool> judged;
+  std::size_t inputsJudged() const {
+    return static_cast<std::size_t>(std::count(judged.begin(), judged.end(), true));
+  }
 };
 
 /// Everything above from the calls. Every (judge, input, pass) should have one call; a missing

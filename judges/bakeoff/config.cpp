@@ -4,6 +4,8 @@
 #include <rapidjson/pointer.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -102,11 +104,24 @@ class Reader {
     }
     str(n, "endpoint", path, e.endpoint);
     str(n, "model", path, e.model);
-    str(n, "api_key_env", path, e.api_key_env);
+    if (str(n, "api_key_env", path, e.api_key_env) && !validVariable(e.api_key_env))
+      // Never echoed: a key pasted here instead of a variable's name must not reach a log.
+      error(n["api_key_env"], join(path, "api_key_env"),
+            "expected the NAME of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not a key "
+            "(the value is not shown)");
     if (str(n, "ca_file", path, e.ca_file)) e.ca_file = resolve(e.ca_file);
     number(n, "max_tokens", path, e.max_tokens, 1, 100000);
     number(n, "timeout", path, e.timeout_s, 1.0, 3600.0);
-    if (n.Mark().line >= 0) e.line = n.Mark().line + 1;
+    const auto where = at(n, path, "");
+    e.where = where.format();
+    e.where.resize(e.where.size() - 2);  // without the ": " of the empty message
+  }
+
+  static bool validVariable(const std::string& name) {
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    });
   }
 
   void checkEndpoint(const YAML::Node& n, const std::string& path, const Endpoint& e) {
@@ -117,23 +132,41 @@ class Reader {
     if (e.model.empty()) error(n, join(path, "model"), "required");
   }
 
-  void step(const YAML::Node& n, const std::string& path, Step& s) {
+  void step(const YAML::Node& n, const std::string& path, Step& s, bool first) {
     str(n, "system", path, s.system);
     str(n, "template", path, s.prompt);
     number(n, "temperature", path, s.temperature, 0.0, 2.0);
     if (s.prompt.empty()) error(n, join(path, "template"), "required (e.g. \"{{question}}\")");
-    checkPlaceholders(n["template"], join(path, "template"), s.prompt);
+    checkPlaceholders(n["template"], join(path, "template"), s.prompt, first);
   }
 
-  void checkPlaceholders(const YAML::Node& n, const std::string& path, const std::string& t) {
+  void checkPlaceholders(const YAML::Node& n, const std::string& path, const std::string& t,
+                         bool first) {
+    static const std::set<std::string> kNames = {"question", "contexts", "id", "previous"};
     for (std::size_t at = t.find("{{"); at != std::string::npos; at = t.find("{{", at + 2)) {
       const auto end = t.find("}}", at);
-      const std::string name = t.substr(at + 2, end == std::string::npos ? 20 : end - at - 2);
-      if (name != "question" && name != "contexts" && name != "id" && name != "previous")
+      if (end == std::string::npos) {
+        error(n, path, "'" + t.substr(at, 20) + "': a placeholder opened with {{ is not closed");
+        return;
+      }
+      const std::string name = t.substr(at + 2, end - at - 2);
+      if (!kNames.count(name))
         error(n, path,
               "unknown placeholder {{" + name + "}}: expected {{question}}, {{contexts}}, " +
                   "{{id}} or {{previous}}");
+      if (name == "previous" && first)
+        error(n, path,
+              "{{previous}} is the previous step's output, and this is the first step (or a "
+              "single live call): nothing comes before it");
     }
+    for (const auto& name : kNames)  // {question}: a single brace is sent as it is
+      if (const auto at = t.find("{" + name + "}");
+          at != std::string::npos && (at == 0 || t[at - 1] != '{'))
+        warn(n, path, "'{" + name + "}' is sent to the model as written: did you mean {{" + name +
+                          "}}?");
+    if (first && t.find("{{question}}") == std::string::npos)
+      warn(n, path, "the first step's template has no {{question}}: the model never sees the "
+                    "input's question");
   }
 
   void arm(const YAML::Node& n, const std::string& path, Arm& a) {
@@ -170,7 +203,7 @@ class Reader {
     if (single) {
       Step s;
       s.at = defaults;
-      step(n, path, s);
+      step(n, path, s, true);
       checkEndpoint(n, path, s.at);
       a.steps.push_back(std::move(s));
       return;
@@ -188,7 +221,7 @@ class Reader {
       Step s;
       s.at = defaults;
       endpoint(steps[i], p, s.at);
-      step(steps[i], p, s);
+      step(steps[i], p, s, i == 0);
       checkEndpoint(steps[i], p, s.at);
       a.steps.push_back(std::move(s));
     }
@@ -215,8 +248,8 @@ class Reader {
       return;
     }
     keys(n, "inputs", {"file", "limit"});
-    std::size_t limit = kMaxInputs;
-    number(n, "limit", "inputs", limit, std::size_t{1}, std::size_t{1000});
+    std::size_t limit = kMaxInputs;  // the first 10 lines unless told
+    number(n, "limit", "inputs", limit, std::size_t{1}, kMaxInputs);
     if (!str(n, "file", "inputs", c.inputs_file)) {
       error(n, "inputs.file", "required");
       return;
@@ -330,12 +363,26 @@ class Reader {
       }
     }
     judges(root["judges"]);
-    if (const auto why = sizeProblem(c.arms.size(), c.inputs.size(), c.judges.size(),
-                                     static_cast<std::size_t>(c.passes));
-        !why.empty())
-      error(root, "", why);
+    sizes(root);
     families(root);
     recorded(arms);
+  }
+
+  /// The limits (sizeProblem), each at the key it is about.
+  void sizes(const YAML::Node& root) {
+    const auto& c = out_.config;
+    const std::size_t arms = c.arms.size(), inputs = c.inputs.size();
+    const bool arms_ok = arms >= kMinArms && arms <= kMaxArms;
+    const bool inputs_ok = inputs >= 1 && inputs <= kMaxInputs;
+    if (!arms_ok && root["arms"]) error(root["arms"], "arms", sizeProblem(arms, 1, 2, 1));
+    if (!inputs_ok && root["inputs"])
+      error(root["inputs"], "inputs", sizeProblem(2, inputs, 2, 1));
+    if (arms_ok && inputs_ok)
+      if (const auto why = sizeProblem(arms, inputs, 2, 1); !why.empty())
+        error(root["arms"], "arms", why);
+    if (root["judges"] && root["judges"].IsSequence())
+      if (const auto why = sizeProblem(2, 1, c.judges.size(), 1); !why.empty())
+        error(root["judges"], "judges", why);
   }
 
   /// A judge of the same model family as an arm's generator favours it (llm_judge.hpp): one

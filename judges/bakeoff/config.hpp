@@ -35,7 +35,7 @@ struct Endpoint {
   std::string ca_file;      ///< PEM bundle of a private CA ("" = the system store)
   int max_tokens = 800;     ///< reply cap sent to the API, tokens
   double timeout_s = 60;    ///< per attempt, seconds
-  int line = 0;             ///< where it was configured (for messages)
+  std::string where;        ///< "FILE:LINE:COLUMN: judges[1]" (for messages)
 };
 
 /// One call of a live arm. The template's placeholders: {{question}}, {{contexts}} (the

@@ -30,15 +30,25 @@ std::string judgeModels(const BakeoffConfig& c) {
   return s;
 }
 
-std::size_t judgedInputs(const ReportInput& in) {
-  return in.config.inputs.size() - in.result.skipped_inputs.size();
+std::size_t judgedInputs(const ReportInput& in) { return in.result.analysis.inputsJudged(); }
+
+/// The ids of the inputs left out: an arm without output, or no judge that scored every arm.
+std::string unjudged(const ReportInput& in) {
+  std::string ids;
+  for (std::size_t i = 0; i < in.config.inputs.size(); ++i)
+    if (!in.result.analysis.judged[i]) ids += (ids.empty() ? "" : ", ") + in.config.inputs[i].id;
+  return ids;
+}
+
+std::string plural(std::size_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
 std::string intervalNote(const ReportInput& in) {
   const auto n = judgedInputs(in);
-  if (n < 2) return "One input judged: no interval.";
+  if (n < 2) return plural(n, "input", "inputs") + " judged: no interval.";
   return "95 % intervals over the " + std::to_string(n) + " inputs judged: Student's t with " +
-         std::to_string(n - 1) + " degrees of freedom" +
+         plural(n - 1, "degree", "degrees") + " of freedom" +
          (n < 30 ? " (with so few inputs the large-sample 1.96 would be too narrow)" : "") +
          ", cut to the 0–100 scale.";
 }
@@ -105,17 +115,20 @@ std::string markdownReport(const ReportInput& in) {
   const auto& a = r.analysis;
   std::ostringstream md;
   md << "# Bakeoff: " << c.name << "\n\n"
-     << c.arms.size() << " arms × " << c.inputs.size() << " inputs, " << c.judges.size()
+     << c.arms.size() << " arms × " << plural(c.inputs.size(), "input", "inputs") << ", "
+     << c.judges.size()
      << " judges (" << judgeModels(c) << "), " << c.passes << (c.passes == 1 ? " pass" : " passes")
      << ", seed " << in.seed << ". Spent €" << money(r.eur) << " ($" << money(r.usd) << ") in "
      << r.records.size() << " calls (estimated €" << money(in.estimate.eur) << ").\n";
   if (r.judge_failures || r.generation_failures)
-    md << "\nFailed calls: " << r.generation_failures << " generations, " << r.judge_failures
-       << " judge calls (left out; see the JSON report).\n";
-  if (!r.skipped_inputs.empty()) {
-    md << "Inputs not judged (an arm has no output):";
-    for (const auto& id : r.skipped_inputs) md << " " << id;
-    md << "\n";
+    md << "\n**Failed calls: " << r.generation_failures << " generations, " << r.judge_failures
+       << " judge calls** (left out; the JSON report lists their errors).\n";
+  if (judgedInputs(in) < c.inputs.size())
+    md << "\n**Inputs not judged** (an arm had no output, or no judge scored every arm): "
+       << unjudged(in) << ".\n";
+  if (judgedInputs(in) == 0) {
+    md << "\nNo input was judged: no result.\n";
+    return md.str();
   }
   md << "\n## Consensus\n\n| rank | arm | mean (0–100) | 95 % interval | wins | ties |\n"
      << "|---|---|---|---|---|---|\n";
@@ -161,7 +174,8 @@ std::string markdownReport(const ReportInput& in) {
       ++(*p.level == Level::kHigh ? high : *p.level == Level::kModerate ? moderate : low);
   }
   md << high << " high, " << moderate << " moderate, " << low << " low"
-     << (none ? ", " + std::to_string(none) + " n/a (a judge tied every arm)" : "")
+     << (none ? ", " + std::to_string(none) + " n/a (a judge tied every arm, or did not answer)"
+              : "")
      << " (high: tau-b ≥ 0.7, moderate ≥ 0.4).\n";
   md << "\n## Position audit\n\n| judge | single first places | won by the output shown first | "
         "share (healthy ≈ "
@@ -170,8 +184,9 @@ std::string markdownReport(const ReportInput& in) {
      << (c.passes == 2 ? "---|" : "") << "\n";
   for (const auto& au : a.audit) {
     md << "| " << c.judges[au.judge].name << " | " << au.calls << " | " << au.first_shown << " | "
-       << fixed(au.share, 2) << " | " << fixed(au.p_value, 4) << " | "
-       << (au.flagged ? "**position bias**" : "ok") << " |";
+       << (au.calls ? fixed(au.share, 2) : "n/a") << " | "
+       << (au.calls ? fixed(au.p_value, 4) : "n/a") << " | "
+       << (au.flagged ? "**position bias**" : au.calls ? "ok" : "no single first place") << " |";
     if (c.passes == 2) md << " " << au.flips << " |";
     md << "\n";
   }
@@ -380,6 +395,11 @@ class JsonReport {
       w_.Key("input");
       s(c.inputs[i].id);
       w_.Key("scores");
+      if (!a.judged[i]) {  // not judged: no score, never a 0
+        w_.Null();
+        w_.EndObject();
+        continue;
+      }
       w_.StartObject();
       for (std::size_t arm = 0; arm < c.arms.size(); ++arm) {
         w_.Key(c.arms[arm].name.c_str());
@@ -411,6 +431,20 @@ class JsonReport {
         w_.StartArray();
         for (const auto arm : rec.order) s(in_.config.arms[arm].name);
         w_.EndArray();
+      }
+      if (!rec.scores.empty()) {  // by arm, then criterion: every statistic can be redone
+        w_.Key("scores");
+        w_.StartObject();
+        for (std::size_t arm = 0; arm < rec.scores.size(); ++arm) {
+          w_.Key(in_.config.arms[arm].name.c_str());
+          w_.StartObject();
+          for (std::size_t k = 0; k < rec.scores[arm].size(); ++k) {
+            w_.Key(in_.config.criteria[k].name.c_str());
+            w_.Double(rec.scores[arm][k]);
+          }
+          w_.EndObject();
+        }
+        w_.EndObject();
       }
       w_.Key("ok");
       w_.Bool(rec.ok);
@@ -491,11 +525,16 @@ std::string htmlReport(const ReportInput& in) {
     << "text-align:left}th{background:#f3f3f3}.flag{color:#b00;font-weight:bold}"
     << ".ok{color:#070}.note{color:#555;font-size:90%}</style></head><body>\n"
     << "<h1>Bakeoff: " << escape(c.name) << "</h1>\n<p>" << c.arms.size() << " arms × "
-    << c.inputs.size() << " inputs, " << c.judges.size() << " judges (" << escape(judgeModels(c))
+    << plural(c.inputs.size(), "input", "inputs") << ", " << c.judges.size() << " judges (" << escape(judgeModels(c))
     << "), " << c.passes << (c.passes == 1 ? " pass" : " passes") << ", seed " << in.seed
     << ". Spent €" << money(r.eur) << " in " << r.records.size() << " calls (estimated €"
-    << money(in.estimate.eur) << ").</p>\n"
-    << "<h2>Consensus</h2>\n"
+    << money(in.estimate.eur) << ").</p>\n";
+  if (r.judge_failures || r.generation_failures)
+    h << "<p class=\"flag\">Failed calls: " << r.generation_failures << " generations, "
+      << r.judge_failures << " judge calls (left out; the JSON report lists their errors).</p>\n";
+  if (judgedInputs(in) < c.inputs.size())
+    h << "<p class=\"flag\">Inputs not judged: " << escape(unjudged(in)) << ".</p>\n";
+  h << "<h2>Consensus</h2>\n"
     << intervalChart(in) << "\n<p class=\"note\">" << escape(intervalNote(in))
     << "</p>\n<table><tr><th>arm</th><th>mean</th>"
     << "<th>95 % interval</th><th>wins</th><th>ties</th></tr>\n";
@@ -506,8 +545,23 @@ std::string htmlReport(const ReportInput& in) {
   h << "</table>\n<ul>\n";
   for (const auto& d : a.differences)
     h << "<li>" << escape(c.arms[d.arm_a].name) << " vs " << escape(c.arms[d.arm_b].name) << ": "
-      << (d.overlap ? "no significant difference" : "the intervals do not overlap") << "</li>\n";
-  h << "</ul>\n<h2>Agreement between judges</h2>\n<table><tr><th>judges</th>"
+      << (d.overlap ? "no significant difference (the intervals overlap)"
+                    : escape(c.arms[a.arms[d.arm_a].mean > a.arms[d.arm_b].mean ? d.arm_a
+                                                                                : d.arm_b]
+                                 .name) +
+                          " is better (the intervals do not overlap)")
+      << "</li>\n";
+  h << "</ul>\n<h2>Per criterion</h2>\n<table><tr><th>arm</th>";
+  for (const auto& cr : c.criteria)
+    h << "<th>" << escape(cr.name) << " (" << cr.weight << ")</th>";
+  h << "</tr>\n";
+  const auto means = criterionMeans(in);
+  for (std::size_t arm = 0; arm < c.arms.size(); ++arm) {
+    h << "<tr><td>" << escape(c.arms[arm].name) << "</td>";
+    for (double v : means[arm]) h << "<td>" << fixed(v) << "</td>";
+    h << "</tr>\n";
+  }
+  h << "</table>\n<h2>Agreement between judges</h2>\n<table><tr><th>judges</th>"
     << "<th>Kendall tau-b</th><th>Spearman rho</th><th>level</th></tr>\n";
   for (const auto& p : a.agreement)
     if (!p.input)

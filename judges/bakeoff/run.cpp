@@ -285,11 +285,16 @@ std::string defaultHistoryPath() {
 Estimate estimate(const BakeoffConfig& config, const llm::PriceTable& prices, double usd_to_eur,
                   const UsageHistory& history) {
   Estimate e;
+  std::map<std::string, const Endpoint*> where;  // model → where it is first configured
+  for (const auto& a : config.arms)
+    for (const auto& st : a.steps) where.emplace(st.at.model, &st.at);
+  for (const auto& j : config.judges) where.emplace(j.at.model, &j.at);
   const auto priced = [&](const std::string& model) {
     const auto p = prices.find(model);
     if (!p)
-      throw std::runtime_error("model '" + model +
-                               "' has no price: add it under budget.prices (--budget-config)");
+      throw std::runtime_error(where.at(model)->where + ".model: '" + model +
+                               "' has no price: add it to budget.prices of the --budget-config "
+                               "file (USD per million tokens)");
     return *p;
   };
   const auto completion = [&](const std::string& role, const Endpoint& at, EstimateLine& line) {
@@ -356,8 +361,8 @@ std::map<std::string, std::string> readApiKeys(const BakeoffConfig& config) {
     if (at.api_key_env.empty() || keys.count(at.api_key_env)) return;
     const char* v = std::getenv(at.api_key_env.c_str());
     if (!v || !*v)
-      throw std::runtime_error("the API key variable " + at.api_key_env + " (model " + at.model +
-                               ") is not set");
+      throw std::runtime_error(at.where + ".api_key_env: the variable " + at.api_key_env +
+                               " is not set in this environment");
     keys[at.api_key_env] = v;
   };
   for (const auto& a : config.arms)
@@ -528,10 +533,9 @@ class Run {
     auto rec = toRecord(answer, "judge", judge.name, judge.at, input.id);
     rec.pass = pass;
     rec.order = order;
+    if (answer.ok) rec.scores = mapBack(order, label_scores);
     std::lock_guard lock(mu_);
-    if (answer.ok)
-      r_.calls.push_back(
-          Call{j, i, static_cast<std::size_t>(pass), order, mapBack(order, label_scores)});
+    if (answer.ok) r_.calls.push_back(Call{j, i, static_cast<std::size_t>(pass), order, rec.scores});
     else
       ++r_.judge_failures;
     recordLocked(std::move(rec));

@@ -104,6 +104,8 @@ struct CallRecord {
   double seconds = 0;
   int attempts = 0;
   std::vector<std::size_t> order;  ///< judge calls: order[position] = arm
+  /// judge calls that returned valid scores: scores[arm][criterion], already mapped back
+  std::vector<std::vector<double>> scores;
 };
 
 struct RunOptions {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -42,6 +43,10 @@ The cost estimate comes first, before any call.
                            (default $XDG_STATE_HOME/assay/bakeoff_usage.jsonl)
   --dry-run                print the estimate and stop
   --no-progress            no progress bar (it is drawn only on a terminal anyway)
+
+Exit codes: 0 every call succeeded; 1 some call failed (the report covers the rest) or no
+judge call succeeded; 2 a bad argument or file, an unpriced model, an unset key variable; 3 the
+estimate is above --max-cost-eur or above what is left of today's budget (no call made).
 )";
 
 namespace {
@@ -148,18 +153,22 @@ int runBakeoffCommand(const std::vector<std::string>& args, std::ostream& out, s
   try {
     estimate = bakeoff::estimate(config, options.prices, options.budget.usd_to_eur,
                                  bakeoff::UsageHistory::load(options.history_path));
-    bakeoff::readApiKeys(config);
   } catch (const std::exception& e) {
-    err << "assay: " << f.config << ": " << e.what() << "\n";
+    err << e.what() << "\n";
     return 2;
   }
   printEstimate(estimate, err);
+  try {
+    bakeoff::readApiKeys(config);
+  } catch (const std::exception& e) {
+    err << (f.dry_run ? "warning: " : "") << e.what() << "\n";
+    if (!f.dry_run) return 2;
+  }
   if (f.max_cost_eur && estimate.eur > *f.max_cost_eur) {
     err << "assay: the estimate, €" << estimate.eur << ", is above --max-cost-eur "
         << *f.max_cost_eur << ": no call made\n";
     return 3;
   }
-  if (f.dry_run) return 0;
 
   std::unique_ptr<llm::BudgetStore> store;
   try {
@@ -169,6 +178,26 @@ int runBakeoffCommand(const std::vector<std::string>& args, std::ostream& out, s
     err << "assay: budget.store: " << e.what() << "\n";
     return 2;
   }
+  // The daily cap applies to every call: a bakeoff that cannot fit in what is left today would
+  // stop half-way with inputs unjudged, so it does not start.
+  const auto day = llm::budgetDay(
+      options.budget.timezone, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+  const auto spent = store->spent("global", day);
+  const double left = options.budget.daily_limit_eur - spent.spent_eur - spent.outstanding_eur;
+  if (!spent.available) {
+    err << "assay: budget.store " << store->describe() << " does not answer: no call made\n";
+    return 2;
+  }
+  if (estimate.eur > left) {
+    err << "assay: the estimate, €" << estimate.eur << ", is above what is left of today's "
+        << "budget (budget.daily_limit_eur €" << options.budget.daily_limit_eur << " − €"
+        << spent.spent_eur + spent.outstanding_eur << " spent or reserved = €" << left
+        << "): no call made\n";
+    return 3;
+  }
+  if (f.dry_run) return 0;
   const bool tty = f.progress && ::isatty(STDERR_FILENO);
   std::mutex progress_mu;
   if (tty)
@@ -197,6 +226,12 @@ int runBakeoffCommand(const std::vector<std::string>& args, std::ostream& out, s
   if (result.calls.empty()) {
     err << "assay: no judge call succeeded (" << result.judge_failures
         << " failed; the JSON report lists their errors)\n";
+    return 1;
+  }
+  if (result.judge_failures || result.generation_failures) {
+    err << "assay: " << result.generation_failures << " generation(s) and "
+        << result.judge_failures
+        << " judge call(s) failed: the report covers the rest (the JSON lists the errors)\n";
     return 1;
   }
   return written ? 0 : 1;

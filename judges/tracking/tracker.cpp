@@ -463,11 +463,13 @@ void ScoreTracker::onFeedback(const Feedback& f) {
   std::lock_guard lock(mu_);
   Entry& e = entry(f.id);
   if (f.kind == Feedback::Kind::kRating) {
-    if (!f.experiment.empty() && shared_.rate)  // a configured experiment: no join needed
-      if (const char* outcome = shared_.rate(f.experiment, f.variant, f.unit, f.value, f.id)) {
-        countFeedback("rating", outcome);
-        return;
-      }
+    if (!f.experiment.empty() && shared_.rate) {  // experiments are configured (ab:)
+      // A rating that names its experiment must name a configured one: a typo in the producer
+      // is counted, never a new table.
+      const char* outcome = shared_.rate(f.experiment, f.variant, f.unit, f.value, f.id);
+      countFeedback("rating", outcome ? outcome : "unknown_experiment");
+      return;
+    }
     if (e.rating) {
       countFeedback("rating", "duplicate");
       return;

@@ -252,3 +252,42 @@ TEST_CASE("the estimate: judges × inputs × passes, max_tokens until the histor
   CHECK(e.lines[0].completion_from_history);
   CHECK(e.lines[1].completion_tokens == 4 * 1500);
 }
+
+TEST_CASE("bakeoff file errors at their key: sizes, a key pasted as a variable, templates") {
+  Dir d(2, 9);
+  auto l = load(d, "inputs: {file: inputs.jsonl, limit: 11}\n" + armsYaml(9) + kJudges);
+  auto all = errors(l);
+  INFO(all);
+  CHECK(all.find("b.yaml:1:37: inputs.limit: expected a number from 1 to 10") != std::string::npos);
+  CHECK(all.find("b.yaml:3:3: arms: 9 arms: a bakeoff compares 2 to 8") != std::string::npos);
+  l = load(d,
+           "inputs: {file: inputs.jsonl}\n"
+           "arms:\n"
+           "  - {name: a0, recorded: arm0.jsonl}\n"
+           "  - name: live\n"
+           "    provider: openai\n"
+           "    endpoint: 'http://127.0.0.1:1/v1'\n"
+           "    model: gpt-4o-mini\n"
+           "    api_key_env: sk-proj-AbC123xyz\n"
+           "    template: 'Improve {{previous}} for {question}'\n"
+           "judges:\n"
+           "  - {name: j1, provider: openai, endpoint: 'http://127.0.0.1:1/v1', model: gpt-4o}\n");
+  all = errors(l);
+  CHECK(all.find("arms[1].api_key_env: expected the NAME of an environment variable") !=
+        std::string::npos);
+  CHECK(all.find("sk-proj") == std::string::npos);  // a pasted key is never echoed
+  CHECK(all.find("{{previous}} is the previous step's output, and this is the first step") !=
+        std::string::npos);
+  CHECK(all.find("b.yaml:11:3: judges: 1 judges: a bakeoff uses 2 or 3") != std::string::npos);
+  std::string warnings;
+  for (const auto& w : l.warnings) warnings += w.format() + "\n";
+  CHECK(warnings.find("'{question}' is sent to the model as written: did you mean "
+                      "{{question}}?") != std::string::npos);
+  CHECK(warnings.find("has no {{question}}") != std::string::npos);
+  l = load(d, "inputs: {file: inputs.jsonl}\narms:\n  - {name: a0, recorded: arm0.jsonl}\n"
+              "  - {name: x, provider: openai, endpoint: 'http://h/v1', model: m, template: "
+              "'Q {{question}'}\n" +
+                  kJudges);
+  CHECK(errors(l).find("'{{question}': a placeholder opened with {{ is not closed") !=
+        std::string::npos);
+}

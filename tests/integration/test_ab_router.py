@@ -141,6 +141,8 @@ def run(args, workdir, checks):
                                               "unit": f"v{i}"}))
         ratings.append(("r0", {"id": "r0", "kind": "rating", "value": 1,
                                "experiment": EXPERIMENT, "variant": "control"}))  # again
+        ratings.append(("g1", {"id": "g1", "kind": "rating", "value": 3,
+                               "experiment": "answer-stlye", "variant": "control"}))  # a typo
         tp.produce_keyed(bootstrap, FEEDBACK_TOPIC,
                          [(key, json.dumps(r).encode()) for key, r in ratings])
 
@@ -158,6 +160,10 @@ def run(args, workdir, checks):
         recorded = sum(tp.metric(m, "assay_ab_ratings_recorded_total", experiment=EXPERIMENT,
                                  outcome="duplicate") or 0 for m in (ma, mb))
         checks.eq("the repeated rating id was counted once", 1, recorded)
+        typo = sum(tp.metric(m, "assay_feedback_events_total", kind="rating",
+                             outcome="unknown_experiment") or 0 for m in (ma, mb))
+        checks.eq("a rating naming an experiment not configured: counted apart, no new table",
+                  (1, None), (typo, tp.metric(ma + mb, "assay_ab_ratings", experiment="answer-stlye")))
         chi2, p, dof, _ = stats.chi2_contingency([TABLE["control"][1:], TABLE["treatment"][1:]],
                                                  correction=False)
         pa = tp.metric(ma, "assay_ab_p_value", experiment=EXPERIMENT)

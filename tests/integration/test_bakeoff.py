@@ -15,8 +15,9 @@
      priced through --budget-config): no arm wins more than 7 of the 10 inputs by position alone,
      and the audit flags both judges.
   4. --max-cost-eur below the estimate: exit 3 and not one request reaches the provider.
-  5. A daily cap smaller than the run: calls are refused by the ledger, the spend stays under
-     the cap plus one call's worst case.
+  5. A daily cap smaller than the estimate: exit 3 before any call.
+  6. A judge call the provider refuses (HTTP 400): that input is listed as not judged, left out
+     of the intervals (1 degree of freedom over 2 inputs), null in the JSON; exit code 1.
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
@@ -151,6 +152,16 @@ def recorded_case(args, assay, workdir, port, checks):
             worst = max(worst, abs(row["scores"][arm] - expected))
     checks.true("every arm's consensus is its own outputs' scores, whatever its labels",
                 worst < 1e-9, worst)
+    # Every call's scores (mapped back to arms) are in the JSON: the consensus is redone here.
+    redo = {}
+    for c in calls:
+        for arm, by_criterion in c["scores"].items():
+            w = sum(wt * by_criterion[name] for name, wt in CRITERIA) / 100
+            redo.setdefault((c["input"], arm), {}).setdefault(c["who"], []).append(w)
+    worst = max(abs(row["scores"][arm] - sum(sum(v) / len(v) for v in redo[(row["input"], arm)]
+                                                 .values()) / 2)
+                for row in result["consensus"] for arm in outputs)
+    checks.true("the consensus redone from the JSON's per-call scores", worst < 1e-9, worst)
     arms = {a["name"]: a for a in result["arms"]}
     for name, a in arms.items():
         checks.true(f"{name}: the interval holds the mean and stays in 0-100",
@@ -256,14 +267,35 @@ def cost_cases(assay, workdir, port, checks):
                 "budget: {daily_limit_eur: 0.002}\n")
     p = run_assay(assay, ["--config", "bakeoff.yaml", "--json", "capped.json", "--budget-config",
                           "capped.yaml", "--history", "h5.jsonl"], workdir)
-    result = json.load(open(os.path.join(workdir, "capped.json")))
-    refused = [c for c in result["calls"] if "daily budget exhausted" in c.get("error", "")]
-    checks.true("a cap below the run: the ledger refuses calls", len(refused) > 0,
-                len(refused))
-    # The worst case of one haiku call: its prompt estimate + 1,500 tokens at $0.80 / $4.00.
-    checks.true("the spend stays under the cap (plus one call's worst case)",
-                result["spent"]["eur"] <= 0.002 + 0.92 * (2000 * 0.8 + 1500 * 4.0) / 1e6,
-                result["spent"]["eur"])
+    checks.eq("an estimate above the daily cap: exit code", 3, p.returncode)
+    checks.true("the refusal names the cap", "above what is left of today's budget" in p.stderr)
+    checks.eq("still no request reached the provider", before, requests_made(port))
+
+
+def failure_case(assay, workdir, port, checks):
+    """A judge call the provider refuses (HTTP 400, not retried): that input is not judged."""
+    events = [json.loads(line) for line in open(os.path.join(workdir, "inputs.jsonl"))][:3]
+    with open(os.path.join(workdir, "bad_arm.jsonl"), "w") as f:
+        for i, e in enumerate(events):
+            f.write(json.dumps({"id": e["id"], "output": "fine" if i != 1 else
+                                "broken [[fake-status:400]]"}) + "\n")
+    with open(os.path.join(workdir, "fail.yaml"), "w") as f:
+        f.write("seed: 5\ninputs: {file: inputs.jsonl, limit: 3}\narms:\n"
+                "  - {name: dataset answer, recorded: inputs.jsonl, field: /answer}\n"
+                "  - {name: bad, recorded: bad_arm.jsonl}\n" + judges_yaml(port))
+    p = run_assay(assay, ["--config", "fail.yaml", "--json", "fail.json", "--history",
+                          "h6.jsonl"], workdir)
+    checks.eq("some judge calls failed: exit code", 1, p.returncode)
+    checks.true("the report names the input not judged",
+                f"**Inputs not judged** (an arm had no output, or no judge scored every arm): "
+                f"{events[1]['id']}." in p.stdout, p.stdout[:600])
+    checks.true("the intervals count the 2 inputs judged, 1 degree of freedom",
+                "over the 2 inputs judged: Student's t with 1 degree of freedom" in p.stdout)
+    result = json.load(open(os.path.join(workdir, "fail.json")))
+    rows = {r["input"]: r["scores"] for r in result["consensus"]}
+    checks.true("the JSON's consensus of the input not judged is null, never 0",
+                rows[events[1]["id"]] is None and rows[events[0]["id"]] is not None, rows)
+    checks.eq("failed judge calls counted", 2, result["spent"]["failed_judge_calls"])
 
 
 def example_case(args, assay, workdir, checks):
@@ -293,6 +325,7 @@ def run(args, workdir, checks):
         live_case(assay, workdir, port, checks)
         biased_case(assay, workdir, port, checks)
         cost_cases(assay, workdir, port, checks)
+        failure_case(assay, workdir, port, checks)
         example_case(args, assay, workdir, checks)
     finally:
         tp.stop_process(fake, "fake provider")
