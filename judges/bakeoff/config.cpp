@@ -162,11 +162,12 @@ class Reader {
     for (const auto& name : kNames)  // {question}: a single brace is sent as it is
       if (const auto at = t.find("{" + name + "}");
           at != std::string::npos && (at == 0 || t[at - 1] != '{'))
-        warn(n, path, "'{" + name + "}' is sent to the model as written: did you mean {{" + name +
-                          "}}?");
+        warn(n, path,
+             "'{" + name + "}' is sent to the model as written: did you mean {{" + name + "}}?");
     if (first && t.find("{{question}}") == std::string::npos)
-      warn(n, path, "the first step's template has no {{question}}: the model never sees the "
-                    "input's question");
+      warn(n, path,
+           "the first step's template has no {{question}}: the model never sees the "
+           "input's question");
   }
 
   void arm(const YAML::Node& n, const std::string& path, Arm& a) {
@@ -375,8 +376,7 @@ class Reader {
     const bool arms_ok = arms >= kMinArms && arms <= kMaxArms;
     const bool inputs_ok = inputs >= 1 && inputs <= kMaxInputs;
     if (!arms_ok && root["arms"]) error(root["arms"], "arms", sizeProblem(arms, 1, 2, 1));
-    if (!inputs_ok && root["inputs"])
-      error(root["inputs"], "inputs", sizeProblem(2, inputs, 2, 1));
+    if (!inputs_ok && root["inputs"]) error(root["inputs"], "inputs", sizeProblem(2, inputs, 2, 1));
     if (arms_ok && inputs_ok)
       if (const auto why = sizeProblem(arms, inputs, 2, 1); !why.empty())
         error(root["arms"], "arms", why);

@@ -116,10 +116,10 @@ std::string markdownReport(const ReportInput& in) {
   std::ostringstream md;
   md << "# Bakeoff: " << c.name << "\n\n"
      << c.arms.size() << " arms × " << plural(c.inputs.size(), "input", "inputs") << ", "
-     << c.judges.size()
-     << " judges (" << judgeModels(c) << "), " << c.passes << (c.passes == 1 ? " pass" : " passes")
-     << ", seed " << in.seed << ". Spent €" << money(r.eur) << " ($" << money(r.usd) << ") in "
-     << r.records.size() << " calls (estimated €" << money(in.estimate.eur) << ").\n";
+     << c.judges.size() << " judges (" << judgeModels(c) << "), " << c.passes
+     << (c.passes == 1 ? " pass" : " passes") << ", seed " << in.seed << ". Spent €" << money(r.eur)
+     << " ($" << money(r.usd) << ") in " << r.records.size() << " calls (estimated €"
+     << money(in.estimate.eur) << ").\n";
   if (r.judge_failures || r.generation_failures)
     md << "\n**Failed calls: " << r.generation_failures << " generations, " << r.judge_failures
        << " judge calls** (left out; the JSON report lists their errors).\n";
@@ -186,7 +186,10 @@ std::string markdownReport(const ReportInput& in) {
     md << "| " << c.judges[au.judge].name << " | " << au.calls << " | " << au.first_shown << " | "
        << (au.calls ? fixed(au.share, 2) : "n/a") << " | "
        << (au.calls ? fixed(au.p_value, 4) : "n/a") << " | "
-       << (au.flagged ? "**position bias**" : au.calls ? "ok" : "no single first place") << " |";
+       << (au.flagged ? "**position bias**"
+           : au.calls ? "ok"
+                      : "no single first place")
+       << " |";
     if (c.passes == 2) md << " " << au.flips << " |";
     md << "\n";
   }
@@ -525,10 +528,10 @@ std::string htmlReport(const ReportInput& in) {
     << "text-align:left}th{background:#f3f3f3}.flag{color:#b00;font-weight:bold}"
     << ".ok{color:#070}.note{color:#555;font-size:90%}</style></head><body>\n"
     << "<h1>Bakeoff: " << escape(c.name) << "</h1>\n<p>" << c.arms.size() << " arms × "
-    << plural(c.inputs.size(), "input", "inputs") << ", " << c.judges.size() << " judges (" << escape(judgeModels(c))
-    << "), " << c.passes << (c.passes == 1 ? " pass" : " passes") << ", seed " << in.seed
-    << ". Spent €" << money(r.eur) << " in " << r.records.size() << " calls (estimated €"
-    << money(in.estimate.eur) << ").</p>\n";
+    << plural(c.inputs.size(), "input", "inputs") << ", " << c.judges.size() << " judges ("
+    << escape(judgeModels(c)) << "), " << c.passes << (c.passes == 1 ? " pass" : " passes")
+    << ", seed " << in.seed << ". Spent €" << money(r.eur) << " in " << r.records.size()
+    << " calls (estimated €" << money(in.estimate.eur) << ").</p>\n";
   if (r.judge_failures || r.generation_failures)
     h << "<p class=\"flag\">Failed calls: " << r.generation_failures << " generations, "
       << r.judge_failures << " judge calls (left out; the JSON report lists their errors).</p>\n";
@@ -545,15 +548,14 @@ std::string htmlReport(const ReportInput& in) {
   h << "</table>\n<ul>\n";
   for (const auto& d : a.differences)
     h << "<li>" << escape(c.arms[d.arm_a].name) << " vs " << escape(c.arms[d.arm_b].name) << ": "
-      << (d.overlap ? "no significant difference (the intervals overlap)"
-                    : escape(c.arms[a.arms[d.arm_a].mean > a.arms[d.arm_b].mean ? d.arm_a
-                                                                                : d.arm_b]
-                                 .name) +
-                          " is better (the intervals do not overlap)")
+      << (d.overlap
+              ? "no significant difference (the intervals overlap)"
+              : escape(
+                    c.arms[a.arms[d.arm_a].mean > a.arms[d.arm_b].mean ? d.arm_a : d.arm_b].name) +
+                    " is better (the intervals do not overlap)")
       << "</li>\n";
   h << "</ul>\n<h2>Per criterion</h2>\n<table><tr><th>arm</th>";
-  for (const auto& cr : c.criteria)
-    h << "<th>" << escape(cr.name) << " (" << cr.weight << ")</th>";
+  for (const auto& cr : c.criteria) h << "<th>" << escape(cr.name) << " (" << cr.weight << ")</th>";
   h << "</tr>\n";
   const auto means = criterionMeans(in);
   for (std::size_t arm = 0; arm < c.arms.size(); ++arm) {

@@ -535,7 +535,8 @@ class Run {
     rec.order = order;
     if (answer.ok) rec.scores = mapBack(order, label_scores);
     std::lock_guard lock(mu_);
-    if (answer.ok) r_.calls.push_back(Call{j, i, static_cast<std::size_t>(pass), order, rec.scores});
+    if (answer.ok)
+      r_.calls.push_back(Call{j, i, static_cast<std::size_t>(pass), order, rec.scores});
     else
       ++r_.judge_failures;
     recordLocked(std::move(rec));

@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -125,6 +127,73 @@ bool writeFile(const std::string& path, const std::string& text, std::ostream& e
   return false;
 }
 
+/// The budget of --budget-config (store, caps, prices); an exit code when it cannot be read.
+std::optional<int> readBudget(const Flags& f, bakeoff::RunOptions& options, std::ostream& err) {
+  if (f.budget_config.empty()) return std::nullopt;
+  const auto res = loadConfigFile(f.budget_config);
+  for (const auto& e : res.errors) err << e.format() << "\n";
+  if (!res.ok()) return 2;
+  options.budget = res.config.budget;
+  for (const auto& p : options.budget.prices)
+    options.prices.set(p.model, llm::ModelPrice{p.input, p.cached_input, p.output, p.cache_write});
+  return std::nullopt;
+}
+
+/// The daily cap applies to every call: a bakeoff that cannot fit in what is left today would
+/// stop half-way with inputs unjudged, so it does not start. An exit code when it must not.
+std::optional<int> checkBudgetLeft(const bakeoff::RunOptions& options, llm::BudgetStore& store,
+                                   double estimate_eur, std::ostream& err) {
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const auto spent = store.spent("global", llm::budgetDay(options.budget.timezone, now_ms));
+  if (!spent.available) {
+    err << "assay: budget.store " << store.describe() << " does not answer: no call made\n";
+    return 2;
+  }
+  const double used = spent.spent_eur + spent.outstanding_eur;
+  const double left = options.budget.daily_limit_eur - used;
+  if (estimate_eur <= left) return std::nullopt;
+  err << "assay: the estimate, €" << estimate_eur << ", is above what is left of today's "
+      << "budget (budget.daily_limit_eur €" << options.budget.daily_limit_eur << " − €" << used
+      << " spent or reserved = €" << left << "): no call made\n";
+  return 3;
+}
+
+/// A progress bar on stderr (a terminal only).
+std::function<void(std::size_t, std::size_t, double)> progressBar() {
+  auto mu = std::make_shared<std::mutex>();
+  return [mu](std::size_t done, std::size_t total, double eur) {
+    std::lock_guard lock(*mu);
+    const std::size_t width = 30, filled = total ? std::min(width, done * width / total) : width;
+    std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] "
+              << done << "/" << total << " calls  €" << std::fixed << std::setprecision(4) << eur
+              << std::flush;
+    std::cerr.unsetf(std::ios::fixed);
+  };
+}
+
+/// The reports, and the exit code of a finished run.
+int report(const Flags& f, const bakeoff::ReportInput& report, std::ostream& out,
+           std::ostream& err) {
+  const auto& result = report.result;
+  out << bakeoff::markdownReport(report);
+  bool written = true;
+  if (!f.json.empty()) written = writeFile(f.json, bakeoff::jsonReport(report), err) && written;
+  if (!f.html.empty()) written = writeFile(f.html, bakeoff::htmlReport(report), err) && written;
+  if (result.calls.empty()) {
+    err << "assay: no judge call succeeded (" << result.judge_failures
+        << " failed; the JSON report lists their errors)\n";
+    return 1;
+  }
+  if (result.judge_failures || result.generation_failures) {
+    err << "assay: " << result.generation_failures << " generation(s) and " << result.judge_failures
+        << " judge call(s) failed: the report covers the rest (the JSON lists the errors)\n";
+    return 1;
+  }
+  return written ? 0 : 1;
+}
+
 }  // namespace
 
 int runBakeoffCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -135,20 +204,10 @@ int runBakeoffCommand(const std::vector<std::string>& args, std::ostream& out, s
   for (const auto& e : load.errors) err << e.format() << "\n";
   if (!load.ok()) return 2;
   const auto& config = load.config;
-
   bakeoff::RunOptions options;
-  if (!f.budget_config.empty()) {
-    const auto res = loadConfigFile(f.budget_config);
-    for (const auto& e : res.errors) err << e.format() << "\n";
-    if (!res.ok()) return 2;
-    options.budget = res.config.budget;
-    for (const auto& p : options.budget.prices)
-      options.prices.set(p.model,
-                         llm::ModelPrice{p.input, p.cached_input, p.output, p.cache_write});
-  }
+  if (const auto code = readBudget(f, options, err)) return *code;
   options.history_path = f.history.empty() ? bakeoff::defaultHistoryPath() : f.history;
   options.seed = f.seed ? *f.seed : config.seed ? *config.seed : std::random_device{}();
-
   bakeoff::Estimate estimate;
   try {
     estimate = bakeoff::estimate(config, options.prices, options.budget.usd_to_eur,
@@ -169,7 +228,6 @@ int runBakeoffCommand(const std::vector<std::string>& args, std::ostream& out, s
         << *f.max_cost_eur << ": no call made\n";
     return 3;
   }
-
   std::unique_ptr<llm::BudgetStore> store;
   try {
     store = llm::makeBudgetStore(options.budget.store, options.budget.key_prefix,
@@ -178,37 +236,10 @@ int runBakeoffCommand(const std::vector<std::string>& args, std::ostream& out, s
     err << "assay: budget.store: " << e.what() << "\n";
     return 2;
   }
-  // The daily cap applies to every call: a bakeoff that cannot fit in what is left today would
-  // stop half-way with inputs unjudged, so it does not start.
-  const auto day = llm::budgetDay(
-      options.budget.timezone, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-  const auto spent = store->spent("global", day);
-  const double left = options.budget.daily_limit_eur - spent.spent_eur - spent.outstanding_eur;
-  if (!spent.available) {
-    err << "assay: budget.store " << store->describe() << " does not answer: no call made\n";
-    return 2;
-  }
-  if (estimate.eur > left) {
-    err << "assay: the estimate, €" << estimate.eur << ", is above what is left of today's "
-        << "budget (budget.daily_limit_eur €" << options.budget.daily_limit_eur << " − €"
-        << spent.spent_eur + spent.outstanding_eur << " spent or reserved = €" << left
-        << "): no call made\n";
-    return 3;
-  }
+  if (const auto code = checkBudgetLeft(options, *store, estimate.eur, err)) return *code;
   if (f.dry_run) return 0;
   const bool tty = f.progress && ::isatty(STDERR_FILENO);
-  std::mutex progress_mu;
-  if (tty)
-    options.progress = [&](std::size_t done, std::size_t total, double eur) {
-      std::lock_guard lock(progress_mu);
-      const std::size_t width = 30, filled = total ? done * width / total : width;
-      std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] "
-                << done << "/" << total << " calls  €" << std::fixed << std::setprecision(4) << eur
-                << std::flush;
-      std::cerr.unsetf(std::ios::fixed);
-    };
+  if (tty) options.progress = progressBar();
   bakeoff::RunResult result;
   try {
     result = bakeoff::runBakeoff(config, options, *store);
@@ -217,24 +248,7 @@ int runBakeoffCommand(const std::vector<std::string>& args, std::ostream& out, s
     return 2;
   }
   if (tty) std::cerr << "\n";
-  const bakeoff::ReportInput report{config, result, estimate, options.seed,
-                                    options.budget.usd_to_eur};
-  out << bakeoff::markdownReport(report);
-  bool written = true;
-  if (!f.json.empty()) written = writeFile(f.json, bakeoff::jsonReport(report), err) && written;
-  if (!f.html.empty()) written = writeFile(f.html, bakeoff::htmlReport(report), err) && written;
-  if (result.calls.empty()) {
-    err << "assay: no judge call succeeded (" << result.judge_failures
-        << " failed; the JSON report lists their errors)\n";
-    return 1;
-  }
-  if (result.judge_failures || result.generation_failures) {
-    err << "assay: " << result.generation_failures << " generation(s) and "
-        << result.judge_failures
-        << " judge call(s) failed: the report covers the rest (the JSON lists the errors)\n";
-    return 1;
-  }
-  return written ? 0 : 1;
+  return report(f, {config, result, estimate, options.seed, options.budget.usd_to_eur}, out, err);
 }
 
 }  // namespace assay::cli

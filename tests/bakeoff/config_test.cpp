@@ -284,10 +284,11 @@ TEST_CASE("bakeoff file errors at their key: sizes, a key pasted as a variable, 
   CHECK(warnings.find("'{question}' is sent to the model as written: did you mean "
                       "{{question}}?") != std::string::npos);
   CHECK(warnings.find("has no {{question}}") != std::string::npos);
-  l = load(d, "inputs: {file: inputs.jsonl}\narms:\n  - {name: a0, recorded: arm0.jsonl}\n"
-              "  - {name: x, provider: openai, endpoint: 'http://h/v1', model: m, template: "
-              "'Q {{question}'}\n" +
-                  kJudges);
+  l = load(d,
+           "inputs: {file: inputs.jsonl}\narms:\n  - {name: a0, recorded: arm0.jsonl}\n"
+           "  - {name: x, provider: openai, endpoint: 'http://h/v1', model: m, template: "
+           "'Q {{question}'}\n" +
+               kJudges);
   CHECK(errors(l).find("'{{question}': a placeholder opened with {{ is not closed") !=
         std::string::npos);
 }
