@@ -9,6 +9,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <set>
 #include <stdexcept>
 
 #include "judges/json_limits.hpp"
@@ -23,6 +24,38 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && ws(s.front())) s.remove_prefix(1);
   while (!s.empty() && ws(s.back())) s.remove_suffix(1);
   return s;
+}
+
+/// Removes what reasoning models and some gateways put before the object: a UTF-8 byte-order
+/// mark, and one leading `<think>…</think>` block (DeepSeek-R1, Qwen3 and other open reasoning
+/// models through OpenAI-compatible servers), with the white space after it.
+std::string_view stripPreamble(std::string_view s) {
+  if (s.substr(0, 3) == "\xEF\xBB\xBF") s.remove_prefix(3);
+  const std::string_view t = trim(s);
+  if (t.substr(0, 7) == "<think>") {
+    const auto end = t.find("</think>");
+    if (end != std::string_view::npos) return trim(t.substr(end + 8));
+  }
+  return s;
+}
+
+/// The first member name that occurs twice in an object of `v` (at any depth), or "". RapidJSON
+/// keeps both members and FindMember returns the first, so {"score": 1, "score": 4} would be
+/// read as 1 while the model may have meant 4: refused instead. Depth is bounded by
+/// jsonShapeProblem before parsing.
+std::string duplicateKey(const rapidjson::Value& v) {
+  if (v.IsObject()) {
+    std::set<std::string_view> seen;
+    for (const auto& m : v.GetObject()) {
+      if (!seen.insert(std::string_view(m.name.GetString(), m.name.GetStringLength())).second)
+        return std::string(m.name.GetString(), m.name.GetStringLength());
+      if (auto d = duplicateKey(m.value); !d.empty()) return d;
+    }
+  } else if (v.IsArray()) {
+    for (const auto& e : v.GetArray())
+      if (auto d = duplicateKey(e); !d.empty()) return d;
+  }
+  return "";
 }
 
 /// Removes one markdown fence around the whole text: ```json\n … \n``` (info string json,
@@ -86,6 +119,24 @@ bool objectRefuses(const rapidjson::Value& d) {
   return false;
 }
 
+/// A claim that says there is none.
+bool noClaim(std::string_view c) {
+  c = trim(c);
+  std::string lower(c.substr(0, 8));
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return c.size() <= 8 && (lower.empty() || lower == "none" || lower == "null" || lower == "n/a" ||
+                           lower == "none." || lower == "nothing");
+}
+
+/// At most kMaxJustificationBytes, cut on a UTF-8 character boundary, "…" added when cut.
+std::string capped(std::string_view text) {
+  if (text.size() <= kMaxJustificationBytes) return std::string(text);
+  std::size_t n = kMaxJustificationBytes;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return std::string(text.substr(0, n)) + "\xE2\x80\xA6";
+}
+
 LlmVerdict fail(Outcome o, std::string why) {
   LlmVerdict v;
   v.outcome = o;
@@ -97,7 +148,7 @@ LlmVerdict fail(Outcome o, std::string why) {
 
 std::string parseSchemaObject(std::string_view content, const std::string& schema,
                               rapidjson::Document& out) {
-  const std::string_view body = stripFence(content);
+  const std::string_view body = stripFence(stripPreamble(content));
   if (body.empty()) return "empty reply";
   if (body.front() != '{') return "reply is not a JSON object";
   if (const auto shape = jsonShapeProblem(body)) return "not accepted as JSON: " + shape->message();
@@ -108,6 +159,10 @@ std::string parseSchemaObject(std::string_view content, const std::string& schem
                       " at byte " + std::to_string(out.GetErrorOffset());
     out.SetNull();
     return why;
+  }
+  if (const auto key = duplicateKey(out); !key.empty()) {
+    out.SetNull();
+    return "the key \"" + key.substr(0, 60) + "\" occurs twice in one object";
   }
   rapidjson::Document schema_doc;
   schema_doc.Parse(schema.c_str());
@@ -133,7 +188,8 @@ std::string verdictSchema(int min_score, int max_score) {
          lo + R"(,"maximum":)" + hi +
          R"(},{"type":"string","pattern":"^[0-9]{1,6}$"}]},)"
          R"("justification":{"type":"string"},)"
-         R"("unsupported_claim":{"type":["string","null"]}}})";
+         R"("unsupported_claim":{"oneOf":[{"type":["string","null"]},)"
+         R"({"type":"array","items":{"type":"string"}}]}}})";
 }
 
 LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_score,
@@ -145,7 +201,7 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
   if (std::string problem = parseSchemaObject(content, verdictSchema(min_score, max_score), d);
       !problem.empty()) {
     if (problem == "reply is not a JSON object") {
-      const std::string_view body = stripFence(content);
+      const std::string_view body = stripFence(stripPreamble(content));
       if (body.find("\"score\"") == std::string_view::npos && looksLikeRefusal(body))
         return fail(Outcome::kRefused, std::string(body.substr(0, 200)));
     }
@@ -170,10 +226,19 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
   LlmVerdict v;
   v.outcome = Outcome::kOk;
   v.score = static_cast<int>(score);
-  v.justification.assign(d["justification"].GetString(), d["justification"].GetStringLength());
-  if (d.HasMember("unsupported_claim") && d["unsupported_claim"].IsString())
-    v.unsupported_claim.emplace(d["unsupported_claim"].GetString(),
-                                d["unsupported_claim"].GetStringLength());
+  v.justification = capped(
+      std::string_view(d["justification"].GetString(), d["justification"].GetStringLength()));
+  // One claim, a list of claims (joined), or none: null, "", "None", "null", "N/A".
+  std::string claim;
+  if (const auto it = d.FindMember("unsupported_claim"); it != d.MemberEnd()) {
+    if (it->value.IsString())
+      claim.assign(it->value.GetString(), it->value.GetStringLength());
+    else if (it->value.IsArray())
+      for (const auto& c : it->value.GetArray())
+        if (!noClaim(std::string_view(c.GetString(), c.GetStringLength())))
+          claim += (claim.empty() ? "" : "; ") + std::string(c.GetString(), c.GetStringLength());
+  }
+  if (!noClaim(claim)) v.unsupported_claim = capped(claim);
   return v;
 }
 

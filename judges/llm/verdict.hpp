@@ -6,11 +6,17 @@
 /// the parsed object counts: a score planted anywhere else (nested objects, the justification,
 /// the judged answer itself) is never read.
 ///
-/// Accepted leniency, and nothing more: one markdown fence around the whole object
+/// Accepted leniency, and nothing more: a UTF-8 byte-order mark and one leading
+/// `<think>…</think>` block (reasoning models) before the reply, one markdown fence around the
+/// whole object
 /// (```json … ``` or ``` … ```; a fence inside the justification's string is text), surrounding
 /// white space, and a score given as a string of ASCII digits ("3"). Rejected as
 /// `schema_error`, never coerced: "3/4", "three", 0.8 or 3.0 on an integer scale, 7.5e30, an
-/// out-of-range integer, a missing justification, text around the object, several objects.
+/// out-of-range integer, a missing justification, text around the object, several objects, a key
+/// that occurs twice in one object ({"score": 1, "score": 4}: which did the model mean?).
+/// `unsupported_claim` may be a string, null or a list of strings (joined with "; "); "",
+/// "None", "null" and "N/A" mean no claim. The justification and the claim are capped at
+/// kMaxJustificationBytes (cut on a character boundary, "…" added).
 ///
 /// Refusals are `refused`, not `schema_error`: the provider's own flag (FinishReason::kRefusal),
 /// a reply without a verdict whose first 400 bytes carry a refusal phrase (English, French,
@@ -26,6 +32,10 @@
 #include "judges/verdict.hpp"
 
 namespace assay::llm {
+
+/// The longest justification (and unsupported claim) kept from a reply, bytes: a verdict is a
+/// metric's evidence, not a document; a runaway reply must not fill the judgments file.
+inline constexpr std::size_t kMaxJustificationBytes = 2000;
 
 struct LlmVerdict {
   Outcome outcome = Outcome::kSchemaError;

@@ -145,3 +145,39 @@ TEST_CASE("a reply nested 600,000 deep or with a NUL byte is a schema_error, nev
                    FinishReason::kStop, 1, 4);
   CHECK(nul.outcome == Outcome::kSchemaError);
 }
+
+TEST_CASE("reasoning preambles, duplicate keys, claim lists and none, capped justifications") {
+  // A byte-order mark, and a <think> block before the object (open reasoning models).
+  CHECK(parse("\xEF\xBB\xBF{\"score\": 2, \"justification\": \"x\"}").score == 2);
+  const auto thought = parse(
+      "<think>\nThe answer says 50 GB; the context says 5 GB. {\"score\": 4}\n</think>\n\n"
+      "{\"score\": 1, \"justification\": \"50 GB contradicts 5 GB.\"}");
+  REQUIRE(thought.outcome == Outcome::kOk);
+  CHECK(thought.score == 1);  // the verdict after the block, not the score inside it
+  // Thinking without a reply after it is no verdict (what the model thought is not its answer).
+  CHECK(parse("<think>I can't evaluate this.</think>").justification == "empty reply");
+  // Which score did the model mean? Neither.
+  const auto twice = parse(R"({"score": 1, "justification": "x", "score": 4})");
+  CHECK(twice.outcome == Outcome::kSchemaError);
+  CHECK(twice.justification == "the key \"score\" occurs twice in one object");
+  // unsupported_claim: a list is joined; "", "None", "null", "N/A" mean none.
+  const auto list = parse(
+      R"({"score": 2, "justification": "x", "unsupported_claim": ["50 GB", "None", "in 1987"]})");
+  REQUIRE(list.outcome == Outcome::kOk);
+  CHECK(*list.unsupported_claim == "50 GB; in 1987");
+  for (const char* none : {"\"\"", "\"None\"", "\"null\"", "\"N/A\"", "[]", "[\"none\"]"}) {
+    const auto v = parse(
+        std::string(R"({"score": 4, "justification": "x", "unsupported_claim": )") + none + "}");
+    REQUIRE(v.outcome == Outcome::kOk);
+    CHECK_FALSE(v.unsupported_claim.has_value());
+  }
+  CHECK(parse(R"({"score": 4, "justification": "x", "unsupported_claim": [3]})").outcome ==
+        Outcome::kSchemaError);
+  // 2,000 bytes at most, cut between characters: "é" is 2 bytes, 1,500 of them are 3,000.
+  std::string long_text;
+  for (int i = 0; i < 1500; ++i) long_text += "\xC3\xA9";
+  const auto capped = parse(R"({"score": 3, "justification": ")" + long_text + "\"}");
+  REQUIRE(capped.outcome == Outcome::kOk);
+  CHECK(capped.justification.size() == 2000 + 3);  // 1,000 "é" and "…"
+  CHECK(capped.justification.substr(2000) == "\xE2\x80\xA6");
+}
