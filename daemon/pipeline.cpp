@@ -120,29 +120,7 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                   }},
               run_.no_workers ? 0 : config.limits.workers, &services_) {
   freezeBaselines(tracker_, trackedJudges(config), config.tracking);
-  if (ab_) {
-    tracker_.setSharedAb(
-        {[this](const std::string& experiment, const std::string& variant, const std::string& unit,
-                int stars, const std::string& id) -> const char* {
-           const auto* e = ab_->find(experiment);
-           return e ? ab_->rate(*e, variant, unit, stars, id) : nullptr;
-         },
-         [this] {
-           std::vector<SharedExperiment> out;
-           for (const auto& s : ab_->snapshot()) {
-             if (!s.available && s.decision.ratings.empty()) continue;  // never answered
-             out.push_back(SharedExperiment{s.experiment, s.arms, s.decision.ratings,
-                                            s.decision.chi, s.decision.anytime_p,
-                                            s.decision.decided, s.decision.winner});
-           }
-           return out;
-         }});
-    spdlog::info("ab: {} experiment(s) routed at /v1/route, decided by the {} rule, tables in {}",
-                 config.ab.experiments.size(),
-                 config.ab.decision == "anytime" ? "anytime-valid" : "chi-square (peeking)",
-                 config.budget.store == "memory" ? "this process's memory (store: memory)"
-                                                 : "the shared budget store");
-  }
+  connectAb(config);
   reloads_ = &prometheus::BuildCounter()
                   .Name("assay_config_reloads_total")
                   .Help(
@@ -180,6 +158,31 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
 }
 
 Pipeline::~Pipeline() = default;
+
+void Pipeline::connectAb(const Config& config) {
+  if (!ab_) return;
+  tracker_.setSharedAb(
+      {[this](const std::string& experiment, const std::string& variant, const std::string& unit,
+              int stars, const std::string& id) -> const char* {
+         const auto* e = ab_->find(experiment);
+         return e ? ab_->rate(*e, variant, unit, stars, id) : nullptr;
+       },
+       [this] {
+         std::vector<SharedExperiment> out;
+         for (const auto& s : ab_->snapshot()) {
+           if (!s.available && s.decision.ratings.empty()) continue;  // never answered
+           out.push_back(SharedExperiment{s.experiment, s.arms, s.decision.ratings, s.decision.chi,
+                                          s.decision.anytime_p, s.decision.decided,
+                                          s.decision.winner});
+         }
+         return out;
+       }});
+  spdlog::info("ab: {} experiment(s) routed at /v1/route, decided by the {} rule, tables in {}",
+               config.ab.experiments.size(),
+               config.ab.decision == "anytime" ? "anytime-valid" : "chi-square (peeking)",
+               config.budget.store == "memory" ? "this process's memory (store: memory)"
+                                               : "the shared budget store");
+}
 
 // ---- The poll loop ----------------------------------------------------------------------------
 

@@ -136,6 +136,8 @@ class Pipeline {
   /// Why /readyz says 503 ("" = ready): no partition assignment yet, or a budget store that
   /// does not answer. Reads only atomics (the admin thread calls it).
   std::string notReady() const;
+  /// Hands the tracker the configured experiments' store (ab.experiments; nothing without).
+  void connectAb(const Config& config);
   bool idle() const;
   /// systemd (service_notify.hpp): READY=1 once the budget store answers (the consumer
   /// subscribed and the admin endpoint listens since the constructor), then every 5 s STATUS=

@@ -72,7 +72,6 @@ class MemoryStore final : public Store {
     x.table.arms[arm][static_cast<std::size_t>(stars - 1)] += 1;
     x.test.add(arm, static_cast<std::size_t>(stars - 1));
     x.table.total += 1;
-    x.table.log_numerator = x.test.logE();  // for the record; max_log_e is what decides
     x.table.max_log_e = x.test.maxLogE();
     return Rated::kCounted;
   }
@@ -194,8 +193,6 @@ class RedisStore final : public Store {
         t.arms[arm][stars - 1] = std::stoll(v);
       else if (f == "total")
         t.total = std::stoll(v);
-      else if (f == "lognum")
-        t.log_numerator = std::stod(v);
       else if (f == "maxloge")
         t.max_log_e = std::stod(v);
     }

@@ -48,10 +48,9 @@ std::size_t hashArm(const AbExperiment& experiment, std::string_view unit);
 
 /// What the store holds for one experiment.
 struct Table {
-  std::vector<Stars> arms;   ///< per configured arm, in configuration order
-  double log_numerator = 0;  ///< Σ log p̂ of the sequential test (sequential.hpp)
-  double max_log_e = 0;      ///< sup log M: the anytime-valid p-value is min(1, e^−max_log_e)
-  std::int64_t total = 0;    ///< ratings counted
+  std::vector<Stars> arms;  ///< per configured arm, in configuration order
+  double max_log_e = 0;     ///< sup log M: the anytime-valid p-value is min(1, e^−max_log_e)
+  std::int64_t total = 0;   ///< ratings counted
 };
 
 struct Decision {
