@@ -2,6 +2,7 @@
 
 #include "judges/bleu.hpp"
 #include "judges/checks.hpp"
+#include "judges/claim_support.hpp"
 #include "judges/context_overlap.hpp"
 #include "judges/json_valid.hpp"
 #include "judges/llm/llm_judge.hpp"
@@ -54,6 +55,7 @@ const JudgeFactory kJudges[] = {
     entry<NdcgJudge>(),
     // reference-free lexical
     entry<ContextOverlapJudge>(),
+    entry<ClaimSupportJudge>(),
     entry<QuestionOverlapJudge>(),
     // LLM-as-a-judge, asynchronous (judges/llm/)
     entry<llm::LlmJudge>(),

@@ -51,7 +51,9 @@ std::vector<Token> tokenizeDetailed(std::string_view text) {
   Token cur;
   bool in_word = false;
   bool next_starts_sentence = true;
+  int32_t word_end = 0;  // byte offset past the current word's last code point
   auto flush = [&] {
+    cur.end = static_cast<std::size_t>(word_end);
     if (in_word && !cur.text.empty()) out.push_back(std::move(cur));
     cur = Token{};
     in_word = false;
@@ -64,6 +66,7 @@ std::vector<Token> tokenizeDetailed(std::string_view text) {
   };
   int32_t i = 0;
   while (i < len) {
+    const int32_t at = i;
     UChar32 c;
     U8_NEXT(s, i, len, c);  // advances i past the code point
     if (c < 0) {            // invalid sequence: a separator
@@ -75,6 +78,8 @@ std::vector<Token> tokenizeDetailed(std::string_view text) {
       Token t;
       append(t.text, u_tolower(c));
       t.cjk = true;
+      t.begin = static_cast<std::size_t>(at);
+      t.end = static_cast<std::size_t>(i);
       t.sentence_start = next_starts_sentence;
       next_starts_sentence = false;
       out.push_back(std::move(t));
@@ -86,9 +91,11 @@ std::vector<Token> tokenizeDetailed(std::string_view text) {
         cur.sentence_start = next_starts_sentence;
         next_starts_sentence = false;
         cur.capitalized = u_isupper(c) || u_istitle(c);
+        cur.begin = static_cast<std::size_t>(at);
       }
       if (u_isdigit(c)) cur.numeric = true;
       append(cur.text, u_tolower(c));
+      word_end = i;
       continue;
     }
     // Separators that may stay inside a word or a number.

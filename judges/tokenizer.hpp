@@ -25,6 +25,8 @@ struct Token {
   bool capitalized = false;     ///< first letter upper/title-case in the source text
   bool sentence_start = false;  ///< first word of the text or after . ! ? : or a newline
   bool cjk = false;             ///< a single Han/Kana character
+  std::size_t begin = 0;        ///< byte offset of the token's first code point in the source
+  std::size_t end = 0;          ///< byte offset just past its last code point
 };
 
 /// Tokens with the flags above; used by the reference-free judges.

@@ -1,6 +1,7 @@
 #include "judges/cli/cli.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <ostream>
 
 #include "config/loader.hpp"
@@ -44,6 +45,7 @@ constexpr std::string_view kReport =
     R"(usage: assay report --judgments FILE [--events FILE] [--label POINTER]
                     [--group POINTER] [--auc JUDGE]... [--human POINTER]
                     [--human-criterion NAME] [--config ASSAYD.yaml]
+                    [--cascade JUDGE]... [--recall R] [--half A|B]
 
 Summarises a judgments JSON Lines file (what assayd writes to sinks.jsonl.path; the last
 judgment of each id): per judge the outcomes and score distribution; leniency, drift and the
@@ -54,7 +56,14 @@ exits 0; a file with lines but no judgment is an error (2).
   --judgments FILE         the judgments file (required)
   --events FILE            JSON Lines events carrying human labels, joined by id; with it:
   --auc JUDGE              ROC AUC of this judge for the boolean label (repeatable; default
-                           context_overlap), overall and per --group
+                           context_overlap and claim_support, where present), overall
+                           and per --group
+  --cascade JUDGE          escalation table of JUDGE (run_if: below T): the share of events
+                           sent on to the LLM and the recall of the label among them, at ten
+                           thresholds and at the lowest one reaching --recall (repeatable)
+  --recall R               the recall the cascade threshold must reach (default 0.9)
+  --half A|B               only the labelled events of one half: A = XXH3_64(id) < 2^63 (those
+                           sampling.rate 0.5 samples), B = the others
   --label POINTER          the boolean label (default /labels/hallucinated)
   --group POINTER          AUC per value of this label (default /labels/source_dataset; "" = none)
   --human POINTER          a numeric human score: Spearman and Kendall tau-b of every judge of
@@ -143,10 +152,9 @@ int usage(const std::string& command, const std::string& msg, std::ostream& err)
 /// `assay report ARGS`: the options, or a usage error (2) / help (0) as the exit code.
 int runReportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   ReportOptions o;
-  bool auc_given = false;
-  static const std::vector<std::string> kFlags = {"--judgments",       "--events", "--label",
-                                                  "--group",           "--auc",    "--human",
-                                                  "--human-criterion", "--config"};
+  static const std::vector<std::string> kFlags = {
+      "--judgments",       "--events", "--label",   "--group",  "--auc", "--human",
+      "--human-criterion", "--config", "--cascade", "--recall", "--half"};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (std::find(kFlags.begin(), kFlags.end(), a) == kFlags.end())
@@ -165,13 +173,23 @@ int runReportCommand(const std::vector<std::string>& args, std::ostream& out, st
       o.human_pointer = v;
     } else if (a == "--human-criterion") {
       o.human_criterion = v;
+    } else if (a == "--cascade") {
+      o.cascade_judges.push_back(v);
+    } else if (a == "--recall") {
+      char* end = nullptr;
+      o.cascade_recall = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(o.cascade_recall > 0 && o.cascade_recall <= 1))
+        return usage("report", "--recall '" + v + "': expected a number in (0, 1]", err);
+    } else if (a == "--half") {
+      if (v != "A" && v != "B") return usage("report", "--half '" + v + "': expected A or B", err);
+      o.half = v;
     } else if (a == "--config") {
       const auto res = loadConfigFile(v);
       for (const auto& e : res.errors) err << e.format() << "\n";
       if (!res.ok()) return 2;
       o.tracking = res.config.tracking;
     } else {  // --auc
-      if (!auc_given) o.auc_judges.clear(), auc_given = true;
+      if (!o.auc_given) o.auc_judges.clear(), o.auc_given = true;
       o.auc_judges.push_back(v);
     }
   }

@@ -98,7 +98,7 @@ namespace {
 
 /// The flags as given (nullopt / empty: not given).
 struct EstimateFlags {
-  std::optional<double> rps, rpd, sample, usd_to_eur;
+  std::optional<double> rps, rpd, sample, usd_to_eur, escalation;
   std::optional<std::int64_t> input_tokens;
   std::vector<EstimateJudge> judges;
   std::vector<std::pair<std::string, llm::ModelPrice>> prices;
@@ -114,7 +114,8 @@ EstimateFlags readFlags(const std::vector<std::string>& args) {
                                                   "--usd-to-eur",
                                                   "--price",
                                                   "--config",
-                                                  "--input-tokens"};
+                                                  "--input-tokens",
+                                                  "--escalation-share"};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (std::find(kFlags.begin(), kFlags.end(), a) == kFlags.end())
@@ -133,6 +134,8 @@ EstimateFlags readFlags(const std::vector<std::string>& args) {
       f.judges.push_back(parseJudge(v));
     else if (a == "--price")
       f.prices.push_back(parsePrice(v));
+    else if (a == "--escalation-share")
+      f.escalation = number(a, v);
     else if (a == "--config")
       f.config = v;
     else if (!(f.input_tokens = parseCount(v)))
@@ -216,6 +219,11 @@ EstimateOptions parseEstimateArgs(const std::vector<std::string>& args) {
     throw EstimateError("at least one --judge MODEL is required (or --config ASSAYD.yaml)");
   if (f.usd_to_eur) o.usd_to_eur = *f.usd_to_eur;
   if (!(o.usd_to_eur > 0)) throw EstimateError("--usd-to-eur must be positive");
+  if (f.escalation) {
+    if (!(*f.escalation > 0 && *f.escalation <= 1))
+      throw EstimateError("--escalation-share must be in (0, 1] (a share of the sampled events)");
+    o.escalation_share = *f.escalation;
+  }
   o.prices.insert(o.prices.end(), f.prices.begin(), f.prices.end());
   return o;
 }
@@ -241,7 +249,10 @@ Estimate computeEstimate(const EstimateOptions& options, llm::PriceTable table) 
     llm::TokenUsage usage;
     usage.prompt_tokens = j.input_tokens;
     usage.completion_tokens = j.output_tokens;
-    r.calls_per_day = options.requests_per_day * options.sample_rate * j.rate;
+    // A cascade gates the judges of --judge and the configured judges with a run_if.
+    const bool gated = options.config_path.empty() || j.run_if;
+    const double share = gated ? options.escalation_share : 1.0;
+    r.calls_per_day = options.requests_per_day * options.sample_rate * j.rate * share;
     r.usd_per_call = llm::costUsd(r.price, usage);
     r.usd_per_day = r.calls_per_day * r.usd_per_call;
     r.usd_per_month = kEstimateDaysPerMonth * r.usd_per_day;
@@ -253,6 +264,8 @@ Estimate computeEstimate(const EstimateOptions& options, llm::PriceTable table) 
     e.usd_per_month += r.usd_per_month;
     e.eur_per_day += r.eur_per_day;
     e.eur_per_month += r.eur_per_month;
+    e.eur_per_day_without_cascade += r.eur_per_day / share;
+    e.eur_per_month_without_cascade += r.eur_per_month / share;
     e.rows.push_back(std::move(r));
   }
   return e;
@@ -368,6 +381,14 @@ void printEstimate(const Estimate& e, std::ostream& out) {
   rows.push_back({"total", "", "", "", quantity(e.calls_per_day), "", money(e.usd_per_day),
                   money(e.usd_per_month), "", money(e.eur_per_day), money(e.eur_per_month)});
   printTable(rows, 2, out);
+  if (o.escalation_share < 1)
+    out << fmt::format(
+        "\ncascade: escalation share {} (assay report --cascade) applied to {}: EUR {} a day "
+        "instead of EUR {} without the cascade; EUR {} saved a month\n",
+        rate(o.escalation_share),
+        o.config_path.empty() ? "every judge" : "the judges with a run_if", money(e.eur_per_day),
+        money(e.eur_per_day_without_cascade),
+        money(e.eur_per_month_without_cascade - e.eur_per_month));
 
   out << "\nprices used, USD per million tokens (input / cached input / output):\n";
   std::vector<std::vector<std::string>> prices;

@@ -46,7 +46,11 @@ struct EstimateOptions {
   /// `--config ASSAYD.yaml`: the file the judges, sample rate, EUR rate, prices and caps came
   /// from (each unless given as a flag); empty without it.
   std::string config_path;
-  double daily_limit_eur = 0;      ///< the config's budget.daily_limit_eur (0 = none known)
+  double daily_limit_eur = 0;  ///< the config's budget.daily_limit_eur (0 = none known)
+  /// `--escalation-share S` in (0, 1]: the share of sampled events a cascade sends on to the LLM
+  /// (`assay report --cascade JUDGE --recall R` measures it). It multiplies the rate of every
+  /// judge of --judge, and of every configured judge with a run_if; 1 = no cascade.
+  double escalation_share = 1.0;
   std::vector<std::string> notes;  ///< what the estimate does not model (sampling rules, run_if)
 };
 
@@ -81,6 +85,9 @@ struct Estimate {
   double calls_per_day = 0;       ///< totals over the judges
   double usd_per_day = 0, usd_per_month = 0;
   double eur_per_day = 0, eur_per_month = 0;
+  /// The same totals with every judge at its own rate (escalation share 1): what the cascade
+  /// saves is the difference.
+  double eur_per_day_without_cascade = 0, eur_per_month_without_cascade = 0;
 };
 
 /// Prices every judge from `table` after applying `options.prices`. Throws EstimateError when

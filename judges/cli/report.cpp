@@ -18,6 +18,7 @@
 #include "judges/json_limits.hpp"
 #include "judges/tracking/stats.hpp"
 #include "judges/tracking/window.hpp"
+#include "sampling/sampler.hpp"
 
 namespace assay {
 
@@ -314,6 +315,13 @@ struct Labels {
   std::unordered_map<std::string, double> human;  // event id → numeric human label
 };
 
+/// True when `id` is in the half `half` names ("A": XXH3_64(id) < 2^63; "B": the others; "":
+/// every id).
+bool inHalf(const std::string& half, std::string_view id) {
+  if (half.empty()) return true;
+  return (sampleHash(id) < (std::uint64_t{1} << 63)) == (half == "A");
+}
+
 Labels readLabels(const ReportOptions& o, std::istream& ev) {
   Labels out;
   const rapidjson::Pointer label_ptr(o.label_pointer.c_str());
@@ -325,6 +333,7 @@ Labels readLabels(const ReportOptions& o, std::istream& ev) {
     rapidjson::Document d;
     d.Parse(line.c_str());
     if (d.HasParseError() || !d.IsObject() || !d.HasMember("id") || !d["id"].IsString()) continue;
+    if (!inHalf(o.half, d["id"].GetString())) continue;
     if (!o.human_pointer.empty())
       if (const auto* h = human_ptr.Get(d); h && h->IsNumber())
         out.human[d["id"].GetString()] = h->GetDouble();
@@ -408,6 +417,69 @@ void printAuc(const ReportOptions& o, const std::string& judge, const Judgments&
   }
 }
 
+/// The cascade table of one judge: LLM share and recall at ten thresholds across its scale and
+/// at the lowest threshold that reaches the recall asked for, overall and per group there.
+void printCascade(const ReportOptions& o, const std::string& judge, const Judgments& j,
+                  const std::unordered_map<std::string, double>& scores, const Labels& labels,
+                  std::ostream& out) {
+  const auto& summary = j.judges[j.judge_index.at(judge)];
+  std::vector<double> all;
+  std::vector<bool> positive;
+  for (const auto& e : labels.labelled)
+    if (auto it = scores.find(e.id); it != scores.end()) {
+      all.push_back(it->second);
+      positive.push_back(e.label);
+    }
+  const auto curve = cascadeCurve(all, positive);
+  const long pos = std::count(positive.begin(), positive.end(), true);
+  out << fmt::format(
+      "cascade on {} (run_if: [{{judge: {}, below: T}}]): LLM share = scored events sent on to "
+      "the LLM judge, recall = positives of {} among them / all {} positives ({} events):\n",
+      judge, judge, o.label_pointer, pos, all.size());
+  if (curve.empty()) return;
+  auto at = [&](double t) {
+    CascadePoint p{t, 0, 0};
+    for (const auto& c : curve)
+      if (c.threshold <= t) p.share = c.share, p.recall = c.recall;
+    // Between curve points the counts are those of the last point at or below t.
+    return p;
+  };
+  out << "  below      LLM share  recall\n";
+  for (int k = 1; k <= 10; ++k) {
+    const double t = summary.min_score + (summary.max_score - summary.min_score) * k / 10.0;
+    const auto p = at(t);
+    out << fmt::format("  {:<9.4g}  {:>9.3f}  {:>6.3f}\n", t, p.share, p.recall);
+  }
+  const auto* target = cascadeForRecall(curve, o.cascade_recall);
+  if (!target) {
+    out << fmt::format("  no threshold reaches recall {} ({} positives)\n", o.cascade_recall, pos);
+    return;
+  }
+  out << fmt::format(
+      "  recall >= {}: below {:.6g} sends {:.1f} % of the events on (recall {:.3f}); "
+      "assay estimate --escalation-share {:.3f} prices it\n",
+      o.cascade_recall, target->threshold, 100 * target->share, target->recall, target->share);
+  std::map<std::string, std::pair<std::vector<double>, std::vector<bool>>> by_group;
+  for (const auto& e : labels.labelled)
+    if (auto it = scores.find(e.id); it != scores.end()) {
+      by_group[e.group].first.push_back(it->second);
+      by_group[e.group].second.push_back(e.label);
+    }
+  if (by_group.size() <= 1) return;
+  for (const auto& [group, sl] : by_group) {
+    long sent = 0, sent_pos = 0, gpos = 0;
+    for (std::size_t i = 0; i < sl.first.size(); ++i) {
+      const bool below = sl.first[i] < target->threshold;
+      sent += below;
+      sent_pos += below && sl.second[i];
+      gpos += sl.second[i];
+    }
+    out << fmt::format("    {:<14} LLM share {:.3f}  recall {}\n", group.empty() ? "(none)" : group,
+                       static_cast<double>(sent) / static_cast<double>(sl.first.size()),
+                       gpos ? fmt::format("{:.3f}", static_cast<double>(sent_pos) / gpos) : "n/a");
+  }
+}
+
 bool readable(const std::string& path, std::ostream& err) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(path, ec) && std::ifstream(path)) return true;
@@ -416,6 +488,34 @@ bool readable(const std::string& path, std::ostream& err) {
 }
 
 }  // namespace
+
+std::vector<CascadePoint> cascadeCurve(const std::vector<double>& scores,
+                                       const std::vector<bool>& labels) {
+  std::vector<std::size_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return scores[a] < scores[b]; });
+  const auto n = static_cast<double>(scores.size());
+  const auto pos = static_cast<double>(std::count(labels.begin(), labels.end(), true));
+  std::vector<CascadePoint> out;
+  std::size_t sent = 0, sent_pos = 0;
+  for (std::size_t i = 0; i < order.size();) {
+    const double s = scores[order[i]];
+    for (; i < order.size() && scores[order[i]] == s; ++i) {  // every event at this score
+      ++sent;
+      sent_pos += labels[order[i]];
+    }
+    const double next =
+        i < order.size() ? scores[order[i]] : s + std::max(1e-6, std::abs(s) * 1e-6);
+    out.push_back({(s + next) / 2, sent / n, pos > 0 ? static_cast<double>(sent_pos) / pos : 0.0});
+  }
+  return out;
+}
+
+const CascadePoint* cascadeForRecall(const std::vector<CascadePoint>& curve, double recall) {
+  for (const auto& p : curve)
+    if (p.recall >= recall - 1e-12) return &p;
+  return nullptr;
+}
 
 int runReport(const ReportOptions& o, std::ostream& out) { return runReport(o, out, std::cerr); }
 
@@ -460,11 +560,21 @@ int runReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
   for (const auto& judge : o.auc_judges) {
     auto sit = j.score_by_id.find(judge);
     if (sit == j.score_by_id.end()) {
-      err << "assay report: --auc " << judge << ": no scored verdict of that judge in '"
-          << o.judgments_path << "'\n";
+      if (o.auc_given)
+        err << "assay report: --auc " << judge << ": no scored verdict of that judge in '"
+            << o.judgments_path << "'\n";
       continue;
     }
     printAuc(o, judge, j, sit->second, labels, out);
+  }
+  for (const auto& judge : o.cascade_judges) {
+    auto sit = j.score_by_id.find(judge);
+    if (sit == j.score_by_id.end()) {
+      err << "assay report: --cascade " << judge << ": no scored verdict of that judge in '"
+          << o.judgments_path << "'\n";
+      return 2;
+    }
+    printCascade(o, judge, j, sit->second, labels, out);
   }
   return 0;
 }

@@ -17,6 +17,25 @@ namespace assay {
 /// Radiology 1982); equals sklearn.metrics.roc_auc_score. nullopt when a class is empty.
 std::optional<double> rocAuc(const std::vector<double>& scores, const std::vector<bool>& labels);
 
+/// One escalation threshold of a cascade `run_if: [{judge: J, below: threshold}]`: the LLM
+/// judge runs on the events whose score is below `threshold`.
+struct CascadePoint {
+  double threshold = 0;
+  double share = 0;   ///< events sent on / events scored, [0, 1]
+  double recall = 0;  ///< positives sent on / positives, [0, 1]
+};
+
+/// The cascade curve of `scores` (a LOW score predicts the positive label) at every threshold
+/// that changes it: midway between consecutive distinct scores, then above the highest score
+/// (everything escalated). Ascending thresholds; share and recall never decrease along it.
+/// Empty when there is no score; recall is 0 throughout without a positive.
+std::vector<CascadePoint> cascadeCurve(const std::vector<double>& scores,
+                                       const std::vector<bool>& labels);
+
+/// The first point of `curve` whose recall reaches `recall` (the lowest LLM share that does),
+/// or nullptr when none does.
+const CascadePoint* cascadeForRecall(const std::vector<CascadePoint>& curve, double recall);
+
 struct JudgeSummary {
   std::string judge, criterion;
   double min_score = 0, max_score = 1;
@@ -28,10 +47,19 @@ struct JudgeSummary {
 
 struct ReportOptions {
   std::string judgments_path;
-  std::string events_path;                                    ///< empty = no label analysis
-  std::string label_pointer = "/labels/hallucinated";         ///< JSON Pointer of a boolean label
-  std::string group_pointer = "/labels/source_dataset";       ///< AUC per group; "" = none
-  std::vector<std::string> auc_judges = {"context_overlap"};  ///< judges whose AUC is reported
+  std::string events_path;                               ///< empty = no label analysis
+  std::string label_pointer = "/labels/hallucinated";    ///< JSON Pointer of a boolean label
+  std::string group_pointer = "/labels/source_dataset";  ///< AUC per group; "" = none
+  /// Judges whose AUC is reported; by default the two faithfulness proxies, each when present.
+  std::vector<std::string> auc_judges = {"context_overlap", "claim_support"};
+  bool auc_given = false;  ///< --auc named them: a judge without scores is an error line
+  /// `--cascade JUDGE`: escalation thresholds of JUDGE, LLM share and recall of the label.
+  std::vector<std::string> cascade_judges;
+  double cascade_recall = 0.9;  ///< `--recall`: the recall the threshold must reach, (0, 1]
+  /// `--half A|B`: only the labelled events with XXH3_64(id) < 2^63 (A: those a
+  /// `sampling.rate: 0.5` samples) or the others (B); "" = all. For honest selection: choose on
+  /// one half, report the other (docs/claim-support.md).
+  std::string half;
   /// JSON Pointer of a numeric human score in the events (e.g. ExpertQA's faithfulness in
   /// [0, 1]); Spearman and Kendall tau-b with every judge of `human_criterion`. "" = none.
   std::string human_pointer = "/labels/faithfulness";

@@ -1,0 +1,349 @@
+#include "judges/claim_support.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <utility>
+
+#include "judges/context_overlap.hpp"
+#include "judges/tokenizer.hpp"
+
+namespace assay {
+namespace {
+
+// Selected on half A of the dev data (claim_support.hpp, docs/claim-support.md).
+constexpr double kNumberWeight = 4.0;   // as context_overlap's number_weight
+constexpr double kUnigramShare = 0.5;   // claim = 0.5·u + 0.5·b
+constexpr double kLowestShare = 0.6;    // answer = 0.4·mean + 0.6·min
+constexpr double kRestatedScore = 0.5;  // an answer that only restates the question
+constexpr std::size_t kNegationScope = 3;
+constexpr std::size_t kMaxPairGap = 4;   // neighbours: positions at most 4 apart …
+constexpr std::size_t kMaxPairSkip = 2;  // … and at most one content token between them
+constexpr std::size_t kMaxEvidenceClaim = 200;
+constexpr std::size_t kMaxUnsupported = 5;
+constexpr std::size_t kMaxEvidenceToken = 40;
+
+constexpr std::pair<std::string_view, std::string_view> kNumberWords[] = {
+    {"zero", "0"},
+    {"one", "1"},
+    {"two", "2"},
+    {"three", "3"},
+    {"four", "4"},
+    {"five", "5"},
+    {"six", "6"},
+    {"seven", "7"},
+    {"eight", "8"},
+    {"nine", "9"},
+    {"ten", "10"},
+    {"eleven", "11"},
+    {"twelve", "12"},
+    {"thirteen", "13"},
+    {"fourteen", "14"},
+    {"fifteen", "15"},
+    {"sixteen", "16"},
+    {"seventeen", "17"},
+    {"eighteen", "18"},
+    {"nineteen", "19"},
+    {"twenty", "20"},
+    {"thirty", "30"},
+    {"forty", "40"},
+    {"fifty", "50"},
+    {"sixty", "60"},
+    {"seventy", "70"},
+    {"eighty", "80"},
+    {"ninety", "90"},
+    {"hundred", "100"},
+    {"thousand", "1000"},
+    {"million", "1000000"},
+    {"billion", "1000000000"},
+    {"first", "1"},
+    {"second", "2"},
+    {"third", "3"},
+    {"fourth", "4"},
+    {"fifth", "5"},
+    {"sixth", "6"},
+    {"seventh", "7"},
+    {"eighth", "8"},
+    {"ninth", "9"},
+    {"tenth", "10"},
+    {"eleventh", "11"},
+    {"twelfth", "12"},
+    // French (un/une are articles far more often than numbers: left out)
+    {"deux", "2"},
+    {"trois", "3"},
+    {"quatre", "4"},
+    {"cinq", "5"},
+    {"sept", "7"},
+    {"huit", "8"},
+    {"neuf", "9"},
+    {"dix", "10"},
+    {"onze", "11"},
+    {"douze", "12"},
+    {"vingt", "20"},
+    {"trente", "30"},
+    {"quarante", "40"},
+    {"cinquante", "50"},
+    {"cent", "100"},
+    {"mille", "1000"},
+    {"premier", "1"},
+    {"première", "1"},
+    {"deuxième", "2"},
+    {"troisième", "3"},
+};
+
+constexpr std::string_view kNegations[] = {
+    "not",    "no",      "never", "dont",    "doesnt",  "didnt",    "isnt",    "arent", "wasnt",
+    "werent", "cannot",  "cant",  "wont",    "wouldnt", "shouldnt", "couldnt", "hasnt", "havent",
+    "hadnt",  "without", "nor",   "neither", "ne",      "pas",      "jamais",  "aucun"};
+
+bool isNegation(std::string_view w) {
+  return std::find(std::begin(kNegations), std::end(kNegations), w) != std::end(kNegations);
+}
+
+// "4th", "21st" → the digits; anything else → empty.
+std::string_view ordinalDigits(std::string_view w) {
+  std::size_t n = 0;
+  while (n < w.size() && w[n] >= '0' && w[n] <= '9') ++n;
+  if (n == 0 || w.size() != n + 2) return {};
+  const auto suffix = w.substr(n);
+  if (suffix == "st" || suffix == "nd" || suffix == "rd" || suffix == "th") return w.substr(0, n);
+  return {};
+}
+
+struct Key {
+  std::uint64_t hash = 0;
+  bool number = false;
+  bool content = false;
+  bool negation = false;
+};
+
+Key keyOf(const Token& t) {
+  Key k;
+  k.negation = isNegation(t.text);
+  std::string_view normal;
+  for (const auto& [word, digits] : kNumberWords)
+    if (t.text == word) normal = digits;
+  if (normal.empty() && t.numeric) normal = ordinalDigits(t.text);
+  k.number = t.numeric || !normal.empty();
+  k.content = t.cjk || k.number || !isStopword(t.text);
+  if (!normal.empty()) {
+    k.hash = XXH3_64bits(normal.data(), normal.size());
+  } else {
+    const std::string stem = lightStem(t.text);  // short: kept in the string's own buffer
+    k.hash = XXH3_64bits(stem.data(), stem.size());
+  }
+  return k;
+}
+
+std::uint64_t pairHash(std::uint64_t a, std::uint64_t b) {
+  const std::array<std::uint64_t, 2> both{a, b};
+  return XXH3_64bits(both.data(), sizeof both);
+}
+
+// True when one of the `kNegationScope` keys before position i is a negation.
+bool negatedAt(const std::vector<Key>& keys, std::size_t i, std::size_t first) {
+  for (std::size_t j = i > first + kNegationScope ? i - kNegationScope : first; j < i; ++j)
+    if (keys[j].negation) return true;
+  return false;
+}
+
+bool contains(const std::vector<std::uint64_t>& sorted, std::uint64_t h) {
+  return std::binary_search(sorted.begin(), sorted.end(), h);
+}
+
+// What the contexts attest: content keys with the polarities seen, and neighbour pairs.
+struct Evidence {
+  enum : std::uint8_t { kPlain = 1, kNegated = 2 };
+  std::vector<std::pair<std::uint64_t, std::uint8_t>> keys;  // sorted, one entry per key
+  std::vector<std::uint64_t> pairs;                          // sorted
+
+  void add(std::string_view text) {
+    const auto tokens = tokenizeDetailed(text);
+    std::vector<Key> k;
+    k.reserve(tokens.size());
+    for (const auto& t : tokens) k.push_back(keyOf(t));
+    std::vector<std::size_t> content;
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      if (!k[i].content) continue;
+      keys.emplace_back(k[i].hash, negatedAt(k, i, 0) ? kNegated : kPlain);
+      content.push_back(i);
+    }
+    for (std::size_t a = 0; a < content.size(); ++a)
+      for (std::size_t b = a + 1; b < content.size() && b <= a + kMaxPairSkip; ++b)
+        if (content[b] - content[a] <= kMaxPairGap)
+          pairs.push_back(pairHash(k[content[a]].hash, k[content[b]].hash));
+  }
+  void seal() {
+    std::sort(keys.begin(), keys.end());
+    std::vector<std::pair<std::uint64_t, std::uint8_t>> merged;
+    for (const auto& [h, f] : keys) {
+      if (!merged.empty() && merged.back().first == h)
+        merged.back().second |= f;
+      else
+        merged.emplace_back(h, f);
+    }
+    keys = std::move(merged);
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  }
+  // 0 when absent, else kPlain | kNegated as seen.
+  std::uint8_t polarity(std::uint64_t h) const {
+    const auto it = std::lower_bound(keys.begin(), keys.end(), std::pair{h, std::uint8_t{0}});
+    return it != keys.end() && it->first == h ? it->second : 0;
+  }
+};
+
+struct ClaimToken {
+  std::uint64_t hash;
+  double weight;
+  bool supported;
+  std::size_t begin, end;
+};
+
+struct ClaimScore {
+  double score = 0, weight = 0;
+};
+
+ClaimScore scoreClaim(const std::vector<ClaimToken>& t, const Evidence& ev) {
+  ClaimScore c;
+  double supported = 0;
+  for (const auto& x : t) {
+    c.weight += x.weight;
+    supported += x.supported ? x.weight : 0.0;
+  }
+  if (c.weight == 0) return c;
+  const double u = supported / c.weight;
+  double b = u;
+  if (t.size() >= 2) {
+    double pair_weight = 0, pair_supported = 0;
+    for (std::size_t i = 0; i + 1 < t.size(); ++i) {
+      const double v = std::max(t[i].weight, t[i + 1].weight);
+      pair_weight += v;
+      if (t[i].supported && t[i + 1].supported &&
+          contains(ev.pairs, pairHash(t[i].hash, t[i + 1].hash)))
+        pair_supported += v;
+    }
+    if (pair_weight > 0) b = pair_supported / pair_weight;
+  }
+  c.score = kUnigramShare * u + (1 - kUnigramShare) * b;
+  return c;
+}
+
+std::string clip(std::string_view s, std::size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  std::size_t n = max_bytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // a character boundary
+  return std::string(s.substr(0, n)) + "…";
+}
+
+}  // namespace
+
+ClaimSupportDetail claimSupport(std::string_view question, std::string_view answer,
+                                const std::vector<std::string_view>& contexts) {
+  Evidence ev;
+  for (auto c : contexts) ev.add(c);
+  ev.seal();
+  std::vector<std::uint64_t> asked;
+  for (const auto& t : tokenizeDetailed(question)) asked.push_back(keyOf(t).hash);
+  std::sort(asked.begin(), asked.end());
+
+  const std::string text = stripCitationMarkers(answer);
+  const auto tokens = tokenizeDetailed(text);
+  std::vector<Key> keys;
+  keys.reserve(tokens.size());
+  for (const auto& t : tokens) keys.push_back(keyOf(t));
+
+  ClaimSupportDetail d;
+  d.empty = true;
+  double weighted_sum = 0, total_weight = 0, lowest = 1;
+  std::vector<ClaimToken> claim, least;
+  std::size_t claim_first = 0, least_from = 0;
+  auto close = [&] {
+    const auto c = scoreClaim(claim, ev);
+    if (c.weight > 0) {
+      ++d.claims;
+      weighted_sum += c.score * c.weight;
+      total_weight += c.weight;
+      if (d.claims == 1 || c.score < lowest) {
+        lowest = c.score;
+        least = claim;
+        least_from = tokens[claim_first].begin;
+      }
+    }
+    claim.clear();
+  };
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].sentence_start && i > 0) {
+      close();
+      claim_first = i;
+    }
+    if (!keys[i].content) continue;
+    d.empty = false;
+    const double weight = contains(asked, keys[i].hash) ? 0.0
+                          : keys[i].number              ? kNumberWeight
+                                                        : 1.0;
+    const auto seen = ev.polarity(keys[i].hash);
+    const bool negated = negatedAt(keys, i, claim_first);
+    const bool supported =
+        negated ? (seen & Evidence::kNegated) != 0 : (seen & Evidence::kPlain) != 0;
+    claim.push_back(ClaimToken{keys[i].hash, weight, supported, tokens[i].begin, tokens[i].end});
+  }
+  close();
+  if (d.empty) return d;
+  if (d.claims == 0) {
+    d.restates_question = true;
+    d.score = kRestatedScore;
+    return d;
+  }
+  d.least_score = lowest;
+  d.score = (1 - kLowestShare) * (weighted_sum / total_weight) + kLowestShare * lowest;
+  d.least_claim = clip(std::string_view(text).substr(least_from, least.back().end - least_from),
+                       kMaxEvidenceClaim);
+  for (const auto& t : least)
+    if (!t.supported && t.weight > 0 && d.unsupported.size() < kMaxUnsupported)
+      d.unsupported.push_back(
+          clip(std::string_view(text).substr(t.begin, t.end - t.begin), kMaxEvidenceToken));
+  return d;
+}
+
+const JudgeDescriptor ClaimSupportJudge::kDescriptor{
+    "claim_support",
+    JudgeKind::kLexical,
+    "faithfulness",
+    0.0,
+    1.0,
+    kUnitIntervalBuckets,
+    {},
+    CostClass::kCpuMicroseconds,
+    "faithfulness proxy: the answer's sentences scored against the contexts (contiguous "
+    "support, figures, negation), the least-supported sentence weighing most"};
+
+std::unique_ptr<Judge> ClaimSupportJudge::create(const JudgeOptionValues&) {
+  return std::make_unique<ClaimSupportJudge>();
+}
+
+Verdict ClaimSupportJudge::judge(const Event& e) const {
+  std::vector<std::string_view> texts;
+  for (const auto& c : e.contexts)
+    if (!c.text.empty()) texts.push_back(c.text);
+  if (texts.empty()) return Verdict::fail(Outcome::kNoContext);
+  const auto d = claimSupport(e.question, e.answer, texts);
+  if (d.empty) return Verdict::fail(Outcome::kEmptyInput, "no content words");
+  if (d.restates_question)
+    return Verdict::ok(d.score, "the answer only restates the question: no claim of its own");
+  std::string evidence;
+  if (d.least_score < 1) {
+    char score[16];
+    std::snprintf(score, sizeof score, "%.2f", d.least_score);
+    evidence = std::string("least supported (") + score + "): \"" + d.least_claim + "\"";
+    if (!d.unsupported.empty()) {
+      evidence += "; unsupported:";
+      for (const auto& t : d.unsupported) evidence += " " + t;
+    }
+  }
+  return Verdict::ok(d.score, std::move(evidence));
+}
+
+}  // namespace assay
