@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <unordered_map>
 #include <utility>
 
 #include "judges/context_overlap.hpp"
@@ -98,8 +99,20 @@ constexpr std::string_view kNegations[] = {
     "werent", "cannot",  "cant",  "wont",    "wouldnt", "shouldnt", "couldnt", "hasnt", "havent",
     "hadnt",  "without", "nor",   "neither", "ne",      "pas",      "jamais",  "aucun"};
 
-bool isNegation(std::string_view w) {
-  return std::find(std::begin(kNegations), std::end(kNegations), w) != std::end(kNegations);
+// Number words and negations in one table: a single hash lookup per token.
+struct WordInfo {
+  std::string_view digits;  // empty unless a number word
+  bool negation = false;
+};
+
+const std::unordered_map<std::string_view, WordInfo>& specialWords() {
+  static const auto table = [] {
+    std::unordered_map<std::string_view, WordInfo> m;
+    for (const auto& [word, digits] : kNumberWords) m[word].digits = digits;
+    for (auto w : kNegations) m[w].negation = true;
+    return m;
+  }();
+  return table;
 }
 
 // "4th", "21st" → the digits; anything else → empty.
@@ -121,10 +134,12 @@ struct Key {
 
 Key keyOf(const Token& t) {
   Key k;
-  k.negation = isNegation(t.text);
   std::string_view normal;
-  for (const auto& [word, digits] : kNumberWords)
-    if (t.text == word) normal = digits;
+  const auto& special = specialWords();
+  if (const auto it = special.find(t.text); it != special.end()) {
+    k.negation = it->second.negation;
+    normal = it->second.digits;
+  }
   if (normal.empty() && t.numeric) normal = ordinalDigits(t.text);
   k.number = t.numeric || !normal.empty();
   k.content = t.cjk || k.number || !isStopword(t.text);

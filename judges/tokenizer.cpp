@@ -11,6 +11,7 @@ namespace assay {
 namespace {
 
 bool isCjk(UChar32 c) {
+  if (c < 0x2E80) return false;  // below the CJK radicals: no Han, Kana or Bopomofo
   UErrorCode err = U_ZERO_ERROR;
   UScriptCode s = uscript_getScript(c, &err);
   if (U_FAILURE(err)) return false;
@@ -18,7 +19,11 @@ bool isCjk(UChar32 c) {
          s == USCRIPT_BOPOMOFO || c == 0x30FC /* prolonged sound mark, script Common */;
 }
 
+bool isAsciiLetter(UChar32 c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool isAsciiDigit(UChar32 c) { return c >= '0' && c <= '9'; }
+
 bool isWordChar(UChar32 c) {
+  if (c < 0x80) return isAsciiLetter(c) || isAsciiDigit(c);  // the common case, without ICU
   if (u_isalnum(c)) return true;
   const int8_t t = u_charType(c);
   return t == U_NON_SPACING_MARK || t == U_COMBINING_SPACING_MARK || t == U_ENCLOSING_MARK;
@@ -35,7 +40,18 @@ bool isFrenchElision(std::string_view w) {
   return false;
 }
 
+UChar32 toLower(UChar32 c) {
+  if (c < 0x80) return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+  return u_tolower(c);
+}
+
+bool isDigit(UChar32 c) { return c < 0x80 ? isAsciiDigit(c) : u_isdigit(c) != 0; }
+
 void append(std::string& out, UChar32 c) {
+  if (c < 0x80) {
+    out.push_back(static_cast<char>(c));
+    return;
+  }
   char buf[U8_MAX_LENGTH];
   int32_t n = 0;
   U8_APPEND_UNSAFE(buf, n, c);
@@ -90,11 +106,11 @@ std::vector<Token> tokenizeDetailed(std::string_view text) {
         in_word = true;
         cur.sentence_start = next_starts_sentence;
         next_starts_sentence = false;
-        cur.capitalized = u_isupper(c) || u_istitle(c);
+        cur.capitalized = c < 0x80 ? (c >= 'A' && c <= 'Z') : (u_isupper(c) || u_istitle(c));
         cur.begin = static_cast<std::size_t>(at);
       }
-      if (u_isdigit(c)) cur.numeric = true;
-      append(cur.text, u_tolower(c));
+      if (isDigit(c)) cur.numeric = true;
+      append(cur.text, toLower(c));
       word_end = i;
       continue;
     }
