@@ -285,3 +285,28 @@ TEST_CASE("--config: an invalid file is refused with its FILE:LINE:COL errors") 
   CHECK(demo.usd_per_day == 0);
   CHECK(printed(demo).find("has no LLM judge (kind: llm)") != std::string::npos);
 }
+
+TEST_CASE("--escalation-share: the gated judges' calls scaled, and what the cascade saves") {
+  // 2,000 gpt-4o calls a day at $0.004 = $8.00 = EUR 7.36 a day without the cascade; an
+  // escalation share of 0.25 leaves 500 calls: EUR 1.84 a day, EUR 55.20 a month; saved
+  // (7.36 − 1.84) × 30 = EUR 165.60 a month.
+  const Estimate e = estimate({"--requests-per-day", "2000", "--sample-rate", "1", "--judge",
+                               "gpt-4o", "--escalation-share", "0.25"});
+  REQUIRE(e.rows.size() == 1);
+  CHECK(e.rows[0].calls_per_day == money(500));
+  CHECK(e.eur_per_day == money(1.84));
+  CHECK(e.eur_per_day_without_cascade == money(7.36));
+  CHECK(e.eur_per_month_without_cascade - e.eur_per_month == money(165.60));
+  const std::string text = printed(e);
+  CAPTURE(text);
+  CHECK(text.find("cascade: escalation share 0.25 (assay report --cascade) applied to every "
+                  "judge: EUR 1.84 a day instead of EUR 7.36 without the cascade; EUR 165.60 "
+                  "saved a month") != std::string::npos);
+  for (const char* bad : {"0", "1.5", "x"})
+    CHECK_THROWS_WITH_AS(parseEstimateArgs({"--requests-per-day", "1", "--sample-rate", "1",
+                                            "--judge", "gpt-4o", "--escalation-share", bad}),
+                         doctest::Contains("--escalation-share"), EstimateError);
+  // Without the flag nothing is said about a cascade.
+  CHECK(printed(estimate({"--requests-per-day", "2000", "--sample-rate", "1", "--judge", "gpt-4o"}))
+            .find("cascade:") == std::string::npos);
+}

@@ -151,3 +151,84 @@ TEST_CASE(
                          "object with id and verdicts)\n");
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("cascade curve: LLM share and recall at every threshold, and the one for a recall") {
+  // Scores of 8 events (a LOW score predicts the positive label), positives marked 1:
+  //   0.1(1) 0.2(1) 0.2(0) 0.4(1) 0.6(0) 0.7(1) 0.9(0) 0.9(0); 4 positives.
+  const std::vector<double> s = {0.9, 0.2, 0.1, 0.6, 0.4, 0.2, 0.7, 0.9};
+  const auto l = b({0, 1, 1, 0, 1, 0, 1, 0});
+  const auto curve = cascadeCurve(s, l);
+  REQUIRE(curve.size() == 6);  // distinct scores 0.1 0.2 0.4 0.6 0.7 0.9
+  // below 0.15: {0.1} → share 1/8, recall 1/4; below 0.3: + both 0.2 → 3/8, 2/4;
+  // below 0.5: + 0.4 → 4/8, 3/4; below 0.65: 5/8, 3/4; below 0.8: 6/8, 4/4; then everything.
+  const double share[] = {1 / 8.0, 3 / 8.0, 4 / 8.0, 5 / 8.0, 6 / 8.0, 1.0};
+  const double recall[] = {0.25, 0.5, 0.75, 0.75, 1.0, 1.0};
+  const double threshold[] = {0.15, 0.3, 0.5, 0.65, 0.8};
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    CAPTURE(i);
+    CHECK(curve[i].share == doctest::Approx(share[i]));
+    CHECK(curve[i].recall == doctest::Approx(recall[i]));
+    if (i < 5) CHECK(curve[i].threshold == doctest::Approx(threshold[i]));
+  }
+  CHECK(curve[5].threshold > 0.9);  // above the highest score: every event escalated
+  // Recall 0.9 needs every positive: below 0.8, 75 % of the events.
+  const auto* p = cascadeForRecall(curve, 0.9);
+  REQUIRE(p != nullptr);
+  CHECK(p->threshold == doctest::Approx(0.8));
+  CHECK(p->share == doctest::Approx(0.75));
+  // Recall 0.75 is first reached below 0.5 (half the events), not below 0.65.
+  CHECK(cascadeForRecall(curve, 0.75)->share == doctest::Approx(0.5));
+  CHECK(cascadeCurve({}, {}).empty());
+  // No positive: recall stays 0 and no threshold reaches a recall.
+  CHECK(cascadeForRecall(cascadeCurve({0.1, 0.2}, b({0, 0})), 0.5) == nullptr);
+}
+
+TEST_CASE("assay report --cascade and --half on files") {
+  const std::string dir = "/tmp/assay_report_cascade_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream j(dir + "/j.jsonl");
+    std::ofstream e(dir + "/e.jsonl");
+    const char* rows[][3] = {{"a", "0.9", "false"}, {"b", "0.2", "true"}, {"c", "0.1", "true"},
+                             {"d", "0.6", "false"}, {"e", "0.4", "true"}, {"f", "0.2", "false"},
+                             {"g", "0.7", "true"},  {"h", "0.9", "false"}};
+    for (auto& r : rows) {
+      j << R"({"id":")" << r[0]
+        << R"(","verdicts":[{"judge":"claim_support","criterion":"faithfulness","score":)" << r[1]
+        << R"(,"min":0,"max":1,"latency_ms":0.1}]})"
+        << "\n";
+      e << R"({"id":")" << r[0] << R"(","labels":{"hallucinated":)" << r[2] << "}}\n";
+    }
+  }
+  ReportOptions o;
+  o.judgments_path = dir + "/j.jsonl";
+  o.events_path = dir + "/e.jsonl";
+  o.cascade_judges = {"claim_support"};
+  std::ostringstream out, err;
+  CHECK(runReport(o, out, err) == 0);
+  const std::string s = out.str();
+  CAPTURE(s);
+  // The same 8 scores as the curve test above.
+  CHECK(s.find("all 4 positives (8 events)") != std::string::npos);
+  CHECK(s.find("  0.5            0.500   0.750\n") != std::string::npos);
+  CHECK(s.find("  0.8            0.750   1.000\n") != std::string::npos);
+  CHECK(s.find("recall >= 0.9: below 0.8 sends 75.0 % of the events on (recall 1.000); "
+               "assay estimate --escalation-share 0.750 prices it") != std::string::npos);
+  CHECK(err.str().empty());  // claim_support is one of the default --auc judges, present here
+  // --half: XXH3_64 of the ids ("a".."h") puts b d f h in half A (below 2^63) and a c e g in
+  // half B (computed with Python's xxhash.xxh3_64_intdigest).
+  o.half = "A";
+  std::ostringstream half_a;
+  CHECK(runReport(o, half_a, err) == 0);
+  CHECK(half_a.str().find("(positive 1 / negative 3;") != std::string::npos);
+  o.half = "B";
+  std::ostringstream half_b;
+  CHECK(runReport(o, half_b, err) == 0);
+  CHECK(half_b.str().find("(positive 3 / negative 1;") != std::string::npos);
+  o.half.clear();
+  o.cascade_judges = {"nope"};
+  std::ostringstream err2;
+  CHECK(runReport(o, out, err2) == 2);
+  CHECK(err2.str().find("--cascade nope: no scored verdict of that judge") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
