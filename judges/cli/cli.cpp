@@ -118,6 +118,7 @@ constexpr std::string_view kEstimate =
     R"(usage: assay estimate (--requests-per-second R | --requests-per-day N)
                       --sample-rate S --judge MODEL[:RATE[:INPUT_TOKENS:OUTPUT_TOKENS]]...
                       [--usd-to-eur X] [--price MODEL=IN/CACHED/OUT]...
+                      [--escalation-share S]
        assay estimate (--requests-per-second R | --requests-per-day N) --config ASSAYD.yaml
                       [--input-tokens N] [--sample-rate S] [--judge ...]... [--usd-to-eur X]
                       [--price ...]...
@@ -140,6 +141,10 @@ sample rate x its RATE calls a day. No prompt-cache discount is assumed.
                            as well wins: --sample-rate, --usd-to-eur, --price (over
                            budget.prices), --judge (replaces the config's judges)
   --input-tokens N         with --config: prompt tokens per call of its judges (default 800)
+  --escalation-share S     the share of sampled events a cascade sends on to the LLM (what
+                           the report command's --cascade JUDGE prints), in (0, 1]: the rate
+                           of every --judge, or of the configured judges with a run_if, is
+                           multiplied by it, and the euros the cascade saves are printed
 )";
 
 /// A usage error: the message and where the usage is, not the whole usage text.

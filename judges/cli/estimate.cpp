@@ -145,7 +145,8 @@ EstimateFlags readFlags(const std::vector<std::string>& args) {
 }
 
 /// The `kind: llm` judges of a loaded configuration, and what the estimate cannot model.
-void judgesFromConfig(const Config& c, std::int64_t input_tokens, EstimateOptions& o) {
+void judgesFromConfig(const Config& c, std::int64_t input_tokens, double escalation,
+                      EstimateOptions& o) {
   for (const JudgeConfig& jc : c.judges) {
     if (!jc.factory || jc.factory->descriptor->kind != JudgeKind::kLlm) continue;
     EstimateJudge j;
@@ -157,8 +158,15 @@ void judgesFromConfig(const Config& c, std::int64_t input_tokens, EstimateOption
     j.daily_limit_eur = jc.values.getNumber("daily_limit_eur", 0);
     j.run_if = !jc.run_if.empty();
     if (j.run_if)
-      o.notes.push_back(fmt::format(
-          "{} runs only when its run_if holds: its calls are at most the figure above", j.name));
+      o.notes.push_back(
+          escalation < 1
+              ? fmt::format("{} runs only when its run_if holds: its calls are counted at the "
+                            "escalation share {}",
+                            j.name, escalation)
+              : fmt::format("{} runs only when its run_if holds: its calls are at most the "
+                            "figure above (--escalation-share from assay report --cascade "
+                            "counts them)",
+                            j.name));
     o.judges.push_back(std::move(j));
   }
   if (o.judges.empty())
@@ -181,7 +189,8 @@ void applyConfig(const EstimateFlags& f, EstimateOptions& o) {
   }
   const Config& c = res.config;
   o.config_path = f.config;
-  if (f.judges.empty()) judgesFromConfig(c, f.input_tokens.value_or(800), o);
+  if (f.judges.empty())
+    judgesFromConfig(c, f.input_tokens.value_or(800), f.escalation.value_or(1), o);
   o.sample_rate = c.sampling.rate;
   o.usd_to_eur = c.budget.usd_to_eur;
   o.daily_limit_eur = c.budget.daily_limit_eur;
