@@ -44,6 +44,10 @@ std::string_view outcomeName(Outcome o) {
       return "too_long";
     case Outcome::kAuthError:
       return "auth_error";
+    case Outcome::kAbstained:
+      return "abstained";
+    case Outcome::kContextsTrimmed:
+      return "contexts_trimmed";
     case Outcome::kCount_:
       break;
   }

@@ -32,7 +32,12 @@ enum class Outcome {
   kTooLong,         ///< the input is larger than the judge scores in bounded time (e.g. ROUGE-L's
                     ///< LCS over more than kMaxLcsCells token pairs)
   kAuthError,       ///< LLM judge: the provider refused the API key (HTTP 401 or 403)
-  kCount_,          // number of outcomes; keep last
+  kAbstained,       ///< LLM judge: the reply was {"score": null, "justification": why}
+  /// LLM faithfulness judge: the contexts were trimmed to max_input_tokens, so a claim the
+  /// judge found unsupported may be supported by a context left out; the score is not
+  /// counted (the justification says what it was) unless the judge sets `score_trimmed`
+  kContextsTrimmed,
+  kCount_,  // number of outcomes; keep last
 };
 
 inline constexpr int kOutcomeCount = static_cast<int>(Outcome::kCount_);

@@ -40,6 +40,17 @@ std::string modelFamily(std::string_view model) {
 
 namespace {
 
+/// The reply format of a judge's calls: its rubric's reply schema, or JSON mode.
+ReplyFormat replyFormatOf(const LlmJudgeSettings& s) {
+  ReplyFormat f;
+  f.kind = s.reply_format;
+  if (f.kind == ReplyFormat::Kind::kJsonSchema) {
+    f.schema_name = "verdict";
+    f.schema = replySchema(s.rubric);
+  }
+  return f;
+}
+
 std::int64_t epochMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -146,6 +157,7 @@ struct LlmJudge::Call {
 
 LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
     : settings_(std::move(settings)),
+      format_(replyFormatOf(settings_)),
       services_(services),
       client_(services.client(settings_.ca_file)),
       ledger_(services.ledger()),
@@ -222,7 +234,8 @@ void LlmJudge::judgeAsync(const Event& event, VerdictCallback done) const {
     v.outcome = r.verdict.outcome;
     if (r.verdict.outcome == Outcome::kOk) v.score = *r.verdict.score;
     v.evidence = r.verdict.justification;
-    if (r.verdict.unsupported_claim) v.evidence += " Unsupported: " + *r.verdict.unsupported_claim;
+    if (r.verdict.unsupported_claim && settings_.rubric.names_claim)
+      v.evidence += " Unsupported: " + *r.verdict.unsupported_claim;
     v.contexts_truncated = r.contexts_truncated;
     v.stored = r.from_store;
     v.model = settings_.model;
@@ -277,7 +290,7 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   c->event = event;
   c->prompt = std::move(*prompt);
   c->request = buildRequest(settings_.provider, settings_.endpoint, settings_.api_key,
-                            settings_.model, c->prompt, settings_.max_tokens);
+                            settings_.model, c->prompt, settings_.max_tokens, format_);
   c->request.timeout = settings_.timeout;
   c->token_cost = c->prompt.estimated_tokens + settings_.max_tokens;
   // Reserve the worst case before anything is sent.
@@ -459,6 +472,7 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
                    settings_.endpoint);
     auto v = parseVerdict(reply.content, reply.finish, settings_.rubric.minScore(),
                           settings_.rubric.maxScore());
+    flagTrimmed(c->prompt, v);
     // Missing usage: charge the conservative estimate (finish() does it).
     return finish(c, std::move(v), reply.usage ? reply.usage : std::optional<TokenUsage>{});
   }
@@ -510,6 +524,18 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
   v.justification = failureText(res, reply);
   if (v.outcome != Outcome::kRefused) logFailure(v.outcome, v.justification);
   finish(c, std::move(v), charged);
+}
+
+void LlmJudge::flagTrimmed(const Prompt& prompt, LlmVerdict& v) const {
+  if (v.outcome != Outcome::kOk || !prompt.contexts_truncated ||
+      !settings_.rubric.needs_every_context || settings_.score_trimmed)
+    return;
+  v.outcome = Outcome::kContextsTrimmed;
+  v.justification = "[score " + std::to_string(*v.score) + " on contexts 1-" +
+                    std::to_string(prompt.contexts_used) + " of " +
+                    std::to_string(prompt.contexts_total) +
+                    ", the others left out to fit max_input_tokens] " + v.justification;
+  v.score.reset();
 }
 
 std::string LlmJudge::failureText(const HttpResponse& res, const ProviderReply& reply) const {

@@ -12,7 +12,8 @@
 ///   wait until they settle → wait for a slot (max_in_flight)
 ///   and the rate limits (requests and tokens per minute) → call, retrying 429/5xx/529/timeouts
 ///   with capped full-jitter backoff and Retry-After as a floor (retry.hpp), behind a circuit
-///   breaker → parse the verdict (verdict.hpp) → settle the reservation with the reported usage
+///   breaker → parse the verdict (verdict.hpp; a faithfulness score from trimmed contexts is
+///   contexts_trimmed unless score_trimmed) → settle the reservation with the reported usage
 ///   (or the conservative estimate when the reply has none), or release it when no call was
 ///   answered; the verdict is handed on once the ledger has recorded that. Failures are
 ///   outcomes, never scores.
@@ -70,6 +71,15 @@ struct LlmJudgeSettings {
   std::string timezone = "UTC";       ///< day boundary of the caps (IANA name)
   int max_tokens = 300;               ///< reply cap sent to the API
   std::int64_t max_input_tokens = 16000;
+  /// How the reply is constrained: kJsonSchema (default) sends the rubric's reply schema
+  /// (replySchema(), prompt.hpp) as OpenAI `json_schema` strict / Anthropic forced tool;
+  /// kJsonObject is JSON mode (OpenAI `json_object`; Anthropic: the prompt's rule only), for
+  /// servers and models without schema support. Config `reply_format`.
+  ReplyFormat::Kind reply_format = ReplyFormat::Kind::kJsonSchema;
+  /// Count a score of a `needs_every_context` rubric (faithfulness) judged on trimmed contexts as
+  /// a score; false (default): such a verdict is the outcome `contexts_trimmed`, kept out of the
+  /// statistics. Config `score_trimmed`.
+  bool score_trimmed = false;
   Millis timeout{30'000};  ///< per attempt
   int max_in_flight = 8;
   /// Reserved calls waiting for a slot; beyond it new calls end at once as rate_limited (local
@@ -166,6 +176,9 @@ class LlmJudge final : public Judge {
   void logFailure(Outcome outcome, const std::string& why) const;
   void finish(const std::shared_ptr<Call>& call, LlmVerdict verdict,
               std::optional<TokenUsage> usage) const;
+  /// A score judged on trimmed contexts by a rubric that needs every context → the outcome
+  /// contexts_trimmed (the score moved into the justification), unless score_trimmed.
+  void flagTrimmed(const Prompt& prompt, LlmVerdict& verdict) const;
   /// Frees the call's slot (starting the next waiting call) once its money is recorded.
   void settled(const std::shared_ptr<Call>& call, LlmCallResult result) const;
   /// The ledger's end of a call: `cost_eur` and `verdict` for a billed answer, else nullopt.
@@ -175,6 +188,7 @@ class LlmJudge final : public Judge {
   void warnSelfJudging(const Event& event) const;
 
   const LlmJudgeSettings settings_;
+  const ReplyFormat format_;  ///< the reply format sent with every call (settings_.reply_format)
   CallServices& services_;
   HttpClient& client_;
   Ledger& ledger_;

@@ -45,16 +45,23 @@ const OptionSpec kOptions[] = {
     {"insecure_http", OptionType::kBool,
      "true allows a plain http:// endpoint on a host other than loopback (key and event text "
      "unencrypted; a warning at start)"},
+    {"reply_format", OptionType::kString,
+     "json_schema (default: the reply schema as OpenAI json_schema strict, or Anthropic's forced "
+     "tool) or json_object (JSON mode, for servers and models without schema support)"},
+    {"score_trimmed", OptionType::kBool,
+     "true counts a faithfulness score judged on contexts trimmed to max_input_tokens (default "
+     "false: outcome contexts_trimmed)"},
     {"rubric", OptionType::kTree,
      "{levels: {SCORE: {name?, description?}}, examples: [{question, contexts, answer, score, "
-     "justification}]}: wording overrides and one few-shot example per level at most"},
+     "justification, unsupported_claim?}]}: wording overrides, and few-shot examples (one per "
+     "level at most) replacing the built-in ones"},
 };
 
 const Outcome kOutcomes[] = {
     Outcome::kNoContext,     Outcome::kSchemaError,   Outcome::kTruncated,
     Outcome::kRefused,       Outcome::kRateLimited,   Outcome::kTimeout,
     Outcome::kProviderError, Outcome::kSkippedBudget, Outcome::kContextTooLong,
-    Outcome::kAuthError,
+    Outcome::kAuthError,     Outcome::kAbstained,     Outcome::kContextsTrimmed,
 };
 
 /// Collects every option error, so that --check-config prints them all at once.
@@ -145,20 +152,32 @@ void rubricExamples(const OptionTree& examples, Rubric& rubric, Errors& errors) 
   const int lo = rubric.minScore(), hi = rubric.maxScore();
   if (examples.kind != OptionTree::Kind::kList) {
     errors.add("rubric.examples",
-               "expected a list of {question, contexts, answer, score, justification}");
+               "expected a list of {question, contexts, answer, score, justification, "
+               "unsupported_claim?}");
     return;
   }
+  rubric.examples.clear();  // configured examples replace the built-in ones
   std::set<int> seen;
   for (std::size_t i = 0; i < examples.list.size(); ++i) {
     const auto& ex = examples.list[i];
     const std::string ep = "rubric.examples[" + std::to_string(i) + "]";
-    if (!checkKeys(ex, ep, {"question", "contexts", "answer", "score", "justification"}, errors))
+    if (!checkKeys(
+            ex, ep,
+            {"question", "contexts", "answer", "score", "justification", "unsupported_claim"},
+            errors))
       continue;
-    FewShotExample e{scalarOf(ex.find("question")),
-                     {},
-                     scalarOf(ex.find("answer")),
-                     0,
-                     scalarOf(ex.find("justification"))};
+    FewShotExample e{.question = scalarOf(ex.find("question")),
+                     .contexts = {},
+                     .answer = scalarOf(ex.find("answer")),
+                     .score = 0,
+                     .justification = scalarOf(ex.find("justification"))};
+    if (const auto* claim = ex.find("unsupported_claim")) {
+      if (!rubric.names_claim)
+        errors.add(ep + ".unsupported_claim", "only faithfulness names an unsupported claim; " +
+                                                  rubric.criterion + " does not");
+      else if (const auto c = scalarOf(claim); !c.empty() && c != "null" && c != "~")
+        e.unsupported_claim = c;
+    }
     if (const auto* c = ex.find("contexts")) {
       if (c->kind != OptionTree::Kind::kList)
         errors.add(ep + ".contexts", "expected a list of strings");
@@ -172,7 +191,7 @@ void rubricExamples(const OptionTree& examples, Rubric& rubric, Errors& errors) 
     else if (!score)
       errors.add(ep + ".score",
                  "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
-    if (e.answer.empty()) errors.add(ep + ".answer", "missing");
+    if (e.answer.empty() && rubric.needs_answer) errors.add(ep + ".answer", "missing");
     if (score && !seen.insert(*score).second) errors.add(ep + ".score", "one example per level");
     e.score = score.value_or(lo);
     rubric.examples.push_back(std::move(e));
@@ -335,6 +354,26 @@ void readLimits(const JudgeOptionValues& v, LlmJudgeSettings& s, Errors& errors)
   errors.check([&] {
     s.retry.max_retry_wait = Millis{v.getIntIn("max_retry_wait_ms", 60000, 0, 3'600'000)};
   });
+  errors.check([&] { s.score_trimmed = v.getBool("score_trimmed", false); });
+  std::string format = "json_schema";
+  errors.check([&] { format = v.getString("reply_format", "json_schema"); });
+  if (format != "json_schema" && format != "json_object")
+    errors.add("reply_format", "expected json_schema or json_object");
+  s.reply_format =
+      format == "json_object" ? ReplyFormat::Kind::kJsonObject : ReplyFormat::Kind::kJsonSchema;
+}
+
+/// A reasoning model spends hidden reasoning tokens out of max_tokens (max_completion_tokens):
+/// the default 300 would cut most verdicts (outcome truncated).
+void warnReasoning(const JudgeContext& ctx, const LlmJudgeSettings& s) {
+  if (ctx.warn && s.provider == Provider::kOpenAi && isReasoningModel(s.model) &&
+      s.max_tokens < 2000)
+    ctx.warn("max_tokens", "'" + s.model +
+                               "' is a reasoning model: its reasoning tokens count against "
+                               "max_tokens (sent as max_completion_tokens); with " +
+                               std::to_string(s.max_tokens) +
+                               " many replies would be cut (outcome truncated): give it 2000 "
+                               "or more");
 }
 
 }  // namespace
@@ -362,6 +401,7 @@ LlmJudgeSettings llmSettingsFrom(const JudgeOptionValues& values, const JudgeCon
   readApiKey(values, ctx, s, errors);
   readLimits(values, s, errors);
   errors.throwIfAny();
+  warnReasoning(ctx, s);
   s.usd_to_eur = ctx.budget->usd_to_eur;
   s.global_daily_limit_eur = ctx.budget->daily_limit_eur;
   s.timezone = ctx.budget->timezone;

@@ -199,13 +199,26 @@ void readMessage(Provider provider, const rapidjson::Value& d, ProviderReply& ou
     badGateway(out, "bad_response", "no content");
     return;
   }
-  bool text = false;
+  bool text = false, tool = false;
+  std::string tool_input;
   for (const auto& block : content->value.GetArray()) {
-    if (member(block, "type") != "text") continue;
+    const std::string type = member(block, "type");
+    if (type == "tool_use" && !tool) {  // a forced tool: its input is the reply
+      tool = true;
+      if (auto in = block.FindMember("input"); in != block.MemberEnd()) {
+        rapidjson::StringBuffer b;
+        rapidjson::Writer<rapidjson::StringBuffer> w(b);
+        in->value.Accept(w);
+        tool_input.assign(b.GetString(), b.GetSize());
+      }
+    }
+    if (type != "text") continue;
     text = true;
     out.content += member(block, "text");
   }
-  if (!text && out.finish == FinishReason::kStop) {  // a refusal or a cut reply may be empty
+  if (tool) out.content = std::move(tool_input);
+  if (!text && !tool &&
+      out.finish == FinishReason::kStop) {  // a refusal or a cut reply may be empty
     badGateway(out, "bad_response", "no text content block");
     return;
   }
@@ -261,6 +274,8 @@ bool forEachEvent(std::string_view body, OnData on_data) {
 struct StreamState {
   rapidjson::Document whole{rapidjson::kObjectType};  // the non-streamed reply it stands for
   std::string text, refusal, reason;
+  std::string tool_json;   // an Anthropic tool_use block's input, from its input_json_delta parts
+  bool tool = false;       // the stream carries a tool_use block
   rapidjson::Value usage;  // null until the stream reports one
   bool ended = false;
 };
@@ -307,11 +322,15 @@ void readAnthropicEvent(const rapidjson::Document& chunk, StreamState& st) {
       if (auto u = m->FindMember("usage"); u != m->MemberEnd() && u->value.IsObject())
         st.usage.CopyFrom(u->value, st.whole.GetAllocator());
   } else if (type == "content_block_start") {
-    if (const auto* b = field("content_block"))
+    if (const auto* b = field("content_block")) {
       if (member(*b, "type") == "text") st.text += member(*b, "text");
+      if (member(*b, "type") == "tool_use") st.tool = true;
+    }
   } else if (type == "content_block_delta") {
-    if (const auto* d = field("delta"))
+    if (const auto* d = field("delta")) {
       if (member(*d, "type") == "text_delta") st.text += member(*d, "text");
+      if (member(*d, "type") == "input_json_delta") st.tool_json += member(*d, "partial_json");
+    }
   } else if (type == "message_delta") {
     if (const auto* d = field("delta"))
       if (const auto sr = member(*d, "stop_reason"); !sr.empty()) st.reason = sr;
@@ -368,7 +387,8 @@ bool assembleStream(Provider provider, const std::string& body, ProviderReply& o
     badGateway(out, "stream_incomplete", "the stream stopped before its end");
     return false;
   }
-  out.content = std::move(st.text);
+  out.content = st.tool ? (st.tool_json.empty() ? std::string("{}") : std::move(st.tool_json))
+                        : std::move(st.text);
   const std::string& reason = st.reason;
   if (provider == Provider::kOpenAi) {
     out.finish = reason == "length"                                  ? FinishReason::kLength
@@ -382,7 +402,57 @@ bool assembleStream(Provider provider, const std::string& body, ProviderReply& o
   return true;
 }
 
+/// OpenAI's `response_format` of `format` (nothing for free text).
+void writeResponseFormat(rapidjson::Writer<rapidjson::StringBuffer>& w, const ReplyFormat& format,
+                         const rapidjson::Document& schema) {
+  if (format.kind == ReplyFormat::Kind::kText) return;
+  w.Key("response_format");
+  w.StartObject();
+  if (format.kind == ReplyFormat::Kind::kJsonObject) {
+    str(w, "type", "json_object");
+  } else {
+    str(w, "type", "json_schema");
+    w.Key("json_schema");
+    w.StartObject();
+    str(w, "name", format.schema_name);
+    w.Key("schema");
+    schema.Accept(w);
+    w.Key("strict");
+    w.Bool(true);
+    w.EndObject();
+  }
+  w.EndObject();
+}
+
+/// Anthropic's constrained reply: one tool whose input schema is the reply's, forced.
+void writeForcedTool(rapidjson::Writer<rapidjson::StringBuffer>& w, const ReplyFormat& format,
+                     const rapidjson::Document& schema) {
+  w.Key("tools");
+  w.StartArray();
+  w.StartObject();
+  str(w, "name", format.schema_name);
+  str(w, "description", "Records the reply, in the shape of its input schema.");
+  w.Key("input_schema");
+  schema.Accept(w);
+  w.EndObject();
+  w.EndArray();
+  w.Key("tool_choice");
+  w.StartObject();
+  str(w, "type", "tool");
+  str(w, "name", format.schema_name);
+  w.EndObject();
+}
+
 }  // namespace
+
+bool isReasoningModel(std::string_view model) {
+  std::string m;
+  for (char c : model.substr(model.rfind('/') + 1))  // "openai/o3-mini" (a router's name)
+    m.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (std::string_view prefix : {"o1", "o3", "o4", "gpt-5"})
+    if (m.starts_with(prefix)) return true;
+  return false;
+}
 
 HttpRequest buildRequest(Provider provider, const std::string& endpoint, const std::string& api_key,
                          const std::string& model, const Prompt& prompt, int max_tokens,
@@ -390,41 +460,29 @@ HttpRequest buildRequest(Provider provider, const std::string& endpoint, const s
   HttpRequest r;
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  rapidjson::Document schema;
+  if (format.kind == ReplyFormat::Kind::kJsonSchema) {
+    schema.Parse(format.schema.c_str());
+    if (schema.HasParseError())
+      throw std::invalid_argument("buildRequest: the reply schema is not JSON");
+  }
+  // OpenAI's reasoning models take max_completion_tokens and their default temperature only.
+  const bool reasoning = provider == Provider::kOpenAi && isReasoningModel(model);
   w.StartObject();
   str(w, "model", model);
-  w.Key("temperature");
-  if (format.temperature == 0)
-    w.Int(0);
-  else
-    w.Double(format.temperature);
-  w.Key("max_tokens");
+  if (!reasoning) {
+    w.Key("temperature");
+    if (format.temperature == 0)
+      w.Int(0);
+    else
+      w.Double(format.temperature);
+  }
+  w.Key(reasoning ? "max_completion_tokens" : "max_tokens");
   w.Int(max_tokens);
   if (provider == Provider::kOpenAi) {
     r.url = trimSlash(endpoint) + "/chat/completions";
     r.headers.emplace_back("Authorization", "Bearer " + api_key);
-    if (format.kind == ReplyFormat::Kind::kJsonObject) {
-      w.Key("response_format");
-      w.StartObject();
-      str(w, "type", "json_object");
-      w.EndObject();
-    } else if (format.kind == ReplyFormat::Kind::kJsonSchema) {
-      rapidjson::Document schema;
-      schema.Parse(format.schema.c_str());
-      if (schema.HasParseError())
-        throw std::invalid_argument("buildRequest: the reply schema is not JSON");
-      w.Key("response_format");
-      w.StartObject();
-      str(w, "type", "json_schema");
-      w.Key("json_schema");
-      w.StartObject();
-      str(w, "name", format.schema_name);
-      w.Key("schema");
-      schema.Accept(w);
-      w.Key("strict");
-      w.Bool(true);
-      w.EndObject();
-      w.EndObject();
-    }
+    writeResponseFormat(w, format, schema);
     w.Key("messages");
     w.StartArray();
     w.StartObject();
@@ -443,6 +501,7 @@ HttpRequest buildRequest(Provider provider, const std::string& endpoint, const s
                 : base + "/v1/messages";
     r.headers.emplace_back("x-api-key", api_key);
     r.headers.emplace_back("anthropic-version", "2023-06-01");
+    if (format.kind == ReplyFormat::Kind::kJsonSchema) writeForcedTool(w, format, schema);
     str(w, "system", prompt.system);
     w.Key("messages");
     w.StartArray();

@@ -2,12 +2,14 @@
 /// Request bodies and reply parsing for the two provider APIs:
 ///  - `openai`: OpenAI chat completions (POST {endpoint}/chat/completions, `Authorization:
 ///    Bearer`), also spoken by Azure-style gateways, vLLM, Ollama, llama.cpp server and Mistral;
-///    temperature 0 and `response_format: {"type": "json_object"}`.
+///    temperature 0 and the reply format of `ReplyFormat` (`response_format`).
 ///  - `anthropic`: Anthropic Messages (POST {endpoint}/v1/messages, `x-api-key`,
-///    `anthropic-version: 2023-06-01`); temperature 0, the JSON-only rule in the system prompt.
+///    `anthropic-version: 2023-06-01`); temperature 0; a schema-constrained reply is a forced
+///    tool call whose input is the reply, otherwise the JSON-only rule is the system prompt's.
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,23 +25,33 @@ enum class Provider { kOpenAi, kAnthropic };
 /// What the reply must be, and how the request says so.
 struct ReplyFormat {
   enum class Kind {
-    kJsonObject,  ///< OpenAI `response_format: {"type": "json_object"}` (the judges' verdicts)
+    kJsonObject,  ///< OpenAI `response_format: {"type": "json_object"}` (JSON mode, the fallback)
     kText,        ///< free text (a bakeoff arm's generation): no response_format
-    /// OpenAI structured outputs, `response_format: {"type": "json_schema", "json_schema":
-    /// {"name", "schema", "strict": true}}` (https://platform.openai.com/docs/guides/
-    /// structured-outputs); Anthropic has no such field: the schema goes in the system prompt,
-    /// which is the caller's.
+    /// A reply constrained to `schema`. OpenAI structured outputs, `response_format: {"type":
+    /// "json_schema", "json_schema": {"name", "schema", "strict": true}}`
+    /// (https://platform.openai.com/docs/guides/structured-outputs), which Ollama (0.5+),
+    /// llama.cpp server and vLLM also honour with a grammar; Anthropic: one tool named
+    /// `schema_name` whose `input_schema` is the schema, forced by `tool_choice: {"type": "tool"}`
+    /// (https://docs.anthropic.com/en/docs/build-with-claude/tool-use): parseReply() returns the
+    /// tool call's input as the reply's content.
     kJsonSchema,
   };
   Kind kind = Kind::kJsonObject;
-  std::string schema_name;  ///< kJsonSchema: [a-zA-Z0-9_-]{1,64}
-  std::string schema;       ///< kJsonSchema: the JSON Schema, as JSON text
-  double temperature = 0;   ///< 0 for every judge; a generation may ask for more
+  std::string schema_name{};  ///< kJsonSchema: [a-zA-Z0-9_-]{1,64}
+  std::string schema{};       ///< kJsonSchema: the JSON Schema, as JSON text
+  double temperature = 0;     ///< 0 for every judge; a generation may ask for more
 };
 
+/// OpenAI's reasoning models, which refuse `max_tokens` and any temperature but the default:
+/// case-insensitive, after any "vendor/" prefix, names starting with "o1", "o3", "o4" or
+/// "gpt-5". Their requests carry `max_completion_tokens` and no temperature (their reasoning
+/// tokens count against that cap: give them a larger `max_tokens`).
+bool isReasoningModel(std::string_view model);
+
 /// The HTTP request for one judge call (url, headers, JSON body); `timeout` is left default.
-/// `format` (default: a JSON object at temperature 0) applies to OpenAI's body only, except the
-/// temperature, which both APIs take.
+/// `format` (default: a JSON object at temperature 0): `response_format` for OpenAI, the forced
+/// tool for Anthropic's kJsonSchema (its kJsonObject and kText send nothing: the system prompt
+/// says what to write). The temperature goes to both APIs, except to a reasoning model.
 HttpRequest buildRequest(Provider provider, const std::string& endpoint, const std::string& api_key,
                          const std::string& model, const Prompt& prompt, int max_tokens,
                          const ReplyFormat& format = {});
@@ -73,6 +85,8 @@ struct ProviderReply {
 /// for OpenAI; `event:`/`data:` pairs from `message_start` to `message_stop` for Anthropic),
 /// assembled into the same reply (text deltas concatenated, the last finish reason, the
 /// usage the stream reports). A message whose content is an array of text parts (gateways) is
-/// read as their concatenation. Everything else is !ok with an `effective_status`.
+/// read as their concatenation. An Anthropic `tool_use` block (a forced tool, ReplyFormat's
+/// kJsonSchema) is read as its input, serialized as JSON: that is the reply's content, in place of
+/// any text. Everything else is !ok with an `effective_status`.
 ProviderReply parseReply(Provider provider, int status, const std::string& body);
 }  // namespace assay::llm

@@ -1,15 +1,22 @@
 #pragma once
 /// Rubrics for pointwise LLM judging: one criterion per call, named score levels described in
-/// words, optionally one few-shot example per level. Built-in rubrics (scale 1–4) exist for
-/// `faithfulness`, `answer_relevancy`, `completeness` and `context_relevance`; config may
-/// override any level's wording or add examples.
+/// words, one rule for abstaining answers, and one few-shot example per level. Built-in rubrics
+/// (scale 1–4, four examples each, written for assay) exist for `faithfulness`,
+/// `answer_relevancy`, `completeness` and `context_relevance`; config may override any level's
+/// wording and replace the examples (`rubric.levels`, `rubric.examples`, docs/configuration.md).
+///
+/// Each criterion receives what it needs and no more (`needs_*`): answer relevancy does not see
+/// the contexts, context relevance does not see the answer. Only faithfulness asks for the
+/// answer's most important unsupported claim (`names_claim`).
 ///
 /// Design sources: G-Eval (Liu et al., EMNLP 2023: criteria and steps spelled out, small integer
-/// scales), Prometheus (Kim et al., ICLR 2024: a description per score level), RAGAS (Es et al.,
-/// EACL 2024 demo: faithfulness = claims supported by the contexts; answer relevancy; context
-/// relevance). LLM judges favour long answers (verbosity bias, Zheng et al., NeurIPS 2023), so the
-/// top level of the answer criteria requires a concise answer with no unrequested content.
+/// scales), Prometheus (Kim et al., ICLR 2024: a description per score level, feedback before
+/// the score), RAGAS (Es et al., EACL 2024 demo: faithfulness = claims supported by the contexts,
+/// "supported" including what can be directly inferred; answer relevancy, noncommittal answers
+/// scored low; context relevance). LLM judges favour long answers (verbosity bias, Zheng et al.,
+/// NeurIPS 2023): padding is answer relevancy's concern, and no criterion rewards length.
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,24 +24,38 @@
 namespace assay::llm {
 
 struct RubricLevel {
-  int score;
+  int score = 0;
   std::string name;         ///< e.g. "fully supported"
   std::string description;  ///< what an answer at this level looks like, in words
 };
 
+/// A worked example shown to the judge: material of the criterion's shape and the reply expected
+/// for it (written with the JSON writer, so any quote or newline stays valid JSON).
 struct FewShotExample {
   std::string question;
-  std::vector<std::string> contexts;
+  std::vector<std::string> contexts;  ///< passage texts in rank order (shown as ranks 1..n)
   std::string answer;
-  int score;
+  int score = 0;  ///< within the rubric's scale
   std::string justification;
+  /// The example's most important unsupported claim, quoted from its answer; nullopt = none
+  /// (null in the reply). Shown only for a rubric that `names_claim`.
+  std::optional<std::string> unsupported_claim{};
 };
 
 struct Rubric {
-  std::string criterion;  ///< metric label, e.g. "faithfulness"
-  std::string task;       ///< what the judge evaluates, one paragraph
-  bool needs_contexts = false;
+  std::string criterion;   ///< metric label, e.g. "faithfulness"
+  std::string task;        ///< what the judge evaluates, one paragraph
+  std::string abstention;  ///< how an answer that declines to answer ("I don't know") is scored
   bool needs_question = true;
+  bool needs_contexts = false;
+  bool needs_answer = true;
+  /// The reply carries `unsupported_claim`, the answer's most important claim the contexts do
+  /// not support (faithfulness only).
+  bool names_claim = false;
+  /// A score judged on trimmed contexts (max_input_tokens) is not this criterion's score: a
+  /// claim unsupported by the contexts kept may be supported by one left out (faithfulness).
+  /// Such a verdict is the outcome `contexts_trimmed` unless the judge sets `score_trimmed`.
+  bool needs_every_context = false;
   std::vector<RubricLevel> levels;  ///< ascending scores, contiguous
   std::vector<FewShotExample> examples;
 

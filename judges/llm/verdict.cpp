@@ -186,7 +186,7 @@ std::string verdictSchema(int min_score, int max_score) {
          R"("properties":{)"
          R"("score":{"oneOf":[{"type":"integer","minimum":)" +
          lo + R"(,"maximum":)" + hi +
-         R"(},{"type":"string","pattern":"^[0-9]{1,6}$"}]},)"
+         R"(},{"type":"string","pattern":"^[0-9]{1,6}$"},{"type":"null"}]},)"
          R"("justification":{"type":"string"},)"
          R"("unsupported_claim":{"oneOf":[{"type":["string","null"]},)"
          R"({"type":"array","items":{"type":"string"}}]}}})";
@@ -211,6 +211,12 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
     return fail(Outcome::kSchemaError, std::move(problem));
   }
   const auto& s = d["score"];
+  if (s.IsNull()) {  // the judge declines to score, and says why
+    LlmVerdict v =
+        fail(Outcome::kAbstained, capped(std::string_view(d["justification"].GetString(),
+                                                          d["justification"].GetStringLength())));
+    return v;
+  }
   long score = 0;
   if (s.IsString()) {
     const std::string_view digits(s.GetString(), s.GetStringLength());

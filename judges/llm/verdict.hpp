@@ -1,7 +1,10 @@
 #pragma once
 /// Reading an LLM judge's reply into a verdict. The reply must be one JSON object
-///   {"score": <integer in the rubric's range>, "justification": <string>,
-///    "unsupported_claim": <string or null>}
+///   {"justification": <string>, "unsupported_claim": <string or null>,
+///    "score": <integer in the rubric's range, or null>}
+/// (members in any order; the prompt asks for this one, the reasoning first, and
+/// `unsupported_claim` only of faithfulness). `"score": null` with a justification is the
+/// judge declining to score: outcome `abstained`, the justification kept as the reason.
 /// validated with RapidJSON's JSON Schema validator (draft-04). Only the top-level `score` of
 /// the parsed object counts: a score planted anywhere else (nested objects, the justification,
 /// the judged answer itself) is never read.
@@ -40,7 +43,7 @@ inline constexpr std::size_t kMaxJustificationBytes = 2000;
 struct LlmVerdict {
   Outcome outcome = Outcome::kSchemaError;
   std::optional<int> score;   ///< iff outcome == kOk
-  std::string justification;  ///< the judge's words (kOk), or what was wrong
+  std::string justification;  ///< the judge's words (kOk, kAbstained), or what was wrong
   std::optional<std::string> unsupported_claim;
 };
 
@@ -64,8 +67,9 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
 std::string parseSchemaObject(std::string_view content, const std::string& schema,
                               rapidjson::Document& out);
 
-/// The JSON Schema (draft-04) a verdict must satisfy for a min..max rubric, as text; also sent
-/// to providers that accept a schema.
+/// The JSON Schema (draft-04) a verdict must satisfy for a min..max rubric, as text: what the
+/// reply is validated against (more lenient than the schema sent to providers, replySchema() in
+/// prompt.hpp: a score of digits in a string, a list of claims, extra members).
 std::string verdictSchema(int min_score, int max_score);
 
 }  // namespace assay::llm

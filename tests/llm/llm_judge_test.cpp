@@ -1,10 +1,14 @@
 #include "judges/llm/llm_judge.hpp"
 
 #include <doctest/doctest.h>
+#include <rapidjson/document.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "fake_server.hpp"
@@ -55,6 +59,16 @@ struct Fixture {
     r.url = server.url("/_fake/script");
     r.body = json;
     REQUIRE(client.send(r).status == 200);
+  }
+  /// The body of the last request the fake provider received, parsed.
+  rapidjson::Document lastRequest() {
+    HttpRequest r;
+    r.url = server.url("/_fake/last_request");
+    r.method = "GET";
+    const auto res = client.send(r);
+    rapidjson::Document d;
+    d.Parse(res.body.c_str());
+    return d;
   }
   long requests() {
     HttpRequest r;
@@ -494,4 +508,216 @@ TEST_CASE("model families for the self-judging count") {
   CHECK(modelFamily("MemNet (WoW end-to-end generative)") == "memnet");
   CHECK(modelFamily("HotpotQA gold answer (human)") == "hotpotqa");
   CHECK(modelFamily("") == "");
+}
+
+namespace {
+
+/// Every "Example reply: {…}" line of a system prompt, parsed.
+std::vector<rapidjson::Document> exampleReplies(const std::string& system) {
+  std::vector<rapidjson::Document> out;
+  const std::string tag = "Example reply: ";
+  for (auto at = system.find(tag); at != std::string::npos; at = system.find(tag, at + 1)) {
+    const auto begin = at + tag.size();
+    const auto end = system.find('\n', begin);
+    out.emplace_back();
+    out.back().Parse(system.substr(begin, end == std::string::npos ? end : end - begin).c_str());
+  }
+  return out;
+}
+
+/// The JSON data block between the marker lines of a user message.
+rapidjson::Document dataBlock(const std::string& user) {
+  const auto open = user.find("\n<<<ASSAY_DATA_");
+  const auto first_nl = user.find('\n', open + 1);
+  const auto close = user.find("\n<<<END_ASSAY_DATA_", first_nl);
+  rapidjson::Document d;
+  d.Parse(user.substr(first_nl + 1, close - first_nl - 1).c_str());
+  return d;
+}
+
+std::vector<std::string> names(const rapidjson::Value& v) {
+  std::vector<std::string> out;
+  for (const auto& m : v.GetObject()) out.emplace_back(m.name.GetString());
+  return out;
+}
+
+Event citedEvent(std::string id, std::string answer) {
+  Event e;
+  e.id = std::move(id);
+  e.question = "How long do I have to return an item?";
+  e.answer = std::move(answer);
+  e.contexts = {{"policy-4.1", "Items can be returned within two weeks of delivery.",
+                 "https://shop.example/returns"},
+                {"faq-2", "Refunds are paid to the original card.", ""}};
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("prompt per criterion, as the provider receives it: fields, examples, cacheable system") {
+  const std::map<std::string, std::vector<std::string>> needs = {
+      {"faithfulness", {"question", "contexts", "answer"}},
+      {"answer_relevancy", {"question", "answer"}},
+      {"completeness", {"question", "contexts", "answer"}},
+      {"context_relevance", {"question", "contexts"}}};
+  for (const auto& [criterion, fields] : needs) {
+    CAPTURE(criterion);
+    Fixture fx;
+    auto s = fx.settings();
+    s.name = criterion + "_llm";
+    s.rubric = *builtinRubric(criterion);
+    LlmJudge j(s, fx.services.calls);
+    const auto a = run(j, citedEvent("a", "Within 14 days [policy-4.1]."));
+    CHECK(a.verdict.outcome == Outcome::kOk);
+    const auto first = fx.lastRequest();
+    const auto b = run(j, citedEvent("b", "You have a month, and we pay the return shipping."));
+    CHECK(b.verdict.outcome == Outcome::kOk);
+    const auto second = fx.lastRequest();
+    REQUIRE_FALSE(first.HasParseError());
+    REQUIRE_FALSE(second.HasParseError());
+    if (const char* dir = std::getenv("ASSAY_DUMP_PROMPTS"))  // the report's examples
+      std::ofstream(std::string(dir) + "/" + criterion + ".json")
+          << first["messages"][0]["content"].GetString() << "\n----- user -----\n"
+          << first["messages"][1]["content"].GetString() << "\n";
+    // The system prompt: byte-identical across the two events (prompt caching).
+    const std::string system = first["messages"][0]["content"].GetString();
+    CHECK(system == std::string(second["messages"][0]["content"].GetString()));
+    // Its four examples' replies are valid JSON, the claim only for faithfulness.
+    const auto replies = exampleReplies(system);
+    REQUIRE(replies.size() == 4);
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      REQUIRE_FALSE(replies[i].HasParseError());
+      CHECK(replies[i]["score"].GetInt() == static_cast<int>(i) + 1);
+      CHECK(names(replies[i]).front() == "justification");
+      CHECK(replies[i].HasMember("unsupported_claim") == (criterion == "faithfulness"));
+    }
+    // The user message carries exactly the fields the criterion needs.
+    const std::string user = first["messages"][1]["content"].GetString();
+    const auto data = dataBlock(user);
+    REQUIRE_FALSE(data.HasParseError());
+    CHECK(names(data) == fields);
+    if (data.HasMember("contexts")) {
+      CHECK(std::string(data["contexts"][0]["id"].GetString()) == "policy-4.1");
+      CHECK(std::string(data["contexts"][0]["source"].GetString()) ==
+            "https://shop.example/returns");
+      CHECK(std::string(data["contexts"][1]["id"].GetString()) == "faq-2");
+    }
+    CHECK((user.find("Within 14 days") != std::string::npos) == (criterion != "context_relevance"));
+    CHECK(
+        user.ends_with("Judge only " + criterion + " (1-4), and reply with the JSON object only."));
+    // The reply is constrained by the API: json_schema strict, justification first.
+    const auto& format = first["response_format"];
+    CHECK(std::string(format["type"].GetString()) == "json_schema");
+    CHECK(format["json_schema"]["strict"].IsTrue());
+    const auto& props = format["json_schema"]["schema"]["properties"];
+    CHECK(names(props).front() == "justification");
+    CHECK(props.HasMember("unsupported_claim") == (criterion == "faithfulness"));
+    CHECK(first["temperature"].GetInt() == 0);
+  }
+}
+
+TEST_CASE(
+    "Anthropic: a forced tool carries the reply schema; the tool call's input is the verdict") {
+  Fixture fx;
+  LlmJudge j(fx.settings(Provider::kAnthropic), fx.services.calls);
+  fx.script(R"([{"score": 2}])");
+  const auto r = run(j);
+  CHECK(r.verdict.outcome == Outcome::kOk);
+  CHECK(r.verdict.score == 2);
+  const auto body = fx.lastRequest();
+  CHECK(std::string(body["tools"][0]["name"].GetString()) == "verdict");
+  CHECK(names(body["tools"][0]["input_schema"]["properties"]) ==
+        std::vector<std::string>{"justification", "unsupported_claim", "score"});
+  CHECK(std::string(body["tool_choice"]["type"].GetString()) == "tool");
+  CHECK(std::string(body["tool_choice"]["name"].GetString()) == "verdict");
+  // Streamed, the tool input arrives as input_json_delta parts.
+  fx.script(R"([{"kind": "stream", "score": 4}])");
+  CHECK(run(j).verdict.score == 4);
+  // JSON mode: no tool, the prompt's rule only.
+  auto s = fx.settings(Provider::kAnthropic);
+  s.reply_format = ReplyFormat::Kind::kJsonObject;
+  LlmJudge plain(s, fx.services.calls);
+  fx.script(R"([{"score": 3}])");
+  CHECK(run(plain).verdict.score == 3);
+  CHECK_FALSE(fx.lastRequest().HasMember("tools"));
+}
+
+TEST_CASE("reply_format json_object: OpenAI JSON mode, the fallback") {
+  Fixture fx;
+  auto s = fx.settings();
+  s.reply_format = ReplyFormat::Kind::kJsonObject;
+  LlmJudge j(s, fx.services.calls);
+  fx.script(R"([{"score": 3}])");
+  CHECK(run(j).verdict.score == 3);
+  CHECK(std::string(fx.lastRequest()["response_format"]["type"].GetString()) == "json_object");
+}
+
+TEST_CASE("{\"score\": null} with a justification is abstained; claims only for faithfulness") {
+  Fixture fx;
+  LlmJudge j(fx.settings(), fx.services.calls);
+  fx.script(
+      R"([{"content": "{\"justification\": \"The answer is empty.\", \"unsupported_claim\": null, \"score\": null}"}])");
+  const auto r = run(j);
+  CHECK(r.verdict.outcome == Outcome::kAbstained);
+  CHECK(r.verdict.justification == "The answer is empty.");
+  CHECK_FALSE(r.verdict.score.has_value());
+  CHECK(r.cost_eur > 0.0);  // a billed answer
+  // Through the Judge interface: no score, the reason as evidence.
+  fx.script(R"([{"content": "{\"justification\": \"Nothing to judge.\", \"score\": null}"}])");
+  Event e = event();
+  e.id = "abstain-2";
+  const auto v = j.judge(e);
+  CHECK(v.outcome == Outcome::kAbstained);
+  CHECK(v.evidence == "Nothing to judge.");
+  // An answer_relevancy verdict never reports an unsupported claim, even if the model sends one.
+  auto s = fx.settings();
+  s.name = "relevancy_llm";
+  s.rubric = *builtinRubric("answer_relevancy");
+  LlmJudge rel(s, fx.services.calls);
+  fx.script(
+      R"([{"content": "{\"justification\": \"Direct.\", \"unsupported_claim\": \"None\", \"score\": 4}"}, {"content": "{\"justification\": \"Direct.\", \"unsupported_claim\": \"x\", \"score\": 4}"}])");
+  e.id = "rel-1";
+  CHECK(rel.judge(e).evidence == "Direct.");
+  e.id = "rel-2";
+  CHECK(rel.judge(e).evidence == "Direct.");
+  // faithfulness does.
+  fx.script(
+      R"([{"content": "{\"justification\": \"The date differs.\", \"unsupported_claim\": \"in 2021\", \"score\": 1}"}])");
+  e.id = "faith-claim";
+  CHECK(j.judge(e).evidence == "The date differs. Unsupported: in 2021");
+}
+
+TEST_CASE("a faithfulness score from trimmed contexts is contexts_trimmed unless score_trimmed") {
+  Fixture fx;
+  Event e = event();
+  const std::string chunk(6000, 'x');  // about 2,000 estimated tokens
+  e.contexts = {{"1", "The warranty lasts two years.", ""}, {"2", chunk, ""}, {"3", chunk, ""}};
+  auto s = fx.settings();
+  s.max_input_tokens = 3000;  // the system prompt (~1,800) + context 1, not contexts 2 and 3
+  LlmJudge j(s, fx.services.calls);
+  fx.script(R"([{"score": 2}])");
+  const auto r = run(j, e);
+  CHECK(r.contexts_truncated);
+  CHECK(r.verdict.outcome == Outcome::kContextsTrimmed);
+  CHECK_FALSE(r.verdict.score.has_value());
+  CHECK(r.verdict.justification ==
+        "[score 2 on contexts 1-1 of 3, the others left out to fit max_input_tokens] Fake "
+        "verdict.");
+  const std::string user = fx.lastRequest()["messages"][1]["content"].GetString();
+  CHECK(user.find("The contexts of rank 2 and 3 (of 3) were left out") != std::string::npos);
+  s.score_trimmed = true;
+  s.name = "faith_scored";
+  LlmJudge scored(s, fx.services.calls);
+  fx.script(R"([{"score": 2}])");
+  const auto t = run(scored, e);
+  CHECK(t.verdict.outcome == Outcome::kOk);
+  CHECK(t.verdict.score == 2);
+  CHECK(t.contexts_truncated);
+  // Another criterion judges what it was shown (its verdict carries contexts_truncated).
+  s.score_trimmed = false;
+  s.name = "completeness_llm";
+  s.rubric = *builtinRubric("completeness");
+  LlmJudge comp(s, fx.services.calls);
+  fx.script(R"([{"score": 3}])");
+  CHECK(run(comp, e).verdict.outcome == Outcome::kOk);
 }

@@ -323,3 +323,79 @@ TEST_CASE("server-sent-event streams are assembled into the reply they stand for
   CHECK(parseReply(Provider::kOpenAi, 200, "data: " + std::string(100'000, '[') + "\n\n")
             .error_type == "bad_response");
 }
+
+TEST_CASE("reasoning models: max_completion_tokens and no temperature") {
+  CHECK(isReasoningModel("o1"));
+  CHECK(isReasoningModel("o3-mini"));
+  CHECK(isReasoningModel("O4-mini-2025-04-16"));
+  CHECK(isReasoningModel("gpt-5-mini"));
+  CHECK(isReasoningModel("openai/gpt-5"));
+  CHECK_FALSE(isReasoningModel("gpt-4o-mini"));
+  CHECK_FALSE(isReasoningModel("gpt-oss-20b"));
+  CHECK_FALSE(isReasoningModel("claude-3-5-haiku-latest"));
+  CHECK_FALSE(isReasoningModel("olmo-2"));
+  const auto body = [](Provider p, const std::string& model) {
+    rapidjson::Document d;
+    d.Parse(buildRequest(p, "https://x/v1", "k", model, prompt(), 2000).body.c_str());
+    return d;
+  };
+  const auto o3 = body(Provider::kOpenAi, "o3-mini");
+  CHECK(o3["max_completion_tokens"].GetInt() == 2000);
+  CHECK_FALSE(o3.HasMember("max_tokens"));
+  CHECK_FALSE(o3.HasMember("temperature"));
+  const auto gpt4 = body(Provider::kOpenAi, "gpt-4o");
+  CHECK(gpt4["max_tokens"].GetInt() == 2000);
+  CHECK(gpt4["temperature"].GetInt() == 0);
+  CHECK_FALSE(gpt4.HasMember("max_completion_tokens"));
+  // The Messages API has neither rule: its max_tokens and temperature stay.
+  const auto claude = body(Provider::kAnthropic, "o3-lookalike");
+  CHECK(claude["max_tokens"].GetInt() == 2000);
+  CHECK(claude["temperature"].GetInt() == 0);
+}
+
+TEST_CASE("json_schema: OpenAI response_format strict, Anthropic a forced tool") {
+  ReplyFormat f;
+  f.kind = ReplyFormat::Kind::kJsonSchema;
+  f.schema_name = "verdict";
+  f.schema = replySchema(*builtinRubric("faithfulness"));
+  rapidjson::Document o, a;
+  o.Parse(buildRequest(Provider::kOpenAi, "https://x/v1", "k", "gpt-4o", prompt(), 300, f)
+              .body.c_str());
+  CHECK(std::string(o["response_format"]["type"].GetString()) == "json_schema");
+  CHECK(std::string(o["response_format"]["json_schema"]["name"].GetString()) == "verdict");
+  CHECK(o["response_format"]["json_schema"]["strict"].IsTrue());
+  CHECK(o["response_format"]["json_schema"]["schema"]["additionalProperties"].IsFalse());
+  a.Parse(buildRequest(Provider::kAnthropic, "https://x", "k", "claude-sonnet-4", prompt(), 300, f)
+              .body.c_str());
+  CHECK(std::string(a["tools"][0]["name"].GetString()) == "verdict");
+  CHECK(a["tools"][0]["input_schema"]["required"].Size() == 3);
+  CHECK(std::string(a["tool_choice"]["type"].GetString()) == "tool");
+  CHECK(std::string(a["tool_choice"]["name"].GetString()) == "verdict");
+  CHECK_FALSE(a.HasMember("response_format"));
+}
+
+TEST_CASE("Anthropic tool_use replies: the input is the content, whole or streamed") {
+  const auto r = parseReply(
+      Provider::kAnthropic, 200,
+      R"({"id":"msg_1","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"verdict","input":{"justification":"Says \"5\".","unsupported_claim":null,"score":3}}],"stop_reason":"tool_use","usage":{"input_tokens":900,"output_tokens":30}})");
+  REQUIRE(r.ok);
+  CHECK(r.content == R"({"justification":"Says \"5\".","unsupported_claim":null,"score":3})");
+  CHECK(r.finish == FinishReason::kStop);
+  CHECK(parseVerdict(r.content, r.finish, 1, 4).score == 3);
+  const std::string sse =
+      "event: message_start\ndata: "
+      R"({"type":"message_start","message":{"id":"m","content":[],"usage":{"input_tokens":900,"output_tokens":1}}})"
+      "\n\nevent: content_block_start\ndata: "
+      R"({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"verdict","input":{}}})"
+      "\n\nevent: content_block_delta\ndata: "
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"justification\": \"ok\", "}})"
+      "\n\nevent: content_block_delta\ndata: "
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"\"score\": 4}"}})"
+      "\n\nevent: message_delta\ndata: "
+      R"({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":12}})"
+      "\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+  const auto s = parseReply(Provider::kAnthropic, 200, sse);
+  REQUIRE(s.ok);
+  CHECK(s.content == R"({"justification": "ok", "score": 4})");
+  CHECK(s.usage->completion_tokens == 12);
+}

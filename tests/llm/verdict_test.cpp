@@ -48,32 +48,25 @@ TEST_CASE("a score of digits in a string is read; anything else is schema_error"
   const auto v = parse(R"({"score": "3", "justification": "x"})");
   REQUIRE(v.outcome == Outcome::kOk);
   CHECK(v.score == 3);
-  for (const char* bad : {R"({"score": "3/4", "justification": "x"})",
-                          R"({"score": "three", "justification": "x"})",
-                          R"({"score": 0.8, "justification": "x"})",
-                          R"({"score": 3.0, "justification": "x"})",
-                          R"({"score": 7.5e30, "justification": "x"})",
-                          R"({"score": 5, "justification": "x"})",
-                          R"({"score": 0, "justification": "x"})",
-                          R"({"score": "9", "justification": "x"})",
-                          R"({"score": -1, "justification": "x"})",
-                          R"({"score": " 3", "justification": "x"})",
-                          R"({"score": true, "justification": "x"})",
-                          R"({"score": null, "justification": "x"})",
-                          R"({"score": 3})",
-                          R"({"justification": "x"})",
-                          R"({"score": 3, "justification": 7})",
-                          R"({"score": 3, "justification": "x", "unsupported_claim": 5})",
-                          R"([{"score": 3, "justification": "x"}])",
-                          R"({"score": 3, "justification": "x")",
-                          "",
-                          "   \n"}) {
+  for (const char* bad :
+       {R"({"score": "3/4", "justification": "x"})", R"({"score": "three", "justification": "x"})",
+        R"({"score": 0.8, "justification": "x"})", R"({"score": 3.0, "justification": "x"})",
+        R"({"score": 7.5e30, "justification": "x"})", R"({"score": 5, "justification": "x"})",
+        R"({"score": 0, "justification": "x"})", R"({"score": "9", "justification": "x"})",
+        R"({"score": -1, "justification": "x"})", R"({"score": " 3", "justification": "x"})",
+        R"({"score": true, "justification": "x"})", R"({"score": 3})", R"({"justification": "x"})",
+        R"({"score": 3, "justification": 7})",
+        R"({"score": 3, "justification": "x", "unsupported_claim": 5})",
+        R"([{"score": 3, "justification": "x"}])", R"({"score": 3, "justification": "x")", "",
+        "   \n"}) {
     CAPTURE(bad);
     const auto r = parse(bad);
     CHECK(r.outcome == Outcome::kSchemaError);
     CHECK_FALSE(r.score.has_value());
     CHECK_FALSE(r.justification.empty());  // says what was wrong
   }
+  // A null score is the judge abstaining (issue 12), not a malformed verdict.
+  CHECK(parse(R"({"score": null, "justification": "x"})").outcome == Outcome::kAbstained);
 }
 
 TEST_CASE("only the top-level score counts") {
@@ -180,4 +173,18 @@ TEST_CASE("reasoning preambles, duplicate keys, claim lists and none, capped jus
   REQUIRE(capped.outcome == Outcome::kOk);
   CHECK(capped.justification.size() == 2000 + 3);  // 1,000 "é" and "…"
   CHECK(capped.justification.substr(2000) == "\xE2\x80\xA6");
+}
+
+TEST_CASE("{\"score\": null} with a justification is abstained, the reason kept") {
+  const auto v = parseVerdict(
+      R"({"justification": "The answer is empty: nothing to judge.", "unsupported_claim": null, "score": null})",
+      FinishReason::kStop, 1, 4);
+  CHECK(v.outcome == Outcome::kAbstained);
+  CHECK_FALSE(v.score.has_value());
+  CHECK(v.justification == "The answer is empty: nothing to judge.");
+  // Without a justification it is not a verdict at all.
+  CHECK(parseVerdict(R"({"score": null})", FinishReason::kStop, 1, 4).outcome ==
+        Outcome::kSchemaError);
+  CHECK(outcomeName(Outcome::kAbstained) == "abstained");
+  CHECK(outcomeName(Outcome::kContextsTrimmed) == "contexts_trimmed");
 }

@@ -28,7 +28,11 @@
 //      (OpenAI without response_format; Anthropic whose system prompt does not ask for JSON):
 //      "Answer by MODEL: " and the start of the user message;
 //   4. a verdict with score 1 + (FNV-1a of the prompt) mod 4: deterministic per event.
-// GET /_fake/stats returns {"requests": N, "chat": N, "messages": N}.
+// GET /_fake/stats returns {"requests": N, "chat": N, "messages": N}; GET /_fake/last_request
+// the body of the last API request as received (what a prompt test inspects).
+// A request with a verdict schema (a "score" property: an LLM judge's json_schema or forced
+// tool) is answered {"justification", "unsupported_claim" (if the schema has it), "score"}; an
+// Anthropic request that forces a tool is answered with a tool_use block holding the reply.
 // POST /_fake/outage {"ms": N, "status": S} answers every API request with S (default 503, a
 // real error body, nothing billed) for the next N ms: an endpoint down for a while.
 // --delay-ms N delays every unscripted reply by N ms (a marker overrides it). --call-log FILE
@@ -92,6 +96,7 @@ struct Scripted {
 };
 std::mutex g_mu;
 std::deque<Scripted> g_script;
+std::string g_last_request;  // the body of the last API request (GET /_fake/last_request)
 
 std::string jsonString(const std::string& s) {
   rapidjson::StringBuffer b;
@@ -126,8 +131,8 @@ std::string promptText(const rapidjson::Document& d) {
 }
 
 /// The schema a request asks its reply to follow: OpenAI's structured outputs
-/// (response_format json_schema), or a "Reply schema (JSON Schema): {…}" line in the prompt (how
-/// a caller asks Anthropic's API, which has no such field).
+/// (response_format json_schema), Anthropic's forced tool (tools[0].input_schema), or a "Reply
+/// schema (JSON Schema): {…}" line in the prompt.
 std::optional<std::string> replySchema(const rapidjson::Document& d, const std::string& prompt) {
   if (d.HasMember("response_format") && d["response_format"].IsObject()) {
     const auto& f = d["response_format"];
@@ -138,6 +143,13 @@ std::optional<std::string> replySchema(const rapidjson::Document& d, const std::
       f["json_schema"]["schema"].Accept(w);
       return std::string(b.GetString(), b.GetSize());
     }
+  }
+  if (d.HasMember("tools") && d["tools"].IsArray() && !d["tools"].Empty() &&
+      d["tools"][0].IsObject() && d["tools"][0].HasMember("input_schema")) {
+    rapidjson::StringBuffer b;
+    rapidjson::Writer<rapidjson::StringBuffer> w(b);
+    d["tools"][0]["input_schema"].Accept(w);
+    return std::string(b.GetString(), b.GetSize());
   }
   const std::string tag = "Reply schema (JSON Schema): ";
   const auto at = prompt.find(tag);
@@ -199,6 +211,26 @@ std::string listwiseReply(const std::string& schema_text, const std::string& pro
   return out + "}";
 }
 
+/// A judge's verdict schema (a "score" property) rather than a listwise comparison's: the
+/// verdict it asks for, members in the schema's order, `unsupported_claim` only if it has one.
+std::optional<std::string> verdictReply(const std::string& schema_text, int score) {
+  rapidjson::Document schema;
+  schema.Parse(schema_text.c_str());
+  if (schema.HasParseError() || !schema.IsObject() || !schema.HasMember("properties") ||
+      !schema["properties"].IsObject() || !schema["properties"].HasMember("score"))
+    return std::nullopt;
+  std::string out = "{\"justification\": \"Fake verdict.\", ";
+  if (schema["properties"].HasMember("unsupported_claim")) out += "\"unsupported_claim\": null, ";
+  return out + "\"score\": " + std::to_string(score) + "}";
+}
+
+/// Whether an Anthropic request forces a tool: its reply is a tool_use block.
+bool forcesTool(const rapidjson::Document& d) {
+  return d.HasMember("tool_choice") && d["tool_choice"].IsObject() &&
+         d["tool_choice"].HasMember("type") && d["tool_choice"]["type"].IsString() &&
+         std::string(d["tool_choice"]["type"].GetString()) == "tool" && d.HasMember("tools");
+}
+
 /// Whether a request asks for free text: OpenAI without response_format, Anthropic with a
 /// system prompt that does not ask for JSON.
 bool wantsText(const rapidjson::Document& d, bool anthropic) {
@@ -235,6 +267,10 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
                            ",\"chat\":" + std::to_string(g_chat.load()) +
                            ",\"messages\":" + std::to_string(g_messages.load()) + "}");
   }
+  if (target == "/_fake/last_request") {
+    std::lock_guard lock(g_mu);
+    return finish(200, g_last_request);
+  }
   if (target == "/_fake/script") {
     rapidjson::Document d;
     d.Parse(req.body().c_str());
@@ -270,6 +306,10 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
   }
   ++g_requests;
   ++(anthropic ? g_messages : g_chat);
+  {
+    std::lock_guard lock(g_mu);
+    g_last_request = req.body();
+  }
   if (epochMs() < g_outage_until_ms.load()) {
     const int status = g_outage_status.load();
     return finish(
@@ -372,7 +412,7 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
   }
   if (!scripted && !s.content) {
     if (const auto schema = replySchema(d, prompt))
-      s.content = listwiseReply(*schema, prompt, model);
+      s.content = verdictReply(*schema, s.score).value_or(listwiseReply(*schema, prompt, model));
     else if (wantsText(d, anthropic))
       s.content = textReply(d, model);
   }
@@ -399,8 +439,16 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
         R"({"input_tokens":)" + std::to_string(prompt_tokens) +
         R"(,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":)" +
         std::to_string(completion_tokens) + "}";
+    // A forced tool answers with a tool_use block whose input is the reply (when the reply is a
+    // JSON object; a refusal or a cut reply stays text).
+    rapidjson::Document input;
+    input.Parse(content.c_str());
+    const bool tool = forcesTool(d) && !input.HasParseError() && input.IsObject();
+    const std::string tool_name =
+        tool && d["tools"][0].HasMember("name") ? d["tools"][0]["name"].GetString() : "";
     const std::string stop = truncated                    ? "max_tokens"
                              : s.kind == "content_filter" ? "refusal"
+                             : tool                       ? "tool_use"
                                                           : "end_turn";
     if (s.kind == "stream" || s.kind == "stream_cut") {
       res.set(http::field::content_type, "text/event-stream");
@@ -409,14 +457,20 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
           id + R"(","type":"message","role":"assistant","model":")" + model +
           R"(","content":[],"stop_reason":null,"usage":{"input_tokens":)" +
           std::to_string(prompt_tokens) + R"(,"output_tokens":1}}})" + "\n\n" +
-          "event: content_block_start\ndata: "
-          R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"
+          "event: content_block_start\ndata: " +
+          (tool
+               ? R"({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_fake","name":)" +
+                     jsonString(tool_name) + R"(,"input":{}}})"
+               : std::string(
+                     R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})")) +
           "\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n";
       const std::size_t half = content.size() / 2;
       for (const std::string& piece : {content.substr(0, half), content.substr(half)}) {
         sse +=
-            "event: content_block_delta\ndata: "
-            R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":)" +
+            std::string("event: content_block_delta\ndata: ") +
+            (tool
+                 ? R"({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":)"
+                 : R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":)") +
             jsonString(piece) + "}}\n\n";
         if (s.kind == "stream_cut") return finish(200, sse);
       }
@@ -429,9 +483,10 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
           "}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
       return finish(200, sse);
     }
-    const std::string blocks = s.kind == "empty_choices" || s.kind == "content_filter"
-                                   ? "[]"
-                                   : R"([{"type":"text","text":)" + jsonString(content) + "}]";
+    const std::string blocks = s.kind == "empty_choices" || s.kind == "content_filter" ? "[]"
+                               : tool ? R"([{"type":"tool_use","id":"toolu_fake","name":)" +
+                                            jsonString(tool_name) + R"(,"input":)" + content + "}]"
+                                      : R"([{"type":"text","text":)" + jsonString(content) + "}]";
     return finish(200, R"({"id":"msg_fake)" + id +
                            R"(","type":"message","role":"assistant","model":")" + model +
                            R"(","content":)" + blocks + R"(,"stop_reason":")" + stop +
