@@ -165,29 +165,121 @@ std::string toLowerUtf8(std::string_view text) {
   return out;
 }
 
+std::size_t citationMarkerLength(std::string_view text, std::size_t at) {
+  if (at >= text.size() || text[at] != '[') return 0;
+  const std::size_t close = text.find(']', at + 1);
+  if (close == std::string_view::npos || close - at > 24 || close == at + 1) return 0;
+  const std::string_view inside = text.substr(at + 1, close - at - 1);
+  const bool marker = inside.find_first_not_of(
+                          "0123456789, ;-_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") ==
+                          std::string_view::npos &&
+                      inside.find_first_of("0123456789") != std::string_view::npos;
+  return marker ? close - at + 1 : 0;
+}
+
 std::string stripCitationMarkers(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '[') {
-      const std::size_t close = text.find(']', i + 1);
-      if (close != std::string_view::npos && close - i <= 24 && close > i + 1) {
-        const std::string_view inside = text.substr(i + 1, close - i - 1);
-        const bool marker =
-            inside.find_first_not_of(
-                "0123456789, ;-_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") ==
-                std::string_view::npos &&
-            inside.find_first_of("0123456789") != std::string_view::npos;
-        if (marker) {
-          out.push_back(' ');
-          i = close;
-          continue;
-        }
-      }
+    if (const std::size_t n = citationMarkerLength(text, i); n > 0) {
+      out.push_back(' ');
+      i += n - 1;
+      continue;
     }
     out.push_back(text[i]);
   }
   return out;
+}
+
+namespace {
+
+bool isAsciiSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
+
+// Closing quotes and brackets that may follow a sentence's final punctuation: " ' ) ] ” ’ » 」 』.
+std::size_t closingLength(std::string_view text, std::size_t at) {
+  if (at >= text.size()) return 0;
+  const char c = text[at];
+  if (c == '"' || c == '\'' || c == ')') return 1;
+  for (std::string_view q : {"\u201D", "\u2019", "\u00BB", "\u300D", "\u300F"})
+    if (text.substr(at, q.size()) == q) return q.size();
+  return 0;
+}
+
+// "e.g." "i.e." "U.S." "Dr." …: a period after one of these (or after a single letter, an
+// initial as in "George R. R. Martin") ends no sentence.
+bool abbreviationBefore(std::string_view text, std::size_t period, std::size_t from) {
+  std::size_t k = period;
+  while (k > from) {
+    const char c = text[k - 1];
+    const bool ascii_alnum =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!ascii_alnum && c != '.') break;
+    --k;
+  }
+  std::string word;
+  for (std::size_t j = k; j < period; ++j)
+    word.push_back(static_cast<char>(text[j] >= 'A' && text[j] <= 'Z' ? text[j] + 32 : text[j]));
+  if (word.size() == 1 && word[0] >= 'a' && word[0] <= 'z') return true;
+  static constexpr std::string_view kAbbreviations[] = {
+      "e.g", "i.e", "etc", "vs",  "dr",  "mr", "mrs", "ms",  "st", "no", "fig", "al", "approx",
+      "cf",  "jr",  "sr",  "inc", "ltd", "co", "u.s", "u.k", "p",  "pp", "vol", "ed"};
+  for (auto a : kAbbreviations)
+    if (word == a) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::size_t, std::size_t>> sentenceSpans(std::string_view text) {
+  std::vector<std::pair<std::size_t, std::size_t>> spans;
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  const auto len = static_cast<int32_t>(text.size());
+  std::size_t begin = 0;
+  auto push = [&](std::size_t end) {
+    for (std::size_t j = begin; j < end; ++j)
+      if (!isAsciiSpace(text[j])) {
+        spans.emplace_back(begin, end);
+        break;
+      }
+    begin = end;
+  };
+  int32_t i = 0;
+  while (i < len) {
+    const auto at = static_cast<std::size_t>(i);
+    UChar32 c;
+    U8_NEXT(s, i, len, c);
+    std::size_t j = static_cast<std::size_t>(i);
+    if (c == 0x3002 || c == 0xFF01 || c == 0xFF1F) {  // 。！？ end a sentence, spaced or not
+      while (const std::size_t n = closingLength(text, j)) j += n;
+      push(j);
+      i = static_cast<int32_t>(j);
+      continue;
+    }
+    if (c != '.' && c != '!' && c != '?') continue;
+    for (;;) {  // closing quotes and citation markers stay with the sentence they end
+      if (const std::size_t n = closingLength(text, j)) {
+        j += n;
+      } else if (const std::size_t m = citationMarkerLength(text, j)) {
+        j += m;
+      } else {
+        break;
+      }
+    }
+    if (j < text.size() && !isAsciiSpace(text[j])) continue;  // "3.5", "example.com", "?!"
+    if (c == '.' && abbreviationBefore(text, at, begin)) continue;
+    auto next = static_cast<int32_t>(j);
+    while (next < len && isAsciiSpace(text[static_cast<std::size_t>(next)])) ++next;
+    if (next < len) {
+      UChar32 n;
+      int32_t k = next;
+      U8_NEXT(s, k, len, n);
+      if (n >= 0 && u_islower(n)) continue;  // "… approx. five", lower case goes on
+    }
+    push(j);
+    i = static_cast<int32_t>(j);
+  }
+  push(text.size());
+  return spans;
 }
 
 std::size_t codepointCount(std::string_view text) {

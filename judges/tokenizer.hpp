@@ -15,6 +15,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace assay {
@@ -39,6 +40,17 @@ std::vector<std::string> tokenize(std::string_view text);
 /// letters, digits, ',', ';', '-', '_' and spaces: "[1]", "[2, 3]", "[doc-7]" — by a space.
 /// They point at a context; they are not words of the answer.
 std::string stripCitationMarkers(std::string_view text);
+
+/// Length in bytes of the citation marker (as above) that starts at byte `at`, or 0.
+std::size_t citationMarkerLength(std::string_view text, std::size_t at);
+
+/// The sentences of `text` as byte ranges [begin, end) that cover it, blank ranges left out.
+/// A sentence ends after . ! ? followed by white space (closing quotes, brackets and citation
+/// markers right after the mark stay with it: "… 40 euros [1]. Next"), unless the period
+/// follows an abbreviation ("e.g.", "U.S.", "Dr.", a single letter such as an initial) or the
+/// next word starts in lower case; after 。！？ always. A colon or a line break ends none: a
+/// list's lead-in and its items stay one sentence, as claim annotators split them (ExpertQA).
+std::vector<std::pair<std::size_t, std::size_t>> sentenceSpans(std::string_view text);
 
 /// Lower-cases every code point (ICU simple case mapping); invalid bytes are copied as they are.
 std::string toLowerUtf8(std::string_view text);

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "judges/tokenizer.hpp"
+
 namespace assay {
 namespace {
 
@@ -20,17 +22,17 @@ Verdict judge(const Event& e) { return ClaimSupportJudge().judge(e); }
 
 TEST_CASE("claim_support: a wrong figure costs its weight and its two neighbour pairs") {
   const std::vector<std::string> ctx = {"The plan costs 40 euros a month and includes 5 GB."};
-  // Content keys of the answer: cost 40 euro month includ 50 gb, weights 1 4 1 1 1 4 1 (13);
-  // "plan" would weigh 0 (the question's). 50 is in no context: u = 9/13.
-  // Neighbour pairs, weight max of the two: (cost,40) 4 ✓, (40,euro) 4 ✓, (euro,month) 1 ✓,
-  // (month,includ) 1 ✓, (includ,50) 4 ✗, (50,gb) 4 ✗: b = 10/18.
-  // One claim: score = 0.5·9/13 + 0.5·10/18 = 0.623932.
+  // Content keys of the answer: cost 40 euro month includ 50 gb, weights 1 2 1 1 1 2 1 (9);
+  // "plan" would weigh 0 (the question's). 50 is in no context: u = 7/9.
+  // Neighbour pairs, weight max of the two: (cost,40) 2 ✓, (40,euro) 2 ✓, (euro,month) 1 ✓,
+  // (month,includ) 1 ✓, (includ,50) 2 ✗, (50,gb) 2 ✗: b = 6/10.
+  // One claim, so the score is its support: 0.5·7/9 + 0.5·6/10 = 0.688889.
   const auto wrong =
       judge(event("How much is the plan?", "It costs 40 euros a month and includes 50 GB.", ctx));
   REQUIRE(wrong.outcome == Outcome::kOk);
-  CHECK(wrong.score == doctest::Approx(0.5 * 9.0 / 13.0 + 0.5 * 10.0 / 18.0));
+  CHECK(wrong.score == doctest::Approx(0.5 * 7.0 / 9.0 + 0.5 * 6.0 / 10.0));
   CHECK(wrong.evidence ==
-        "least supported (0.62): \"It costs 40 euros a month and includes 50 GB\"; "
+        "least supported (0.69): \"It costs 40 euros a month and includes 50 GB\"; "
         "unsupported: 50");
   const auto right =
       judge(event("How much is the plan?", "It costs 40 euros a month and includes 5 GB.", ctx));
@@ -65,11 +67,12 @@ TEST_CASE("claim_support: one invented sentence pulls three supported ones down"
       "Massif Central.";
   // Each of the three claims is fully supported (keys and neighbour pairs): 1.0.
   CHECK(judge(event("Tell me about the Loire.", three, ctx)).score == doctest::Approx(1.0));
-  // The fourth claim: paint, monet, 1890 (weights 1, 1, 4) in no context: 0.
-  // Weighted mean = (3·1 + 2·1 + 3·1 + 6·0) / 14 = 8/14; lowest 0 → 0.4·8/14 = 0.228571.
+  // The fourth claim: paint, monet, 1890 (weights 1, 1, 2) in no context: 0.
+  // Weighted mean = (3·1 + 2·1 + 3·1 + 4·0) / 12 = 8/12 over 4 claims: the shortfall 4/12
+  // divided by √4 → 1 − 1/6 = 0.833333, below the three alone.
   const auto four =
       judge(event("Tell me about the Loire.", three + " It was painted by Monet in 1890.", ctx));
-  CHECK(four.score == doctest::Approx(0.4 * 8.0 / 14.0));
+  CHECK(four.score == doctest::Approx(1.0 - 1.0 / 6.0));
   CHECK(four.evidence ==
         "least supported (0.00): \"It was painted by Monet in 1890\"; unsupported: painted "
         "Monet 1890");
@@ -80,8 +83,55 @@ TEST_CASE("claim_support: an answer that restates the question is not fully supp
       judge(event("When does the museum open on Sundays?", "The museum opens on Sundays.",
                   {"The museum opens at 10:00 on Sundays."}));
   REQUIRE(v.outcome == Outcome::kOk);
-  CHECK(v.score == doctest::Approx(0.5));
+  CHECK(v.score == doctest::Approx(0.7));
   CHECK(v.evidence.find("restates the question") != std::string::npos);
+}
+
+TEST_CASE("claim_support: a sentence that cites nothing in an answer that cites") {
+  const std::vector<std::string> ctx = {"The plan costs 40 euros a month.",
+                                        "The plan includes 5 GB of data."};
+  // plan and cost weigh 0 (asked). Claim 1: 40 euro month, claim 2: includ 5 gb data, every
+  // key and neighbour pair in a context: both 1.0, mean 1, score 1 − 0/√2 = 1.
+  CHECK(judge(event("What does the plan cost?",
+                    "The plan costs 40 euros a month [1]. It includes 5 GB of data [2].", ctx))
+            .score == doctest::Approx(1.0));
+  // A marker after the period, before the next sentence's first word, cites back.
+  CHECK(judge(event("What does the plan cost?",
+                    "The plan costs 40 euros a month. [1] It includes 5 GB of data. [2]", ctx))
+            .score == doctest::Approx(1.0));
+  // The second sentence cites nothing while the first does: the same supports, × 0.3.
+  const auto uncited =
+      judge(event("What does the plan cost?",
+                  "The plan costs 40 euros a month [1]. It includes 5 GB of data.", ctx));
+  CHECK(uncited.score == doctest::Approx(0.3));
+  CHECK(uncited.evidence ==
+        "uncited (1 of 2 sentences cite no context): \"It includes 5 GB of data\"");
+  // An answer with no marker at all is judged on its words alone.
+  CHECK(judge(event("What does the plan cost?",
+                    "The plan costs 40 euros a month. It includes 5 GB of data.", ctx))
+            .score == doctest::Approx(1.0));
+}
+
+TEST_CASE("sentenceSpans: abbreviations, initials, markers and CJK") {
+  const std::string t =
+      "In the U.S. bicameral system, x [3][5]. The Senate, e.g. Bob, is big [3]. Six-year "
+      "terms.[5] Some powers.\n\nNevertheless, y [5]. A 3.5 GB plan? Yes! 会议改到周三。好的";
+  std::vector<std::string> got;
+  for (const auto& [b, e] : sentenceSpans(t)) got.push_back(t.substr(b, e - b));
+  const std::vector<std::string> want = {"In the U.S. bicameral system, x [3][5].",
+                                         " The Senate, e.g. Bob, is big [3].",
+                                         " Six-year terms.[5]",
+                                         " Some powers.",
+                                         "\n\nNevertheless, y [5].",
+                                         " A 3.5 GB plan?",
+                                         " Yes!",
+                                         " 会议改到周三。",
+                                         "好的"};
+  CHECK(got == want);
+  CHECK(sentenceSpans("").empty());
+  CHECK(sentenceSpans("  \n ").empty());
+  // A lower-case word after a period goes on; "George R. R. Martin" is one sentence.
+  CHECK(sentenceSpans("It costs approx. five euros. George R. R. Martin wrote it.").size() == 2);
 }
 
 TEST_CASE("claim_support: Chinese per character, French with elisions and number words") {
@@ -98,11 +148,11 @@ TEST_CASE("claim_support: Chinese per character, French with elisions and number
   // "huit" is the number 8: an answer that writes 8 is supported.
   CHECK(judge(event("Quand l'école ouvre-t-elle ?", "L'école ouvre à 8 heures le lundi.", fr))
             .score == doctest::Approx(1.0));
-  // école, ouvr weigh 0 (asked); 9 (4) unsupported, heur and lundi (1, 1) supported: u = 2/6;
-  // pairs (ouvr,9) 4 ✗, (9,heur) 4 ✗, (heur,lundi) 1 ✓, (école,ouvr) 0: b = 1/9.
+  // école, ouvr weigh 0 (asked); 9 (2) unsupported, heur and lundi (1, 1) supported: u = 2/4;
+  // pairs (ouvr,9) 2 ✗, (9,heur) 2 ✗, (heur,lundi) 1 ✓, (école,ouvr) 0: b = 1/5.
   const auto nine =
       judge(event("Quand l'école ouvre-t-elle ?", "L'école ouvre à 9 heures le lundi.", fr));
-  CHECK(nine.score == doctest::Approx(0.5 * 2.0 / 6.0 + 0.5 / 9.0));
+  CHECK(nine.score == doctest::Approx(0.5 * 2.0 / 4.0 + 0.5 / 5.0));
 }
 
 TEST_CASE("claim_support: outcomes without evidence to judge") {
