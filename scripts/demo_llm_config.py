@@ -4,7 +4,8 @@
 usage: demo_llm_config.py BASE.yaml OUT.yaml
 Environment: OPENAI_API_KEY (OpenAI), or ASSAY_LLM_ENDPOINT (+ ASSAY_LLM_MODEL) for any
 OpenAI-compatible server; ASSAY_DEMO_BUDGET_EUR caps the demo's spend (default 0.50).
-The judge runs only where context_overlap is below 0.8 (the cheap judge escalates)."""
+The judge runs only where claim_support is below 0.8 (the cheap judge escalates:
+docs/claim-support.md)."""
 import json
 import os
 import sys
@@ -27,7 +28,7 @@ judge = ("  - name: faithfulness_llm\n"
          f"    model: {json.dumps(model)}\n"
          + ("    api_key_env: OPENAI_API_KEY\n" if has_key else "")
          + "    max_in_flight: 4\n"
-         "    run_if: [{judge: context_overlap, below: 0.8}]\n")
+         "    run_if: [{judge: claim_support, below: 0.8}]\n")
 head, sep, tail = text.partition("tracking:")
 text = head.rstrip("\n") + "\n" + judge + sep + tail
 text = text.replace("judges:\n", budget + "judges:\n", 1)

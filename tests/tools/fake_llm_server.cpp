@@ -79,6 +79,7 @@ int g_delay_ms = 0;
 std::atomic<std::int64_t> g_outage_until_ms{0};
 std::atomic<int> g_outage_status{503};
 std::FILE* g_call_log = nullptr;
+std::FILE* g_request_log = nullptr;  // --request-log: every API request body, one per line
 
 std::int64_t epochMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -309,6 +310,13 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
   {
     std::lock_guard lock(g_mu);
     g_last_request = req.body();
+    if (g_request_log) {
+      std::string line = req.body();
+      for (auto& c : line)
+        if (c == '\n') c = ' ';  // JSON bodies hold no raw newline; keep one request a line
+      std::fprintf(g_request_log, "%s\n", line.c_str());
+      std::fflush(g_request_log);
+    }
   }
   if (epochMs() < g_outage_until_ms.load()) {
     const int status = g_outage_status.load();
@@ -564,7 +572,8 @@ int main(int argc, char** argv) {
           "[[fake-status:429]] [[fake-retry-after:45]] [[fake-delay-ms:300]] [[fake-score:3]]\n"
           "[[fake-kind:truncated|fenced|refusal|error|overloaded|no_usage|null_details]];\n"
           "POST /_fake/script queues scripted replies, GET /_fake/stats counts requests.\n"
-          "--delay-ms N delays unscripted replies; --call-log FILE logs every billed reply.\n");
+          "--delay-ms N delays unscripted replies; --call-log FILE logs every billed reply;\n"
+          "--request-log FILE appends every API request body, one per line.\n");
       return 0;
     }
   }
@@ -582,6 +591,8 @@ int main(int argc, char** argv) {
       g_delay_ms = std::stoi(argv[i + 1]);
     else if (a == "--call-log")
       g_call_log = std::fopen(argv[i + 1], "a");
+    else if (a == "--request-log")
+      g_request_log = std::fopen(argv[i + 1], "a");
   }
   std::signal(SIGPIPE, SIG_IGN);
   asio::io_context io;
