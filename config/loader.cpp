@@ -340,10 +340,23 @@ void loadKafkaSecrets(Reader& r, const YAML::Node& n, KafkaOptions& o) {
 void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
   const std::string p = "kafka";
   if (!r.checkMap(n, p,
-                  {"brokers", "topic", "group_id", "feedback_topic", "results_topic",
+                  {"brokers", "format", "topic", "group_id", "feedback_topic", "results_topic",
                    "dead_letter_topic", "partitions", "properties", "secret_files", "secret_env"}))
     return;
   r.get(n, "brokers", p, o.brokers);
+  if (const auto f = n["format"]) {
+    std::string format;
+    r.get(n, "format", p, format);
+    if (format == "assay_json")
+      o.format = EventFormat::kAssayJson;
+    else if (format == "otlp_json")
+      o.format = EventFormat::kOtlpJson;
+    else if (format == "otlp_proto")
+      o.format = EventFormat::kOtlpProto;
+    else if (f.IsScalar())
+      r.error(f, p + ".format",
+              "expected assay_json, otlp_json or otlp_proto, got '" + format + "'");
+  }
   r.get(n, "topic", p, o.topic);
   r.get(n, "group_id", p, o.group_id);
   r.get(n, "feedback_topic", p, o.feedback_topic);
@@ -409,6 +422,54 @@ void loadEvents(Reader& r, const YAML::Node& n, EventFieldOptions& o) {
   if (o.question.empty())
     r.error(n["question"], p + ".question", "a required field needs a pointer");
   if (o.answer.empty()) r.error(n["answer"], p + ".answer", "a required field needs a pointer");
+}
+
+void loadOtlp(Reader& r, const YAML::Node& n, OtlpOptions& o) {
+  const std::string p = "otlp";
+  if (!r.checkMap(
+          n, p,
+          {"mapping", "attributes", "join_timeout_ms", "max_traces", "max_bytes", "incomplete"}))
+    return;
+  r.get(n, "mapping", p, o.mapping);
+  if (o.mapping != "openinference" && o.mapping != "gen_ai")
+    r.error(n["mapping"], p + ".mapping",
+            "expected openinference or gen_ai, got '" + o.mapping + "'");
+  if (const auto a = n["attributes"]) {
+    if (!a.IsMap()) {
+      r.error(a, p + ".attributes", "expected a mapping of attribute names");
+    } else {
+      const std::vector<std::string_view> known(OtlpOptions::kAttributeKeys.begin(),
+                                                OtlpOptions::kAttributeKeys.end());
+      r.checkMap(a, p + ".attributes", known);
+      for (const auto& kv : a) {
+        const auto key = kv.first.as<std::string>("");
+        if (std::find(known.begin(), known.end(), key) == known.end()) continue;
+        const std::string kp = p + ".attributes." + key;
+        const bool list = key == "retrieval_kind" || key == "generation_kind";
+        if (!kv.second.IsScalar() ||
+            kv.second.Scalar().find_first_not_of(list ? " ," : " ") == std::string::npos) {
+          r.error(kv.second, kp,
+                  list ? "expected the attribute's values, comma-separated"
+                       : "expected a non-empty attribute name");
+          continue;
+        }
+        o.attributes.emplace_back(key, kv.second.Scalar());
+      }
+    }
+  }
+  r.getRange(n, "join_timeout_ms", p, o.join_timeout_ms, 1, 3'600'000);
+  r.getRange<std::size_t>(n, "max_traces", p, o.max_traces, 1, 10'000'000);
+  r.getRange<std::size_t>(n, "max_bytes", p, o.max_bytes, 1u << 20, std::size_t{16} << 30);
+  if (const auto inc = n["incomplete"]) {
+    std::string v;
+    r.get(n, "incomplete", p, v);
+    if (v == "judge")
+      o.judge_incomplete = true;
+    else if (v == "count")
+      o.judge_incomplete = false;
+    else if (inc.IsScalar())
+      r.error(inc, p + ".incomplete", "expected judge or count, got '" + v + "'");
+  }
 }
 
 void loadSampling(Reader& r, const YAML::Node& n, SamplingOptions& o) {
@@ -1023,12 +1084,18 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
     return res;
   }
   if (!r.checkMap(root, "",
-                  {"kafka", "events", "sampling", "limits", "budget", "judges", "tracking", "ab",
-                   "admin", "sinks", "log"}))
+                  {"kafka", "events", "otlp", "sampling", "limits", "budget", "judges", "tracking",
+                   "ab", "admin", "sinks", "log"}))
     return res;
   Config& c = res.config;
   if (auto n = root["kafka"]) loadKafka(r, n, c.kafka);
   if (auto n = root["events"]) loadEvents(r, n, c.events);
+  if (auto n = root["otlp"]) loadOtlp(r, n, c.otlp);
+  if (c.kafka.format == EventFormat::kAssayJson && root["otlp"])
+    r.inert(root["otlp"], "otlp", "kafka.format is assay_json");
+  if (c.kafka.format != EventFormat::kAssayJson && root["events"])
+    r.inert(root["events"], "events",
+            "kafka.format reads OpenTelemetry traces: the otlp section maps them");
   if (auto n = root["sampling"]) loadSampling(r, n, c.sampling);
   if (auto n = root["limits"]) loadLimits(r, n, c.limits);
   if (auto n = root["budget"]) loadBudget(r, n, c.budget);

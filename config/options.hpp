@@ -2,11 +2,13 @@
 /// Options structs, one per top-level YAML section (docs/configuration.md). Plain data with
 /// defaults; only config/loader.cpp knows YAML. Units are in the names (`_ms`, `_bytes`, `_eur`).
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,8 +19,16 @@
 
 namespace assay {
 
+/// kafka.format: what a message of kafka.topic holds (docs/events.md).
+enum class EventFormat {
+  kAssayJson,  ///< one event, JSON (the default)
+  kOtlpJson,   ///< an OTLP ExportTraceServiceRequest, OTLP/JSON (the Collector's otlp_json)
+  kOtlpProto,  ///< the same, protobuf (the Collector's Kafka exporter default, otlp_proto)
+};
+
 struct KafkaOptions {
   std::string brokers = "embedded";  ///< "embedded" = in-process librdkafka mock cluster
+  EventFormat format = EventFormat::kAssayJson;
   std::string topic = "rag.events";
   std::string group_id = "assayd";
   std::string feedback_topic;     ///< optional; empty = none
@@ -43,6 +53,25 @@ struct EventFieldOptions {
               variant = "/variant", model = "/model", question = "/question",
               contexts = "/contexts", answer = "/answer", reference = "/reference",
               relevant_context_ids = "/relevant_context_ids", expected_format = "/expected_format";
+};
+
+/// otlp: RAG events assembled from OpenTelemetry traces (kafka.format otlp_json | otlp_proto;
+/// daemon/trace_join.hpp, docs/events.md).
+struct OtlpOptions {
+  /// The keys `otlp.attributes` may set (meanings: daemon/trace_mapping.hpp, docs/events.md).
+  static constexpr std::array<std::string_view, 14> kAttributeKeys = {
+      "span_kind", "retrieval_kind",  "generation_kind", "query",
+      "documents", "output_messages", "answer",          "input_messages",
+      "model",     "fallback_model",  "tenant",          "app",
+      "variant",   "reference"};
+  std::string mapping = "openinference";  ///< built-in mapping: openinference | gen_ai
+  /// Attribute names over the mapping's, key by key (daemon/trace_mapping.hpp keys), in file
+  /// order.
+  std::vector<std::pair<std::string, std::string>> attributes;
+  int join_timeout_ms = 30'000;       ///< a trace waits this long after its last span, 1..3,600,000
+  std::size_t max_traces = 10'000;    ///< traces waiting at once, 1..10,000,000
+  std::size_t max_bytes = 64u << 20;  ///< text they hold, bytes, 1 MiB..16 GiB
+  bool judge_incomplete = true;       ///< incomplete: judge (true) | count (false)
 };
 
 struct SamplingOptions {
@@ -163,6 +192,7 @@ struct Config {
   std::string file;  ///< path it was loaded from
   KafkaOptions kafka;
   EventFieldOptions events;
+  OtlpOptions otlp;
   SamplingOptions sampling;
   LimitsOptions limits;
   BudgetOptions budget;

@@ -105,6 +105,7 @@ struct JudgeRunner::Pending {
   std::vector<std::optional<JudgedVerdict>> slots;  // one per configured judge
   std::int32_t partition = 0;
   std::int64_t offset = 0;
+  std::vector<MessageRef> messages;
   std::mutex mu;
   std::size_t remaining = 0;  // asynchronous verdicts still to come
 };
@@ -248,6 +249,7 @@ void JudgeRunner::run(const WorkItem& item) {
   p->slots.resize(set.judges.size());
   p->partition = item.partition;
   p->offset = item.offset;
+  p->messages = item.messages;
   std::vector<std::size_t> later;  // asynchronous judges: their run_if sees every local verdict
   for (std::size_t i = 0; i < set.judges.size(); ++i) {
     if (!item.sample.admits(set.rates[i].load(std::memory_order_relaxed))) continue;
@@ -274,7 +276,7 @@ void JudgeRunner::run(const WorkItem& item) {
 void JudgeRunner::complete(Pending& p) {
   for (auto& s : p.slots)
     if (s) p.judgment.verdicts.push_back(std::move(*s));
-  if (listener_.judged) listener_.judged(p.judgment, p.partition, p.offset);
+  if (listener_.judged) listener_.judged(p.judgment, p.partition, p.offset, p.messages);
 }
 
 }  // namespace assay

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "config/options.hpp"
+#include "daemon/offset_tracker.hpp"
 #include "judges/judge.hpp"
 #include "judges/judge_stats.hpp"
 #include "judges/services.hpp"
@@ -41,6 +42,9 @@ struct WorkItem {
   SampleDecision sample;
   std::int32_t partition = 0;
   std::int64_t offset = 0;
+  /// kafka.format otlp_*: every message that held one of the event's spans (the event is
+  /// finished for each of them; partition and offset are then unused).
+  std::vector<MessageRef> messages;
 };
 
 /// A configured judge, ready to run.
@@ -88,7 +92,8 @@ class JudgeRunner {
                        double score)>
         scored;
     /// Every verdict of the event is in (verdicts in configuration order).
-    std::function<void(const Judgment& judgment, std::int32_t partition, std::int64_t offset)>
+    std::function<void(const Judgment& judgment, std::int32_t partition, std::int64_t offset,
+                       const std::vector<MessageRef>& messages)>
         judged;
   };
 

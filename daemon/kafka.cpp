@@ -185,9 +185,10 @@ std::size_t KafkaProducer::replay(const std::string& path, const std::string& to
       "--replay");
 }
 
-std::size_t KafkaProducer::replay(const std::string& path, const std::string& topic,
-                                  const std::function<std::string(const std::string&)>& key_of,
-                                  const std::string& flag) {
+std::size_t KafkaProducer::replay(
+    const std::string& path, const std::string& topic,
+    const std::function<std::string(const std::string&)>& key_of, const std::string& flag,
+    const std::function<bool(const std::string&, std::string&, std::string&)>& encode) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigurationError(flag + ": cannot read '" + path + "'");
   std::string line;
@@ -197,11 +198,18 @@ std::size_t KafkaProducer::replay(const std::string& path, const std::string& to
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     const std::string key = key_of(line);
+    std::string encoded, error;
+    if (encode && !encode(line, encoded, error)) {
+      spdlog::warn("{}: {}:{}: {}; skipped", flag, path, line_no, error);
+      ++rejected;
+      continue;
+    }
+    const std::string& value = encode ? encoded : line;
     for (;;) {
       const auto err =
           rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(topic.c_str()),
                             RD_KAFKA_V_KEY(key.empty() ? nullptr : key.data(), key.size()),
-                            RD_KAFKA_V_VALUE(line.data(), line.size()),
+                            RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
                             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
       if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         rd_kafka_poll(rk_, 100);
@@ -210,7 +218,7 @@ std::size_t KafkaProducer::replay(const std::string& path, const std::string& to
       if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
         // Larger than the producer's message.max.bytes: the broker would refuse it too.
         spdlog::warn("{}: {}:{}: {} bytes is larger than message.max.bytes; skipped", flag, path,
-                     line_no, line.size());
+                     line_no, value.size());
         ++rejected;
         break;
       }
@@ -223,7 +231,7 @@ std::size_t KafkaProducer::replay(const std::string& path, const std::string& to
     rd_kafka_poll(rk_, 0);
   }
   if (in.bad()) throw std::runtime_error(flag + ": error reading '" + path + "'");
-  if (rejected) spdlog::warn("{}: {} line(s) too large to produce were skipped", flag, rejected);
+  if (rejected) spdlog::warn("{}: {} line(s) were skipped", flag, rejected);
   if (rd_kafka_flush(rk_, 60000) != RD_KAFKA_RESP_ERR_NO_ERROR)
     throw std::runtime_error(flag + ": the broker did not acknowledge every message within 60 s");
   return n;
@@ -625,7 +633,10 @@ void KafkaConsumer::onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partitio
     committed_.erase({parts->elems[i].topic, parts->elems[i].partition});
     acked_.erase({parts->elems[i].topic, parts->elems[i].partition});
   }
-  for (auto& [t, partitions] : ids) t->forget(partitions);
+  for (auto& [t, partitions] : ids) {
+    t->forget(partitions);
+    if (t == &tracker_ && on_revoke_) on_revoke_(partitions);
+  }
   if (cooperative) {
     destroyError(rd_kafka_incremental_unassign(rk_, parts));
     assigned_count_ -= std::min<std::size_t>(assigned_count_, static_cast<std::size_t>(parts->cnt));

@@ -68,10 +68,13 @@ class KafkaProducer {
   /// Returns the number of messages produced. Throws std::runtime_error on I/O errors.
   std::size_t replay(const std::string& path, const std::string& topic, const EventParser& parser);
   /// The same for any JSON Lines file, keyed by `key_of(line)` (empty = no key); `flag` names
-  /// the option in messages.
+  /// the option in messages. `encode` (optional) turns a line into the message value: false
+  /// skips the line (logged with its number and `error`).
   std::size_t replay(const std::string& path, const std::string& topic,
                      const std::function<std::string(const std::string&)>& key_of,
-                     const std::string& flag);
+                     const std::string& flag,
+                     const std::function<bool(const std::string& line, std::string& value,
+                                              std::string& error)>& encode = {});
 
   /// The largest value copied to the dead-letter topic whole: 900,000 bytes, under the
   /// producer's `message.max.bytes` default (1,000,000) with room for key and headers.
@@ -108,6 +111,11 @@ class KafkaConsumer {
   KafkaConsumer(const KafkaOptions& options, const std::string& bootstrap, OffsetTracker& tracker,
                 OffsetTracker* feedback = nullptr, KafkaClientStats* stats = nullptr);
   ~KafkaConsumer();
+  /// Called on the poll thread with the events topic's partitions a rebalance takes away,
+  /// after their finished offsets are committed (the span join forgets their traces).
+  void onRevoke(std::function<void(const std::vector<std::int32_t>&)> f) {
+    on_revoke_ = std::move(f);
+  }
 
   /// Next message or nullptr; caller destroys it with rd_kafka_message_destroy.
   rd_kafka_message_t* poll(int timeout_ms);
@@ -185,6 +193,7 @@ class KafkaConsumer {
   std::string topic_, feedback_topic_;
   OffsetTracker& tracker_;
   OffsetTracker* feedback_tracker_ = nullptr;
+  std::function<void(const std::vector<std::int32_t>&)> on_revoke_;
   OffsetTracker* trackerOf(const char* topic) const;
   std::atomic<bool> assigned_{false};
   std::atomic<bool> in_assignment_{false};

@@ -23,6 +23,15 @@
 
 namespace assay {
 
+/// One Kafka message of the events topic.
+struct MessageRef {
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  bool operator==(const MessageRef& o) const {
+    return partition == o.partition && offset == o.offset;
+  }
+};
+
 class OffsetTracker {
  public:
   /// A message was consumed; it is pending until `finish`.

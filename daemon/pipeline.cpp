@@ -101,6 +101,9 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
              SinkContext{&sink_stats_, producer_.handle(), config.kafka.results_topic}),
       consumer_(config.kafka, bootstrap_, offsets_, &feedback_offsets_, &kafka_stats_),
       parser_(config.events, config.limits.max_event_bytes),
+      otlp_(config.kafka.format == EventFormat::kAssayJson
+                ? nullptr
+                : std::make_unique<OtlpSource>(config, *registry_)),
       sampler_(config.sampling.rate, config.sampling.rules),
       queue_(config.limits.queue_capacity),
       services_(config.budget, *registry_),
@@ -111,15 +114,29 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                   },
                   [this](std::size_t i, const std::string& id, const std::string& variant,
                          double score) { tracker_.record(i, id, variant, score); },
-                  [this](const Judgment& j, std::int32_t partition, std::int64_t offset) {
+                  [this](const Judgment& j, std::int32_t partition, std::int64_t offset,
+                         const std::vector<MessageRef>& messages) {
                     // The event's offset is finished when the last sink lets go of the token.
-                    sinks_.deliver(j, DeliveryToken(nullptr, [this, partition, offset](void*) {
-                                     offsets_.finish(partition, offset);
-                                   }));
+                    sinks_.deliver(
+                        j, DeliveryToken(nullptr, [this, partition, offset, messages](void*) {
+                          if (messages.empty())
+                            offsets_.finish(partition, offset);
+                          else
+                            release(messages);
+                        }));
                     last_judged_ns_ = steadyNs();
                   }},
               run_.no_workers ? 0 : config.limits.workers, &services_) {
   freezeBaselines(tracker_, trackedJudges(config), config.tracking);
+  if (otlp_) {
+    consumer_.onRevoke([this](const std::vector<std::int32_t>& p) { otlp_->forget(p); });
+    spdlog::info(
+        "kafka: {} reads OpenTelemetry traces ({}), mapping {}; a trace waits up to {} ms "
+        "after its last span",
+        config.kafka.topic,
+        config.kafka.format == EventFormat::kOtlpJson ? "otlp_json" : "otlp_proto",
+        config.otlp.mapping, config.otlp.join_timeout_ms);
+  }
   connectAb(config);
   reloads_ = &prometheus::BuildCounter()
                   .Name("assay_config_reloads_total")
@@ -212,6 +229,10 @@ bool Pipeline::pollOnce(int timeout_ms) {
     rd_kafka_message_destroy(m);
     if (fatal) return false;
   }
+  if (otlp_) {  // traces past the join timeout
+    otlp_->expire(finished_);
+    if (!finished_.empty()) handleFinished();
+  }
   producer_.poll();  // delivery reports: results-topic tokens, dead letters
   if (consumer_.takeAllBrokersDown() && !brokers_down_) {
     brokers_down_ = true;
@@ -267,6 +288,7 @@ void Pipeline::handleEvent(const rd_kafka_message_t* m) {
     offsets_.skip(m->partition, m->offset);
     return;
   }
+  if (otlp_) return handleOtlp(m);
   const KeyScreen screen = sampler_.screen(keyOf(m));
   if (screen.rejected) {  // not sampled whatever it holds: never parsed
     offsets_.skip(m->partition, m->offset);
@@ -290,13 +312,62 @@ void Pipeline::handleEvent(const rd_kafka_message_t* m) {
   enqueue(std::move(item));
 }
 
+void Pipeline::handleOtlp(const rd_kafka_message_t* m) {
+  const std::string_view payload = payloadOf(m);
+  if (payload.size() > config_.limits.max_event_bytes)
+    return finishInvalid(
+        m, ParseOutcome{false, InvalidReason::kTooLarge,
+                        fmt::format("{} bytes, limits.max_event_bytes is {}", payload.size(),
+                                    config_.limits.max_event_bytes)});
+  const MessageRef at{m->partition, m->offset};
+  const auto read = otlp_->add(
+      payload, at, [this](const std::string& id) { return !sampler_.screen(id).rejected; },
+      finished_);
+  if (!read.ok) return finishInvalid(m, read.invalid);
+  if (read.traces == 0)
+    offsets_.skip(m->partition, m->offset);  // every span sampled out, late or invalid
+  else
+    offsets_.begin(m->partition, m->offset);  // held in otlp_->refs() for its traces
+  handleFinished();
+}
+
+void Pipeline::handleFinished() {
+  for (auto& f : finished_) {
+    if (!f.event) {
+      release(f.messages);  // counted by the source: incomplete or evicted
+      continue;
+    }
+    WorkItem item;
+    item.event = std::move(*f.event);
+    item.sample = sampler_.decide(sampler_.screen(item.event.id), item.event);
+    if (!item.sample.sampled) {  // a tenant or app rule below the highest rate
+      release(f.messages);
+      continue;
+    }
+    sampling_stats_.countSampled(item.event.tenant);
+    item.messages = std::move(f.messages);
+    enqueue(std::move(item));
+  }
+  finished_.clear();
+}
+
+void Pipeline::release(const std::vector<MessageRef>& messages) {
+  for (const auto& m : messages)
+    if (otlp_->refs().release(m)) offsets_.finish(m.partition, m.offset);
+}
+
+void Pipeline::finishDropped(const WorkItem& item) {
+  if (item.messages.empty())
+    offsets_.finish(item.partition, item.offset);
+  else
+    release(item.messages);
+}
+
 void Pipeline::enqueue(WorkItem item) {
-  const auto partition = item.partition;
-  const auto offset = item.offset;
   if (config_.limits.when_full == LimitsOptions::WhenFull::kDropNewest) {
     if (!queue_.tryPush(item)) {
       sampling_stats_.dropped_queue_full.Increment();
-      offsets_.finish(partition, offset);  // a counted, deliberate drop
+      finishDropped(item);  // a counted, deliberate drop
     }
     return;
   }
@@ -475,6 +546,7 @@ bool Pipeline::rebuildJudges(Config&& config, const ReloadDiff& diff) {
 
 void Pipeline::everySecond() {
   services_.refresh();  // queued on the ledger's thread: never waits for Redis here
+  if (otlp_) otlp_->refresh();
   store_ready_ = services_.ready();
   if (brokers_down_ && consumer_.brokerAnswers(200)) {
     brokers_down_ = false;
@@ -540,7 +612,28 @@ std::size_t Pipeline::judgeQueued() {
 void Pipeline::replay() {
   if (!run_.replay_file.empty()) {
     const auto t0 = Clock::now();
-    const auto n = producer_.replay(run_.replay_file, config_.kafka.topic, parser_);
+    const auto n =
+        otlp_ ? producer_.replay(
+                    run_.replay_file, config_.kafka.topic,
+                    [](const std::string& line) {
+                      // Keyed by the trace id when the line holds one trace, as the Collector's
+                      // exporter keys by trace id with partition_traces_by_id.
+                      otlp::Batch b;
+                      std::string error;
+                      if (!otlp::decodeJson(line, b, error) || b.spans.empty())
+                        return std::string();
+                      for (const auto& s : b.spans)
+                        if (s.trace_id != b.spans[0].trace_id) return std::string();
+                      return otlp::hex(b.spans[0].trace_id.data(), 16);
+                    },
+                    "--replay",
+                    config_.kafka.format == EventFormat::kOtlpProto
+                        ? std::function<bool(const std::string&, std::string&, std::string&)>(
+                              [](const std::string& line, std::string& value, std::string& error) {
+                                return otlp::jsonToProto(line, value, error);
+                              })
+                        : nullptr)
+              : producer_.replay(run_.replay_file, config_.kafka.topic, parser_);
     spdlog::info("replay: produced {} message(s) from '{}' into '{}' in {:.2f} s", n,
                  run_.replay_file, config_.kafka.topic,
                  std::chrono::duration<double>(Clock::now() - t0).count());

@@ -37,6 +37,7 @@
 #include "daemon/judge_runner.hpp"
 #include "daemon/kafka.hpp"
 #include "daemon/offset_tracker.hpp"
+#include "daemon/otlp_source.hpp"
 #include "judges/ab/ab.hpp"
 #include "judges/judge_stats.hpp"
 #include "judges/rate_limited_log.hpp"
@@ -108,6 +109,15 @@ class Pipeline {
  private:
   void handleMessage(const rd_kafka_message_t* m);
   void handleEvent(const rd_kafka_message_t* m);
+  /// kafka.format otlp_*: the message's spans into the join; finished traces onward.
+  void handleOtlp(const rd_kafka_message_t* m);
+  /// Finished traces (finished_): events to the sampler and the queue, the rest released.
+  void handleFinished();
+  /// The event of `messages` is done (judged and written, or dropped): each message whose last
+  /// trace it was is finished.
+  void release(const std::vector<MessageRef>& messages);
+  /// A sample leaves without a judgment (drop_newest): its message(s) are finished.
+  void finishDropped(const WorkItem& item);
   void handleFeedback(const rd_kafka_message_t* m);
   void finishInvalid(const rd_kafka_message_t* m, const ParseOutcome& po);
   /// Queues a sample; when the backlog is full, drops it (drop_newest, counted) or holds it
@@ -176,6 +186,8 @@ class Pipeline {
   KafkaConsumer consumer_;
   // ---- The hot path.
   EventParser parser_;
+  std::unique_ptr<OtlpSource> otlp_;  // kafka.format otlp_*: the span join (null otherwise)
+  std::vector<FinishedTrace> finished_;
   Sampler sampler_;
   BoundedQueue<WorkItem> queue_;
   JudgeServices services_;

@@ -135,7 +135,8 @@ struct Collected {
               std::lock_guard lock(mu);
               ++scored;
             },
-            [this](const Judgment& j, std::int32_t partition, std::int64_t offset) {
+            [this](const Judgment& j, std::int32_t partition, std::int64_t offset,
+                   const std::vector<MessageRef>&) {
               std::lock_guard lock(mu);
               judgments[j.id] = j;
               positions[j.id] = {partition, offset};
