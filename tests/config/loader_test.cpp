@@ -661,3 +661,56 @@ TEST_CASE("reload diff: what applies live, what needs a restart") {
   CHECK(d.restart == std::vector<std::string>{"budget"});
   CHECK(diffConfigs(base, "{[").restart == std::vector<std::string>{"the whole file"});
 }
+
+TEST_CASE("kafka.format and the otlp section: values, overrides, errors at their key") {
+  const auto ok =
+      load(std::string("kafka: {format: otlp_proto}\n"
+                       "otlp:\n"
+                       "  mapping: gen_ai\n"
+                       "  attributes: {tenant: customer.id, generation_kind: 'chat, LLM'}\n"
+                       "  join_timeout_ms: 5000\n"
+                       "  max_traces: 100\n"
+                       "  incomplete: count\n") +
+           kJudge);
+  REQUIRE(ok.errors.empty());
+  CHECK(ok.config.kafka.format == EventFormat::kOtlpProto);
+  CHECK(ok.config.otlp.mapping == "gen_ai");
+  CHECK(ok.config.otlp.attributes ==
+        std::vector<std::pair<std::string, std::string>>{{"tenant", "customer.id"},
+                                                         {"generation_kind", "chat, LLM"}});
+  CHECK(ok.config.otlp.join_timeout_ms == 5000);
+  CHECK(ok.config.otlp.max_traces == 100);
+  CHECK_FALSE(ok.config.otlp.judge_incomplete);
+  CHECK(load(kJudge).config.kafka.format == EventFormat::kAssayJson);  // the default
+
+  const auto bad = load(std::string("kafka: {format: xml}\n"                  // 1
+                                    "otlp:\n"                                 // 2
+                                    "  mapping: phoenix\n"                    // 3
+                                    "  attributes: {tenent: x, query: ''}\n"  // 4
+                                    "  join_timeout_ms: 0\n"                  // 5
+                                    "  incomplete: maybe\n") +                // 6
+                        kJudge);
+  REQUIRE(bad.errors.size() == 6);
+  CHECK(bad.errors[0].format() ==
+        "t.yaml:1:17: kafka.format: expected assay_json, otlp_json or otlp_proto, got 'xml'");
+  CHECK(bad.errors[1].format() ==
+        "t.yaml:3:12: otlp.mapping: expected openinference or gen_ai, got 'phoenix'");
+  CHECK(bad.errors[2].format() ==
+        "t.yaml:4:16: otlp.attributes.tenent: unknown key; did you mean 'tenant'?");
+  CHECK(bad.errors[3].format() ==
+        "t.yaml:4:34: otlp.attributes.query: expected a non-empty attribute name");
+  CHECK(bad.errors[4].format() ==
+        "t.yaml:5:20: otlp.join_timeout_ms: must be between 1 and 3600000");
+  CHECK(bad.errors[5].format() ==
+        "t.yaml:6:15: otlp.incomplete: expected judge or count, got 'maybe'");
+
+  // The section that does not apply to the format is a warning.
+  const auto inert = load(std::string("otlp: {mapping: gen_ai}\n") + kJudge);
+  REQUIRE(inert.errors.empty());
+  REQUIRE(inert.warnings.size() == 1);
+  CHECK(inert.warnings[0].path == "otlp");
+  const auto inert2 =
+      load(std::string("kafka: {format: otlp_json}\nevents: {id: /rid}\n") + kJudge);
+  REQUIRE(inert2.warnings.size() == 1);
+  CHECK(inert2.warnings[0].path == "events");
+}

@@ -418,6 +418,13 @@ TEST_CASE("hostile payloads: errors, never a crash") {
   CHECK(error.find("truncated") != std::string::npos);
   CHECK_FALSE(otlp::decodeProto(std::string("\x0b", 1), b, error));
   CHECK(error.find("group") != std::string::npos);
+  // A string that is not UTF-8 (proto3 strings must be): refused, as protobuf refuses it.
+  const std::string bad_utf8(
+      "\x0a\x20\x12\x1e\x12\x1c\x0a\x10\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d"
+      "\x0e\x0f\x10\x4a\x08\x0a\x01\x6b\x12\x03\x0a\x01\xff",
+      34);  // a span with a trace id and one attribute k = "\xff"
+  CHECK_FALSE(otlp::decodeProto(bad_utf8, b, error));
+  CHECK(error.find("invalid UTF-8") != std::string::npos);
   const std::string pb = readFile("three_traces.pb");
   for (std::size_t cut = 0; cut < pb.size(); cut += 7) {  // every prefix: error or fewer spans
     otlp::decodeProto(std::string_view(pb).substr(0, cut), b, error);
