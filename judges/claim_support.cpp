@@ -128,6 +128,17 @@ std::string_view ordinalDigits(std::string_view w) {
   return {};
 }
 
+// Chinese particles, pronouns and conjunctions: one character each, no claim of their own.
+bool isCjkFunctionWord(std::string_view c) {
+  static constexpr std::string_view kWords[] = {"的", "了", "是", "在", "和", "也", "都", "就",
+                                                "而", "及", "与", "或", "这", "那", "它", "他",
+                                                "她", "我", "你", "们", "个", "之", "其", "着",
+                                                "过", "吗", "呢", "吧", "啊", "把", "被", "将"};
+  for (auto w : kWords)
+    if (c == w) return true;
+  return false;
+}
+
 struct Key {
   std::uint64_t hash = 0;
   bool number = false;
@@ -145,7 +156,11 @@ Key keyOf(const Token& t) {
   }
   if (normal.empty() && t.numeric) normal = ordinalDigits(t.text);
   k.number = t.numeric || !normal.empty();
-  k.content = t.cjk || k.number || !isStopword(t.text);
+  // Not content: stopwords; a lone lower-case letter (the pieces of "e.g.", a unit such as
+  // "h"; a capital, as in "vitamin C", stays); Chinese function characters.
+  const bool lone_letter = !t.cjk && !k.number && t.text.size() == 1 && !t.capitalized;
+  k.content =
+      t.cjk ? !isCjkFunctionWord(t.text) : k.number || (!lone_letter && !isStopword(t.text));
   if (!normal.empty()) {
     k.hash = XXH3_64bits(normal.data(), normal.size());
   } else {

@@ -219,7 +219,8 @@ bool abbreviationBefore(std::string_view text, std::size_t period, std::size_t f
   std::string word;
   for (std::size_t j = k; j < period; ++j)
     word.push_back(static_cast<char>(text[j] >= 'A' && text[j] <= 'Z' ? text[j] + 32 : text[j]));
-  if (word.size() == 1 && word[0] >= 'a' && word[0] <= 'z') return true;
+  // An initial is one capital letter ("R. R. Martin"); a lower-case letter ("18 h.") is a word.
+  if (word.size() == 1 && text[period - 1] >= 'A' && text[period - 1] <= 'Z') return true;
   static constexpr std::string_view kAbbreviations[] = {
       "e.g", "i.e", "etc", "vs",  "dr",  "mr", "mrs", "ms",  "st", "no", "fig", "al", "approx",
       "cf",  "jr",  "sr",  "inc", "ltd", "co", "u.s", "u.k", "p",  "pp", "vol", "ed"};

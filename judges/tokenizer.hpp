@@ -47,7 +47,7 @@ std::size_t citationMarkerLength(std::string_view text, std::size_t at);
 /// The sentences of `text` as byte ranges [begin, end) that cover it, blank ranges left out.
 /// A sentence ends after . ! ? followed by white space (closing quotes, brackets and citation
 /// markers right after the mark stay with it: "… 40 euros [1]. Next"), unless the period
-/// follows an abbreviation ("e.g.", "U.S.", "Dr.", a single letter such as an initial) or the
+/// follows an abbreviation ("e.g.", "U.S.", "Dr.", a capital letter: an initial) or the
 /// next word starts in lower case; after 。！？ always. A colon or a line break ends none: a
 /// list's lead-in and its items stay one sentence, as claim annotators split them (ExpertQA).
 std::vector<std::pair<std::size_t, std::size_t>> sentenceSpans(std::string_view text);

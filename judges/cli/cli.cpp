@@ -62,8 +62,10 @@ exits 0; a file with lines but no judgment is an error (2).
                            sent on to the LLM and the recall of the label among them, at ten
                            thresholds and at the lowest one reaching --recall (repeatable)
   --recall R               the recall the cascade threshold must reach (default 0.9)
-  --half A|B               only the labelled events of one half: A = XXH3_64(id) < 2^63 (those
-                           sampling.rate 0.5 samples), B = the others
+  --half A|B               the label sections (judge vs human, AUC, cascade) on the labelled
+                           events of one half only: A = XXH3_64(id) < 2^63 (those sampling.rate
+                           0.5 samples), B = the others; distributions, leniency, drift and
+                           agreement between judges stay on every judgment
   --label POINTER          the boolean label (default /labels/hallucinated)
   --group POINTER          AUC per value of this label (default /labels/source_dataset; "" = none)
   --human POINTER          a numeric human score: Spearman and Kendall tau-b of every judge of
@@ -121,7 +123,7 @@ constexpr std::string_view kEstimate =
                       [--escalation-share S]
        assay estimate (--requests-per-second R | --requests-per-day N) --config ASSAYD.yaml
                       [--input-tokens N] [--sample-rate S] [--judge ...]... [--usd-to-eur X]
-                      [--price ...]...
+                      [--price ...]... [--escalation-share S]
 
 Prints the projected LLM-judge cost: per judge and in total, calls per day and cost per call,
 per day and per 30-day month in USD and EUR, then the prices used. A judge sees requests/day x

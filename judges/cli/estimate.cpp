@@ -223,7 +223,10 @@ EstimateOptions parseEstimateArgs(const std::vector<std::string>& args) {
   if (f.sample) o.sample_rate = *f.sample;
   if (o.sample_rate < 0 || o.sample_rate > 1)
     throw EstimateError("--sample-rate must be in [0, 1]");
-  if (!f.judges.empty()) o.judges = f.judges;
+  if (!f.judges.empty()) {
+    o.judges = f.judges;
+    for (auto& j : o.judges) j.gated = true;  // a --judge is the cascade's LLM judge
+  }
   if (o.judges.empty() && f.config.empty())
     throw EstimateError("at least one --judge MODEL is required (or --config ASSAYD.yaml)");
   if (f.usd_to_eur) o.usd_to_eur = *f.usd_to_eur;
@@ -259,7 +262,7 @@ Estimate computeEstimate(const EstimateOptions& options, llm::PriceTable table) 
     usage.prompt_tokens = j.input_tokens;
     usage.completion_tokens = j.output_tokens;
     // A cascade gates the judges of --judge and the configured judges with a run_if.
-    const bool gated = options.config_path.empty() || j.run_if;
+    const bool gated = j.gated || j.run_if;
     const double share = gated ? options.escalation_share : 1.0;
     r.calls_per_day = options.requests_per_day * options.sample_rate * j.rate * share;
     r.usd_per_call = llm::costUsd(r.price, usage);
@@ -395,8 +398,10 @@ void printEstimate(const Estimate& e, std::ostream& out) {
         "\ncascade: escalation share {} (assay report --cascade) applied to {}: EUR {} a day "
         "instead of EUR {} without the cascade; EUR {} saved a month\n",
         rate(o.escalation_share),
-        o.config_path.empty() ? "every judge" : "the judges with a run_if", money(e.eur_per_day),
-        money(e.eur_per_day_without_cascade),
+        o.config_path.empty() || (!o.judges.empty() && o.judges[0].gated)
+            ? "every --judge"
+            : "the judges with a run_if",
+        money(e.eur_per_day), money(e.eur_per_day_without_cascade),
         money(e.eur_per_month_without_cascade - e.eur_per_month));
 
   out << "\nprices used, USD per million tokens (input / cached input / output):\n";

@@ -31,6 +31,7 @@ struct EstimateJudge {
   std::string name;                  ///< the configured judge's name; empty for --judge
   double daily_limit_eur = 0;        ///< its own cap (config daily_limit_eur); 0 = none
   bool run_if = false;               ///< runs only when its run_if holds: fewer calls
+  bool gated = false;                ///< a --judge: the escalation share applies to it
 };
 
 struct EstimateOptions {

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <numeric>
 #include <unordered_map>
 
@@ -455,10 +457,24 @@ void printCascade(const ReportOptions& o, const std::string& judge, const Judgme
     out << fmt::format("  no threshold reaches recall {} ({} positives)\n", o.cascade_recall, pos);
     return;
   }
+  // The threshold as the user will write it in run_if: the fewest digits (6 at least) that
+  // still send exactly the events counted (strictly above every score sent, at most the next).
+  double sent_max = -std::numeric_limits<double>::infinity();
+  double next_min = std::numeric_limits<double>::infinity();
+  for (double v : all) {
+    if (v < target->threshold) sent_max = std::max(sent_max, v);
+    if (v >= target->threshold) next_min = std::min(next_min, v);
+  }
+  std::string written;
+  for (int digits = 6; digits <= 17; ++digits) {
+    written = fmt::format("{:.{}g}", target->threshold, digits);
+    const double back = std::strtod(written.c_str(), nullptr);
+    if (back > sent_max && back <= next_min) break;
+  }
   out << fmt::format(
-      "  recall >= {}: below {:.6g} sends {:.1f} % of the events on (recall {:.3f}); "
+      "  recall >= {}: below {} sends {:.1f} % of the events on (recall {:.3f}); "
       "assay estimate --escalation-share {:.3f} prices it\n",
-      o.cascade_recall, target->threshold, 100 * target->share, target->recall, target->share);
+      o.cascade_recall, written, 100 * target->share, target->recall, target->share);
   std::map<std::string, std::pair<std::vector<double>, std::vector<bool>>> by_group;
   for (const auto& e : labels.labelled)
     if (auto it = scores.find(e.id); it != scores.end()) {
@@ -520,6 +536,11 @@ const CascadePoint* cascadeForRecall(const std::vector<CascadePoint>& curve, dou
 int runReport(const ReportOptions& o, std::ostream& out) { return runReport(o, out, std::cerr); }
 
 int runReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.events_path.empty() && (!o.cascade_judges.empty() || !o.half.empty() || o.auc_given)) {
+    err << "assay report: --cascade, --half and --auc read the labels of --events FILE, which "
+           "is not given\n";
+    return 2;
+  }
   if (!o.events_path.empty() && !readable(o.events_path, err)) return 2;
   if (!readable(o.judgments_path, err)) return 2;
   std::ifstream in(o.judgments_path);

@@ -300,8 +300,16 @@ TEST_CASE("--escalation-share: the gated judges' calls scaled, and what the casc
   const std::string text = printed(e);
   CAPTURE(text);
   CHECK(text.find("cascade: escalation share 0.25 (assay report --cascade) applied to every "
-                  "judge: EUR 1.84 a day instead of EUR 7.36 without the cascade; EUR 165.60 "
+                  "--judge: EUR 1.84 a day instead of EUR 7.36 without the cascade; EUR 165.60 "
                   "saved a month") != std::string::npos);
+  // With --config, a --judge replaces the configured judges and is gated the same way (an
+  // operator trial saw the share ignored there): 2,000 × 0.2 = 400 calls, half of them.
+  const Estimate with_config =
+      estimate({"--requests-per-day", "2000", "--config",
+                std::string(ASSAY_SOURCE_DIR) + "/config/assayd.example.yaml", "--sample-rate", "1",
+                "--judge", "gpt-4o:0.2", "--escalation-share", "0.5"});
+  REQUIRE(with_config.rows.size() == 1);
+  CHECK(with_config.rows[0].calls_per_day == money(200));
   for (const char* bad : {"0", "1.5", "x"})
     CHECK_THROWS_WITH_AS(parseEstimateArgs({"--requests-per-day", "1", "--sample-rate", "1",
                                             "--judge", "gpt-4o", "--escalation-share", bad}),

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 using namespace assay;
 
@@ -226,6 +227,26 @@ TEST_CASE("assay report --cascade and --half on files") {
   CHECK(runReport(o, half_b, err) == 0);
   CHECK(half_b.str().find("(positive 3 / negative 1;") != std::string::npos);
   o.half.clear();
+  // A positive at the top score: the threshold lies above it (1 + 0.5e-6) and is printed with
+  // the digits that still include it ("below 1" would send nothing at 1.0: an operator trial
+  // read "below 1 sends 100 %").
+  {
+    std::ofstream j(dir + "/j.jsonl");
+    std::ofstream e(dir + "/e.jsonl");
+    for (const auto& [id, score, label] : {std::tuple{"x", "1.0", "true"}, {"y", "0.5", "false"}}) {
+      j << R"({"id":")" << id
+        << R"(","verdicts":[{"judge":"claim_support","criterion":"faithfulness","score":)" << score
+        << R"(,"min":0,"max":1,"latency_ms":0.1}]})"
+        << "\n";
+      e << R"({"id":")" << id << R"(","labels":{"hallucinated":)" << label << "}}\n";
+    }
+  }
+  o.cascade_recall = 1;
+  std::ostringstream top;
+  CHECK(runReport(o, top, err) == 0);
+  CHECK(top.str().find("recall >= 1: below 1.000001 sends 100.0 % of the events on (recall "
+                       "1.000)") != std::string::npos);
+  o.cascade_recall = 0.9;
   o.cascade_judges = {"nope"};
   std::ostringstream err2;
   CHECK(runReport(o, out, err2) == 2);

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "judges/tokenizer.hpp"
 
 namespace assay {
@@ -166,6 +168,32 @@ TEST_CASE("claim_support: outcomes without evidence to judge") {
   CHECK(v.score >= 0.0);
   CHECK(v.score <= 1.0);
   CHECK(v.evidence.size() < 400);
+}
+
+}  // namespace assay
+
+namespace assay {
+
+TEST_CASE("claim_support: '18 h.' ends a sentence; the letters of 'e.g.' are not claim words") {
+  // An operator trial: a lower-case letter before a period was taken for an initial, so an
+  // invented sentence after "18 h." merged with the supported one (0.79 instead of ~0.5).
+  const std::vector<std::string> ctx = {"Le musée ouvre de 9 h à 18 h."};
+  CHECK(sentenceSpans("Le musée ouvre de 9 h à 18 h. Napoléon l'a fondé.").size() == 2);
+  // Two claims: musé ouvr 9 18 (weights 0 0 2 2, the question gives musé and ouvr) fully
+  // supported = 1; napoléon fond (1 1) in no context = 0. Mean (4·1 + 2·0) / 6 = 2/3 over
+  // 2 claims: 1 − (1/3)/√2 = 0.764298.
+  const auto v = ClaimSupportJudge().judge(event(
+      "Quand le musée ouvre-t-il ?", "Le musée ouvre de 9 h à 18 h. Napoléon l'a fondé.", ctx));
+  CHECK(v.score == doctest::Approx(1.0 - (1.0 / 3.0) / std::sqrt(2.0)));
+  CHECK(v.evidence.find("Napoléon l'a fondé") != std::string::npos);
+  const std::vector<std::string> plans = {"Every plan includes extras such as roaming."};
+  CHECK(
+      judge(event("What do plans include?", "Plans include extras, e.g. roaming.", plans)).score ==
+      doctest::Approx(
+          *judge(event("What do plans include?", "Plans include extras, roaming.", plans)).score));
+  // Chinese function characters (它 "it") are not claims either.
+  const std::vector<std::string> zh = {"长城长两万一千公里。"};
+  CHECK(judge(event("长城有多长？", "它长两万一千公里。", zh)).score == doctest::Approx(1.0));
 }
 
 }  // namespace assay
