@@ -557,7 +557,7 @@ class ProtoReader {
   }
 
  private:
-  bool fail(std::string message, std::size_t offset) {
+  bool fail(const std::string& message, std::size_t offset) {
     error_ = message + " at byte " + std::to_string(offset);
     return false;
   }

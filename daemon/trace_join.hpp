@@ -117,8 +117,8 @@ class TraceJoin {
 
  private:
   struct Key {
-    std::int32_t partition;
-    std::array<std::uint8_t, 16> trace_id;
+    std::int32_t partition = 0;
+    std::array<std::uint8_t, 16> trace_id{};
     bool operator==(const Key& o) const {
       return partition == o.partition && trace_id == o.trace_id;
     }
