@@ -198,9 +198,9 @@ Rubric contextRelevance() {
           "passages among them neither lower nor raise the score, and their order does not "
           "matter. Use the contexts' text, not your own knowledge of the answer.",
       .abstention =
-          "The answer is not shown: whether the system answered or declined (\"I don't "
-          "know\") does not matter, whether the contexts hold the answer or not; judge only "
-          "whether the contexts hold what the question needs.",
+          "The answer is not shown, so whether the system answered or declined (\"I don't "
+          "know\") plays no part in this score: judge only whether the contexts hold what the "
+          "question needs.",
       .needs_question = true,
       .needs_contexts = true,
       .needs_answer = false,
