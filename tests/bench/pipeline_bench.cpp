@@ -4,11 +4,14 @@
 #include <benchmark/benchmark.h>
 
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "config/options.hpp"
 #include "daemon/event_parser.hpp"
+#include "daemon/otlp_decode.hpp"
+#include "daemon/trace_join.hpp"
 #include "judges/registry.hpp"
 #include "judges/rouge_l.hpp"
 #include "judges/tokenizer.hpp"
@@ -63,6 +66,75 @@ void BM_ParseEvent(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(bytes));
 }
 BENCHMARK(BM_ParseEvent);
+
+// Ingestion of the same 20 requests (the first 4 dev events of each source dataset) as assay_json
+// events and as OpenTelemetry traces (tests/data/otlp/dev_openinference.jsonl, 5 traces a
+// message, made by scripts/otlp_traces): items = events; OTLP = decode + span join.
+std::vector<std::string> otlpMessages() {
+  std::vector<std::string> out;
+  std::ifstream in(ASSAY_TEST_DATA_DIR "/data/otlp/dev_openinference.jsonl");
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) out.push_back(l);
+  return out;
+}
+
+void BM_IngestAssayJson(benchmark::State& state) {
+  std::vector<std::string> sample;
+  std::map<std::string, int> per_dataset;
+  for (const auto& l : lines()) {
+    const auto at = l.find("\"source_dataset\": \"");
+    if (at == std::string::npos) continue;
+    const auto name = l.substr(at + 19, l.find('"', at + 19) - at - 19);
+    if (per_dataset[name]++ < 4) sample.push_back(l);
+  }
+  EventParser p(EventFieldOptions{}, 1 << 20);
+  std::size_t i = 0;
+  for (auto _ : state) {
+    Event e;
+    benchmark::DoNotOptimize(p.parse(sample[i++ % sample.size()], "k", e));
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(std::to_string(sample.size()) + " events");
+}
+BENCHMARK(BM_IngestAssayJson);
+
+void ingestOtlp(benchmark::State& state, bool proto) {
+  auto messages = otlpMessages();
+  if (proto)
+    for (auto& m : messages) {
+      std::string pb, error;
+      otlp::jsonToProto(m, pb, error);
+      m = pb;
+    }
+  TraceJoinOptions o;
+  o.mapping = *builtinTraceMapping("openinference");
+  TraceJoin join(o);
+  otlp::Batch b;
+  std::vector<FinishedTrace> done;
+  std::string error;
+  std::size_t i = 0, events = 0;
+  for (auto _ : state) {
+    const auto& m = messages[i % messages.size()];
+    if (proto)
+      otlp::decodeProto(m, b, error);
+    else
+      otlp::decodeJson(m, b, error);
+    // A fresh partition per pass, so that no trace is "late" on the next one.
+    join.add(
+        b, MessageRef{static_cast<std::int32_t>(i / messages.size()), 0},
+        [](const std::string&) { return true; }, done);
+    events += done.size();
+    done.clear();
+    if (++i % messages.size() == 0)
+      join.forget({static_cast<std::int32_t>(i / messages.size() - 1)});
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(events));
+  state.SetLabel(std::to_string(messages.size()) + " messages of 5 traces");
+}
+void BM_IngestOtlpJson(benchmark::State& state) { ingestOtlp(state, false); }
+void BM_IngestOtlpProto(benchmark::State& state) { ingestOtlp(state, true); }
+BENCHMARK(BM_IngestOtlpJson);
+BENCHMARK(BM_IngestOtlpProto);
 
 void BM_Tokenize(benchmark::State& state) {
   std::size_t i = 0;
