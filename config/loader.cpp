@@ -472,6 +472,55 @@ void loadOtlp(Reader& r, const YAML::Node& n, OtlpOptions& o) {
   }
 }
 
+void loadRedact(Reader& r, const YAML::Node& n, RedactOptions& o) {
+  const std::string p = "redact";
+  if (!r.checkMap(n, p, {"detectors", "patterns", "local_judges", "sinks"})) return;
+  if (const auto d = n["detectors"]) {
+    if (!d.IsSequence()) {
+      r.error(d, p + ".detectors",
+              "expected a list of detector names (email, phone, card, iban, ip, token)");
+    } else {
+      for (std::size_t i = 0; i < d.size(); ++i) {
+        const std::string name = d[i].IsScalar() ? d[i].Scalar() : "";
+        const std::string kp = p + ".detectors[" + std::to_string(i) + "]";
+        if (std::find(kRedactDetectors.begin(), kRedactDetectors.end(), name) ==
+            kRedactDetectors.end()) {
+          r.error(d[i], kp,
+                  "unknown detector '" + name + "' (known: email, phone, card, iban, ip, token)");
+          continue;
+        }
+        o.detectors.push_back(name);
+      }
+    }
+  }
+  if (const auto pats = n["patterns"]) {
+    if (!pats.IsMap()) {
+      r.error(pats, p + ".patterns", "expected a mapping NAME: RE2_REGEX");
+    } else {
+      for (const auto& kv : pats) {
+        const auto name = kv.first.as<std::string>("");
+        const std::string kp = p + ".patterns." + name;
+        if (!kv.second.IsScalar()) {
+          r.error(kv.second, kp, "expected an RE2 regex");
+          continue;
+        }
+        RedactOptions probe;
+        probe.patterns = {{name, kv.second.Scalar()}};
+        try {
+          Redactor check(probe);
+        } catch (const std::invalid_argument& e) {
+          r.error(kv.first, kp, e.what());
+          continue;
+        }
+        o.patterns.emplace_back(name, kv.second.Scalar());
+      }
+    }
+  }
+  r.get(n, "local_judges", p, o.local_judges);
+  r.get(n, "sinks", p, o.sinks);
+  if (o.detectors.empty() && o.patterns.empty()) r.inert(n, p, "no detector and no pattern is on");
+}
+
 void loadSampling(Reader& r, const YAML::Node& n, SamplingOptions& o) {
   const std::string p = "sampling";
   if (!r.checkMap(n, p, {"rate", "rules"})) return;
@@ -1084,8 +1133,8 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
     return res;
   }
   if (!r.checkMap(root, "",
-                  {"kafka", "events", "otlp", "sampling", "limits", "budget", "judges", "tracking",
-                   "ab", "admin", "sinks", "log"}))
+                  {"kafka", "events", "otlp", "sampling", "redact", "limits", "budget", "judges",
+                   "tracking", "ab", "admin", "sinks", "log"}))
     return res;
   Config& c = res.config;
   if (auto n = root["kafka"]) loadKafka(r, n, c.kafka);
@@ -1097,6 +1146,7 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
     r.inert(root["events"], "events",
             "kafka.format reads OpenTelemetry traces: the otlp section maps them");
   if (auto n = root["sampling"]) loadSampling(r, n, c.sampling);
+  if (auto n = root["redact"]) loadRedact(r, n, c.redact);
   if (auto n = root["limits"]) loadLimits(r, n, c.limits);
   if (auto n = root["budget"]) loadBudget(r, n, c.budget);
   if (c.budget.key_prefix.empty()) {  // one ledger per consumer group (docs/configuration.md)

@@ -14,6 +14,7 @@
 
 #include "judges/budget_options.hpp"
 #include "judges/judge.hpp"
+#include "judges/redaction.hpp"
 #include "judges/registry.hpp"
 #include "sampling/sampler.hpp"
 
@@ -194,6 +195,8 @@ struct Config {
   EventFieldOptions events;
   OtlpOptions otlp;
   SamplingOptions sampling;
+  /// redact: personal data and secrets replaced before any LLM call (judges/redaction.hpp).
+  RedactOptions redact;
   LimitsOptions limits;
   BudgetOptions budget;
   std::vector<JudgeConfig> judges;

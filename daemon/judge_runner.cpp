@@ -108,6 +108,9 @@ struct JudgeRunner::Pending {
   std::vector<MessageRef> messages;
   std::mutex mu;
   std::size_t remaining = 0;  // asynchronous verdicts still to come
+  // redact: the event's numbering, and the event as the LLM judges see it.
+  std::unique_ptr<Redactor::Session> session;
+  std::unique_ptr<Event> redacted;
 };
 
 JudgeRunner::JudgeRunner(std::vector<RunnableJudge> judges, JudgeStats& stats,
@@ -175,6 +178,12 @@ JudgeRunner::~JudgeRunner() {
 }
 
 void JudgeRunner::join() { pool_->join(); }
+
+void JudgeRunner::setRedaction(std::shared_ptr<const Redactor> redactor,
+                               std::vector<prometheus::Counter*> counters) {
+  redactor_ = std::move(redactor);
+  redaction_counters_ = std::move(counters);
+}
 
 bool JudgeRunner::admitted(const Set& set, std::size_t index, const Pending& p) const {
   for (const auto& [k, c] : set.conditions[index]) {
@@ -251,6 +260,13 @@ void JudgeRunner::run(const WorkItem& item) {
   p->offset = item.offset;
   p->messages = item.messages;
   std::vector<std::size_t> later;  // asynchronous judges: their run_if sees every local verdict
+  // redact: one numbering per event; the redacted copy is made when a judge will see it.
+  const bool redact_local = redactor_ && redactor_->options().local_judges;
+  const auto redacted = [&]() -> const Event& {
+    if (!p->session) p->session = std::make_unique<Redactor::Session>(*redactor_);
+    if (!p->redacted) p->redacted = std::make_unique<Event>(redactor_->redact(e, *p->session));
+    return *p->redacted;
+  };
   for (std::size_t i = 0; i < set.judges.size(); ++i) {
     if (!item.sample.admits(set.rates[i].load(std::memory_order_relaxed))) continue;
     if (set.judges[i].asynchronous) {
@@ -259,21 +275,32 @@ void JudgeRunner::run(const WorkItem& item) {
     }
     if (!admitted(set, i, *p)) continue;
     const auto t0 = Clock::now();
-    Verdict v = runSync(set, i, e);
+    Verdict v = runSync(set, i, redact_local ? redacted() : e);
     p->slots[i] = record(set, i, *p, std::move(v), secondsSince(t0));
   }
   std::erase_if(later, [&](std::size_t i) { return !admitted(set, i, *p); });
+  const Event& remote = redactor_ && !later.empty() ? redacted() : e;
   if (later.empty()) {
     complete(*p);
   } else {
     ++pending_;
     p->remaining = later.size();  // before any start: a verdict may come back at once
-    for (std::size_t i : later) startAsync(i, e, p);
+    for (std::size_t i : later) startAsync(i, remote, p);
   }
   --busy_;
 }
 
 void JudgeRunner::complete(Pending& p) {
+  if (redactor_ && redactor_->options().sinks) {
+    if (!p.session) p.session = std::make_unique<Redactor::Session>(*redactor_);
+    for (auto& s : p.slots)
+      if (s && !s->verdict.evidence.empty())
+        s->verdict.evidence = p.session->apply(s->verdict.evidence);
+  }
+  if (p.session)
+    for (std::size_t i = 0; i < redaction_counters_.size(); ++i)
+      if (const auto n = p.session->counts()[i]; n > 0)
+        redaction_counters_[i]->Increment(static_cast<double>(n));
   for (auto& s : p.slots)
     if (s) p.judgment.verdicts.push_back(std::move(*s));
   if (listener_.judged) listener_.judged(p.judgment, p.partition, p.offset, p.messages);

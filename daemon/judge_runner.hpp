@@ -28,6 +28,7 @@
 #include "daemon/offset_tracker.hpp"
 #include "judges/judge.hpp"
 #include "judges/judge_stats.hpp"
+#include "judges/redaction.hpp"
 #include "judges/services.hpp"
 #include "sampling/bounded_queue.hpp"
 #include "sampling/sampler.hpp"
@@ -102,6 +103,12 @@ class JudgeRunner {
   JudgeRunner(std::vector<RunnableJudge> judges, JudgeStats& stats, BoundedQueue<WorkItem>& queue,
               Listener listener, int workers, JudgeServices* services);
   ~JudgeRunner();
+  /// redact (judges/redaction.hpp): every asynchronous (LLM) judge sees the event redacted,
+  /// the local judges too with RedactOptions::local_judges, the verdicts' evidence with
+  /// RedactOptions::sinks; `counters[i]` counts the replacements of redactor->labels()[i].
+  /// Call before the first run().
+  void setRedaction(std::shared_ptr<const Redactor> redactor,
+                    std::vector<prometheus::Counter*> counters);
   JudgeRunner(const JudgeRunner&) = delete;
   JudgeRunner& operator=(const JudgeRunner&) = delete;
 
@@ -148,6 +155,8 @@ class JudgeRunner {
   BoundedQueue<WorkItem>& queue_;
   Listener listener_;
   JudgeServices* services_;
+  std::shared_ptr<const Redactor> redactor_;              // null: no redaction
+  std::vector<prometheus::Counter*> redaction_counters_;  // per redactor_->labels()
   std::atomic<int> busy_{0}, pending_{0};
   std::unique_ptr<WorkerPool> pool_;  // last: its threads use everything above
 };

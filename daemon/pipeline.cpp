@@ -128,6 +128,25 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                   }},
               run_.no_workers ? 0 : config.limits.workers, &services_) {
   freezeBaselines(tracker_, trackedJudges(config), config.tracking);
+  if (!config.redact.detectors.empty() || !config.redact.patterns.empty()) {
+    auto redactor = std::make_shared<const Redactor>(config.redact);
+    auto& family = prometheus::BuildCounter()
+                       .Name("assay_redactions_total")
+                       .Help(
+                           "Values replaced by a placeholder before an LLM call (redact), by "
+                           "detector (built-in or the name of a redact.patterns entry)")
+                       .Register(*registry_);
+    std::vector<prometheus::Counter*> counters;
+    std::string names;
+    for (const auto& label : redactor->labels()) {
+      counters.push_back(&family.Add({{"detector", label}}));
+      names += (names.empty() ? "" : ", ") + label;
+    }
+    runner_.setRedaction(redactor, std::move(counters));
+    spdlog::info("redact: {} replaced before every LLM call{}{}", names,
+                 config.redact.local_judges ? ", for the local judges too" : "",
+                 config.redact.sinks ? ", and in the judgments' evidence" : "");
+  }
   if (otlp_) {
     consumer_.onRevoke([this](const std::vector<std::int32_t>& p) { otlp_->forget(p); });
     spdlog::info(

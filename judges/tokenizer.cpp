@@ -174,7 +174,16 @@ std::size_t citationMarkerLength(std::string_view text, std::size_t at) {
                           "0123456789, ;-_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") ==
                           std::string_view::npos &&
                       inside.find_first_of("0123456789") != std::string_view::npos;
-  return marker ? close - at + 1 : 0;
+  if (!marker) return 0;
+  // A redaction placeholder ("[EMAIL_1]", "[EMPLOYEE_ID_2]": upper case, '_', a number) is a
+  // value of the text, not a citation (judges/redaction.hpp).
+  const std::size_t us = inside.rfind('_');
+  if (us != std::string_view::npos && us > 0 && us + 1 < inside.size() &&
+      inside.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string_view::npos &&
+      inside.find_first_not_of("0123456789", us + 1) == std::string_view::npos &&
+      inside.front() >= 'A' && inside.front() <= 'Z')
+    return 0;
+  return close - at + 1;
 }
 
 std::string stripCitationMarkers(std::string_view text) {

@@ -38,7 +38,8 @@ std::vector<std::string> tokenize(std::string_view text);
 
 /// Replaces citation markers — brackets of at most 22 characters holding a digit and only
 /// letters, digits, ',', ';', '-', '_' and spaces: "[1]", "[2, 3]", "[doc-7]" — by a space.
-/// They point at a context; they are not words of the answer.
+/// They point at a context; they are not words of the answer. A redaction placeholder
+/// ("[EMAIL_1]": upper-case letters, digits and '_', ending in '_' and a number) is no marker.
 std::string stripCitationMarkers(std::string_view text);
 
 /// Length in bytes of the citation marker (as above) that starts at byte `at`, or 0.

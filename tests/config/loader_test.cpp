@@ -714,3 +714,35 @@ TEST_CASE("kafka.format and the otlp section: values, overrides, errors at their
   REQUIRE(inert2.warnings.size() == 1);
   CHECK(inert2.warnings[0].path == "events");
 }
+
+TEST_CASE("redact: detectors, patterns and their errors at their key") {
+  const auto ok = load(std::string("redact:\n"
+                                   "  detectors: [email, card]\n"
+                                   "  patterns: {employee_id: 'EMP-[0-9]{6}'}\n"
+                                   "  sinks: true\n") +
+                       kJudge);
+  REQUIRE(ok.errors.empty());
+  CHECK(ok.config.redact.detectors == std::vector<std::string>{"email", "card"});
+  CHECK(ok.config.redact.patterns ==
+        std::vector<std::pair<std::string, std::string>>{{"employee_id", "EMP-[0-9]{6}"}});
+  CHECK(ok.config.redact.sinks);
+  CHECK_FALSE(ok.config.redact.local_judges);
+  const auto bad = load(std::string("redact:\n"                               // 1
+                                    "  detectors: [email, ssn]\n"             // 2
+                                    "  patterns: {x: '(a', 'bad name': a}\n"  // 3
+                                    "  sink: true\n") +                       // 4
+                        kJudge);
+  REQUIRE(bad.errors.size() == 4);
+  CHECK(bad.errors[0].format() == "t.yaml:4:3: redact.sink: unknown key; did you mean 'sinks'?");
+  CHECK(bad.errors[1].format() ==
+        "t.yaml:2:22: redact.detectors[1]: unknown detector 'ssn' (known: email, phone, card, "
+        "iban, ip, token)");
+  CHECK(bad.errors[2].path == "redact.patterns.x");
+  CHECK(bad.errors[2].message.find("pattern 'x': invalid RE2 regex") == 0);
+  CHECK(bad.errors[3].path == "redact.patterns.bad name");
+  // Nothing on: a warning.
+  const auto inert = load(std::string("redact: {sinks: true}\n") + kJudge);
+  REQUIRE(inert.errors.empty());
+  REQUIRE(inert.warnings.size() == 1);
+  CHECK(inert.warnings[0].path == "redact");
+}

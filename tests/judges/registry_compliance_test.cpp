@@ -351,6 +351,9 @@ TEST_CASE("lexical judges ignore citation markers on both sides") {
     CHECK(*j->judge(both).score == doctest::Approx(1.0));
   }
   CHECK(stripCitationMarkers("a [1] b [doc-7] c [see below] d") == "a   b   c [see below] d");
+  // Redaction placeholders are values, not citations.
+  CHECK(stripCitationMarkers("call [PHONE_1] or [EMPLOYEE_ID_12] [1]") ==
+        "call [PHONE_1] or [EMPLOYEE_ID_12]  ");
 }
 
 }  // namespace assay

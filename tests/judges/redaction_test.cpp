@@ -1,0 +1,152 @@
+#include "judges/redaction.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+namespace assay {
+namespace {
+
+RedactOptions all() {
+  RedactOptions o;
+  o.detectors = {"email", "phone", "card", "iban", "ip", "token"};
+  return o;
+}
+
+std::string redact(const Redactor& r, std::string_view text) {
+  Redactor::Session s(r);
+  return s.apply(text);
+}
+
+}  // namespace
+
+TEST_CASE("the issue's event: e-mail, phone and card replaced; a card failing Luhn left") {
+  const Redactor r(all());
+  Redactor::Session s(r);
+  CHECK(s.apply("Contact jane.doe@example.org or +44 20 7946 0958, card 4111 1111 1111 1111.") ==
+        "Contact [EMAIL_1] or [PHONE_1], card [CARD_1].");
+  // 4111 1111 1111 1112: digit sum with every second digit doubled from the right is 31, not a
+  // multiple of 10 (4111 1111 1111 1111 gives 30): not a card number.
+  CHECK(s.apply("card 4111 1111 1111 1112") == "card 4111 1111 1111 1112");
+  REQUIRE(r.labels() == std::vector<std::string>{"email", "phone", "card", "iban", "ip", "token"});
+  CHECK(s.counts() == std::vector<std::size_t>{1, 1, 1, 0, 0, 0});
+}
+
+TEST_CASE("placeholders are consistent within an event and numbered in reading order") {
+  const Redactor r(all());
+  Event e;
+  e.question = "Is Jane.Doe@Example.org the owner of 4111-1111-1111-1111?";
+  e.contexts = {Context{"c1", "Owner: jane.doe@example.org, backup bob@example.com.", ""}};
+  e.answer = "Yes, jane.doe@example.org (card 4111 1111 1111 1111); not bob@example.com.";
+  Redactor::Session s(r);
+  const Event out = r.redact(e, s);
+  CHECK(out.question == "Is [EMAIL_1] the owner of [CARD_1]?");
+  CHECK(out.contexts[0].text == "Owner: [EMAIL_1], backup [EMAIL_2].");
+  CHECK(out.answer == "Yes, [EMAIL_1] (card [CARD_1]); not [EMAIL_2].");
+  // A new event starts again at 1.
+  Redactor::Session other(r);
+  CHECK(other.apply("bob@example.com") == "[EMAIL_1]");
+}
+
+TEST_CASE("each detector, with its validator") {
+  const Redactor r(all());
+  // IBAN: ISO 13616 mod 97 (GB82 WEST 1234 5698 7654 32 is the standard's example).
+  CHECK(redact(r, "IBAN GB82 WEST 1234 5698 7654 32 please") == "IBAN [IBAN_1] please");
+  CHECK(redact(r, "IBAN GB82WEST12345698765432") == "IBAN [IBAN_1]");
+  CHECK(redact(r, "IBAN GB83 WEST 1234 5698 7654 32") == "IBAN GB83 WEST 1234 5698 7654 32");
+  CHECK(ibanValid("DE89370400440532013000"));
+  CHECK_FALSE(ibanValid("DE89370400440532013001"));
+  CHECK(luhnValid("79927398713"));
+  CHECK_FALSE(luhnValid("79927398710"));
+  // IP addresses: v4 within range, v6 by inet_pton.
+  CHECK(redact(r, "from 192.168.1.20 to 10.0.0.1") == "from [IP_1] to [IP_2]");
+  CHECK(redact(r, "not an address: 999.1.1.1") == "not an address: 999.1.1.1");
+  CHECK(redact(r, "v6 2001:db8::8a2e:370:7334 and ::1 here") == "v6 [IP_1] and [IP_2] here");
+  CHECK(redact(r, "at 10:30:00 sharp") == "at 10:30:00 sharp");
+  CHECK(redact(r, "Allowed: 192.168.10.20 and 2001:db8::8a2e:370:7334.") ==
+        "Allowed: [IP_1] and [IP_2].");
+  // Phones: E.164 and national forms; dates and short numbers stay.
+  CHECK(redact(r, "call 020 7946 0958 or (555) 123-4567 or +33 6 12 34 56 78") ==
+        "call [PHONE_1] or [PHONE_2] or [PHONE_3]");
+  CHECK(redact(r, "on 2024-01-15, room 12, 3 500 people") ==
+        "on 2024-01-15, room 12, 3 500 people");
+  // Tokens and key shapes.
+  CHECK(redact(r, "Authorization: Bearer abcdefghijklmnop1234567890") ==
+        "Authorization: [TOKEN_1]");
+  // The sentence's period is not part of the token; the same token is the same placeholder.
+  CHECK(redact(r, "Send Bearer abcdefghijklmnop1234567890. Use abcdefghijklmnop1234567890x") ==
+        "Send [TOKEN_1]. Use abcdefghijklmnop1234567890x");
+  CHECK(redact(r, "Send Bearer abcdefghijklmnop123456. Or: bearer abcdefghijklmnop123456") ==
+        "Send [TOKEN_1]. Or: [TOKEN_1]");
+  CHECK(redact(r, "key sk-proj-AbCdEfGhIjKlMnOpQrStUvWx12") == "key [TOKEN_1]");
+  CHECK(redact(r, "aws AKIAIOSFODNN7EXAMPLE ok") == "aws [TOKEN_1] ok");
+  CHECK(redact(r, "gh ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789 x") == "gh [TOKEN_1] x");
+  // Detectors not turned on do nothing.
+  RedactOptions email_only;
+  email_only.detectors = {"email"};
+  CHECK(redact(Redactor(email_only), "a@b.io 4111 1111 1111 1111") ==
+        "[EMAIL_1] 4111 1111 1111 1111");
+}
+
+TEST_CASE("user patterns (RE2) and bad options") {
+  RedactOptions o;
+  o.patterns = {{"employee_id", R"(EMP-[0-9]{6})"}};
+  const Redactor r(o);
+  CHECK(r.labels() == std::vector<std::string>{"employee_id"});
+  CHECK(redact(r, "ask EMP-123456 or EMP-654321, then EMP-123456") ==
+        "ask [EMPLOYEE_ID_1] or [EMPLOYEE_ID_2], then [EMPLOYEE_ID_1]");
+  RedactOptions bad;
+  bad.detectors = {"ssn"};
+  CHECK_THROWS_WITH_AS(Redactor{bad}, doctest::Contains("unknown detector 'ssn'"),
+                       std::invalid_argument);
+  bad.detectors.clear();
+  bad.patterns = {{"x", "(unclosed"}};
+  CHECK_THROWS_WITH_AS(Redactor{bad}, doctest::Contains("pattern 'x': invalid RE2 regex"),
+                       std::invalid_argument);
+  bad.patterns = {{"has space", "a"}};
+  CHECK_THROWS_AS(Redactor{bad}, std::invalid_argument);
+  bad.patterns = {{"backref", R"((a)\1)"}};  // RE2 has no backreferences: refused, not slow
+  CHECK_THROWS_AS(Redactor{bad}, std::invalid_argument);
+}
+
+TEST_CASE("a 1 MB adversarial input is redacted in linear time") {
+  const Redactor r(all());
+  // Inputs that make backtracking engines explode: runs of almost-matches for each detector.
+  const auto build = [](std::size_t bytes) {
+    std::string s;
+    const std::string pieces[] = {"a@", "a.", "1 ", "+4 ", "::", "sk-", "Bearer ", "GB82 ", "0."};
+    for (std::size_t i = 0; s.size() < bytes; ++i) s += pieces[i % 9];
+    return s;
+  };
+  const auto time = [&](const std::string& text) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Redactor::Session s(r);
+    const std::string out = s.apply(text);
+    CHECK(out.size() >= text.size() / 8);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const std::string one = build(1 << 20), two = build(2 << 20);
+  time(one);  // warm-up: RE2 builds its DFA states lazily
+  const double t1 = time(one), t2 = time(two);
+  MESSAGE("mixed near-misses: 1 MiB " << t1 << " s, 2 MiB " << t2 << " s");
+  // Linear: twice the input takes about twice the time. A quadratic engine would take 4x (and
+  // hours at 1 MiB with nested quantifiers). The bound is loose for a shared machine.
+  CHECK(t2 < 3.5 * t1 + 0.05);
+  CHECK(t1 < 5.0);
+  // One long run that every candidate start re-scans in a backtracking engine: letters before
+  // an '@' that never comes, digits with separators that never pass Luhn or a phone's length.
+  for (const std::string unit : {"a", "1 ", "a.", "1:"}) {
+    std::string a, b;
+    while (a.size() < (1u << 20)) a += unit;
+    b = a + a;
+    time(a);
+    const double ta = time(a), tb = time(b);
+    MESSAGE("'" << unit << "' repeated: 1 MiB " << ta << " s, 2 MiB " << tb << " s");
+    CHECK(tb < 3.5 * ta + 0.05);
+    CHECK(ta < 5.0);
+  }
+}
+
+}  // namespace assay
