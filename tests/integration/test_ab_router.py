@@ -1,4 +1,4 @@
-#!/ usr / bin / python3
+#!/usr/bin/python3
 """The A/B router and the shared ratings table: two assayd instances, one consumer group, one
 real redis-server (budget.store), the mock broker in its own process.
 
@@ -56,39 +56,19 @@ def write_config(path, bootstrap, group, port, redis_port):
     max.poll.interval.ms: 8000
     session.timeout.ms: 6000
     heartbeat.interval.ms: 500
-sampling: {
-  {
-  rate:
-    0.05
-  }}
+sampling: {{rate: 0.05}}
 judges:
-  - {
-  {
-  name:
-    overlap, kind : lexical, metric : context_overlap
-  }}
-budget: {
-  {
-  store:
-    "redis://127.0.0.1:{redis_port}/0"
-  }}
+  - {{name: overlap, kind: lexical, metric: context_overlap}}
+budget: {{store: "redis://127.0.0.1:{redis_port}/0"}}
 ab:
-#The decision this test checks is the chi - square's (p 0.27, deterministic). The anytime-valid
-#p depends on the order the ratings reach the store, which the two consumers interleave:
-#only its equality across instances is checked here(tests / ab / ab_test.cpp checks its value).
+  # The decision this test checks is the chi-square's (p 0.27, deterministic). The anytime-valid
+  # p depends on the order the ratings reach the store, which the two consumers interleave:
+  # only its equality across instances is checked here (tests/ab/ab_test.cpp checks its value).
   decision: chi_square
   experiments:
     - {{name: {EXPERIMENT}, arms: {{control: 50, treatment: 50}}}}
-    - {
-  {
-  name:
-    by - unit, arms : [ left, right ]
-  }}
-admin: {
-  {
-  listen:
-    "127.0.0.1:{port}"
-  }}
+    - {{name: by-unit, arms: [left, right]}}
+admin: {{listen: "127.0.0.1:{port}"}}
 """)
 
 
@@ -128,7 +108,7 @@ def run(args, workdir, checks):
         tp.wait_for("both instances to hold partitions", lambda: all(
             assigned(p) > 0 for p in ports) and sum(assigned(p) for p in ports) == total, 60)
 
-# 1. The router.
+        # 1. The router.
         first = [route(ports[0], EXPERIMENT, "user-7") for _ in range(50)]
         second = [route(ports[1], EXPERIMENT, "user-7") for _ in range(50)]
         arms = {r[1]["arm"] for r in first + second}
@@ -151,7 +131,7 @@ def run(args, workdir, checks):
         checks.eq("no unit", 400, tp.http_get(
             f"http://127.0.0.1:{ports[0]}/v1/route?experiment={EXPERIMENT}")[0])
 
-# 2. Ratings with their experiment and variant; 3. ratings naming their unit.
+        # 2. Ratings with their experiment and variant; 3. ratings naming their unit.
         ratings, k = [], 0
         for arm, counts in TABLE.items():
             for stars, n in enumerate(counts, start=1):
@@ -166,10 +146,10 @@ def run(args, workdir, checks):
                                               "unit": f"v{i}"}))
         ratings.append(("g1", {"id": "g1", "kind": "rating", "value": 3,
                                "experiment": "answer-stlye", "variant": "control"}))  # a typo
-#In a random order, as traffic comes(a stream sorted by arm and stars is not what the
-#sequential test assumes; docs / ab.md).
+        # In a random order, as traffic comes (a stream sorted by arm and stars is not what the
+        # sequential test assumes; docs/ab.md).
         random.Random(11).shuffle(ratings)
-#r0 again, after the first(same key, same partition : in order) : counted once.
+        # r0 again, after the first (same key, same partition: in order): counted once.
         ratings.append(("r0", {"id": "r0", "kind": "rating", "value": 1,
                                "experiment": EXPERIMENT, "variant": "control"}))
         tp.produce_keyed(bootstrap, FEEDBACK_TOPIC,
@@ -177,8 +157,7 @@ def run(args, workdir, checks):
 
         def table(port):
             m = metrics(port)
-            return {
-arm: tp.metric(m, "assay_ab_ratings", experiment=EXPERIMENT, variant=arm)
+            return {arm: tp.metric(m, "assay_ab_ratings", experiment=EXPERIMENT, variant=arm)
                     for arm in ARMS}
         tp.wait_for("60 ratings in the shared table, seen by both instances", lambda: all(
             sum(v or 0 for v in table(p).values()) == 60 for p in ports), 30)
@@ -214,10 +193,8 @@ arm: tp.metric(m, "assay_ab_ratings", experiment=EXPERIMENT, variant=arm)
             for a in ("left", "right")) == 20, 30)
         m = metrics(ports[0])
         checks.eq("ratings naming their unit took the router's arm",
-                  {
-a: by_unit_arms.count(a) for a in ("left", "right")},
-                  {
-a: int(tp.metric(m, "assay_ab_ratings", experiment="by-unit", variant=a))
+                  {a: by_unit_arms.count(a) for a in ("left", "right")},
+                  {a: int(tp.metric(m, "assay_ab_ratings", experiment="by-unit", variant=a))
                    for a in ("left", "right")})
         tp.log(f"A/B: p {pa} on both instances (scipy {p}), anytime-valid p {aa}; ratings "
                f"consumed {joined}")

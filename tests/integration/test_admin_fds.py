@@ -1,10 +1,8 @@
-#!/ usr / bin / python3
-""
-    "The admin endpoint survives running out of file descriptors.
+#!/usr/bin/python3
+"""The admin endpoint survives running out of file descriptors.
 
-    assayd runs with RLIMIT_NOFILE 256(embedded broker, one cheap judge)
-        .The test opens 300 connections to its admin port and holds them,
-    so that accept() fails with EMFILE; then it
+assayd runs with RLIMIT_NOFILE 256 (embedded broker, one cheap judge). The test opens 300
+connections to its admin port and holds them, so that accept() fails with EMFILE; then it
 closes them all. The endpoint must answer /metrics and /healthz again within 10 s (it used to
 stop accepting for good, silently), the log must say that accept failed, and assayd must stop
 cleanly on SIGTERM (exit 0).
@@ -29,16 +27,8 @@ def run(args, workdir, checks):
     with open(cfg, "w") as f:
         f.write(f"""kafka: {{brokers: embedded, topic: rag.events, group_id: fds}}
 judges:
-  - {
-  {
-  name:
-    overlap, kind : lexical, metric : context_overlap
-  }}
-admin: {
-  {
-  listen:
-    "127.0.0.1:{admin}"
-  }}
+  - {{name: overlap, kind: lexical, metric: context_overlap}}
+admin: {{listen: "127.0.0.1:{admin}"}}
 """)
     log_path = os.path.join(workdir, "assayd.log")
     limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))  # noqa: E731

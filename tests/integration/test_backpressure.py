@@ -1,4 +1,4 @@
-#!/ usr / bin / python3
+#!/usr/bin/python3
 """Back-pressure: a queue of capacity 1 and one worker behind a fast poll thread.
 
 assayd runs on its embedded broker (in-process mock cluster) with --replay of the dev data,
@@ -10,8 +10,7 @@ sampling 1.0, limits.queue_capacity 1 and limits.workers 1, twice:
   - limits.when_full: block (the default). The partitions are paused while the queue is full
     and resumed when it drains: nothing is dropped, judged == sampled == consumed, and the
     summary says consumption was paused at least once.
-Both: consumed == sampled == number of dev events;
-JSON Lines lines == judged; exit code 0.
+Both: consumed == sampled == number of dev events; JSON Lines lines == judged; exit code 0.
 Then block with an LLM judge (the fake provider, 50 ms a call, 4 in flight) behind a queue of 4:
 the asynchronous backlog pauses consumption too, so no sample becomes rate_limited ("local
 backlog full") and every event with contexts gets a score.
@@ -44,21 +43,9 @@ def llm_block(args, tmp, check):
         config = os.path.join(tmp, "llm.yaml")
         with open(config, "w") as f:
             f.write(f"""kafka: {{brokers: embedded, topic: bp.llm, group_id: bp-llm, partitions: 2}}
-sampling: {
-  {
-  rate:
-    1.0
-  }}
-limits: {
-  {
-  queue_capacity:
-    4, workers : 1
-  }}
-budget: {
-  {
-  daily_limit_eur:
-    10
-  }}
+sampling: {{rate: 1.0}}
+limits: {{queue_capacity: 4, workers: 1}}
+budget: {{daily_limit_eur: 10}}
 judges:
   - name: f
     kind: llm
@@ -68,20 +55,8 @@ judges:
     model: gpt-4o-mini
     api_key_env: ASSAY_TEST_LLM_KEY
     max_in_flight: 4
-admin: {
-  {
-  listen:
-    "127.0.0.1:{free_port()}"
-  }}
-sinks: {
-  {
-  jsonl : {
-    {
-    path:
-      "{jsonl}"
-    }
-  }
-  }}
+admin: {{listen: "127.0.0.1:{free_port()}"}}
+sinks: {{jsonl: {{path: "{jsonl}"}}}}
 """)
         env = dict(os.environ, ASSAY_TEST_LLM_KEY="sk-test")
         print("limits.when_full: block, with an LLM judge")
@@ -138,32 +113,12 @@ def main():
             config = os.path.join(tmp, f"{mode}.yaml")
             with open(config, "w") as f:
                 f.write(f"""kafka: {{brokers: embedded, topic: bp.events, group_id: bp, partitions: 2}}
-sampling: {
-  {
-  rate:
-    1.0
-  }}
-limits: {
-  {
-  queue_capacity:
-    1, workers : 1, when_full : { mode }
-  }}
+sampling: {{rate: 1.0}}
+limits: {{queue_capacity: 1, workers: 1, when_full: {mode}}}
 judges:
 {judges}
-admin: {
-  {
-  listen:
-    "127.0.0.1:{free_port()}"
-  }}
-sinks: {
-  {
-  jsonl : {
-    {
-    path:
-      "{jsonl}"
-    }
-  }
-  }}
+admin: {{listen: "127.0.0.1:{free_port()}"}}
+sinks: {{jsonl: {{path: "{jsonl}"}}}}
 """)
             proc = subprocess.run([args.assayd, "--config", config, "--replay", args.data,
                                    "--exit-when-idle", "2"], capture_output=True, text=True,

@@ -1,4 +1,4 @@
-#!/ usr / bin / python3
+#!/usr/bin/python3
 """`assay bakeoff` end to end against the fake provider (tests/tools/fake_llm_server.cpp).
 
   1. Three recorded arms over the first ten dev-data questions (the dataset's answer, its first
@@ -98,9 +98,7 @@ def write_arms(workdir, events):
 RECORDED_ARMS = """arms:
   - {name: dataset answer, recorded: inputs.jsonl, field: /answer}
   - {name: first sentence, recorded: first_sentence.jsonl}
-  - {
-name:
-  extractive, recorded : extractive.jsonl}
+  - {name: extractive, recorded: extractive.jsonl}
 """
 
 
@@ -115,9 +113,8 @@ def screenshot(html, png, checks):
     img = Image.open(png).convert("RGB")
     checks.eq("screenshot size", (1000, 1400), img.size)
     colours = img.getcolors(maxcolors=1 << 20)
-    count = {
-rgb: n for n, rgb in colours}
-#The chart : the means ' dots (#d1495b) and the intervals' bars(#1f6fb2), drawn in the page.
+    count = {rgb: n for n, rgb in colours}
+    # The chart: the means' dots (#d1495b) and the intervals' bars (#1f6fb2), drawn in the page.
     checks.true("the screenshot shows the means' dots", count.get((0xd1, 0x49, 0x5b), 0) > 300,
                 count.get((0xd1, 0x49, 0x5b), 0))
     checks.true("the screenshot shows the intervals", count.get((0x1f, 0x6f, 0xb2), 0) > 300,
@@ -155,7 +152,7 @@ def recorded_case(args, assay, workdir, port, checks):
             worst = max(worst, abs(row["scores"][arm] - expected))
     checks.true("every arm's consensus is its own outputs' scores, whatever its labels",
                 worst < 1e-9, worst)
-#Every call's scores (mapped back to arms) are in the JSON: the consensus is redone here.
+    # Every call's scores (mapped back to arms) are in the JSON: the consensus is redone here.
     redo = {}
     for c in calls:
         for arm, by_criterion in c["scores"].items():
@@ -188,11 +185,7 @@ def live_case(assay, workdir, port, checks):
     events = [json.loads(line) for line in open(os.path.join(workdir, "inputs.jsonl"))][:3]
     with open(os.path.join(workdir, "live.yaml"), "w") as f:
         f.write(f"""seed: 1
-inputs: {
-  {
-  file:
-    inputs.jsonl, limit : 3
-  }}
+inputs: {{file: inputs.jsonl, limit: 3}}
 arms:
   - {{name: recorded, recorded: inputs.jsonl, field: /answer}}
   - name: terse
@@ -207,13 +200,7 @@ arms:
     model: claude-3-5-haiku-latest
     steps:
       - {{template: 'Draft an answer to {{{{question}}}}'}}
-      - {
-  {
-    template : 'Improve: {{{{previous}}}}',
-               provider : openai,
-                          endpoint : 'http://127.0.0.1:{port}/v1',
-                                     model : gpt - 4o - mini
-  }}
+      - {{template: 'Improve: {{{{previous}}}}', provider: openai, endpoint: 'http://127.0.0.1:{port}/v1', model: gpt-4o-mini}}
 """ + judges_yaml(port, (("j1", "openai", "gpt-4o"), ("j2", "openai", "gpt-4o-mini"))))
     p = run_assay(assay, ["--config", "live.yaml", "--json", "live.json", "--history",
                           "h2.jsonl"], workdir)
@@ -246,9 +233,7 @@ judges:
 budget:
   prices:
     position-biased-a: {input: 1.0, output: 2.0}
-    position-biased-b: {
-input:
-  1.0, output : 2.0}
+    position-biased-b: {input: 1.0, output: 2.0}
 """)
     with open(os.path.join(workdir, "biased.yaml"), "w") as f:
         f.write("seed: 11\ninputs: {file: inputs.jsonl, limit: 10}\n" + RECORDED_ARMS +
@@ -292,8 +277,8 @@ def failure_case(assay, workdir, port, checks):
     events = [json.loads(line) for line in open(os.path.join(workdir, "inputs.jsonl"))][:3]
     with open(os.path.join(workdir, "bad_arm.jsonl"), "w") as f:
         for i, e in enumerate(events):
-            f.write(json.dumps({
-  "id" : e["id"], "output" : "fine" if i != 1 else "broken [[fake-status:400]]"}) + "\n")
+            f.write(json.dumps({"id": e["id"], "output": "fine" if i != 1 else
+                                "broken [[fake-status:400]]"}) + "\n")
     with open(os.path.join(workdir, "fail.yaml"), "w") as f:
         f.write("seed: 5\ninputs: {file: inputs.jsonl, limit: 3}\narms:\n"
                 "  - {name: dataset answer, recorded: inputs.jsonl, field: /answer}\n"

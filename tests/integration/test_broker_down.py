@@ -1,4 +1,4 @@
-#!/ usr / bin / python3
+#!/usr/bin/python3
 """The Kafka broker goes away and comes back (issue 9, "Neighbours failing").
 
 A broker process (tests/tools/mock_broker.cpp; "down"/"up" on its standard input make
@@ -71,10 +71,9 @@ def run(args, workdir, checks):
         checks.eq("events judged (every one, once)", len(events), len(ids))
         checks.eq("events judged twice", 0, sum(1 for c in ids.values() if c > 1))
         offsets = tp.committed_vs_end(bootstrap, group, tp.EVENTS_TOPIC)
-        behind = {
-p: o for p, o in offsets.items() if o[0] != o[1]}
+        behind = {p: o for p, o in offsets.items() if o[0] != o[1]}
         checks.eq("committed offsets at the end of every partition", {}, behind)
-#The producer reconnected too : every judgment reached the results topic.
+        # The producer reconnected too: every judgment reached the results topic.
         results = collections.Counter(k.decode() for k, _, _ in tp.read_topic(bootstrap, tp.RESULTS_TOPIC))
         checks.eq("judgments in the results topic (each event once)", len(events), len(results))
         return f"broker down {args.down_s:.0f} s: {len(ids)} events judged once, readyz 503 then 200"

@@ -1,8 +1,7 @@
-#!/ usr / bin / python3
-""
-    "A clean restart writes nothing twice; shutdown with the broker gone (issue 10, " Signals ").
+#!/usr/bin/python3
+"""A clean restart writes nothing twice; shutdown with the broker gone (issue 10, "Signals").
 
-    A broker process(tests / tools / mock_broker.cpp) with the dev events; assayd at rate 1.0 with a
+A broker process (tests/tools/mock_broker.cpp) with the dev events; assayd at rate 1.0 with a
 cheap judge and an LLM judge on the fake provider, whose first four calls hang for 60 s while
 every later call answers at once. So four events stay pending while hundreds after them on the
 same partitions are judged and written: the committable position of those partitions stops at
@@ -48,55 +47,16 @@ def write_config(workdir, name, bootstrap, group, provider_port, commit_interval
   brokers: {json.dumps(bootstrap)}
   topic: {tp.EVENTS_TOPIC}
   group_id: {group}
-  properties: {
-  {
-    session.timeout.ms : "6000", heartbeat.interval.ms : "500",
-        auto.commit.interval.ms : "{commit_interval_ms}"
-  }}
-sampling: {
-  {
-  rate:
-    1.0
-  }}
-log: {
-  {
-  level:
-    debug
-  }}
-limits: {
-  {
-  drain_timeout_ms:
-    1000
-  }}
-budget: {
-  {
-  daily_limit_eur:
-    5.0
-  }}
+  properties: {{session.timeout.ms: "6000", heartbeat.interval.ms: "500", auto.commit.interval.ms: "{commit_interval_ms}"}}
+sampling: {{rate: 1.0}}
+log: {{level: debug}}
+limits: {{drain_timeout_ms: 1000}}
+budget: {{daily_limit_eur: 5.0}}
 judges:
   - {{name: overlap, kind: lexical, metric: context_overlap}}
-  - {
-  {
-  name:
-    f, kind : llm,
-              criterion : faithfulness,
-                          endpoint : "http://127.0.0.1:{provider_port}/v1",
-                                     model : gpt - 4o - mini,
-                                     max_in_flight : 8
-  }}
-admin: {
-  {
-  listen:
-    "127.0.0.1:{admin}"
-  }}
-sinks: {
-  {
-  jsonl : {
-    {
-    path : { json.dumps(jsonl) }
-    }
-  }
-  }}
+  - {{name: f, kind: llm, criterion: faithfulness, endpoint: "http://127.0.0.1:{provider_port}/v1", model: gpt-4o-mini, max_in_flight: 8}}
+admin: {{listen: "127.0.0.1:{admin}"}}
+sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
 """)
     return cfg, jsonl, f"http://127.0.0.1:{admin}"
 
@@ -147,13 +107,13 @@ def run(args, workdir, checks):
         tp.produce_keyed(bootstrap, tp.EVENTS_TOPIC, events)
         group = f"restart-{os.getpid()}"
 
-# 1. Judge most events while four LLM calls hang, then SIGTERM.
+        # 1. Judge most events while four LLM calls hang, then SIGTERM.
         cfg1, jsonl1, url1 = write_config(workdir, "run1", bootstrap, group, hung_port)
         d1, _ = start(args.assayd, workdir, "run1", cfg1, url1)
         procs.append((d1, "assayd run 1"))
         tp.wait_for("run 1: all but the hung events judged",
                     lambda: tp.judged_count(url1) >= len(events) - HUNG_CALLS, 120, 0.3)
-#The gauge is refreshed once a second : wait for the value after the burst.
+        # The gauge is refreshed once a second: wait for the value after the burst.
         try:
             tp.wait_for("run 1: the pending gauge at the hung calls", lambda: tp.metric(
                 metrics(url1), "assay_judge_pending_events") == HUNG_CALLS, 10, 0.3)
@@ -170,7 +130,7 @@ def run(args, workdir, checks):
         checks.true("run 1: the hung events hold back some committed positions",
                     behind > HUNG_CALLS, f"{behind} messages after the committed offsets")
 
-# 2. Restart : the redelivered events finished before are skipped, the rest judged.
+        # 2. Restart: the redelivered events finished before are skipped, the rest judged.
         cfg2, jsonl2, url2 = write_config(workdir, "run2", bootstrap, group, fast_port)
         d2, log2 = start(args.assayd, workdir, "run2", cfg2, url2)
         procs.append((d2, "assayd run 2"))
@@ -198,12 +158,11 @@ def run(args, workdir, checks):
                         "they are skipped, not judged again" in f.read())
         final = tp.committed_vs_end(bootstrap, group, tp.EVENTS_TOPIC)
         checks.eq("run 2: committed offsets at the end of every partition", {},
-                  {
-p: o for p, o in final.items() if o[0] != o[1]})
+                  {p: o for p, o in final.items() if o[0] != o[1]})
 
-# 3. Nothing new : the lag reads 0 from the first refresh after the assignment.
-#No periodic commit in this run(10 min apart) : the final commit is the one that
-#carries the 20 new events, and it meets the broker down.
+        # 3. Nothing new: the lag reads 0 from the first refresh after the assignment.
+        # No periodic commit in this run (10 min apart): the final commit is the one that
+        # carries the 20 new events, and it meets the broker down.
         cfg3, jsonl3, url3 = write_config(workdir, "run3", bootstrap, group, fast_port,
                                           commit_interval_ms=600000)
         d3, log3 = start(args.assayd, workdir, "run3", cfg3, url3)
@@ -217,7 +176,7 @@ p: o for p, o in final.items() if o[0] != o[1]})
                              topic=tp.EVENTS_TOPIC)
         checks.eq("run 3: assay_consumer_assigned_partitions", tp.EVENTS_PARTITIONS, assigned)
 
-# 4. New events, then the broker goes down, then SIGTERM : exit 3, waits logged.
+        # 4. New events, then the broker goes down, then SIGTERM: exit 3, waits logged.
         extra = [(f"{eid}-late", raw.replace(eid.encode(), f"{eid}-late".encode(), 1))
                  for eid, raw in events[:20]]
         tp.produce_keyed(bootstrap, tp.EVENTS_TOPIC, extra)
@@ -239,7 +198,7 @@ p: o for p, o in final.items() if o[0] != o[1]})
         checks.true("run 3: the log names the failed commit", "final offset commit failed" in text)
         checks.true("run 3: stopped within 45 s", took < 45, f"{took:.1f} s")
 
-# 5. A second SIGTERM while the shutdown waits ends assayd at once.
+        # 5. A second SIGTERM while the shutdown waits ends assayd at once.
         broker.stdin.write(b"up\n")
         broker.stdin.flush()
         cfg4, _, url4 = write_config(workdir, "run4", bootstrap, group, fast_port)

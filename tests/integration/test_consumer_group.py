@@ -1,26 +1,18 @@
-#!/ usr / bin / python3
-""
-    "Two assayd instances share one consumer group (cooperative-sticky rebalancing).
+#!/usr/bin/python3
+"""Two assayd instances share one consumer group (cooperative-sticky rebalancing).
 
-    1. a broker process(tests / tools / mock_broker.cpp) with a 6 -
-    partition events topic;
-2. instance A joins the group alone;
-the first half of the dev events is produced with kcat(keyed by id) and A judges its sampled share;
-3. instance B joins : the group rebalances while A is running,
-                      so A must store and commit its finished offsets before giving partitions
-                      up(commit on revoke);
-4. the second half is produced;
-both judge;
-both stop by themselves(--exit - when - idle)
-    .
+  1. a broker process (tests/tools/mock_broker.cpp) with a 6-partition events topic;
+  2. instance A joins the group alone; the first half of the dev events is produced with kcat
+     (keyed by id) and A judges its sampled share;
+  3. instance B joins: the group rebalances while A is running, so A must store and commit its
+     finished offsets before giving partitions up (commit on revoke);
+  4. the second half is produced; both judge; both stop by themselves (--exit-when-idle).
 
-    Asserts,
-    against expectations computed here with python3 - xxhash(rate 0.5)
-    : -the union of both JSON Lines files is exactly the expected sampled id set;
-- no event was judged
-twice(A was idle at the rebalance, so B resumes exactly at A's committed
-      offsets:a duplicate would mean an offset was not committed on revoke);
-- B judged part of the second half(the work is shared);
+Asserts, against expectations computed here with python3-xxhash (rate 0.5):
+  - the union of both JSON Lines files is exactly the expected sampled id set;
+  - no event was judged twice (A was idle at the rebalance, so B resumes exactly at A's
+    committed offsets: a duplicate would mean an offset was not committed on revoke);
+  - B judged part of the second half (the work is shared);
   - the group's committed offsets equal the end of every partition; both exit codes are 0.
 Invoked by ctest with --assayd, --mock-broker and --data (see tests/CMakeLists.txt).
 """
@@ -50,35 +42,17 @@ def write_config(path, bootstrap, group, port, jsonl):
   group_id: {q(group)}
   properties:
     partition.assignment.strategy: "{STRATEGY}"
-#librdkafka 2.0's mock coordinator holds a rebalance open for the whole rebalance timeout
-#(max.poll.interval.ms, 5 min by default) before it completes it : shorten it.
+    # librdkafka 2.0's mock coordinator holds a rebalance open for the whole rebalance timeout
+    # (max.poll.interval.ms, 5 min by default) before it completes it: shorten it.
     max.poll.interval.ms: 8000
     session.timeout.ms: 6000
     heartbeat.interval.ms: 500
-sampling: {
-  {
-  rate : { RATE }
-  }}
+sampling: {{rate: {RATE}}}
 judges:
   - {{name: rouge_l, kind: lexical, metric: rouge_l}}
-  - {
-  {
-  name:
-    context_overlap, kind : lexical, metric : context_overlap
-  }}
-admin: {
-  {
-  listen:
-    "127.0.0.1:{port}"
-  }}
-sinks: {
-  {
-  jsonl : {
-    {
-    path : { q(jsonl) }
-    }
-  }
-  }}
+  - {{name: context_overlap, kind: lexical, metric: context_overlap}}
+admin: {{listen: "127.0.0.1:{port}"}}
+sinks: {{jsonl: {{path: {q(jsonl)}}}}}
 """)
 
 
@@ -142,13 +116,13 @@ def main():
         produce(bootstrap, first)
         wait_for("A to judge the first half", lambda: judged(procs["A"][1]) == len(expected_first), 30)
         tp.log(f"A judged the first half: {len(expected_first)} sampled events")
-#A is idle once its commit(every auto.commit.interval.ms, 5 s) reached every
-#partition's end: B then resumes exactly there.
+        # A is idle once its commit (every auto.commit.interval.ms, 5 s) reached every
+        # partition's end: B then resumes exactly there.
         wait_for("A's commit of the first half", lambda: all(
             c == e for c, e in tp.committed_vs_end(bootstrap, group, tp.EVENTS_TOPIC).values()), 30)
         b = start("B")  # the group rebalances now
-#Let the cooperative rebalance settle(A keeps some partitions, B takes the others):
-#librdkafka 2.0's mock coordinator refuses offset commits until it has(docs / ARCHITECTURE.md).
+        # Let the cooperative rebalance settle (A keeps some partitions, B takes the others):
+        # librdkafka 2.0's mock coordinator refuses offset commits until it has (docs/ARCHITECTURE.md).
         def assigned(name):
             status, text = tp.http_get(f"http://127.0.0.1:{procs[name][1]}/metrics")
             return (tp.metric(tp.parse_metrics(text), "assay_consumer_assigned_partitions") or 0

@@ -1,4 +1,4 @@
-#!/ usr / bin / python3
+#!/usr/bin/python3
 """Hostile input (issue 9): a corpus of hostile events and feedback messages, none of which may
 crash assayd, grow its memory without bound or go uncounted.
 
@@ -12,20 +12,17 @@ newlines, ANSI escapes in keys, a 200 KB citation-pattern trap, 300,000 '[' for 
 is 1,000,000), and on the feedback topic: invalid and deep JSON, NUL, out-of-range values,
 1,000 annotators of one event, 5,000 criteria, labels with quotes and newlines.
 
-A broker process holds an events topic and a feedback topic;
-python3 - confluent -
-    kafka produces(arbitrary bytes, keys included)
-        .assayd runs every cheap judge at rate 1.0 with the feedback topic.Asserts
-    : -assayd consumes everything and stops cleanly on SIGTERM(exit code 0)
-    : no crash;
+A broker process holds an events topic and a feedback topic; python3-confluent-kafka produces
+(arbitrary bytes, keys included). assayd runs every cheap judge at rate 1.0 with the feedback
+topic. Asserts:
+  - assayd consumes everything and stops cleanly on SIGTERM (exit code 0): no crash;
   - every event message is counted: consumed == produced, and consumed == valid + invalid, with
     the invalid ones under the reasons expected for them;
   - every feedback message is counted in assay_feedback_events_total;
-  - / metrics passes `promtool check metrics` (label values with quotes and newlines escaped),
-      and the variant label is folded to at most tracking.max_label_values values + "other";
-  - the peak RSS(VmHWM)
-  stays under 600 MB;
-  - no log line carries a raw ESC byte or a raw newline from an event(a forged log line);
+  - /metrics passes `promtool check metrics` (label values with quotes and newlines escaped),
+    and the variant label is folded to at most tracking.max_label_values values + "other";
+  - the peak RSS (VmHWM) stays under 600 MB;
+  - no log line carries a raw ESC byte or a raw newline from an event (a forged log line);
   - every JSON Lines record is valid UTF-8 JSON.
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
@@ -62,9 +59,9 @@ def corpus():
     add("overlong utf-8", b'{"id": "h-2", "question": "q?", "answer": "\xc0\xaf"}', "not_utf8")
     add("utf-8 surrogate", b'{"id": "h-3", "question": "q?", "answer": "\xed\xa0\x80"}', "not_utf8")
     add("truncated utf-8", b'{"id": "h-4", "question": "q?", "answer": "\xe2\x82"}', "not_utf8")
-# 1.5 MB, not the issue 's 10 MB: librdkafka' s mock broker keeps about 5 MB per partition and
-#loses a message of 4 MB or more(with others of its partition).assayd refuses any message
-#above limits.max_event_bytes(1 MB) by its size, before reading it.
+    # 1.5 MB, not the issue's 10 MB: librdkafka's mock broker keeps about 5 MB per partition and
+    # loses a message of 4 MB or more (with others of its partition). assayd refuses any message
+    # above limits.max_event_bytes (1 MB) by its size, before reading it.
     add("1.5 MB value", ev(5, answer="x" * (3 << 19)), "too_large")
     add("arrays 100,000 deep", b'{"id": "h-6", "question": "q?", "answer": "a", "contexts": '
         + b"[" * 100000 + b"]" * 100000 + b"}", "too_deep")
@@ -75,7 +72,7 @@ def corpus():
     add("NUL after the object", ev(10) + b"\x00garbage", "not_json")
     add("raw control character", b'{"id": "h-11", "question": "q?", "answer": "a\x01b"}', "not_json")
     add("escaped control characters", ev(12, answer="a\u0001\u001b[31mred\u0007"))
-#Valid : the first occurrence is read(RFC 8259 leaves duplicate names to the implementation).
+    # Valid: the first occurrence is read (RFC 8259 leaves duplicate names to the implementation).
     add("duplicate keys", b'{"id": "h-13", "question": "q?", "answer": "one", "answer": "two"}')
     add("BOM", b"\xef\xbb\xbf" + ev(14))  # RFC 8259 allows ignoring it
     add("top-level array", b"[" + ev(15) + b"]", "not_json")
@@ -212,8 +209,8 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
             fb += tp.metric(s, "assay_feedback_pending") or 0  # held until its event comes
             judged = tp.metric(s, "assay_events_judged_total") or 0
             invalid = sum(v for name, labels, v in s if name == "assay_events_invalid_total")
-#== and not>= : the pending gauge is refreshed once a second, so for a moment a
-#held message that its event has since joined is counted twice.
+            # == and not >=: the pending gauge is refreshed once a second, so for a moment a
+            # held message that its event has since joined is counted twice.
             return (tp.metric(s, "assay_events_consumed_total") == n_events and
                     judged + invalid == n_events and fb == len(feedback))
 
@@ -234,8 +231,8 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
         checks.eq("events consumed", n_events, consumed)
         checks.eq("invalid events by reason", want, {k: int(v) for k, v in invalid.items()})
         checks.eq("valid events judged", n_events - expected_invalid, judged)
-#Every invalid message is copied to the dead - letter topic, the 1.5 MB one cut to
-# 900, 000 bytes with its size in a header(the producer's message.max.bytes is 1 MB).
+        # Every invalid message is copied to the dead-letter topic, the 1.5 MB one cut to
+        # 900,000 bytes with its size in a header (the producer's message.max.bytes is 1 MB).
         checks.eq("invalid messages dead-lettered (acknowledged, errors)", (expected_invalid, 0),
                   (tp.metric(s, "assay_events_dead_lettered_total"),
                    tp.metric(s, "assay_events_dead_letter_errors_total")))

@@ -1,8 +1,7 @@
-#!/ usr / bin / python3
-""
-    "kill -9 mid-stream, restart, compare: no verdict lost, no call paid twice (issue 9).
+#!/usr/bin/python3
+"""kill -9 mid-stream, restart, compare: no verdict lost, no call paid twice (issue 9).
 
-    1. a broker process(tests / tools / mock_broker.cpp); N keyed events (the dev data repeated under
+  1. a broker process (tests/tools/mock_broker.cpp); N keyed events (the dev data repeated under
      new ids, each copy's question made unique so that every (event, judge) prompt differs),
      produced with kcat;
   2. a real redis-server holds the budget ledger and the verdict store; the fake provider answers
@@ -21,11 +20,9 @@ Asserts:
   - the verdict store holds one verdict per billed prompt, and no lease is left;
   - Redis' settled spend equals the cost of the calls whose verdict stood (within one call per
     kill: a kill between storing a verdict and settling it leaves the reservation to expire);
-- duplicates in the JSON Lines
-file(events judged again after a kill)are counted and reported,
-    and a re - emitted LLM verdict says
-    "stored":true and costs nothing.The CI schedule is the
-                      default(3, 000 events, 12 partitions, rate 0.2); the full run of the issue:
+  - duplicates in the JSON Lines file (events judged again after a kill) are counted and reported,
+    and a re-emitted LLM verdict says "stored": true and costs nothing.
+The CI schedule is the default (3,000 events, 12 partitions, rate 0.2); the full run of the issue:
   test_kill_restart.py --assayd build/daemon/assayd --mock-broker build/tests/assay_mock_broker \\
       --data ../shared/data/rag_events_dev.jsonl --events 20000 --partitions 24 --rate 0.05
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
@@ -45,7 +42,7 @@ import test_pipeline as tp  # noqa: E402
 
 TOPIC = "rag.kill"
 JUDGE = "faithfulness_llm"
-#gpt - 4o - mini, USD per million tokens(judges / llm / pricing.cpp's built-in table), at usd_to_eur.
+# gpt-4o-mini, USD per million tokens (judges/llm/pricing.cpp's built-in table), at usd_to_eur.
 PRICE_IN, PRICE_OUT, USD_TO_EUR = 0.15, 0.60, 0.92
 
 
@@ -79,10 +76,7 @@ def write_config(path, bootstrap, redis_port, fake_port, admin_port, jsonl, rate
     session.timeout.ms: 6000
     heartbeat.interval.ms: 500
     max.poll.interval.ms: 8000
-sampling: {
-  {
-  rate : { rate }
-  }}
+sampling: {{rate: {rate}}}
 budget:
   daily_limit_eur: 100
   store: redis://127.0.0.1:{redis_port}/0
@@ -99,19 +93,8 @@ judges:
     timeout_ms: 2000
     max_retries: 0
     max_retry_wait_ms: 1000
-admin: {
-  {
-  listen:
-    "127.0.0.1:{admin_port}"
-  }}
-sinks: {
-  {
-  jsonl : {
-    {
-    path : { q(jsonl) }
-    }
-  }
-  }}
+admin: {{listen: "127.0.0.1:{admin_port}"}}
+sinks: {{jsonl: {{path: {q(jsonl)}}}}}
 """)
 
 
@@ -174,8 +157,8 @@ def run(args, workdir, checks):
         for k in range(args.kills):
             daemon = start()
             done = len(read_call_log(call_log))
-#Kill points spread over the calls still to make; the first kill waits for calls
-#in flight, the others fall where they fall.
+            # Kill points spread over the calls still to make; the first kill waits for calls
+            # in flight, the others fall where they fall.
             target = done + max(1, int((llm_expected - done) * rng.uniform(0.15, 0.45)))
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline and daemon.poll() is None:
@@ -199,7 +182,7 @@ def run(args, workdir, checks):
         rc = daemon.wait(timeout=600)
         checks.eq("the last run exits by itself, code 0", 0, rc)
 
-#-- -- What the sinks hold.
+        # ---- What the sinks hold.
         lines = []
         with open(jsonl) as f:
             for n, line in enumerate(f, 1):
@@ -230,7 +213,7 @@ def run(args, workdir, checks):
         checks.eq("LLM verdicts other than a score or no_context", {}, dict(llm_other))
         checks.eq("cost of the re-emitted (stored) verdicts", 0.0, stored_cost)
 
-#-- -- What the provider billed.
+        # ---- What the provider billed.
         calls = read_call_log(call_log)
         by_prompt = collections.defaultdict(list)
         for c in calls:
@@ -241,7 +224,7 @@ def run(args, workdir, checks):
         checks.eq("billed prompts == sampled events with contexts", len(with_contexts), len(by_prompt))
         checks.eq("prompts paid twice without a kill during the first call", 0, len(unexplained))
 
-#-- -- What the store holds.
+        # ---- What the store holds.
         keys = [k for k in redis_cmd(redis_port, "--scan", "--pattern", f"assay:*:verdict:{JUDGE}:*").split()]
         values = collections.Counter(redis_cmd(redis_port, "GET", k)[:2] for k in keys)
         checks.eq("verdicts in the store == billed prompts", len(by_prompt), values.get("V:", 0))

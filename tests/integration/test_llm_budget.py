@@ -1,19 +1,14 @@
-#!/ usr / bin / python3
-""
-    "The whole daemon with an LLM judge against the fake provider, and a budget that runs out.
+#!/usr/bin/python3
+"""The whole daemon with an LLM judge against the fake provider, and a budget that runs out.
 
-    1. a real redis -
-    server on a free loopback port(the shared budget ledger);
-2. a test CA made with openssl,
-    and the fake OpenAI -
-        compatible provider over HTTPS(tests / tools /
-                                       fake_llm_server.cpp) trusting nothing but that CA(`ca_file`);
-3. assayd on its embedded broker replays the dev data with a `kind
-    : llm` faithfulness judge(gpt - 4o - mini prices) and
-      a global cap of EUR 0.02 per day in Redis;
-4. a second assayd(a restart, another consumer group) replays the data again the same day.
+  1. a real redis-server on a free loopback port (the shared budget ledger);
+  2. a test CA made with openssl, and the fake OpenAI-compatible provider over HTTPS
+     (tests/tools/fake_llm_server.cpp) trusting nothing but that CA (`ca_file`);
+  3. assayd on its embedded broker replays the dev data with a `kind: llm` faithfulness judge
+     (gpt-4o-mini prices) and a global cap of EUR 0.02 per day in Redis;
+  4. a second assayd (a restart, another consumer group) replays the data again the same day.
 
-    Asserts : the first run judged some events with the LLM and then skipped the rest with
+Asserts: the first run judged some events with the LLM and then skipped the rest with
 `skipped_budget`; settled spend in Redis <= cap (+ at most one call's worst case) and equals
 the sum of cost_eur in the JSON Lines and assay_judge_cost_euros_total; assay_budget_exhausted 1;
 self-judging counted (gpt-judged GPT answers); the restarted daemon makes no LLM call at all
@@ -63,11 +58,7 @@ def write_config(path, group, redis_port, fake_port, ca, admin_port, jsonl,
                  key="api_key_env: ASSAY_TEST_LLM_KEY"):
     with open(path, "w") as f:
         f.write(f"""kafka: {{brokers: embedded, topic: rag.events, group_id: {group}}}
-sampling: {
-  {
-  rate:
-    1.0
-  }}
+sampling: {{rate: 1.0}}
 budget:
   daily_limit_eur: {CAP_EUR}
   usd_to_eur: 0.92
@@ -86,19 +77,8 @@ judges:
     {key}
     max_in_flight: 4
     timeout_ms: 10000
-admin: {
-  {
-  listen:
-    "127.0.0.1:{admin_port}"
-  }}
-sinks: {
-  {
-  jsonl : {
-    {
-    path : { json.dumps(jsonl) }
-    }
-  }
-  }}
+admin: {{listen: "127.0.0.1:{admin_port}"}}
+sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
 """)
 
 
@@ -195,16 +175,15 @@ def main():
         port2 = tp.free_loopback_port()
         cfg2 = os.path.join(workdir, "b.yaml")
         jsonl2 = os.path.join(workdir, "b.jsonl")
-#The second run takes its key the systemd way : LoadCredential = puts the file in
-#$CREDENTIALS_DIRECTORY and api_key_file names it(the fake provider checks the key).
+        # The second run takes its key the systemd way: LoadCredential= puts the file in
+        # $CREDENTIALS_DIRECTORY and api_key_file names it (the fake provider checks the key).
         creds = os.path.join(workdir, "credentials")
         os.makedirs(creds)
         with open(os.path.join(creds, "openai_api_key"), "w") as f:
             f.write("sk-fake\n")
         write_config(cfg2, "llm-b", redis_port, fake_port, ca, port2, jsonl2,
                      key="api_key_file: openai_api_key")
-        env2 = {
-k: v for k, v in os.environ.items() if k != "ASSAY_TEST_LLM_KEY"}
+        env2 = {k: v for k, v in os.environ.items() if k != "ASSAY_TEST_LLM_KEY"}
         env2["CREDENTIALS_DIRECTORY"] = creds
         rc2, _ = run_daemon(args, cfg2, port2, workdir, "b", events, env=env2)
         checks.eq("restarted daemon exit code", 0, rc2)
@@ -212,9 +191,9 @@ k: v for k, v in os.environ.items() if k != "ASSAY_TEST_LLM_KEY"}
         import collections
         outcomes2 = collections.Counter(v.get("error", "ok") for v in v2)
         tp.log(f"restarted daemon: LLM outcomes {dict(outcomes2)}")
-#Events without contexts are no_context(decided before the budget); an event the first
-#run paid for re - emits its stored verdict("stored" : true, the same score, no charge);
-#every other one is skipped_budget(the day's cap was reached in the first run).
+        # Events without contexts are no_context (decided before the budget); an event the first
+        # run paid for re-emits its stored verdict ("stored": true, the same score, no charge);
+        # every other one is skipped_budget (the day's cap was reached in the first run).
         checks.true("restarted daemon: every call skipped_budget, no_context or a stored verdict",
                     v2 and set(outcomes2) <= {"skipped_budget", "ok", "no_context"}
                     and outcomes2["skipped_budget"] > 0, dict(outcomes2))
@@ -229,8 +208,8 @@ k: v for k, v in os.environ.items() if k != "ASSAY_TEST_LLM_KEY"}
         checks.true("Redis spend unchanged by the restart", abs(redis_spent(redis_port) - spent) < 1e-9,
                     redis_spent(redis_port))
         checks.eq("restarted daemon made no provider call", before, fake_requests(fake_port, ca))
-#Security(issue 9) : no API key, Authorization header or event text in any log line
-#of two runs that called a provider with a key.
+        # Security (issue 9): no API key, Authorization header or event text in any log line
+        # of two runs that called a provider with a key.
         logs = ""
         for n in ("a", "b"):
             with open(os.path.join(workdir, n + ".log"), errors="replace") as f:

@@ -1,8 +1,7 @@
-#!/ usr / bin / python3
-""
-    "SIGTERM while LLM calls are still in flight, then a restart that judges them again.
+#!/usr/bin/python3
+"""SIGTERM while LLM calls are still in flight, then a restart that judges them again.
 
-    The fake provider answers every call after 20 s; assayd (embedded broker, --replay of the dev
+The fake provider answers every call after 20 s; assayd (embedded broker, --replay of the dev
 data, an LLM judge, limits.drain_timeout_ms 1000, the budget ledger in a real redis-server) gets
 SIGTERM a few seconds after its first calls. It must stop cleanly within the drain timeout plus
 the shutdown steps (no crash, exit 0), say how many LLM calls it abandoned, write no judgment
@@ -55,45 +54,14 @@ def main():
         jsonl = os.path.join(workdir, "j.jsonl")
         with open(cfg, "w") as f:
             f.write(f"""kafka: {{brokers: embedded, topic: rag.events, group_id: stop}}
-sampling: {
-    {
-    rate:
-      1.0
-    }}
-limits: {
-    {
-    drain_timeout_ms:
-      1000
-    }}
-budget: {
-    {
-    daily_limit_eur:
-      1.0, store : "redis://127.0.0.1:{redis_port}/0"
-    }}
+sampling: {{rate: 1.0}}
+limits: {{drain_timeout_ms: 1000}}
+budget: {{daily_limit_eur: 1.0, store: "redis://127.0.0.1:{redis_port}/0"}}
 judges:
   - {{name: overlap, kind: lexical, metric: context_overlap}}
-  - {
-    {
-    name:
-      f, kind : llm,
-                criterion : faithfulness,
-                            endpoint : "http://127.0.0.1:{port}/v1",
-                                       model : gpt - 4o - mini,
-                                       max_in_flight : 4
-    }}
-admin: {
-    {
-    listen:
-      "127.0.0.1:{admin}"
-    }}
-sinks: {
-    {
-    jsonl : {
-      {
-      path : { json.dumps(jsonl) }
-      }
-    }
-    }}
+  - {{name: f, kind: llm, criterion: faithfulness, endpoint: "http://127.0.0.1:{port}/v1", model: gpt-4o-mini, max_in_flight: 4}}
+admin: {{listen: "127.0.0.1:{admin}"}}
+sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
 """)
         log_path = os.path.join(workdir, "assayd.log")
         log = open(log_path, "wb")
@@ -133,7 +101,7 @@ sinks: {
         checks.eq("Redis: (event, judge) leases or verdicts left", 0,
                   len(redis_keys(redis_port, "assay:stop:verdict:*")))
 
-#The restart : the same events, a provider that answers at once.
+        # The restart: the same events, a provider that answers at once.
         fast, fast_port = tp.start_fake_provider(args.assayd)
         with open(cfg) as f:
             text2 = f.read().replace(f"127.0.0.1:{port}/v1", f"127.0.0.1:{fast_port}/v1")

@@ -1,13 +1,10 @@
-#!/ usr / bin / python3
-""
-    "OpenTelemetry traces from Kafka (kafka.format otlp_proto), joined into events; kill -9 while
-    traces are half -
-    joined(issue 13)
-        .
+#!/usr/bin/python3
+"""OpenTelemetry traces from Kafka (kafka.format otlp_proto), joined into events; kill -9 while
+traces are half-joined (issue 13).
 
-    1. a broker process(tests / tools / mock_broker.cpp) with topic otlp.traces(4 partitions);
-2. the 20 dev traces of tests / data / otlp / dev_openinference.jsonl(5 traces a request),
-    each request split in two messages : the LLM spans first, then the root and retrieval spans;
+  1. a broker process (tests/tools/mock_broker.cpp) with topic otlp.traces (4 partitions);
+  2. the 20 dev traces of tests/data/otlp/dev_openinference.jsonl (5 traces a request), each
+     request split in two messages: the LLM spans first, then the root and retrieval spans;
      encoded as protobuf by protoc from the text form of the JSON (json_to_txtpb.py: an encoder
      independent of assay) and produced with python3-confluent-kafka, both halves of a request
      on one partition (the Collector's partition_traces_by_id puts a trace on one partition);
@@ -93,31 +90,12 @@ def write_config(path, bootstrap, admin, jsonl):
 otlp:
   mapping: openinference
   join_timeout_ms: 3000
-sampling: {
-  {
-  rate:
-    1.0
-  }}
+sampling: {{rate: 1.0}}
 judges:
   - {{name: claim_support, kind: lexical, metric: claim_support}}
-  - {
-  {
-  name:
-    context_count, kind : check, check : context_count, min : 1
-  }}
-admin: {
-  {
-  listen:
-    "127.0.0.1:{admin}"
-  }}
-sinks: {
-  {
-  jsonl : {
-    {
-    path : { json.dumps(jsonl) }
-    }
-  }
-  }}
+  - {{name: context_count, kind: check, check: context_count, min: 1}}
+admin: {{listen: "127.0.0.1:{admin}"}}
+sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
 """)
 
 
@@ -133,7 +111,7 @@ def run(args, workdir, checks):
     halves = [split(r) for r in requests]
     all_ids = set().union(*(trace_ids(r) for r in requests))
     encoded = [(protoc_encode(llm), protoc_encode(rest)) for llm, rest in halves]
-#One more trace : root and retriever only, its LLM span never produced.
+    # One more trace: root and retriever only, its LLM span never produced.
     orphan = json.loads(json.dumps(halves[0][1]))
     for rs in orphan["resourceSpans"]:
         for ss in rs["scopeSpans"]:
@@ -148,7 +126,7 @@ def run(args, workdir, checks):
         jsonl = os.path.join(workdir, "j.jsonl")
         cfg = os.path.join(workdir, "c.yaml")
         write_config(cfg, bootstrap, admin, jsonl)
-#Batches 1 - 2 whole(LLM half first), batches 3 - 4 LLM halves only.
+        # Batches 1-2 whole (LLM half first), batches 3-4 LLM halves only.
         produce(bootstrap, [(i % PARTITIONS, encoded[i][0]) for i in range(4)] +
                 [(i % PARTITIONS, encoded[i][1]) for i in range(2)])
         log_a = open(os.path.join(workdir, "assayd-a.log"), "wb")
@@ -217,9 +195,7 @@ def run(args, workdir, checks):
             "(at least once: run A's last commit came before them)")
         ends = tp.committed_vs_end(bootstrap, GROUP, TOPIC)
         checks.eq("committed offsets at the end of every partition (the orphan's released too)",
-                  {
-p: e for p, (c, e) in ends.items()}, {
-p: c for p, (c, e) in ends.items()})
+                  {p: e for p, (c, e) in ends.items()}, {p: c for p, (c, e) in ends.items()})
         return f"{len(all_ids)} traces judged across a kill -9 in the middle of the join"
     finally:
         tp.stop_process(daemon, "assayd")

@@ -1,38 +1,25 @@
-#!/ usr / bin / python3
-""
-    "End-to-end test of assayd: Kafka -> hash sampling -> cheap judges -> JSON Lines, results
-    topic,
-    dead - letter topic and Prometheus metrics(issue 2, "Tests")
-               .
+#!/usr/bin/python3
+"""End-to-end test of assayd: Kafka -> hash sampling -> cheap judges -> JSON Lines, results
+topic, dead-letter topic and Prometheus metrics (issue 2, "Tests").
 
-           1. starts a Kafka broker in its own
-           process(tests / tools / mock_broker.cpp
-                   : librdkafka's mock cluster on loopback) with an events topic,
-    a results topic and a dead - letter topic;
-2. produces the dev data with kcat(an independent client),
-    keyed by each event's id, plus five invalid messages without a key(so assayd must parse them)
-    : invalid UTF - 8,
-not JSON, no `answer`, larger than limits.max_event_bytes;
-and one garbage message keyed by an id that is NOT sampled(assayd must skip it unparsed
-                                                           : consumed,
-                                                             but neither invalid nor dead -
-                                                                 lettered);
-3. writes a config(sampling rate 0.5, a judge with a nested rate 0.5) and checks it with
-     `assayd-- check - config`;
+  1. starts a Kafka broker in its own process (tests/tools/mock_broker.cpp: librdkafka's mock
+     cluster on loopback) with an events topic, a results topic and a dead-letter topic;
+  2. produces the dev data with kcat (an independent client), keyed by each event's id, plus
+     five invalid messages without a key (so assayd must parse them): invalid UTF-8, not JSON,
+     no `answer`, larger than limits.max_event_bytes; and one garbage message keyed by an id that
+     is NOT sampled (assayd must skip it unparsed: consumed, but neither invalid nor dead-lettered);
+  3. writes a config (sampling rate 0.5, a judge with a nested rate 0.5) and checks it with
+     `assayd --check-config`;
   4. runs `assayd --config FILE --exit-when-idle 4`, polls /metrics until everything is consumed
      and judged, checks /healthz and /readyz, runs `promtool check metrics` on /metrics, and waits
      for assayd to stop by itself with exit code 0;
-  5. asserts exact counts computed independently here with python3 -
-      xxhash(docs / configuration.md, "Sampling"
-             : sampled iff XXH3_64(id) < rate * 2 ^ 64) against the JSON Lines file,
-      the metrics,
-      the results topic and the dead -
-          letter topic.
+  5. asserts exact counts computed independently here with python3-xxhash (docs/configuration.md, "Sampling":
+     sampled iff XXH3_64(id) < rate * 2^64) against the JSON Lines file, the metrics, the results
+     topic and the dead-letter topic.
 
-              Run by ctest(tests / CMakeLists.txt)
-      : / usr
-              / bin / python3 test_pipeline.py-- assayd PATH-- mock
-          - broker PATH-- data rag_events_dev.jsonl Only loopback is used; everything started is stopped, and the temporary directory removed
+Run by ctest (tests/CMakeLists.txt):
+  /usr/bin/python3 test_pipeline.py --assayd PATH --mock-broker PATH --data rag_events_dev.jsonl
+Only loopback is used; everything started is stopped, and the temporary directory removed
 (unless --keep-temp), even on failure. Exit code 0 = every check passed, 1 = a check failed.
 """
 
@@ -61,7 +48,7 @@ EVENTS_TOPIC, EVENTS_PARTITIONS = "integ.events", 6
 RESULTS_TOPIC, RESULTS_PARTITIONS = "integ.judgments", 3
 DLQ_TOPIC, DLQ_PARTITIONS = "integ.dlq", 2
 KEY_DELIM = b"\t"  # kcat -K: kcat splits at the first one, so only keys and unkeyed lines must lack it
-#Judges with rate 1(they run on every sampled event), and one with a nested rate.
+# Judges with rate 1 (they run on every sampled event), and one with a nested rate.
 FULL_RATE_JUDGES = ["answer_nonempty", "citation", "context_count", "rouge_l", "context_overlap"]
 NESTED_JUDGE = "token_f1_half"
 INVALID_REASONS = ["not_utf8", "not_json", "missing_field", "too_large", "too_deep"]
@@ -74,8 +61,9 @@ class TestFailure(Exception):
 def log(msg):
     print(f"[test_pipeline] {msg}", flush=True)
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
-#Independent expectations
+
+# ---------------------------------------------------------------------------------------------
+# Independent expectations
 
 
 def sampled(event_id, rate):
@@ -123,15 +111,15 @@ def invalid_messages(max_event_bytes):
     too_large = json.dumps({"id": "integ-too-large", "question": "Is this too large?",
                             "answer": big_answer}).encode()
     msgs = {
-#Valid JSON but for one 0xFF byte inside a string : invalid UTF - 8.
+        # Valid JSON but for one 0xFF byte inside a string: invalid UTF-8.
         "not_utf8": b'{"id": "integ-bad-utf8", "question": "q?", "answer": "caf\xff"}',
         "not_json": b"this is not JSON {\"id\": \"integ-not-json\"",
         "missing_field": json.dumps({"id": "integ-no-answer", "question": "Where is the answer?",
                                      "contexts": ["nothing here"]}).encode(),
-#A complete, valid event but for its size.
+        # A complete, valid event but for its size.
         "too_large": too_large,
-#Contexts nested 5, 000 arrays deep(10 KB, under the size limit) : refused before
-#RapidJSON's recursive parser sees it (judges/json_limits.hpp).
+        # Contexts nested 5,000 arrays deep (10 KB, under the size limit): refused before
+        # RapidJSON's recursive parser sees it (judges/json_limits.hpp).
         "too_deep": (b'{"id": "integ-too-deep", "question": "q?", "answer": "a", "contexts": '
                      + b"[" * 5000 + b"]" * 5000 + b"}"),
     }
@@ -140,15 +128,15 @@ def invalid_messages(max_event_bytes):
     assert len(msgs["too_large"]) > max_event_bytes
     return msgs
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
-#Processes
+
+# ---------------------------------------------------------------------------------------------
+# Processes
 
 
 def start_broker(mock_broker, workdir, topics=None, options=()):
     """The broker process with `topics` ("NAME:PARTITIONS[@LEADER]"; default: the events,
     results and dead-letter topics) and mock_broker `options` (--brokers N, --coordinator
-    GROUP@ID);
-  returns (process, bootstrap). Its stdin takes "down [ID]"/"up [ID]"."""
+    GROUP@ID); returns (process, bootstrap). Its stdin takes "down [ID]"/"up [ID]"."""
     topics = topics or [f"{EVENTS_TOPIC}:{EVENTS_PARTITIONS}",
                         f"{RESULTS_TOPIC}:{RESULTS_PARTITIONS}", f"{DLQ_TOPIC}:{DLQ_PARTITIONS}"]
     args = [mock_broker, *options, *topics]
@@ -167,18 +155,24 @@ def start_broker(mock_broker, workdir, topics=None, options=()):
 def signal_group(proc, sig):
     """Signals the process group the test created for `proc` (start_new_session=True)."""
     try:
-        os
-    .killpg(proc.pid, sig) except(ProcessLookupError, PermissionError)
-        : pass
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
-          def stop_process(proc, name, term_timeout = 20)
-        : ""
-          "SIGTERM, then SIGKILL after term_timeout; also reaps anything left in its group."
-          "" if proc is None : return if proc.poll() is None : try:
-      if proc
-        .stdin : proc.stdin.close() #the mock broker exits when its stdin closes except OSError
-            : pass signal_group(proc, signal.SIGTERM) try
-            : proc.wait(timeout=term_timeout)
+
+def stop_process(proc, name, term_timeout=20):
+    """SIGTERM, then SIGKILL after term_timeout; also reaps anything left in its group."""
+    if proc is None:
+        return
+    if proc.poll() is None:
+        try:
+            if proc.stdin:
+                proc.stdin.close()  # the mock broker exits when its stdin closes
+        except OSError:
+            pass
+        signal_group(proc, signal.SIGTERM)
+        try:
+            proc.wait(timeout=term_timeout)
         except subprocess.TimeoutExpired:
             log(f"{name} (pid {proc.pid}) ignored SIGTERM for {term_timeout} s: killing it")
             signal_group(proc, signal.SIGKILL)
@@ -230,8 +224,7 @@ def start_fake_provider(assayd, *extra):
 def run_script(name, run, args=None):
     """The main of a script test: arguments (common_args() unless given), a temporary directory
     (removed after, unless args.keep_temp), `run(args, workdir, checks)` returning a summary
-    line, the report;
-  returns the exit code."""
+    line, the report; returns the exit code."""
     args = args or common_args()
     workdir = tempfile.mkdtemp(prefix=f"assay-{name}-")
     checks = Checks()
@@ -283,30 +276,11 @@ def start_overlap_daemon(assayd, workdir, bootstrap, group, kafka_extra=None, ar
     kafka = {"brokers": bootstrap, "topic": EVENTS_TOPIC, "group_id": group, **(kafka_extra or {})}
     with open(cfg, "w") as f:
         f.write(f"""kafka: {json.dumps(kafka)}
-sampling: {
-  {
-  rate:
-    1.0
-  }}
+sampling: {{rate: 1.0}}
 judges:
-  - {
-  {
-  name:
-    overlap, kind : lexical, metric : context_overlap
-  }}
-admin: {
-  {
-  listen:
-    "127.0.0.1:{admin}"
-  }}
-sinks: {
-  {
-  jsonl : {
-    {
-    path : { json.dumps(jsonl) }
-    }
-  }
-  }}
+  - {{name: overlap, kind: lexical, metric: context_overlap}}
+admin: {{listen: "127.0.0.1:{admin}"}}
+sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
 """)
     log_path = os.path.join(workdir, "assayd.log")
     with open(log_path, "wb") as log:
@@ -341,8 +315,10 @@ def http_get(url, timeout=2.0):
         return e.code, e.read().decode("utf-8", "replace")
     except (urllib.error.URLError, OSError):
         return 0, ""
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
-#Prometheus text format
+
+
+# ---------------------------------------------------------------------------------------------
+# Prometheus text format
 
 SAMPLE_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+-?\d+)?$")
 LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -370,8 +346,9 @@ def metric(samples, name, **labels):
     total = sum(vals)
     return int(total) if total == int(total) else total
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
-#Kafka read - back(confluent_kafka, assign() without a group : no rebalance wait)
+
+# ---------------------------------------------------------------------------------------------
+# Kafka read-back (confluent_kafka, assign() without a group: no rebalance wait)
 
 
 def read_topic(bootstrap, topic, timeout_s=30):
@@ -437,8 +414,9 @@ def topic_message_count(bootstrap, topic):
     finally:
         c.close()
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
-#The test
+
+# ---------------------------------------------------------------------------------------------
+# The test
 
 
 class Checks:
@@ -494,20 +472,13 @@ judges:
   - {{name: context_count, kind: check, check: context_count, min: 1}}
   - {{name: rouge_l, kind: lexical, metric: rouge_l}}
   - {{name: context_overlap, kind: lexical, metric: context_overlap}}
-  - {
-  {
-  name : { NESTED_JUDGE }
-    , kind : lexical, metric : token_f1, rate : { NESTED_JUDGE_RATE }
-  }}
+  - {{name: {NESTED_JUDGE}, kind: lexical, metric: token_f1, rate: {NESTED_JUDGE_RATE}}}
 tracking:
   max_label_values: 50
 admin:
   listen: "127.0.0.1:{port}"
 sinks:
-  jsonl: {
-  {
-  path : { q(jsonl_path) }
-  }}
+  jsonl: {{path: {q(jsonl_path)}}}
 log:
   level: info
 """
@@ -530,10 +501,10 @@ def run(args, workdir, checks):
     assayd_log = os.path.join(workdir, "assayd.log")
     finished = False
     try:
-#-- -- Expectations, from the data alone.
+        # ---- Expectations, from the data alone.
         events = load_dev_events(args.data)
         max_valid = max(len(line) for _, line in events)
-# 20000 when every dev event fits; otherwise just above the largest valid event.
+        # 20000 when every dev event fits; otherwise just above the largest valid event.
         max_event_bytes = max(20000, (max_valid // 1024 + 2) * 1024)
         invalid = invalid_messages(max_event_bytes)
         skip_key = unsampled_key(SAMPLING_RATE)
@@ -546,11 +517,11 @@ def run(args, workdir, checks):
             f"{len(expected_ids)}; nested judge ({NESTED_JUDGE_RATE}): {len(expected_nested)}; "
             f"messages to produce: {n_messages}")
 
-#-- -- Broker in its own process.
+        # ---- Broker in its own process.
         broker, bootstrap = start_broker(args.mock_broker, workdir)
         log(f"mock broker pid {broker.pid} at {bootstrap}")
 
-#-- -- Produce with kcat : valid events keyed by id, invalid ones between them, no key.
+        # ---- Produce with kcat: valid events keyed by id, invalid ones between them, no key.
         payload = bytearray()
         slots = {len(events) * (i + 1) // (len(invalid) + 2): r for i, r in enumerate(invalid)}
         slots_skip = len(events) * (len(invalid) + 1) // (len(invalid) + 2) + 1
@@ -577,7 +548,7 @@ def run(args, workdir, checks):
             raise TestFailure(f"events topic holds {in_topic} messages, expected {n_messages}: "
                               f"kcat stderr: {kc.stderr.decode()[-2000:]}")
 
-#-- -- Config, checked first.
+        # ---- Config, checked first.
         config_path = os.path.join(workdir, "assayd.yaml")
         jsonl_path = os.path.join(workdir, "out", "judgments.jsonl")
         group_id = f"integ-{os.getpid()}-{int(time.time())}"
@@ -589,7 +560,7 @@ def run(args, workdir, checks):
             if not checks.eq("assayd --check-config exit code", 0, cc.returncode):
                 raise TestFailure("--check-config: " + (cc.stdout + cc.stderr).decode())
 
-#-- -- Run assayd.
+            # ---- Run assayd.
             with open(assayd_log, "ab") as lf:
                 assayd = subprocess.Popen(
                     [args.assayd, "--config", config_path,
@@ -607,7 +578,7 @@ def run(args, workdir, checks):
             raise TestFailure("three free loopback ports were taken before assayd could listen")
         base = f"http://127.0.0.1:{port}"
 
-#-- -- Poll / metrics until everything is consumed and the judged count settles.
+        # ---- Poll /metrics until everything is consumed and the judged count settles.
         t_run = time.monotonic()
         deadline = t_run + 120
         last_judged, judged_since = None, time.monotonic()
@@ -646,7 +617,7 @@ def run(args, workdir, checks):
             print((pt.stdout + pt.stderr).decode(), flush=True)
         checks.eq("promtool check metrics exit code", 0, pt.returncode)
 
-#-- -- assayd stops by itself once idle.
+        # ---- assayd stops by itself once idle.
         try:
             rc = assayd.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -654,7 +625,7 @@ def run(args, workdir, checks):
         checks.eq(f"assayd --exit-when-idle {EXIT_WHEN_IDLE_S} exit code", 0, rc)
         run_s = time.monotonic() - t_run
 
-#-- -- Metrics.
+        # ---- Metrics.
         s = parse_metrics(metrics_text)
         n_exp = len(expected_ids)
         checks.eq("assay_events_consumed_total", n_messages,
@@ -687,7 +658,7 @@ def run(args, workdir, checks):
         checks.eq("assay_queue_depth", 0, metric(s, "assay_queue_depth"))
         checks.eq("assay_build_info", 1, metric(s, "assay_build_info"))
 
-#-- -- JSON Lines.
+        # ---- JSON Lines.
         with open(jsonl_path, "rb") as f:
             lines = [l for l in f.read().split(b"\n") if l]
         judgments = [json.loads(l) for l in lines]
@@ -707,14 +678,14 @@ def run(args, workdir, checks):
         checks.true("every judgment holds exactly its judges' verdicts (nested rate included)",
                     not bad_verdicts, f"{len(bad_verdicts)} wrong, e.g. {bad_verdicts[:2]}")
 
-#-- -- Delivery guarantee : every event finished, so the group committed the end of
-#-- -- every partition(offsets are stored only for finished events).
+        # ---- Delivery guarantee: every event finished, so the group committed the end of
+        # ---- every partition (offsets are stored only for finished events).
         offsets = committed_vs_end(bootstrap, group_id, EVENTS_TOPIC)
         behind = {p: c for p, c in offsets.items() if c[0] != c[1]}
         checks.true(f"group {group_id} committed the end offset of all {len(offsets)} "
                     f"partitions", not behind, f"partition: (committed, end) {behind}")
 
-#-- -- Results and dead - letter topics.
+        # ---- Results and dead-letter topics.
         results = read_topic(bootstrap, RESULTS_TOPIC)
         checks.eq(f"messages in results topic {RESULTS_TOPIC}", n_exp, len(results))
         res_keys = [k.decode() if k is not None else None for k, _, _ in results]

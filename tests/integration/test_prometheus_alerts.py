@@ -1,16 +1,12 @@
-#!/ usr / bin / python3
-""
-    "A real Prometheus server scrapes assayd with the shipped alert rules and fires three alerts
-    (issue 10, "It says when it is not working")
-        .
+#!/usr/bin/python3
+"""A real Prometheus server scrapes assayd with the shipped alert rules and fires three alerts
+(issue 10, "It says when it is not working").
 
-    1. a Kafka broker in its own process(tests / tools / mock_broker.cpp),
-    the fake OpenAI - compatible provider over HTTP(tests / tools / fake_llm_server.cpp),
-    and assayd at rate 1.0 with a context_overlap
-        judge(criterion faithfulness; baseline_window and recent_window 30 scores,
-                                      the default drift_alpha and drift_min_delta) and
-        an LLM judge(answer_relevancy)
-under a global cap of EUR 0.001 a day(memory budget store);
+  1. a Kafka broker in its own process (tests/tools/mock_broker.cpp), the fake OpenAI-compatible
+     provider over HTTP (tests/tools/fake_llm_server.cpp), and assayd at rate 1.0 with a
+     context_overlap judge (criterion faithfulness; baseline_window and recent_window 30 scores,
+     the default drift_alpha and drift_min_delta) and an LLM judge (answer_relevancy) under a
+     global cap of EUR 0.001 a day (memory budget store);
   2. Debian's /usr/bin/prometheus on a free loopback port, a temporary --storage.tsdb.path,
      scrape_interval and evaluation_interval 1s, scraping assayd's admin port, with the rules of
      config/prometheus/assay-rules.yml. Their `for:` durations (5 to 60 minutes) are too long
@@ -23,8 +19,7 @@ under a global cap of EUR 0.001 a day(memory budget store);
      recent faithfulness scores drift down. Its description must show the baseline mean above
      the recent one (the rule's `query` template, evaluated by Prometheus);
      AssayBudgetExhausted: the LLM judge's calls exhaust the cap within a few events
-     (assay_budget_exhausted{
-  scope = "global"} 1);
+     (assay_budget_exhausted{scope="global"} 1);
      meanwhile AssayNotConsuming must be neither pending nor firing;
   4. AssayNotConsuming: the broker process is stopped, assay_kafka_brokers_reachable goes 0,
      and the alert fires with reason="brokers_unreachable", severity critical and its
@@ -83,8 +78,9 @@ def parse_args():
                     help="seconds each stage may take (judging each batch, each alert)")
     return ap.parse_args()
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
-#Inputs
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
 
 
 def build_events(data_path):
@@ -104,7 +100,7 @@ def build_events(data_path):
     rest = pool[GOOD_EVENTS:GOOD_EVENTS + BAD_EVENTS]
     bad = []
     for n, e in enumerate(rest):
-#Contexts from half the list away, skipping an event about the same question.
+        # Contexts from half the list away, skipping an event about the same question.
         k = (n + len(rest) // 2) % len(rest)
         while rest[k]["question"] == e["question"] or k == n:
             k = (k + 1) % len(rest)
@@ -141,10 +137,7 @@ tracking:
 admin:
   listen: "127.0.0.1:{admin_port}"
 sinks:
-  jsonl: {
-  {
-  path : { q(jsonl) }
-  }}
+  jsonl: {{path: {q(jsonl)}}}
 """)
 
 
@@ -186,8 +179,9 @@ scrape_configs:
       - targets: ["127.0.0.1:{admin_port}"]
 """)
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
-#Prometheus
+
+# ---------------------------------------------------------------------------------------------
+# Prometheus
 
 
 def start_prometheus(binary, workdir, config):
@@ -260,8 +254,9 @@ def instant(url, query):
         return []
     return [(r["metric"], float(r["value"][1])) for r in data.get("result", [])]
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
-#The test
+
+# ---------------------------------------------------------------------------------------------
+# The test
 
 
 def check_alert(checks, alert, name, severity):
@@ -286,7 +281,7 @@ def run(args, workdir, checks):
             raise tp.TestFailure(f"{args.prometheus} not found: run scripts/setup")
         good, bad = build_events(args.data)
 
-#-- -- Prometheus' configuration: the shipped rules, `for:` shortened.
+        # ---- Prometheus' configuration: the shipped rules, `for:` shortened.
         rules = os.path.join(workdir, "assay-rules.yml")
         n_for = write_test_rules(args.rules, rules, args.for_)
         pc = subprocess.run(["promtool", "check", "rules", rules], capture_output=True,
@@ -295,7 +290,7 @@ def run(args, workdir, checks):
             raise tp.TestFailure(pc.stdout + pc.stderr)
         log(f"rules: {args.rules}, {n_for} `for:` rewritten to {args.for_}, nothing else")
 
-#-- -- Broker, fake provider, assayd.
+        # ---- Broker, fake provider, assayd.
         broker, bootstrap = tp.start_broker(args.mock_broker, workdir,
                                             [f"{EVENTS_TOPIC}:{PARTITIONS}"])
         fake, fake_port = tp.start_fake_provider(args.assayd)
@@ -338,7 +333,7 @@ def run(args, workdir, checks):
                     lambda: [v for _, v in instant(prom_url, f'up{{job="{JOB}"}}')] == [1.0],
                     args.timeout, step=0.5)
 
-#-- -- AssayFaithfulnessDrift.
+        # ---- AssayFaithfulnessDrift.
         drift, waited = wait_firing(prom_url, "AssayFaithfulnessDrift", args.timeout,
                                     judge=DRIFT_JUDGE)
         log(f"AssayFaithfulnessDrift firing after {waited:.1f} s: "
@@ -353,7 +348,7 @@ def run(args, workdir, checks):
                     m and float(m.group(1)) > float(m.group(2)),
                     drift["annotations"].get("description", "")[:80])
 
-#-- -- AssayBudgetExhausted.
+        # ---- AssayBudgetExhausted.
         budget, waited = wait_firing(prom_url, "AssayBudgetExhausted", args.timeout,
                                      scope="global")
         log(f"AssayBudgetExhausted firing after {waited:.1f} s more")
@@ -362,13 +357,13 @@ def run(args, workdir, checks):
         checks.true(f"the LLM judge spent money before the cap of EUR {CAP_EUR} closed",
                     spent and spent[0][1] > 0, spent)
 
-#-- -- Consuming : AssayNotConsuming neither pending nor firing.
+        # ---- Consuming: AssayNotConsuming neither pending nor firing.
         checks.eq("AssayNotConsuming while assayd consumes (any state)", [],
                   [(a["labels"], a["state"]) for a in alerts(prom_url, "AssayNotConsuming")])
         checks.eq("assay_kafka_brokers_reachable while the broker runs (Prometheus)", [1.0],
                   [v for _, v in instant(prom_url, "assay_kafka_brokers_reachable")])
 
-#-- -- The broker process stops : AssayNotConsuming.
+        # ---- The broker process stops: AssayNotConsuming.
         tp.stop_process(broker, "mock broker", term_timeout=10)
         broker = None
         t_down = time.monotonic()
@@ -394,8 +389,8 @@ def run(args, workdir, checks):
         return summary
     finally:
         tp.stop_process(prom, "prometheus", term_timeout=15)
-#With its broker gone, assayd's clean stop waits for Kafka: the test does not test
-#shutdown, so it gets a few seconds before SIGKILL.
+        # With its broker gone, assayd's clean stop waits for Kafka: the test does not test
+        # shutdown, so it gets a few seconds before SIGKILL.
         tp.stop_process(assayd, "assayd", term_timeout=5 if broker is None else 20)
         tp.stop_process(broker, "mock broker", term_timeout=10)
         tp.stop_process(fake, "fake provider", term_timeout=10)

@@ -1,23 +1,17 @@
-#!/ usr / bin / python3
-""
-    "The LLM endpoint answers 5xx for a while (issue 9, " Neighbours failing ").
+#!/usr/bin/python3
+"""The LLM endpoint answers 5xx for a while (issue 9, "Neighbours failing").
 
-    assayd(a broker process, rate 1.0, a queue of 8 with when_full
-           : block) runs context_overlap and an LLM
-    judge(the fake provider, 20 ms a call, 4 in flight,
-          max_retries 1) with a memory ledger.The dev events are produced in three parts
-    : the first is judged normally;
-the provider then answers 503(OpenAI 's error body) for --outage-s seconds (8 in CI; the issue' s
-                                  figure is a minute) while the second part is produced;
-once the circuit breaker has opened, the outage has ended and its 30 s pause has passed,
-    the third part is produced.Asserts : -the log says the circuit breaker opened,
-    then that it closed(the probe call succeeded);
-- assayd stops cleanly on SIGTERM(exit code 0);
-- calls during the outage end as provider_error and cost nothing(cost_eur 0, no tokens);
-- the third part is scored(ok)
-after the circuit closed;
-the cheap judge judged everything;
-- the euros in the JSON Lines equal the cost of the billed replies (the scored verdicts).
+assayd (a broker process, rate 1.0, a queue of 8 with when_full: block) runs context_overlap and
+an LLM judge (the fake provider, 20 ms a call, 4 in flight, max_retries 1) with a memory ledger.
+The dev events are produced in three parts: the first is judged normally; the provider then
+answers 503 (OpenAI's error body) for --outage-s seconds (8 in CI; the issue's figure is a
+minute) while the second part is produced; once the circuit breaker has opened, the outage has
+ended and its 30 s pause has passed, the third part is produced. Asserts:
+  - the log says the circuit breaker opened, then that it closed (the probe call succeeded);
+  - assayd stops cleanly on SIGTERM (exit code 0);
+  - calls during the outage end as provider_error and cost nothing (cost_eur 0, no tokens);
+  - the third part is scored (ok) after the circuit closed; the cheap judge judged everything;
+  - the euros in the JSON Lines equal the cost of the billed replies (the scored verdicts).
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
@@ -52,21 +46,9 @@ def run(args, workdir, checks):
         admin = tp.free_loopback_port()
         with open(cfg, "w") as f:
             f.write(f"""kafka: {{brokers: {json.dumps(bootstrap)}, topic: {tp.EVENTS_TOPIC}, group_id: outage}}
-sampling: {
-    {
-    rate:
-      1.0
-    }}
-limits: {
-    {
-    queue_capacity:
-      8
-    }}
-budget: {
-    {
-    daily_limit_eur:
-      10
-    }}
+sampling: {{rate: 1.0}}
+limits: {{queue_capacity: 8}}
+budget: {{daily_limit_eur: 10}}
 judges:
   - {{name: overlap, kind: lexical, metric: context_overlap}}
   - name: f
@@ -79,19 +61,8 @@ judges:
     max_in_flight: 4
     max_retries: 1
     timeout_ms: 2000
-admin: {
-    {
-    listen:
-      "127.0.0.1:{admin}"
-    }}
-sinks: {
-    {
-    jsonl : {
-      {
-      path : { json.dumps(jsonl) }
-      }
-    }
-    }}
+admin: {{listen: "127.0.0.1:{admin}"}}
+sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
 """)
         log_path = os.path.join(workdir, "assayd.log")
         with open(log_path, "wb") as log:
@@ -120,7 +91,7 @@ sinks: {
         checks.true("the circuit opened during the outage", opened - t0 < args.outage_s + 5,
                     f"{opened - t0:.1f} s")
         tp.wait_for("the second part judged", lambda: lines() == len(parts[0]) + len(parts[1]), 60)
-#The breaker stays open 30 s, then lets one probe call through.
+        # The breaker stays open 30 s, then lets one probe call through.
         time.sleep(max(0.0, args.outage_s - (time.monotonic() - t0), 30.5 - (time.monotonic() - opened)))
         produce(parts[2])
         tp.wait_for("the circuit breaker to close", lambda: log_has("circuit breaker closed"), 60)
@@ -130,8 +101,7 @@ sinks: {
         checks.eq("exit code after SIGTERM", 0, rc)
 
         overlap, by_part = 0, [dict(), dict(), dict()]
-        part_of = {
-  e: i for i, p in enumerate(parts) for e, _ in p}
+        part_of = {e: i for i, p in enumerate(parts) for e, _ in p}
         cost, unpaid = 0.0, []
         with open(jsonl) as f:
             for line in f:
@@ -151,7 +121,7 @@ sinks: {
         checks.true("the outage's calls end as provider_error", by_part[1].get("provider_error", 0) > 0,
                     by_part[1])
         checks.eq("provider_error verdicts charged", [], unpaid)
-#Calls that arrive while the probe is in flight(half - open) wait for its answer.
+        # Calls that arrive while the probe is in flight (half-open) wait for its answer.
         checks.eq("the third part is scored after the circuit closed (every event with contexts)",
                   len(parts[2]) - by_part[2].get("no_context", 0), by_part[2].get("ok", 0))
         scored = sum(d.get("ok", 0) for d in by_part)

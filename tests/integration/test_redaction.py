@@ -1,23 +1,19 @@
-#!/ usr / bin / python3
-""
-    "Redaction before anything leaves (issue 14): no original value reaches the provider.
+#!/usr/bin/python3
+"""Redaction before anything leaves (issue 14): no original value reaches the provider.
 
-    1. the fake OpenAI -
-    compatible provider(tests / tools / fake_llm_server.cpp) logs the body of every request it
-    receives(--request - log);
+  1. the fake OpenAI-compatible provider (tests/tools/fake_llm_server.cpp) logs the body of
+     every request it receives (--request-log);
   2. assayd on its embedded broker replays 7 events: the issue's one ("Contact
      jane.doe@example.org or +44 20 7946 0958, card 4111 1111 1111 1111"), then one seeded
      with each kind (an IBAN, an IPv4 and an IPv6 address, a bearer token and an API key, a
      phone in a context and the answer, a card failing Luhn), with `redact` on for every
      detector and a faithfulness LLM judge that sees every event.
 
-Asserts: none of the 14 original values occurs in any request body;
-  the placeholders do([EMAIL_1], [PHONE_1],
-                      [CARD_1] in the issue's event; [IBAN_1], [IP_1], [IP_2], [TOKEN_1], [TOKEN_2];
-                      the same phone in a context and the answer is[PHONE_1] in both);
-  "4111 1111 1111
-      1112 " (it fails Luhn) is sent as it is; assay_redactions_total{detector} counts each
-      replacement(email 2, phone 4, card 2, iban 2, ip 4, token 3); the local judge saw the
+Asserts: none of the 14 original values occurs in any request body; the placeholders do
+([EMAIL_1], [PHONE_1], [CARD_1] in the issue's event; [IBAN_1], [IP_1], [IP_2], [TOKEN_1],
+[TOKEN_2]; the same phone in a context and the answer is [PHONE_1] in both); "4111 1111 1111
+1112" (it fails Luhn) is sent as it is; assay_redactions_total{detector} counts each
+replacement (email 2, phone 4, card 2, iban 2, ip 4, token 3); the local judge saw the
 original text (claim_support's evidence quotes the unredacted phone number). A second run with
 `sinks: true` and `local_judges: true` writes no original value into the judgments file.
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
@@ -25,7 +21,6 @@ Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
@@ -76,18 +71,10 @@ def run(args, workdir, checks):
         cfg = os.path.join(workdir, "c.yaml")
         with open(cfg, "w") as f:
             f.write(f"""kafka: {{brokers: embedded, topic: rag.redact, group_id: redact-test}}
-sampling: {
-  {
-  rate:
-    1.0
-  }}
+sampling: {{rate: 1.0}}
 redact:
   detectors: [email, phone, card, iban, ip, token]
-budget: {
-  {
-  daily_limit_eur:
-    1, store : memory
-  }}
+budget: {{daily_limit_eur: 1, store: memory}}
 judges:
   - {{name: citation, kind: check, check: cites_source}}
   - {{name: claim_support, kind: lexical, metric: claim_support}}
@@ -96,27 +83,15 @@ judges:
     criterion: faithfulness
     endpoint: "http://127.0.0.1:{port}/v1"
     model: gpt-4o-mini
-admin: {
-  {
-  listen:
-    "127.0.0.1:{admin}"
-  }}
-sinks: {
-  {
-  jsonl : {
-    {
-    path : { json.dumps(jsonl) }
-    }
-  }
-  }}
+admin: {{listen: "127.0.0.1:{admin}"}}
+sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
 """)
         log = open(os.path.join(workdir, "assayd.log"), "wb")
         daemon = subprocess.Popen([args.assayd, "--config", cfg, "--replay", events], stdout=log,
                                   stderr=log, start_new_session=True)
         tp.wait_for("7 judgments", lambda: tp.judged_count(url) == len(EVENTS), 60)
         samples = tp.parse_metrics(tp.http_get(url + "/metrics")[1])
-        counts = {
-d: tp.metric(samples, "assay_redactions_total", detector=d)
+        counts = {d: tp.metric(samples, "assay_redactions_total", detector=d)
                   for d in ["email", "phone", "card", "iban", "ip", "token"]}
         tp.stop_process(daemon, "assayd")
         daemon = None
@@ -155,7 +130,7 @@ d: tp.metric(samples, "assay_redactions_total", detector=d)
                     "judgments file stays unredacted without redact.sinks)",
                     "020 7946 0958" in evidence, evidence)
 
-#redact.sinks : true, local_judges : true : the judgments file holds placeholders only.
+        # redact.sinks: true, local_judges: true: the judgments file holds placeholders only.
         jsonl2 = os.path.join(workdir, "j2.jsonl")
         with open(cfg) as f:
             text = f.read()

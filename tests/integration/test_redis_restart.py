@@ -1,21 +1,18 @@
-#!/ usr / bin / python3
-""
-    "redis-server restarts empty in the middle of a run (issue 9, " Neighbours failing ").
+#!/usr/bin/python3
+"""redis-server restarts empty in the middle of a run (issue 9, "Neighbours failing").
 
-    assayd(embedded broker, --replay of the dev data, rate 1.0) runs context_overlap and an LLM
-    judge(the fake provider, 40 ms a call,
-          4 in flight) with its budget ledger and verdict store in a real redis
-    - server; a queue of 8 (when_full: block) keeps events arriving while Redis is away. After about 60 calls the test stops Redis for 2 s and starts a new, empty
+assayd (embedded broker, --replay of the dev data, rate 1.0) runs context_overlap and an LLM
+judge (the fake provider, 40 ms a call, 4 in flight) with its budget ledger and verdict store in
+a real redis-server; a queue of 8 (when_full: block) keeps events arriving while Redis is away. After about 60 calls the test stops Redis for 2 s and starts a new, empty
 one on the same port. Asserts:
   - assayd stops by itself with exit code 0;
-- the cheap judge goes on:every event has a context_overlap verdict;
-- LLM judges pause while Redis is away(skipped_budget > 0)and
-    resume after it(scores both before and after the restart);
-- the ledger is
-    intact:Redis' settled spend after the run equals the sum of cost_eur in the JSON Lines,
-           including what was settled before the restart(
-               re - asserted by the daemon on its first connection to the new Redis, which it logs);
-- no reservation is left held.
+  - the cheap judge goes on: every event has a context_overlap verdict;
+  - LLM judges pause while Redis is away (skipped_budget > 0) and resume after it (scores
+    both before and after the restart);
+  - the ledger is intact: Redis' settled spend after the run equals the sum of cost_eur in
+    the JSON Lines, including what was settled before the restart (re-asserted by the daemon
+    on its first connection to the new Redis, which it logs);
+  - no reservation is left held.
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
@@ -59,21 +56,9 @@ def run(args, workdir, checks):
         cfg = os.path.join(workdir, "c.yaml")
         with open(cfg, "w") as f:
             f.write(f"""kafka: {{brokers: {json.dumps(bootstrap)}, topic: {tp.EVENTS_TOPIC}, group_id: rr}}
-sampling: {
-    {
-    rate:
-      1.0
-    }}
-limits: {
-    {
-    queue_capacity:
-      8
-    }}  # when_full: block: events reach the LLM judge as it keeps up
-budget: {
-    {
-    daily_limit_eur:
-      10, store : "redis://127.0.0.1:{rport}/0"
-    }}
+sampling: {{rate: 1.0}}
+limits: {{queue_capacity: 8}}  # when_full: block: events reach the LLM judge as it keeps up
+budget: {{daily_limit_eur: 10, store: "redis://127.0.0.1:{rport}/0"}}
 judges:
   - {{name: overlap, kind: lexical, metric: context_overlap}}
   - name: f
@@ -85,19 +70,8 @@ judges:
     api_key_env: ASSAY_TEST_LLM_KEY
     max_in_flight: 4
     timeout_ms: 2000
-admin: {
-    {
-    listen:
-      "127.0.0.1:{tp.free_loopback_port()}"
-    }}
-sinks: {
-    {
-    jsonl : {
-      {
-      path : { json.dumps(jsonl) }
-      }
-    }
-    }}
+admin: {{listen: "127.0.0.1:{tp.free_loopback_port()}"}}
+sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
 """)
         log_path = os.path.join(workdir, "assayd.log")
         with open(log_path, "wb") as log:
@@ -121,8 +95,8 @@ sinks: {
             with open(log_path, errors="replace") as f:
                 return "answers again" in f.read()
 
-#The ledger reconnects within about a second(its gauges' snapshot, or a call); events
-#that come before are skipped_budget at once(fail closed).
+        # The ledger reconnects within about a second (its gauges' snapshot, or a call); events
+        # that come before are skipped_budget at once (fail closed).
         deadline = time.monotonic() + 20
         while not answers_again() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -1,24 +1,17 @@
-#!/ usr / bin / python3
-""
-    "SIGHUP applies judges and caps live (issue 10, " Signals ": " a valid file applies rates,
-    judges and caps without losing queued samples or
-        in - flight calls ").
+#!/usr/bin/python3
+"""SIGHUP applies judges and caps live (issue 10, "Signals": "a valid file applies rates,
+judges and caps without losing queued samples or in-flight calls").
 
-                assayd consumes from a broker process at rate 1.0 with two judges
-    : `overlap` (context_overlap) and `f`,
-    an LLM faithfulness judge against the fake provider(50 ms per call),
-    under a global cap of EUR 0.001 a day : a few calls,
-                                            then `skipped_budget` and assay_budget_exhausted
-                                            1. The first half of the events is judged; then, with calls still in flight for the last of
+assayd consumes from a broker process at rate 1.0 with two judges: `overlap` (context_overlap)
+and `f`, an LLM faithfulness judge against the fake provider (50 ms per call), under a global
+cap of EUR 0.001 a day: a few calls, then `skipped_budget` and assay_budget_exhausted 1.
+The first half of the events is judged; then, with calls still in flight for the last of
 them, the configuration changes and SIGHUP is sent: `overlap` removed, a check `nonempty`
 added, the cap raised to EUR 5.
 Asserts: the reload is counted as applied and logged with the judges rebuilt;
-assay_budget_limit_euros{scope = "global"} reads 5 and assay_budget_exhausted 0;
-every first - half event has exactly one judgment(none lost, none twice);
-every second -
-        half event is judged by `f` (ok
-                                     : the cap opened again, no skipped_budget) and `nonempty`,
-    none by `overlap`;
+assay_budget_limit_euros{scope="global"} reads 5 and assay_budget_exhausted 0; every
+first-half event has exactly one judgment (none lost, none twice); every second-half event is
+judged by `f` (ok: the cap opened again, no skipped_budget) and `nonempty`, none by `overlap`;
 SIGTERM then stops assayd with exit code 0.
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """

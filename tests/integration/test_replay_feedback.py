@@ -1,12 +1,8 @@
-#!/ usr / bin / python3
-""
-    "assayd on its embedded broker with --replay and --replay-feedback (no external Kafka).
+#!/usr/bin/python3
+"""assayd on its embedded broker with --replay and --replay-feedback (no external Kafka).
 
-    The dev
-    events(with variants) and
-    their feedback(tests / integration /
-                   test_tracking.py builds both) are produced by assayd itself into its in
-        - process broker; the test then checks on /metrics
+The dev events (with variants) and their feedback (tests/integration/test_tracking.py builds
+both) are produced by assayd itself into its in-process broker; the test then checks on /metrics
 that every valid feedback message was joined, the invalid ones counted, and the A/B p-value is
 scipy's. Also: --replay-feedback without kafka.feedback_topic is a configuration error (exit 2).
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
@@ -40,22 +36,10 @@ def run(args, workdir, checks):
     config = os.path.join(workdir, "assayd.yaml")
     with open(config, "w") as f:
         f.write(f"""kafka: {{brokers: embedded, topic: ev, feedback_topic: fb, partitions: 4}}
-sampling: {
-  {
-  rate:
-    1.0
-  }}
+sampling: {{rate: 1.0}}
 judges:
-  - {
-  {
-  name:
-    overlap, kind : lexical, metric : context_overlap
-  }}
-admin: {
-  {
-  listen:
-    "127.0.0.1:{port}"
-  }}
+  - {{name: overlap, kind: lexical, metric: context_overlap}}
+admin: {{listen: "127.0.0.1:{port}"}}
 """)
     log_path = os.path.join(workdir, "assayd.log")
     with open(log_path, "wb") as lf:
@@ -104,7 +88,7 @@ admin: {
     checks.true("the log says how many feedback messages were replayed",
                 f"produced {len(feedback)} feedback message(s)" in log)
 
-#Without kafka.feedback_topic : exit 2, saying what is missing.
+    # Without kafka.feedback_topic: exit 2, saying what is missing.
     with open(config, "w") as f:
         f.write("kafka: {brokers: embedded}\njudges:\n  - {name: r, kind: lexical, metric: "
                 f"rouge_l}}\nadmin: {{listen: \"127.0.0.1:{tp.free_loopback_port()}\"}}\n")

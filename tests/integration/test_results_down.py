@@ -1,4 +1,4 @@
-#!/ usr / bin / python3
+#!/usr/bin/python3
 """The results topic goes away while events flow (issue 9, "Neighbours failing").
 
 A cluster of two brokers (tests/tools/mock_broker.cpp): broker 1 leads the events topic and
@@ -86,8 +86,8 @@ def run(args, workdir, checks):
         broker.stdin.flush()
         tp.log(f"results broker down {outage_s:.1f} s: {b} events judged in {judged_b_s:.1f} s, "
                f"{during['error']:.0f} deliveries failed")
-#The producer reconnects within reconnect.backoff.max.ms(500 ms here; librdkafka's
-#default is 10 s, longer than this test's 4 s message timeout).
+        # The producer reconnects within reconnect.backoff.max.ms (500 ms here; librdkafka's
+        # default is 10 s, longer than this test's 4 s message timeout).
         time.sleep(2)
         produce("C")
         tp.wait_for("part C delivered after recovery", lambda: counts().get("ok") == a + c, 90)
@@ -108,8 +108,7 @@ def run(args, workdir, checks):
                    sum(1 for n in results.values() if n > 1)))
         offsets = tp.committed_vs_end(bootstrap, group, tp.EVENTS_TOPIC)
         checks.eq("committed offsets at the end of every partition", {},
-                  {
-p: o for p, o in offsets.items() if o[0] != o[1]})
+                  {p: o for p, o in offsets.items() if o[0] != o[1]})
         with open(log_path, errors="replace") as f:
             logged = sum(1 for line in f if "results topic: delivery failed" in line)
         checks.true("failed deliveries logged, at most 10 lines", 1 <= logged <= 10, logged)

@@ -1,4 +1,4 @@
-#!/ usr / bin / python3
+#!/usr/bin/python3
 """SIGHUP reopens the JSON Lines file, as logrotate needs, and reloads the configuration
 (issue 10, "Signals").
 
@@ -6,8 +6,7 @@ assayd consumes the dev events at rate 1.0 from a broker process. After the firs
 judged, the test moves the JSON Lines file away (logrotate's `create` mode) and edits the
 configuration three times, with a SIGHUP after each:
   1. an invalid file (sampling rate 2): rejected with FILE:LINE:COL in the log, nothing
-     changes (assay_config_reloads_total{
-  result = "rejected"} 1);
+     changes (assay_config_reloads_total{result="rejected"} 1);
   2. sampling rate 0.5: applied (result="applied" 1);
   3. the same plus a tracking change: valid, the tracking part needs a restart
      (result="restart_needed" 1, the log names `tracking`).

@@ -1,13 +1,11 @@
-#!/ usr / bin / python3
-""
-    "A budget store that answers after 2 s does not slow consumption.
+#!/usr/bin/python3
+"""A budget store that answers after 2 s does not slow consumption.
 
-    The budget ledger 's Redis round trips run on the ledger' s own thread(judges / llm /
-                                                                           ledger.hpp),
-    never on a judge worker or the poll thread.Two runs of assayd on the same 2,
-    012 events(the dev data four times, new ids),
-    each with a local judge and an LLM judge on every event(fake provider, answers at once),
-    budget.store on a real redis - server : 1. direct : Redis answers at once;
+The budget ledger's Redis round trips run on the ledger's own thread (judges/llm/ledger.hpp),
+never on a judge worker or the poll thread. Two runs of assayd on the same 2,012 events (the
+dev data four times, new ids), each with a local judge and an LLM judge on every event (fake
+provider, answers at once), budget.store on a real redis-server:
+  1. direct: Redis answers at once;
   2. slow: through a proxy that holds every reply of Redis for 2 s (command_timeout_ms=3000 in
      the store URL, so every reservation waits its 2 s and succeeds: the LLM calls wait).
 For each run the test reads /metrics every 0.1 s and measures the rate at which events are
@@ -97,78 +95,57 @@ def run_once(args, workdir, name, store_port, fake_port, events, n):
     cfg = os.path.join(workdir, f"{name}.yaml")
     with open(cfg, "w") as f:
         f.write(f"""kafka: {{brokers: embedded, topic: rag.events, group_id: {name}, partitions: 6}}
-sampling: {
-    {
-    rate:
-      1.0
-    }
-  } limits : {
-    {
-    drain_timeout_ms:
-      3000
-    }
-  }
-  budget : {
-    {
-    daily_limit_eur:
-      5.0, store : "redis://127.0.0.1:{store_port}/0?command_timeout_ms=3000"
-    }
-  }
-  judges : -{{name : overlap, kind : lexical, metric : context_overlap}} - {
-    {
-    name:
-      f, kind : llm,
-                criterion : faithfulness,
-                            endpoint : "http://127.0.0.1:{fake_port}/v1",
-                                       model : gpt - 4o - mini
-    }
-  }
-  admin : {
-    {
-    listen:
-      "127.0.0.1:{admin}"
-    }
-  }
-  ""
-  ")
-      log_path = os.path.join(workdir, f "{name}.log") with open(log_path, "wb") as log : daemon =
-          subprocess.Popen([ args.assayd, "--config", cfg, "--replay", events ], stdout = log,
-                           stderr = log, start_new_session = True) first = last = None samples =
-              [] try : deadline
-    = time.monotonic() + 120 while time.monotonic() < deadline and daemon.poll() is None : status,
-        text = tp.http_get(f "http://127.0.0.1:{admin}/metrics", timeout = 1)
-                   now = time.monotonic() if status == 200
-        : samples = tp.parse_metrics(text)
-                             consumed = tp.metric(samples, "assay_events_consumed_total") or
-                                        0 local = tp.metric(samples, "assay_judge_runs_total",
-                                                            judge = "overlap") or
-                                                  0 if consumed and first is None
-        : first = now if local >= n
-        : last = now break time.sleep(0.1)
-                      llm_in = tp.metric(samples, "assay_judge_runs_total", judge = "f") or
-                               0 daemon.send_signal(signal.SIGTERM)
-                                   rc = daemon.wait(timeout = 60) finally
-        : tp.stop_process(daemon, f "assayd ({name})") if first is None or
-                                        last is None
-        : raise tp.TestFailure(f "{name}: the {n} events did not all get a local verdict; log:\n" f
-                                 "{tp.tail(log_path)}")
-              took = max(last - first, 0.1)
-                         tp.log(f
-                                "{name}: {n} events consumed and judged locally in {took:.2f} s " f
-                                "({n / took:.0f} events/s); LLM verdicts in by then: {llm_in}; "
-                                "exit {rc}") return n /
-                     took,
-        took, rc,
-        llm_in
+sampling: {{rate: 1.0}}
+limits: {{drain_timeout_ms: 3000}}
+budget: {{daily_limit_eur: 5.0, store: "redis://127.0.0.1:{store_port}/0?command_timeout_ms=3000"}}
+judges:
+  - {{name: overlap, kind: lexical, metric: context_overlap}}
+  - {{name: f, kind: llm, criterion: faithfulness, endpoint: "http://127.0.0.1:{fake_port}/v1", model: gpt-4o-mini}}
+admin: {{listen: "127.0.0.1:{admin}"}}
+""")
+    log_path = os.path.join(workdir, f"{name}.log")
+    with open(log_path, "wb") as log:
+        daemon = subprocess.Popen([args.assayd, "--config", cfg, "--replay", events],
+                                  stdout=log, stderr=log, start_new_session=True)
+    first = last = None
+    samples = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and daemon.poll() is None:
+            status, text = tp.http_get(f"http://127.0.0.1:{admin}/metrics", timeout=1)
+            now = time.monotonic()
+            if status == 200:
+                samples = tp.parse_metrics(text)
+                consumed = tp.metric(samples, "assay_events_consumed_total") or 0
+                local = tp.metric(samples, "assay_judge_runs_total", judge="overlap") or 0
+                if consumed and first is None:
+                    first = now
+                if local >= n:
+                    last = now
+                    break
+            time.sleep(0.1)
+        llm_in = tp.metric(samples, "assay_judge_runs_total", judge="f") or 0
+        daemon.send_signal(signal.SIGTERM)
+        rc = daemon.wait(timeout=60)
+    finally:
+        tp.stop_process(daemon, f"assayd ({name})")
+    if first is None or last is None:
+        raise tp.TestFailure(f"{name}: the {n} events did not all get a local verdict; log:\n"
+                             f"{tp.tail(log_path)}")
+    took = max(last - first, 0.1)
+    tp.log(f"{name}: {n} events consumed and judged locally in {took:.2f} s "
+           f"({n / took:.0f} events/s); LLM verdicts in by then: {llm_in}; exit {rc}")
+    return n / took, took, rc, llm_in
 
-            def
-            run(args, workdir, checks)
-        : events = os.path.join(workdir, "events.jsonl") n = write_events(events, args.data) redis,
-        redis_port = tp.start_redis(workdir) fake, fake_port =
-                                                       tp.start_fake_provider(args.assayd) proxy =
-                                                           DelayingProxy(redis_port) try
-        : fast_rate,
-        _, fast_rc, _ = run_once(args, workdir, "direct", redis_port, fake_port,
+
+def run(args, workdir, checks):
+    events = os.path.join(workdir, "events.jsonl")
+    n = write_events(events, args.data)
+    redis, redis_port = tp.start_redis(workdir)
+    fake, fake_port = tp.start_fake_provider(args.assayd)
+    proxy = DelayingProxy(redis_port)
+    try:
+        fast_rate, _, fast_rc, _ = run_once(args, workdir, "direct", redis_port, fake_port,
                                             events, n)
         slow_rate, slow_took, slow_rc, slow_llm_in = run_once(args, workdir, "slow", proxy.port,
                                                            fake_port, events, n)

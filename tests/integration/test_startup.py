@@ -1,10 +1,7 @@
-#!/ usr / bin / python3
-""
-    "Start-up failures end with one line naming the cause; never an abort. A configuration
-    error exits 2(systemd does not restart it
-                  : RestartPreventExitStatus = 2),
-    and--check - config finds it first;
-a run-time condition exits 1 (a restart may fix it).
+#!/usr/bin/python3
+"""Start-up failures end with one line naming the cause; never an abort. A configuration
+error exits 2 (systemd does not restart it: RestartPreventExitStatus=2), and --check-config
+finds it first; a run-time condition exits 1 (a restart may fix it).
 
 Each case is a configuration the loader accepts (or a run-time condition) that cannot start:
   1. kafka.properties {max.poll.interval.ms: 1000}: librdkafka refuses it only when it builds a
@@ -60,8 +57,7 @@ def run_assayd(args, *argv, env=None, timeout=60):
 
 def readyz_says(args, cfg, admin, words, timeout=30):
     """Starts assayd on `cfg`, polls its /readyz until the body contains `words` (or `timeout`
-    seconds pass), stops it;
-returns the last (status, body)."""
+    seconds pass), stops it; returns the last (status, body)."""
     daemon = subprocess.Popen([args.assayd, "--config", cfg], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
     status, body = 0, ""
@@ -89,7 +85,7 @@ def check_start_failure(checks, args, label, cfg, must_name, env=None, code=2):
 
 
 def run(args, workdir, checks):
-# 1. A property librdkafka refuses only when it builds a client.
+    # 1. A property librdkafka refuses only when it builds a client.
     cfg = write_config(workdir, "poll", 1, kafka=", properties: {max.poll.interval.ms: 1000}")
     rc, out, err = run_assayd(args, "--check-config", cfg)
     tp.log(f"--check-config: exit {rc}: {err.strip()}")
@@ -99,7 +95,7 @@ def run(args, workdir, checks):
     checks.true("it names the constraint", "session.timeout.ms" in err, err)
     check_start_failure(checks, args, "max.poll.interval.ms 1000", cfg, "max.poll.interval.ms")
 
-# 2. A JSON Lines file that cannot be opened.
+    # 2. A JSON Lines file that cannot be opened.
     cfg = write_config(workdir, "sink", 2, jsonl="/proc/assay/no/such/dir/j.jsonl")
     rc, _, err = run_assayd(args, "--check-config", cfg)
     checks.eq("--check-config refuses a path under /proc", 2, rc)
@@ -108,8 +104,8 @@ def run(args, workdir, checks):
                 and "'/proc' is a pseudo file system" in err, err)
     check_start_failure(checks, args, "sinks.jsonl.path unopenable", cfg, "sinks.jsonl.path")
 
-# 2b. A JSON Lines path that is a folder, an admin host that does not resolve : -- check - config
-#sees both(the file's content), as start-up would.
+    # 2b. A JSON Lines path that is a folder, an admin host that does not resolve: --check-config
+    #     sees both (the file's content), as start-up would.
     cfg = write_config(workdir, "dir", 6, jsonl=workdir)
     rc, _, err = run_assayd(args, "--check-config", cfg)
     checks.eq("--check-config: sinks.jsonl.path is a folder: exit", 2, rc)
@@ -124,7 +120,7 @@ def run(args, workdir, checks):
     checks.eq("--check-config: admin host that does not resolve: exit", 2, rc)
     checks.true("it names FILE:LINE:COL of admin.listen",
                 f"{cfg}:4:17: admin.listen: cannot resolve '256.1.1.1'" in err, err)
-#An address that resolves but is not this host's: bind() would fail at start-up (exit 1).
+    # An address that resolves but is not this host's: bind() would fail at start-up (exit 1).
     with open(cfg, "w") as f:
         f.write(text.replace("256.1.1.1", "192.0.2.1"))  # TEST-NET-1 (RFC 5737)
     rc, _, err = run_assayd(args, "--check-config", cfg)
@@ -137,14 +133,14 @@ def run(args, workdir, checks):
     checks.true("it says --check-config takes no other option", "takes no other option" in err,
                 err)
 
-# 3. The admin port taken by another process.
+    # 3. The admin port taken by another process.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
         held.bind(("127.0.0.1", 0))
         held.listen(1)
         cfg = write_config(workdir, "port", 3, admin=held.getsockname()[1])
         check_start_failure(checks, args, "admin port taken", cfg, "admin.listen", code=1)
 
-# 4. An API key variable that is not set.
+    # 4. An API key variable that is not set.
     llm = ("  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
            "api_key_env: ASSAY_TEST_KEY_NOT_SET}\n")
     cfg = write_config(workdir, "key", 4, judges=llm)
@@ -159,7 +155,7 @@ def run(args, workdir, checks):
     checks.true("start-up: the unset variable's FILE:LINE:COL",
                 f"{cfg}:4:71: judges[1].api_key_env: " in err, err)
 
-# 5. A baseline file whose content is not judgments.
+    # 5. A baseline file whose content is not judgments.
     bad = os.path.join(workdir, "baseline.jsonl")
     with open(bad, "w") as f:
         f.write('{"id": "a", "verdicts": []}\nnot json\n')
@@ -170,7 +166,7 @@ def run(args, workdir, checks):
     checks.true("it points at the key's line", f"{cfg}:6:" in err and "tracking.baseline_file" in err,
                 err)
 
-# 6. An LLM judge's ca_file that is missing, or not PEM.
+    # 6. An LLM judge's ca_file that is missing, or not PEM.
     not_pem = os.path.join(workdir, "not-pem.txt")
     with open(not_pem, "w") as f:
         f.write("not a certificate\n")
@@ -188,8 +184,8 @@ def run(args, workdir, checks):
         checks.true(f"start-up: {label}: the same FILE:LINE:COL line",
                     f"{cfg}:4:" in err and "judges[1].ca_file: " in err and message in err, err)
 
-# 7. Secrets the shell cannot see(they are the service's: LoadCredential=): --check-config
-#warns(exit 0), start - up refuses them(exit 2) naming the key.
+    # 7. Secrets the shell cannot see (they are the service's: LoadCredential=): --check-config
+    #    warns (exit 0), start-up refuses them (exit 2) naming the key.
     env = {k: v for k, v in os.environ.items() if k != "CREDENTIALS_DIRECTORY"}
     llm = ("  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
            "api_key_file: openai_api_key}\n")
@@ -209,8 +205,8 @@ def run(args, workdir, checks):
         checks.true(f"start-up: {label}: FILE:LINE:COL names it", f"{cfg}:" in err and f"{key}: " in err,
                     err)
 
-# 8. Under systemd(stderr is the journal : JOURNAL_STREAM names it), every line carries
-#its syslog priority, the loader's errors printed before the logger included.
+    # 8. Under systemd (stderr is the journal: JOURNAL_STREAM names it), every line carries
+    #    its syslog priority, the loader's errors printed before the logger included.
     bad = write_config(workdir, "journal", 11, extra="sampling: {rat: 0.5}\n")
     for label, cfg, first in [("a loader error", bad, "<3>"),
                               ("a start-up error", write_config(workdir, "journal2", 12,
@@ -232,8 +228,8 @@ def run(args, workdir, checks):
         checks.true(f"journal, {label}: the error at priority 3 or 2",
                     any(l.startswith(("<3>", "<2>")) for l in lines), lines)
 
-# 8a. A Kafka property naming a file that is not there : the file and the OS's reason, not
-#librdkafka's OpenSSL error code.
+    # 8a. A Kafka property naming a file that is not there: the file and the OS's reason, not
+    #     librdkafka's OpenSSL error code.
     cfg = write_config(workdir, "ca", 14, kafka=", properties: {security.protocol: ssl, "
                        "ssl.ca.location: /nonexistent/assay-ca.pem}")
     rc, _, err = run_assayd(args, "--check-config", cfg)
@@ -244,8 +240,8 @@ def run(args, workdir, checks):
                 and "x509" not in err, err)
     check_start_failure(checks, args, "ssl.ca.location missing", cfg, "ssl.ca.location")
 
-# 8b. A loader error and a start - up error in one file : both reported in one round, in file
-#order(an operator fixing the first does not discover the second at the next start).
+    # 8b. A loader error and a start-up error in one file: both reported in one round, in file
+    #     order (an operator fixing the first does not discover the second at the next start).
     both = write_config(workdir, "both", 13, jsonl="/proc/assay/j.jsonl",
                         extra="sampling: {rat: 0.5}\n")
     for argv in (["--config", both], ["--check-config", both]):
@@ -256,7 +252,7 @@ def run(args, workdir, checks):
                     len(lines) == 2 and ":5:23: sinks.jsonl.path: " in lines[0]
                     and ":6:12: sampling.rat: unknown key" in lines[1], lines)
 
-# 9. Readiness says why : an LLM judge whose budget store does not answer.
+    # 9. Readiness says why: an LLM judge whose budget store does not answer.
     admin = tp.free_loopback_port()
     llm = ("  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
            "endpoint: \"http://127.0.0.1:1/v1\"}\n")
@@ -267,8 +263,8 @@ def run(args, workdir, checks):
     checks.eq("/readyz with the budget store down: status", 503, status)
     checks.true("/readyz names the budget store", "budget store" in body, body)
 
-# 10. No broker at all from the start : / readyz names the brokers, not"waiting for the
-#assignment " (an operator trial saw the latter for as long as the broker was gone).
+    # 10. No broker at all from the start: /readyz names the brokers, not "waiting for the
+    #     assignment" (an operator trial saw the latter for as long as the broker was gone).
     admin = tp.free_loopback_port()
     closed = tp.free_loopback_port()
     cfg = write_config(workdir, "nobroker", 15, admin=admin)

@@ -1,15 +1,14 @@
-#!/ usr / bin / python3
+#!/usr/bin/python3
 """assayd speaks systemd's notification protocol (issue 10, "systemd"; sd_notify(3)).
 
 The test plays systemd's part: a Unix datagram socket in NOTIFY_SOCKET, WATCHDOG_USEC=2 s and
 WATCHDOG_PID in the environment, as systemd sets them for a `Type=notify` unit with
 `WatchdogSec=2`. assayd runs on its embedded broker with --replay of the dev data. Asserts:
   - READY=1 arrives once, after /metrics answers (the admin endpoint listens), with a STATUS=
-    line;
-STATUS = lines follow with the consumed and judged rates;
-- WATCHDOG = 1 arrives at least every 0.5 s(a quarter of WatchdogSec)while the poll loop turns,
-  and never before the first turn;
-- after SIGTERM:STOPPING = 1, then the process exits 0;
+    line; STATUS= lines follow with the consumed and judged rates;
+  - WATCHDOG=1 arrives at least every 0.5 s (a quarter of WatchdogSec) while the poll loop
+    turns, and never before the first turn;
+  - after SIGTERM: STOPPING=1, then the process exits 0;
   - without NOTIFY_SOCKET nothing is sent and assayd runs as before (the other tests).
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
@@ -38,30 +37,11 @@ def run(args, workdir, checks):
     cfg = os.path.join(workdir, "c.yaml")
     with open(cfg, "w") as f:
         f.write(f"""kafka: {{brokers: embedded, topic: rag.events, group_id: notify}}
-sampling: {
-  {
-  rate:
-    1.0
-  }}
+sampling: {{rate: 1.0}}
 judges:
-  - {
-  {
-  name:
-    overlap, kind : lexical, metric : context_overlap
-  }}
-admin: {
-  {
-  listen:
-    "127.0.0.1:{admin}"
-  }}
-sinks: {
-  {
-  jsonl : {
-    {
-    path : { json.dumps(os.path.join(workdir, "j.jsonl")) }
-    }
-  }
-  }}
+  - {{name: overlap, kind: lexical, metric: context_overlap}}
+admin: {{listen: "127.0.0.1:{admin}"}}
+sinks: {{jsonl: {{path: {json.dumps(os.path.join(workdir, "j.jsonl"))}}}}}
 """)
     messages = []  # (monotonic time, text)
 
@@ -79,8 +59,8 @@ sinks: {
         daemon = subprocess.Popen([args.assayd, "--config", cfg, "--replay", args.data],
                                   stdout=log, stderr=log, env=env, start_new_session=True)
     try:
-#WATCHDOG_PID is the main process' pid: systemd sets it; it is known only now, so the
-#test relies on sd_watchdog_enabled accepting its absence(it does, by design).
+        # WATCHDOG_PID is the main process' pid: systemd sets it; it is known only now, so the
+        # test relies on sd_watchdog_enabled accepting its absence (it does, by design).
         started = time.monotonic()
         deadline = started + 30
         while time.monotonic() < deadline and not any("READY=1" in m for _, m in messages):

@@ -1,4 +1,4 @@
-#!/ usr / bin / python3
+#!/usr/bin/python3
 """End-to-end test of watching the judges (issue 4): feedback topic, agreement, variants, A/B.
 
   1. a Kafka broker in its own process (librdkafka's mock cluster) with an events topic and a
@@ -89,10 +89,9 @@ def build_inputs(data_path):
         f = (e.get("labels") or {}).get("faithfulness")
         if f is not None:
             expert = 1 + round(3 * f)
-#The second annotator agrees most of the time, one level off on every third item.
+            # The second annotator agrees most of the time, one level off on every third item.
             crowd = expert if n % 3 else (expert - 1 if expert > 1 else 2)
-            annotations[eid] = {
-  "expert" : expert, "crowd" : crowd}
+            annotations[eid] = {"expert": expert, "crowd": crowd}
             for who, v in (("expert", expert), ("crowd", crowd)):
                 feedback.append((eid, json.dumps({"id": eid, "kind": "annotation",
                                                   "criterion": "faithfulness", "value": v,
@@ -147,10 +146,7 @@ tracking:
 admin:
   listen: "127.0.0.1:{port}"
 sinks:
-  jsonl: {
-  {
-  path : { q(jsonl_path) }
-  }}
+  jsonl: {{path: {q(jsonl_path)}}}
 """
     with open(path, "w") as f:
         f.write(text)
@@ -219,10 +215,8 @@ def run(args, workdir, checks):
         s = tp.parse_metrics(text)
         checks.true("no NaN in /metrics", "NaN" not in text)
 
-#-- -- Scores as written in the JSON Lines, per judge.
-        scores = {
-j : {} for
-    j in JUDGES + [ "rouge_l", "faith_llm" ]}
+        # ---- Scores as written in the JSON Lines, per judge.
+        scores = {j: {} for j in JUDGES + ["rouge_l", "faith_llm"]}
         variant_of = {e["id"]: e["variant"] for e in events}
         with open(jsonl_path) as f:
             for line in f:
@@ -231,7 +225,7 @@ j : {} for
                     if v["score"] is not None:
                         scores[v["judge"]][j["id"]] = v["score"]
 
-#Agreement between the two faithfulness judges.
+        # Agreement between the two faithfulness judges.
         both = sorted(set(scores["overlap"]) & set(scores["overlap_names"]))
         x = [scores["overlap"][i] for i in both]
         y = [scores["overlap_names"][i] for i in both]
@@ -250,8 +244,8 @@ j : {} for
         checks.eq("no agreement series for rouge_l (another criterion)", None,
                   tp.metric(s, "assay_judge_agreement_pairs", judge_b="rouge_l"))
 
-#The LLM judge(fake provider : 1 + FNV - 1a(prompt)mod 4) agrees with the overlap judge
-#by chance only, but the statistic is computed the same way.
+        # The LLM judge (fake provider: 1 + FNV-1a(prompt) mod 4) agrees with the overlap judge
+        # by chance only, but the statistic is computed the same way.
         both_llm = sorted(set(scores["overlap"]) & set(scores["faith_llm"]))
         llm_labels = dict(criterion="faithfulness", judge_a="overlap", judge_b="faith_llm")
         checks.eq("assay_judge_agreement_pairs{overlap, faith_llm}", len(both_llm),
@@ -261,7 +255,7 @@ j : {} for
                                [scores["faith_llm"][i] for i in both_llm]).statistic,
               tp.metric(s, "assay_judge_agreement_kendall_tau", **llm_labels))
 
-#Judge vs human : every(score, annotation) pair of a scored, annotated event.
+        # Judge vs human: every (score, annotation) pair of a scored, annotated event.
         for judge in JUDGES + ["faith_llm"]:
             hx, hy = [], []
             for eid, ann in annotations.items():
@@ -275,7 +269,7 @@ j : {} for
                   stats.spearmanr(hx, hy).statistic,
                   tp.metric(s, "assay_judge_human_spearman", judge=judge))
 
-#Annotators : crowd < expert alphabetically, so annotator_a = crowd.
+        # Annotators: crowd < expert alphabetically, so annotator_a = crowd.
         a = [ann["crowd"] for ann in annotations.values()]
         b = [ann["expert"] for ann in annotations.values()]
         for weighting, w in (("none", None), ("quadratic", "quadratic")):
@@ -284,7 +278,7 @@ j : {} for
                   tp.metric(s, "assay_annotator_kappa", annotator_a="crowd",
                             annotator_b="expert", weighting=weighting))
 
-#Variants of the overlap judge.
+        # Variants of the overlap judge.
         for variant in ("A", "B"):
             v = np.array([sc for i, sc in scores["overlap"].items() if variant_of[i] == variant])
             m, sd, n = v.mean(), v.std(ddof=1), len(v)
@@ -303,7 +297,7 @@ j : {} for
                     tp.metric(s, "assay_score_ci95_overlap", judge="overlap", variant_a="A",
                               variant_b="B") in (0, 1))
 
-#A / B on ratings(experiment = app "qa").
+        # A/B on ratings (experiment = app "qa").
         table = np.zeros((2, 5))
         for eid, stars in ratings.items():
             table[0 if variant_of[eid] == "A" else 1][stars - 1] += 1
@@ -317,7 +311,7 @@ j : {} for
         checks.eq("assay_ab_ratings{variant=A}", int(table[0].sum()),
                   tp.metric(s, "assay_ab_ratings", experiment="qa", variant="A"))
 
-#Feedback counts.
+        # Feedback counts.
         n_ann = sum(len(a) for a in annotations.values())
         checks.eq("feedback annotations joined", n_ann,
                   tp.metric(s, "assay_feedback_events_total", kind="annotation", outcome="joined"))
@@ -328,7 +322,7 @@ j : {} for
         checks.eq("assay_feedback_pending (the rating whose event never came)", 1,
                   tp.metric(s, "assay_feedback_pending"))
 
-#Distribution of the overlap judge : window 2000 holds every score.
+        # Distribution of the overlap judge: window 2000 holds every score.
         ov = list(scores["overlap"].values())
         close(checks, "assay_judge_max_score_ratio{overlap}",
               sum(1 for v in ov if v == 1.0) / len(ov),
@@ -345,7 +339,7 @@ j : {} for
         checks.eq("assay_consumer_lag_messages series (both topics' partitions)", 2 * PARTITIONS,
                   sum(1 for n, _, _ in s if n == "assay_consumer_lag_messages"))
 
-#Every expression of the rules and the dashboard refers to exported metrics.
+        # Every expression of the rules and the dashboard refers to exported metrics.
         checker = os.path.join(REPO, "tests", "prometheus", "check_expressions.py")
         ce = subprocess.run(["/usr/bin/python3", checker, "--metrics-text", scrape,
                              "--rules", os.path.join(REPO, "config/prometheus/assay-rules.yml"),
