@@ -27,10 +27,13 @@ constexpr const char* kUsage =
 
   --config FILE            run the daemon with this YAML configuration
   --check-config FILE      validate FILE; print every error as FILE:LINE:COLUMN: key: message
-  --replay FILE            first produce FILE's JSON Lines events into kafka.topic (key = id)
+  --replay FILE            first produce FILE's JSON Lines events into kafka.topic (key = id;
+                           with kafka.format otlp_*: OTLP/JSON lines, key = the trace id)
   --replay-feedback FILE   then FILE's feedback events (ratings, annotations; docs/events.md)
                            into kafka.feedback_topic (key = id)
-  --exit-when-idle SECONDS stop cleanly once nothing was consumed for SECONDS, after the first
+  --exit-when-idle SECONDS stop cleanly once nothing was consumed for SECONDS and nothing is
+                           pending (queued, waiting for an LLM verdict, or a trace waiting in
+                           the span join: up to otlp.join_timeout_ms), after the first
                            partition assignment, flushing every sink
   --version                print the version
   --help                   print this help

@@ -1,6 +1,7 @@
 #include "daemon/otlp_source.hpp"
 
 #include <prometheus/family.h>
+#include <spdlog/spdlog.h>
 
 namespace assay {
 
@@ -39,6 +40,8 @@ prometheus::Gauge& gauge(prometheus::Registry& r, const char* name, const char* 
 
 OtlpSource::OtlpSource(const Config& config, prometheus::Registry& registry)
     : format_(config.kafka.format),
+      mapping_(config.otlp.mapping),
+      span_kind_(traceJoinOptions(config.otlp).mapping.span_kind),
       join_(traceJoinOptions(config.otlp)),
       kept_(spansFamily(registry).Add({{"outcome", "kept"}})),
       sampled_out_(spansFamily(registry).Add({{"outcome", "sampled_out"}})),
@@ -136,6 +139,14 @@ void OtlpSource::count(const std::vector<FinishedTrace>& done, std::size_t from)
         evicted_.Increment();
         break;
       case FinishedTrace::How::kIncomplete: {
+        long suppressed = 0;
+        if (!f.any_role && no_role_log_.allow(suppressed))
+          spdlog::warn(
+              "otlp: trace {} timed out with no retrieval or LLM span under mapping {} (no span's "
+              "'{}' names a role): counted {}; do the spans follow another convention "
+              "(otlp.mapping, "
+              "otlp.attributes)?{}",
+              f.trace_id, mapping_, span_kind_, f.missing, RateLimitedLog::note(suppressed));
         const std::string_view missing = f.missing;
         const std::size_t m = missing == "no_answer" ? 0 : missing == "no_question" ? 1 : 2;
         if (auto* c = incomplete_[m][f.event ? 1 : 0]) c->Increment();

@@ -33,6 +33,7 @@
 #include "daemon/event_parser.hpp"
 #include "daemon/otlp_decode.hpp"
 #include "daemon/trace_join.hpp"
+#include "judges/rate_limited_log.hpp"
 
 namespace assay {
 
@@ -66,6 +67,8 @@ class OtlpSource {
   void count(const std::vector<FinishedTrace>& done, std::size_t from);
 
   EventFormat format_;
+  std::string mapping_, span_kind_;  // for the log line of a trace without any role
+  RateLimitedLog no_role_log_;
   TraceJoin join_;
   MessageRefs refs_;
   otlp::Batch batch_;  // reused: its vectors keep their capacity

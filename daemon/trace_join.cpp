@@ -106,6 +106,8 @@ FinishedTrace TraceJoin::finish(List::iterator it, FinishedTrace::How how, Clock
   f.how = how;
   f.messages = std::move(p.messages);
   f.wait_s = std::chrono::duration<double>(now - p.first).count();
+  f.any_role = p.any_role;
+  f.trace_id = otlp::hex(p.key.trace_id.data(), p.key.trace_id.size());
   if (how != FinishedTrace::How::kEvicted) {
     std::string& question = !p.retrieval_question.empty() ? p.retrieval_question
                             : !p.root_question.empty()    ? p.root_question
@@ -119,7 +121,7 @@ FinishedTrace TraceJoin::finish(List::iterator it, FinishedTrace::How how, Clock
     if (f.missing[0] == '\0') f.how = FinishedTrace::How::kComplete;  // only the root never came
     if (judged) {
       Event e;
-      e.id = otlp::hex(p.key.trace_id.data(), p.key.trace_id.size());
+      e.id = f.trace_id;
       e.question = std::move(question);
       e.contexts = std::move(p.contexts);
       e.answer = std::move(p.answer);
@@ -179,11 +181,18 @@ TraceJoin::Added TraceJoin::add(const otlp::Batch& batch, MessageRef at,
     if (p.messages.empty() || !(p.messages.back() == at)) {
       p.messages.push_back(at);
       ++r.traces;
+      touched_.push_back(found->second);  // once per trace and message
     }
-    merge(p, span, extractSpanParts(batch, span, o_.mapping));
-    if (p.root && p.retrieval && p.generation)
-      done.push_back(finish(found->second, FinishedTrace::How::kComplete, now));
+    auto parts = extractSpanParts(batch, span, o_.mapping);
+    p.any_role = p.any_role || parts.role != SpanParts::Role::kOther;
+    merge(p, span, std::move(parts));
   }
+  // Completion is decided once the whole message is merged: a trace whose two LLM spans come
+  // in one message takes the one that ended last, whatever their order in the message.
+  for (auto it : touched_)
+    if (it->root && it->retrieval && it->generation)
+      done.push_back(finish(it, FinishedTrace::How::kComplete, now));
+  touched_.clear();
   while (!lru_.empty() && (lru_.size() > o_.max_traces || bytes_ > o_.max_bytes))
     done.push_back(finish(lru_.begin(), FinishedTrace::How::kEvicted, now));
   return r;

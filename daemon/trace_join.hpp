@@ -3,10 +3,11 @@
 /// docs/events.md, "OpenTelemetry traces"). One Kafka message holds spans of many traces and
 /// the spans of one trace may arrive over several messages, in any order. Spans wait, per
 /// partition, in a map keyed by trace id:
-///  - a trace is **complete** once its root span, a retrieval span and an LLM span are in:
-///    it becomes an event at once (id = the trace id in lower-case hex, question and contexts
-///    from the retrieval span, answer and model from the LLM span; the last-ended span of
-///    each role when there are several);
+///  - a trace is **complete** once its root span, a retrieval span and an LLM span are in
+///    (checked after each message is merged whole): it becomes an event at once (id = the
+///    trace id in lower-case hex, question and contexts from the retrieval span, answer and
+///    model from the LLM span; of several spans of a role that arrived by then, the one that
+///    ended last);
 ///  - otherwise it waits `otlp.join_timeout_s` after its last span, then: with an answer and
 ///    a question, it is judged with what it has (`incomplete: judge`, the default: no
 ///    retrieval span → no contexts, and the judges say `no_context`) or counted
@@ -84,6 +85,8 @@ struct FinishedTrace {
   const char* missing = "";
   std::vector<MessageRef> messages;  ///< every message that held one of its spans
   double wait_s = 0;                 ///< first span → leaving the join, seconds
+  bool any_role = false;             ///< some span was a retrieval or LLM span under the mapping
+  std::string trace_id;              ///< lower-case hex (for logs)
 };
 
 class TraceJoin {
@@ -129,6 +132,7 @@ class TraceJoin {
   struct Pending {
     Key key;
     bool root = false, retrieval = false, generation = false;
+    bool any_role = false;  // a span had a retrieval or LLM role
     std::uint64_t retrieval_end = 0, generation_end = 0;
     std::string root_question, retrieval_question, generation_question;
     std::vector<Context> contexts;
@@ -149,6 +153,7 @@ class TraceJoin {
   List lru_;  // least recently updated first
   std::unordered_map<Key, List::iterator, KeyHash> index_;
   std::size_t bytes_ = 0;
+  std::vector<List::iterator> touched_;  // add(): the traces the message fed, in order
   // Recently finished traces per partition, to drop their late spans (bounded FIFO).
   struct Recent {
     std::unordered_set<Key, KeyHash> set;

@@ -433,3 +433,48 @@ TEST_CASE("hostile payloads: errors, never a crash") {
 }
 
 }  // namespace assay
+
+namespace assay {
+
+TEST_CASE("two LLM spans in one message: the one that ended last answers, whatever the order") {
+  // An operator trial: root, retriever, LLM (ends at 880), LLM (ends at 950) in one message
+  // took the first answer and counted the second late. Completion is now decided once the
+  // whole message is merged.
+  const auto span = [](const char* id, const char* parent, const char* kind, const char* end,
+                       const std::string& extra) {
+    return std::string(R"({"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":")") + id + "\"" +
+           (parent[0] ? std::string(R"(,"parentSpanId":")") + parent + "\"" : "") +
+           R"(,"startTimeUnixNano":"1","endTimeUnixNano":")" + end +
+           R"(","attributes":[{"key":"openinference.span.kind","value":{"stringValue":")" + kind +
+           "\"}}" + extra + "]}";
+  };
+  const std::string root = span("0000000000000001", "", "CHAIN", "1000",
+                                R"(,{"key":"input.value","value":{"stringValue":"Q?"}})");
+  const std::string retriever =
+      span("0000000000000002", "0000000000000001", "RETRIEVER", "500",
+           R"(,{"key":"retrieval.documents.0.document.content","value":{"stringValue":"C."}})");
+  const auto llm = [&](const char* id, const char* end, const char* answer) {
+    return span(
+        id, "0000000000000001", "LLM", end,
+        std::string(R"(,{"key":"output.value","value":{"stringValue":")") + answer + "\"}}");
+  };
+  for (const bool later_first : {false, true}) {
+    const std::string a = llm("0000000000000003", "880", "first draft");
+    const std::string b = llm("0000000000000004", "950", "final answer");
+    const std::string spans =
+        root + "," + retriever + "," + (later_first ? b + "," + a : a + "," + b);
+    const std::string message = R"({"resourceSpans":[{"scopeSpans":[{"spans":[)" + spans + "]}]}]}";
+    TraceJoin join(options());
+    otlp::Batch batch;
+    std::string error;
+    REQUIRE(otlp::decodeJson(message, batch, error));
+    std::vector<FinishedTrace> done;
+    const auto added = join.add(batch, {0, 0}, kKeepAll, done);
+    CHECK(added.late == 0);
+    REQUIRE(done.size() == 1);
+    REQUIRE(done[0].event);
+    CHECK(done[0].event->answer == "final answer");
+  }
+}
+
+}  // namespace assay
