@@ -254,7 +254,7 @@ void JudgeRunner::run(const WorkItem& item) {
   auto p = std::make_shared<Pending>();
   p->set = &set;
   const Event& e = item.event;
-  p->judgment = Judgment{e.id, e.tenant, e.app, e.variant, nowEpochMs(), {}};
+  p->judgment = Judgment{e.id, e.tenant, e.app, e.variant, nowEpochMs(), {}, backfill_};
   p->slots.resize(set.judges.size());
   p->partition = item.partition;
   p->offset = item.offset;

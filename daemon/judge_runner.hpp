@@ -109,6 +109,8 @@ class JudgeRunner {
   /// Call before the first run().
   void setRedaction(std::shared_ptr<const Redactor> redactor,
                     std::vector<prometheus::Counter*> counters);
+  /// assay backfill: every judgment says "backfill": true. Before the first run().
+  void markBackfill() { backfill_ = true; }
   JudgeRunner(const JudgeRunner&) = delete;
   JudgeRunner& operator=(const JudgeRunner&) = delete;
 
@@ -155,7 +157,8 @@ class JudgeRunner {
   BoundedQueue<WorkItem>& queue_;
   Listener listener_;
   JudgeServices* services_;
-  std::shared_ptr<const Redactor> redactor_;              // null: no redaction
+  std::shared_ptr<const Redactor> redactor_;  // null: no redaction
+  bool backfill_ = false;
   std::vector<prometheus::Counter*> redaction_counters_;  // per redactor_->labels()
   std::atomic<int> busy_{0}, pending_{0};
   std::unique_ptr<WorkerPool> pool_;  // last: its threads use everything above

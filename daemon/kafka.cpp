@@ -266,7 +266,7 @@ bool KafkaProducer::produceDeadLetter(const std::string& topic, const void* payl
 
 KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap,
                              OffsetTracker& tracker, OffsetTracker* feedback,
-                             KafkaClientStats* stats)
+                             KafkaClientStats* stats, bool subscribe)
     : stats_(stats),
       topic_(o.topic),
       feedback_topic_(feedback ? o.feedback_topic : ""),
@@ -283,8 +283,15 @@ KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap
     if (k == "partition.assignment.strategy")
       cooperative_sticky_ = v.find("cooperative-sticky") != std::string::npos;
   }
+  if (!subscribe) {
+    // assay backfill: a read at an offset (the timestamp search) answers at once rather than
+    // after the broker's fetch wait (500 ms by default).
+    set(conf, "fetch.wait.max.ms", "10");
+  }
   rk_ = newHandle(RD_KAFKA_CONSUMER, conf);
   rd_kafka_poll_set_consumer(rk_);
+  subscribed_ = subscribe;
+  if (!subscribe) return;  // assay backfill: assignRanges() later
   rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(2);
   rd_kafka_topic_partition_list_add(topics, topic_.c_str(), RD_KAFKA_PARTITION_UA);
   if (feedback_tracker_)
@@ -334,7 +341,125 @@ std::vector<KafkaConsumer::Lag> KafkaConsumer::lag() const {
   return out;
 }
 
+std::vector<std::int32_t> KafkaConsumer::partitionsOf(int timeout_ms) const {
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_, topic_.c_str(), nullptr);
+  const rd_kafka_metadata_t* md = nullptr;
+  const auto merr = rd_kafka_metadata(rk_, 0, rkt, &md, timeout_ms);
+  rd_kafka_topic_destroy(rkt);
+  if (merr)
+    throw std::runtime_error("kafka: no metadata for '" + topic_ + "': " + rd_kafka_err2str(merr));
+  std::vector<std::int32_t> partitions;
+  for (int t = 0; t < md->topic_cnt; ++t)
+    if (topic_ == md->topics[t].topic && !md->topics[t].err)
+      for (int p = 0; p < md->topics[t].partition_cnt; ++p)
+        partitions.push_back(md->topics[t].partitions[p].id);
+  rd_kafka_metadata_destroy(md);
+  if (partitions.empty())
+    throw std::runtime_error("kafka: topic '" + topic_ + "' has no partition (does it exist?)");
+  return partitions;
+}
+
+std::map<std::int32_t, std::int64_t> KafkaConsumer::offsetsForTime(
+    const std::vector<std::int32_t>& partitions, std::int64_t ms, int timeout_ms) const {
+  rd_kafka_topic_partition_list_t* list =
+      rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size()));
+  for (auto p : partitions) rd_kafka_topic_partition_list_add(list, topic_.c_str(), p)->offset = ms;
+  const auto err = rd_kafka_offsets_for_times(rk_, list, timeout_ms);
+  std::map<std::int32_t, std::int64_t> out;
+  for (int i = 0; i < list->cnt && !err; ++i)
+    out[list->elems[i].partition] = list->elems[i].err ? -1 : list->elems[i].offset;
+  rd_kafka_topic_partition_list_destroy(list);
+  if (err)
+    throw std::runtime_error("kafka: offsets for times of '" + topic_ +
+                             "': " + rd_kafka_err2str(err));
+  return out;
+}
+
+std::int64_t KafkaConsumer::timestampAt(std::int32_t partition, std::int64_t offset,
+                                        int timeout_ms) {
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, topic_.c_str(), partition)->offset = offset;
+  rd_kafka_assign(rk_, list);
+  rd_kafka_topic_partition_list_destroy(list);
+  std::int64_t ts = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (ts < 0 && std::chrono::steady_clock::now() < deadline) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, 100);
+    if (!m) continue;
+    if (!m->err && m->partition == partition) ts = rd_kafka_message_timestamp(m, nullptr);
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_assign(rk_, nullptr);
+  if (ts < 0)
+    throw std::runtime_error("kafka: no message at offset " + std::to_string(offset) +
+                             " of partition " + std::to_string(partition) + " within " +
+                             std::to_string(timeout_ms) + " ms");
+  return ts;
+}
+
+std::vector<KafkaConsumer::Range> KafkaConsumer::offsetsBetween(std::int64_t from_ms,
+                                                                std::int64_t to_ms,
+                                                                int timeout_ms) {
+  const auto partitions = partitionsOf(timeout_ms);
+  std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> marks;  // low, high
+  for (auto p : partitions) {
+    std::int64_t low = 0, high = 0;
+    if (const auto err =
+            rd_kafka_query_watermark_offsets(rk_, topic_.c_str(), p, &low, &high, timeout_ms))
+      throw std::runtime_error("kafka: watermarks of '" + topic_ + "': " + rd_kafka_err2str(err));
+    marks[p] = {low, high};
+  }
+  // The lookup for time 0 must answer each non-empty partition's first offset; a broker that
+  // answers "none" instead does not look offsets up by timestamp (librdkafka's mock cluster):
+  // then a binary search over the messages' own timestamps finds the same offsets.
+  const auto probe = offsetsForTime(partitions, 0, timeout_ms);
+  bool by_lookup = true;
+  for (auto p : partitions)
+    if (marks[p].second > marks[p].first && probe.at(p) < 0) by_lookup = false;
+  if (!by_lookup)
+    spdlog::info(
+        "kafka: the broker does not look offsets up by timestamp; searching the "
+        "messages' timestamps instead");
+  const auto first_at = [&](std::int32_t p, std::int64_t ms,
+                            const std::map<std::int32_t, std::int64_t>& looked) {
+    const auto [low, high] = marks[p];
+    if (by_lookup) return looked.at(p) < 0 ? high : looked.at(p);
+    std::int64_t lo = low, hi = high;  // the first offset whose timestamp is >= ms
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (timestampAt(p, mid, timeout_ms) >= ms)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return lo;
+  };
+  const auto from = by_lookup ? offsetsForTime(partitions, from_ms, timeout_ms) : probe;
+  const auto to = by_lookup ? offsetsForTime(partitions, to_ms, timeout_ms) : probe;
+  std::vector<Range> ranges;
+  for (auto p : partitions) {
+    const auto f = first_at(p, from_ms, from);
+    ranges.push_back(Range{p, f, std::max(f, first_at(p, to_ms, to))});
+  }
+  return ranges;
+}
+
+void KafkaConsumer::assignRanges(const std::vector<Range>& ranges) {
+  rd_kafka_topic_partition_list_t* list =
+      rd_kafka_topic_partition_list_new(static_cast<int>(ranges.size()));
+  for (const auto& r : ranges)
+    if (r.to > r.from)
+      rd_kafka_topic_partition_list_add(list, topic_.c_str(), r.partition)->offset = r.from;
+  const auto err = rd_kafka_assign(rk_, list);
+  assigned_count_ = static_cast<std::size_t>(list->cnt);
+  rd_kafka_topic_partition_list_destroy(list);
+  if (err) throw std::runtime_error(std::string("kafka: assign: ") + rd_kafka_err2str(err));
+  assigned_ = true;
+  in_assignment_ = true;
+}
+
 void KafkaConsumer::commitFinished() {
+  if (!subscribed_) return;  // assay backfill commits nothing
   const auto now = std::chrono::steady_clock::now();
   if (now - last_periodic_commit_ < commit_interval_) return;
   last_periodic_commit_ = now;
@@ -474,6 +599,11 @@ void KafkaConsumer::serveUntil(rd_kafka_queue_t* q, std::chrono::milliseconds ti
 bool KafkaConsumer::close(std::chrono::milliseconds timeout) {
   if (closed_) return close_result_;
   closed_ = true;
+  if (!subscribed_) {  // assay backfill: no group, nothing to commit
+    rd_kafka_assign(rk_, nullptr);
+    close_result_ = true;
+    return true;
+  }
   storeFinishedOffsets();
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk_);
   rd_kafka_topic_partition_list_t* list = commitList(true);

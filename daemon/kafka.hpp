@@ -108,14 +108,34 @@ class KafkaConsumer {
   /// land on the same instance (co-partitioned), so the join by id works in a consumer group.
   /// Each topic's offsets go through its own tracker.
   /// `stats` (optional, outliving the consumer) receives librdkafka's statistics.
+  /// With `subscribe` false (assay backfill) nothing is subscribed: assignRanges() assigns
+  /// partitions at chosen offsets, and nothing is ever committed (no group is joined).
   KafkaConsumer(const KafkaOptions& options, const std::string& bootstrap, OffsetTracker& tracker,
-                OffsetTracker* feedback = nullptr, KafkaClientStats* stats = nullptr);
+                OffsetTracker* feedback = nullptr, KafkaClientStats* stats = nullptr,
+                bool subscribe = true);
   ~KafkaConsumer();
   /// Called on the poll thread with the events topic's partitions a rebalance takes away,
   /// after their finished offsets are committed (the span join forgets their traces).
   void onRevoke(std::function<void(const std::vector<std::int32_t>&)> f) {
     on_revoke_ = std::move(f);
   }
+
+  /// [from, to) offsets of one partition of kafka.topic.
+  struct Range {
+    std::int32_t partition = 0;
+    std::int64_t from = 0, to = 0;
+  };
+  /// For each partition of kafka.topic, the first offset whose message timestamp is at or after
+  /// `from_ms` and the first at or after `to_ms` (Unix epoch milliseconds), by librdkafka's
+  /// offsets-for-times lookup (ListOffsets by timestamp); the high watermark when no message is
+  /// that late. A broker that does not answer the lookup by timestamp (librdkafka's mock
+  /// cluster) gets a binary search over the messages' timestamps instead (log2 of the partition's
+  /// size reads per bound). Blocks up to `timeout_ms` per request. Throws std::runtime_error
+  /// naming the cause. Before assignRanges() only.
+  std::vector<Range> offsetsBetween(std::int64_t from_ms, std::int64_t to_ms,
+                                    int timeout_ms = 10000);
+  /// Backfill (subscribe false): consumes the non-empty ranges from their `from` offsets.
+  void assignRanges(const std::vector<Range>& ranges);
 
   /// Next message or nullptr; caller destroys it with rd_kafka_message_destroy.
   rd_kafka_message_t* poll(int timeout_ms);
@@ -195,13 +215,20 @@ class KafkaConsumer {
   OffsetTracker* feedback_tracker_ = nullptr;
   std::function<void(const std::vector<std::int32_t>&)> on_revoke_;
   OffsetTracker* trackerOf(const char* topic) const;
+  // offsetsBetween's steps: the topic's partitions; the offsets-for-times lookup (-1: none);
+  // the timestamp of the message at (or first after) an offset, for brokers without the lookup.
+  std::vector<std::int32_t> partitionsOf(int timeout_ms) const;
+  std::map<std::int32_t, std::int64_t> offsetsForTime(const std::vector<std::int32_t>& partitions,
+                                                      std::int64_t ms, int timeout_ms) const;
+  std::int64_t timestampAt(std::int32_t partition, std::int64_t offset, int timeout_ms);
   std::atomic<bool> assigned_{false};
   std::atomic<bool> in_assignment_{false};
   bool cooperative_sticky_ = false;  // partition.assignment.strategy names it (~KafkaConsumer)
   std::atomic<std::size_t> assigned_count_{0};
   bool closed_ = false;
   bool close_result_ = true;
-  bool closing_ = false;  // close() committed: a revoke commits nothing more
+  bool closing_ = false;    // close() committed: a revoke commits nothing more
+  bool subscribed_ = true;  // false: assay backfill (assigned ranges, never commits)
   std::atomic<bool> all_brokers_down_{false};
   std::atomic<int> auth_failures_{0};
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> committed_;  // poll thread

@@ -99,7 +99,8 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
       tracker_(trackedJudges(config), config.tracking, *registry_),
       sinks_(config.sinks,
              SinkContext{&sink_stats_, producer_.handle(), config.kafka.results_topic}),
-      consumer_(config.kafka, bootstrap_, offsets_, &feedback_offsets_, &kafka_stats_),
+      consumer_(config.kafka, bootstrap_, offsets_, run_.backfill ? nullptr : &feedback_offsets_,
+                &kafka_stats_, !run_.backfill),
       parser_(config.events, config.limits.max_event_bytes),
       otlp_(config.kafka.format == EventFormat::kAssayJson
                 ? nullptr
@@ -128,6 +129,7 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                   }},
               run_.no_workers ? 0 : config.limits.workers, &services_) {
   freezeBaselines(tracker_, trackedJudges(config), config.tracking);
+  if (run_.backfill) runner_.markBackfill();
   if (!config.redact.detectors.empty() || !config.redact.patterns.empty()) {
     auto redactor = std::make_shared<const Redactor>(config.redact);
     auto& family = prometheus::BuildCounter()
@@ -306,6 +308,16 @@ void Pipeline::handleEvent(const rd_kafka_message_t* m) {
     consumer_stats_.replay_skipped.Increment();
     offsets_.skip(m->partition, m->offset);
     return;
+  }
+  if (run_.backfill) {  // only the planned range of each partition is read
+    const auto it = backfill_ranges_.find(m->partition);
+    if (it == backfill_ranges_.end() || m->offset >= it->second.second ||
+        m->offset < it->second.first) {
+      offsets_.skip(m->partition, m->offset);
+      return;
+    }
+    ++backfill_read_;
+    backfill_next_[m->partition] = m->offset + 1;
   }
   if (otlp_) return handleOtlp(m);
   const KeyScreen screen = sampler_.screen(keyOf(m));
@@ -615,6 +627,34 @@ bool Pipeline::idle() const {
          runner_.busy() == 0 && runner_.pending() == 0 && offsets_.pending() == 0 &&
          feedback_offsets_.pending() == 0 &&
          Clock::now() - *last_activity_ >= std::chrono::duration<double>(*run_.exit_when_idle_s);
+}
+
+std::vector<KafkaConsumer::Range> Pipeline::planBackfill(std::int64_t from_ms, std::int64_t to_ms) {
+  return consumer_.offsetsBetween(from_ms, to_ms);
+}
+
+void Pipeline::startBackfill(const std::vector<KafkaConsumer::Range>& ranges) {
+  for (const auto& r : ranges) {
+    if (r.to <= r.from) continue;
+    backfill_ranges_[r.partition] = {r.from, r.to};
+    backfill_next_[r.partition] = r.from;
+    backfill_total_ += r.to - r.from;
+  }
+  backfill_started_ = true;
+  consumer_.assignRanges(ranges);
+  last_activity_ = Clock::now();
+}
+
+bool Pipeline::backfillDone() const {
+  if (!backfill_started_) return false;
+  for (const auto& [partition, range] : backfill_ranges_)
+    if (backfill_next_.at(partition) < range.second) return false;
+  return held_.empty() && queue_.size() == 0 && runner_.busy() == 0 && runner_.pending() == 0 &&
+         offsets_.pending() == 0 && (!otlp_ || otlp_->join().traces() == 0);
+}
+
+std::pair<std::int64_t, std::int64_t> Pipeline::backfillProgress() const {
+  return {backfill_read_, backfill_total_};
 }
 
 std::size_t Pipeline::judgeQueued() {

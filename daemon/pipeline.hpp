@@ -23,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,9 @@ struct RunOptions {
   std::optional<double> exit_when_idle_s;  ///< --exit-when-idle SECONDS
   /// Tests: no worker thread; queued events are judged by judgeQueued() on the caller's thread.
   bool no_workers = false;
+  /// assay backfill: the consumer joins no group and commits nothing; planBackfill() and
+  /// startBackfill() choose what it reads; judgments say "backfill": true.
+  bool backfill = false;
 };
 
 /// Asks a running pipeline to stop (async-signal-safe: one atomic exchange). Returns true if a
@@ -95,6 +99,15 @@ class Pipeline {
   bool pollOnce(int timeout_ms);
   /// With RunOptions::no_workers: judges every queued event on this thread; returns how many.
   std::size_t judgeQueued();
+
+  /// assay backfill: the offsets of kafka.topic between two times (Unix epoch ms).
+  std::vector<KafkaConsumer::Range> planBackfill(std::int64_t from_ms, std::int64_t to_ms);
+  /// assay backfill: reads `ranges`; a message at or past its range's end is skipped unread.
+  void startBackfill(const std::vector<KafkaConsumer::Range>& ranges);
+  /// assay backfill: every range read to its end, and nothing left to judge or write.
+  bool backfillDone() const;
+  /// assay backfill: messages of the ranges read so far, and in all.
+  std::pair<std::int64_t, std::int64_t> backfillProgress() const;
 
   /// Messages handled per pollOnce at most.
   static constexpr int kBatch = 500;
@@ -193,6 +206,11 @@ class Pipeline {
   JudgeServices services_;
   std::vector<std::unique_ptr<Config>> reloaded_;  // configurations whose judges a reload built
   JudgeRunner runner_;  // destroyed first: closes the queue, joins, stops the services
+  // ---- assay backfill (RunOptions::backfill): per partition [from, to) and the next offset.
+  std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> backfill_ranges_;
+  std::map<std::int32_t, std::int64_t> backfill_next_;
+  std::int64_t backfill_total_ = 0, backfill_read_ = 0;
+  bool backfill_started_ = false;
   // ---- Poll-thread state.
   std::deque<WorkItem> held_;  // block: samples consumed while the backlog was full
   bool paused_ = false;        // block: no consumer poll until the backlog halves

@@ -181,7 +181,7 @@ bool validName(std::string_view n) {
 struct Redactor::Detector {
   std::string type;  // placeholder type, upper case
   std::unique_ptr<re2::RE2> re;
-  Check check;
+  Check check = nullptr;
 };
 
 Redactor::Redactor(const RedactOptions& options) : options_(options) {

@@ -33,6 +33,10 @@ std::string toJson(const Judgment& j) {
   str("app", j.app);
   str("variant", j.variant);
   str("judged_at", formatRfc3339(j.judged_at_ms));
+  if (j.backfill) {
+    w.Key("backfill");
+    w.Bool(true);
+  }
   w.Key("verdicts");
   w.StartArray();
   for (const auto& v : j.verdicts) {

@@ -21,6 +21,7 @@ struct Judgment {
   std::string id, tenant, app, variant;
   std::int64_t judged_at_ms = 0;  ///< Unix epoch milliseconds (UTC)
   std::vector<JudgedVerdict> verdicts;
+  bool backfill = false;  ///< judged by `assay backfill` (written as "backfill": true)
 };
 
 /// Compact one-line JSON object, keys in the order of docs/events.md: `judged_at` as RFC 3339 UTC

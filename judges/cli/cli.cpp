@@ -1,10 +1,12 @@
 #include "judges/cli/cli.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <ostream>
 
 #include "config/loader.hpp"
+#include "judges/cli/backfill.hpp"
 #include "judges/cli/bakeoff.hpp"
 #include "judges/cli/calibrate.hpp"
 #include "judges/cli/cli_text.hpp"
@@ -26,6 +28,8 @@ constexpr std::string_view kOverview =
        assay estimate (--requests-per-second R | --requests-per-day N)
                       (--config ASSAYD.yaml | --sample-rate S --judge MODEL...) [options]
        assay bakeoff --config BAKEOFF.yaml [--json FILE] [--html FILE] [options]
+       assay backfill --config ASSAYD.yaml --from TIME [--to TIME] [--judge NAME]... [--rate R]
+                      [--yes | --max-cost-eur X] [options]
        assay --version
        assay COMMAND --help     that command's usage and options
 
@@ -35,6 +39,8 @@ report    summarise assayd's judgments file (sinks.jsonl.path): per judge the ou
 calibrate a judge's scores against human scores on the same items, and a verdict: usable,
           rework the rubric, too lenient (docs/calibration.md)
 estimate  what LLM judges would cost per day and month, in USD and EUR
+backfill  judge past traffic: the events topic between two times, the estimate first, then
+          the judges under the daily budget; judgments say "backfill": true (docs/backfill.md)
 bakeoff   compare prompts, models or workflows on the same inputs with 2 or 3 LLM judges
           scoring side by side: consensus with 95 % intervals, judges' agreement, position
           audit (docs/bakeoff.md)
@@ -72,6 +78,36 @@ exits 0; a file with lines but no judgment is an error (2).
                            --human-criterion with it (default /labels/faithfulness; "" = none)
   --human-criterion NAME   (default faithfulness)
   --config ASSAYD.yaml     take tracking.* (leniency, drift windows) from assayd's configuration
+)";
+
+constexpr std::string_view kBackfill =
+    R"(usage: assay backfill --config ASSAYD.yaml --from TIME [--to TIME] [--judge NAME]...
+                      [--rate R] [--yes | --max-cost-eur X] [--output FILE]
+                      [--input-tokens N] [--replay FILE]
+
+Judges past traffic of assayd's events topic (kafka.topic of ASSAYD.yaml). The range is found
+with the offsets-for-times lookup of every partition; the consumer joins no group and commits
+nothing, so the live consumer group is never touched. First the estimate: events in range,
+the share sampled, and per judge the calls and euros at synchronous prices and at the
+providers' batch prices (half the list price). Then, with --yes or --max-cost-eur, the judges
+run; every LLM call goes through the daily budget (budget.*) like assayd's; every judgment
+carries "backfill": true. A progress bar (rate, time left) goes to standard error when it is a
+terminal.
+
+  --config ASSAYD.yaml     brokers, topic, format, judges, budget and sinks (required)
+  --from TIME, --to TIME   RFC 3339 (2026-11-30T08:00:00Z) or a duration back from now: 90s,
+                           30m, 12h, 7d, 2w; --to defaults to now
+  --judge NAME             only these configured judges (repeatable; default every judge; a
+                           judge's run_if needs the judge it reads)
+  --rate R                 the sampling rate, (0, 1] (default sampling.rate; sampling.rules
+                           are then ignored)
+  --yes                    proceed after the estimate
+  --max-cost-eur X         proceed only if the estimate at synchronous prices is at most X
+                           euros; above, refuse (exit 2)
+  --output FILE            write the judgments to this JSON Lines file instead of the
+                           configuration's sinks (no results topic)
+  --input-tokens N         prompt tokens per LLM call for the estimate (default 800)
+  --replay FILE            first produce FILE into the topic (kafka.brokers: embedded, a demo)
 )";
 
 constexpr std::string_view kCalibrate =
@@ -214,6 +250,7 @@ std::string_view commandHelp(std::string_view command) {
   if (command == "calibrate") return kCalibrate;
   if (command == "estimate") return kEstimate;
   if (command == "bakeoff") return kBakeoffHelp;
+  if (command == "backfill") return kBackfill;
   return {};
 }
 
@@ -231,7 +268,7 @@ int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostre
     // The overview, then every command's help: the whole manual (the package's man page is
     // made of it).
     out << kOverview << "\n" << kExitCodes;
-    for (const auto& section : {kReport, kCalibrate, kEstimate, kBakeoffHelp})
+    for (const auto& section : {kReport, kCalibrate, kEstimate, kBakeoffHelp, kBackfill})
       out << "\n" << section;
     return 0;
   }
@@ -243,6 +280,17 @@ int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   if (cmd == "report") return runReportCommand(rest, out, err);
   if (cmd == "bakeoff") return runBakeoffCommand(rest, out, err);
+  if (cmd == "backfill") {
+    BackfillOptions o;
+    try {
+      o = parseBackfillArgs(rest, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count());
+    } catch (const std::invalid_argument& e) {
+      return usage("backfill", e.what(), err);
+    }
+    return runBackfill(o, out, err);
+  }
   if (cmd == "estimate") {
     try {
       printEstimate(computeEstimate(parseEstimateArgs(rest)), out);
