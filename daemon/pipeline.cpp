@@ -129,6 +129,11 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                   }},
               run_.no_workers ? 0 : config.limits.workers, &services_) {
   freezeBaselines(tracker_, trackedJudges(config), config.tracking);
+  pending_limit_ = config.limits.queue_capacity;
+  for (const auto& j : config.judges)
+    if (j.values.getBool("batch", false))
+      pending_limit_ +=
+          static_cast<std::size_t>(j.values.getInt("batch_max_pending_events", 50'000));
   if (run_.backfill) runner_.markBackfill();
   if (!config.redact.detectors.empty() || !config.redact.patterns.empty()) {
     auto redactor = std::make_shared<const Redactor>(config.redact);
@@ -413,14 +418,14 @@ void Pipeline::enqueue(WorkItem item) {
 
 bool Pipeline::backlogFull() const {
   return queue_.size() >= config_.limits.queue_capacity ||
-         static_cast<std::size_t>(runner_.pending()) >= config_.limits.queue_capacity;
+         static_cast<std::size_t>(runner_.pending()) >= pending_limit_;
 }
 
 void Pipeline::releaseHeld() {
   while (!held_.empty() && !backlogFull() && queue_.tryPush(held_.front())) held_.pop_front();
   const std::size_t half = config_.limits.queue_capacity / 2;
   if (held_.empty() && queue_.size() <= half &&
-      static_cast<std::size_t>(runner_.pending()) <= half) {
+      static_cast<std::size_t>(runner_.pending()) <= pending_limit_ / 2) {
     paused_ = false;
     sampling_stats_.paused.Set(0);
   }

@@ -213,7 +213,10 @@ class Pipeline {
   bool backfill_started_ = false;
   // ---- Poll-thread state.
   std::deque<WorkItem> held_;  // block: samples consumed while the backlog was full
-  bool paused_ = false;        // block: no consumer poll until the backlog halves
+  // Events that may wait for asynchronous verdicts before consumption pauses: queue_capacity,
+  // plus each batch: true judge's batch_max_pending_events (its verdicts take hours).
+  std::size_t pending_limit_ = 0;
+  bool paused_ = false;  // block: no consumer poll until the backlog halves
   std::chrono::steady_clock::time_point last_poll_{};
   std::chrono::milliseconds keepalive_{75'000};  // max.poll.interval.ms / 4
   RateLimitedLog invalid_log_, feedback_log_, kafka_log_;

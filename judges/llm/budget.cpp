@@ -406,6 +406,41 @@ bool MemoryBudgetStore::doReleaseClaim(std::string_view event_id, std::string_vi
   return true;
 }
 
+bool MemoryBudgetStore::saveBatch(std::string_view judge, std::string_view batch_id,
+                                  std::string_view record) {
+  std::lock_guard lock(mu_);
+  batches_[{std::string(judge), std::string(batch_id)}].record = std::string(record);
+  return true;
+}
+
+std::optional<std::vector<std::pair<std::string, std::string>>> MemoryBudgetStore::batchRecords(
+    std::string_view judge) {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [key, entry] : batches_)
+    if (key.first == judge) out.emplace_back(key.second, entry.record);
+  return out;
+}
+
+bool MemoryBudgetStore::leaseBatch(std::string_view judge, std::string_view batch_id,
+                                   std::string_view token, std::int64_t lease_ms) {
+  std::lock_guard lock(mu_);
+  const auto it = batches_.find({std::string(judge), std::string(batch_id)});
+  if (it == batches_.end()) return false;
+  const auto now = Clock::now();
+  auto& e = it->second;
+  if (!e.lease_token.empty() && e.lease_token != token && e.lease_until > now) return false;
+  e.lease_token = std::string(token);
+  e.lease_until = now + std::chrono::milliseconds(lease_ms);
+  return true;
+}
+
+bool MemoryBudgetStore::removeBatch(std::string_view judge, std::string_view batch_id) {
+  std::lock_guard lock(mu_);
+  batches_.erase({std::string(judge), std::string(batch_id)});
+  return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 std::unique_ptr<BudgetStore> makeBudgetStore(std::string_view store, std::string_view key_prefix,

@@ -176,6 +176,24 @@ class BudgetStore {
   /// not answer (the lease then expires by itself).
   bool releaseClaim(std::string_view event_id, std::string_view judge, std::string_view token);
 
+  // ---- Batches in flight (`batch: true` judges, llm_batch.cpp): each submitted batch's record
+  // ---- is kept until its results are settled, so that whichever instance (re)starts fetches
+  // ---- them, once; a lease says which instance does.
+
+  /// Keeps `record` (opaque text) under (judge, batch id) until removeBatch(). False if the
+  /// store did not answer.
+  virtual bool saveBatch(std::string_view judge, std::string_view batch_id,
+                         std::string_view record) = 0;
+  /// Every kept (batch id, record) of `judge`; nullopt if the store did not answer.
+  virtual std::optional<std::vector<std::pair<std::string, std::string>>> batchRecords(
+      std::string_view judge) = 0;
+  /// Takes or renews the right to settle a batch for `lease_ms` under `token`: true unless
+  /// another token's lease is live (or the store did not answer).
+  virtual bool leaseBatch(std::string_view judge, std::string_view batch_id, std::string_view token,
+                          std::int64_t lease_ms) = 0;
+  /// Forgets a batch (its results are settled) and its lease.
+  virtual bool removeBatch(std::string_view judge, std::string_view batch_id) = 0;
+
   /// True if the store answers now (for /readyz).
   virtual bool ping() = 0;
   /// True if the ledger is shared between daemons and kept across restarts.
@@ -245,6 +263,22 @@ class MemoryBudgetStore final : public BudgetStore {
                       std::int64_t ttl_ms) override;
   bool doReleaseClaim(std::string_view event_id, std::string_view judge,
                       std::string_view token) override;
+
+ public:
+  bool saveBatch(std::string_view judge, std::string_view batch_id,
+                 std::string_view record) override;
+  std::optional<std::vector<std::pair<std::string, std::string>>> batchRecords(
+      std::string_view judge) override;
+  bool leaseBatch(std::string_view judge, std::string_view batch_id, std::string_view token,
+                  std::int64_t lease_ms) override;
+  bool removeBatch(std::string_view judge, std::string_view batch_id) override;
+
+ private:
+  struct BatchEntry {
+    std::string record, lease_token;
+    Clock::time_point lease_until{};
+  };
+  std::map<std::pair<std::string, std::string>, BatchEntry> batches_;  // (judge, id)
 
   DayState& dayLocked(std::string_view day);
   static void reclaimLocked(ScopeState& s, Clock::time_point now);
@@ -356,6 +390,14 @@ class RedisBudgetStore final : public BudgetStore {
   ScriptReply runScript(const std::string& script, const std::vector<std::string>& keys,
                         const std::vector<std::string>& args);
   const RedisOptions& options() const { return options_; }
+
+  bool saveBatch(std::string_view judge, std::string_view batch_id,
+                 std::string_view record) override;
+  std::optional<std::vector<std::pair<std::string, std::string>>> batchRecords(
+      std::string_view judge) override;
+  bool leaseBatch(std::string_view judge, std::string_view batch_id, std::string_view token,
+                  std::int64_t lease_ms) override;
+  bool removeBatch(std::string_view judge, std::string_view batch_id) override;
 
  private:
   struct Script {

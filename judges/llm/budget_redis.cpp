@@ -685,4 +685,55 @@ bool RedisBudgetStore::doReleaseClaim(std::string_view event_id, std::string_vie
                                       {std::string(token)}, error));
 }
 
+// ---- Batches in flight: a hash of records per judge, and one lease key per batch.
+
+namespace {
+std::string batchesKey(const std::string& prefix, std::string_view judge) {
+  return prefix + "batches:" + std::string(judge);
+}
+std::string batchLeaseKey(const std::string& prefix, std::string_view judge, std::string_view id) {
+  return prefix + "batchlease:" + std::string(judge) + ":" + std::string(id);
+}
+}  // namespace
+
+bool RedisBudgetStore::saveBatch(std::string_view judge, std::string_view batch_id,
+                                 std::string_view record) {
+  return runScript("return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])",
+                   {batchesKey(options_.key_prefix, judge)},
+                   {std::string(batch_id), std::string(record)})
+      .ok;
+}
+
+std::optional<std::vector<std::pair<std::string, std::string>>> RedisBudgetStore::batchRecords(
+    std::string_view judge) {
+  const auto r = runScript("return redis.call('HGETALL', KEYS[1])",
+                           {batchesKey(options_.key_prefix, judge)}, {});
+  if (!r.ok) return std::nullopt;
+  std::vector<std::pair<std::string, std::string>> out;
+  for (std::size_t i = 0; i + 1 < r.values.size(); i += 2)
+    out.emplace_back(r.values[i], r.values[i + 1]);
+  return out;
+}
+
+bool RedisBudgetStore::leaseBatch(std::string_view judge, std::string_view batch_id,
+                                  std::string_view token, std::int64_t lease_ms) {
+  // Take the lease when it is free or already ours; a live lease of another token wins.
+  const auto r = runScript(
+      "local cur = redis.call('GET', KEYS[1]) "
+      "if cur == false or cur == ARGV[1] then "
+      "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end "
+      "return 0",
+      {batchLeaseKey(options_.key_prefix, judge, batch_id)},
+      {std::string(token), std::to_string(lease_ms)});
+  return r.ok && r.integer == 1;
+}
+
+bool RedisBudgetStore::removeBatch(std::string_view judge, std::string_view batch_id) {
+  return runScript("redis.call('HDEL', KEYS[1], ARGV[1]) return redis.call('DEL', KEYS[2])",
+                   {batchesKey(options_.key_prefix, judge),
+                    batchLeaseKey(options_.key_prefix, judge, batch_id)},
+                   {std::string(batch_id)})
+      .ok;
+}
+
 }  // namespace assay::llm

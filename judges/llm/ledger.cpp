@@ -92,6 +92,10 @@ void Ledger::finish(FinishRequest request, std::function<void(bool)> done) {
             }});
 }
 
+void Ledger::run(std::function<void(BudgetStore&)> fn) {
+  push(Task{Kind::kMoney, [this, fn = std::move(fn)] { fn(*store_); }});
+}
+
 void Ledger::snapshot(std::vector<std::string> scopes, std::string day,
                       std::function<void(std::vector<Snapshot>)> done) {
   {

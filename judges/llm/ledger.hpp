@@ -92,6 +92,10 @@ class Ledger {
   bool answered() const { return answered_.load(); }
   /// Operations queued or running.
   std::size_t queued() const;
+  /// Runs `fn` with the store on the ledger thread, in FIFO order with the other operations
+  /// (the batch records of llm_batch.cpp). Never refused; run at stop() too, like a settlement.
+  void run(std::function<void(BudgetStore&)> fn);
+
   /// The store itself (thread-safe), e.g. to read a snapshot after sync() in a test.
   BudgetStore& store() { return *store_; }
 

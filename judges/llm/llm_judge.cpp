@@ -12,6 +12,7 @@
 #include <random>
 
 #include "judges/json_limits.hpp"
+#include "judges/llm/llm_call.hpp"
 #include "judges/llm/prompt.hpp"
 #include "judges/log_text.hpp"
 #include "judges/rate_limited_log.hpp"
@@ -55,18 +56,6 @@ std::int64_t epochMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-/// 64 random bits drawn once per process, in hex.
-const std::string& processNonce() {
-  static const std::string nonce = [] {
-    std::random_device rd;
-    const std::uint64_t v = (std::uint64_t{rd()} << 32) ^ rd();
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-    return std::string(buf);
-  }();
-  return nonce;
 }
 
 /// A settled call's outcome as the verdict store keeps it (a redelivery re-emits it): JSON.
@@ -130,30 +119,7 @@ LlmCallResult storedResult(const std::string& json, Steady::time_point started) 
   return r;
 }
 
-/// `text` with every occurrence of `key` replaced: a provider's error message may quote the
-/// key it refused, and error messages reach the judgments and the logs.
-std::string redactKey(std::string text, const std::string& key) {
-  if (key.size() < 4) return text;
-  for (std::size_t at; (at = text.find(key)) != std::string::npos;)
-    text.replace(at, key.size(), "[redacted]");
-  return text;
-}
-
 }  // namespace
-
-struct LlmJudge::Call {
-  Event event;
-  Prompt prompt;
-  HttpRequest request;
-  std::function<void(LlmCallResult)> done;
-  std::string day, reservation_id;
-  double reserved_eur = 0;
-  std::int64_t token_cost = 0;  // rate-limit weight: prompt estimate + max_tokens
-  Steady::time_point started = Steady::now();
-  int attempts = 0;
-  bool answered = false;  // a 2xx reply arrived (billed by the provider)
-  std::int64_t ttl_ms = 0, lease_ms = 0;
-};
 
 LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
     : settings_(std::move(settings)),
@@ -164,6 +130,16 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
       stats_(services.stats().forJudge(settings_.name, settings_.model)),
       policy_(settings_.retry, std::hash<std::string>{}(settings_.name)),
       breaker_(settings_.breaker_failures, settings_.breaker_open) {
+  if (settings_.batch) {
+    batch_stats_ = services.stats().forBatch(settings_.name);
+    batch_token_ = processNonce() + "/" + settings_.name;
+    batch_headers_ = buildRequest(settings_.provider, settings_.endpoint, settings_.api_key,
+                                  settings_.model, Prompt{}, settings_.max_tokens, format_)
+                         .headers;
+    // Batches another instance left (it died before their results): taken over once their
+    // lease lapses; looked for at start and every batch_poll.
+    client_.schedule(Millis{1000}, [this] { scanBatches(); });
+  }
   if (isPlainRemoteHttp(settings_.endpoint))
     spdlog::warn(
         "llm judge '{}': insecure_http: the API key and the events' text go to {} unencrypted",
@@ -189,9 +165,13 @@ LlmJudge::~LlmJudge() { services_.removeJudge(this); }
 std::vector<LlmJudge::Abandoned> LlmJudge::abandon() const {
   std::vector<Abandoned> out;
   std::lock_guard lock(mu_);
-  for (const auto& c : reserved_) out.push_back({c->reservation_id, c->day, c->event.id, scopes()});
+  // A submitted batch request keeps its reservation and lease: the batch is paid whether this
+  // instance waits or not, and whichever instance takes the batch over settles it.
+  for (const auto& c : reserved_)
+    if (!c->submitted) out.push_back({c->reservation_id, c->day, c->event.id, scopes()});
   reserved_.clear();
   waiting_.clear();
+  open_batch_.clear();
   return out;
 }
 
@@ -293,9 +273,12 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
                             settings_.model, c->prompt, settings_.max_tokens, format_);
   c->request.timeout = settings_.timeout;
   c->token_cost = c->prompt.estimated_tokens + settings_.max_tokens;
-  // Reserve the worst case before anything is sent.
+  c->batched = settings_.batch;
+  // Reserve the worst case before anything is sent (at the batch price for a batch judge).
   const auto worst = estimateUsage(c->prompt.estimated_tokens, settings_.max_tokens);
-  c->reserved_eur = costEur(costUsd(settings_.price, worst), settings_.usd_to_eur);
+  c->reserved_eur =
+      costEur(costUsd(c->batched ? batchPrice(settings_.price) : settings_.price, worst),
+              settings_.usd_to_eur);
   const auto now_ms = epochMs();
   c->day = budgetDay(settings_.timezone, now_ms);
   // Unique across calls, restarts and instances: it is also the call's lease token.
@@ -305,6 +288,9 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   // the reservation another minute, so that a late settlement still finds it.
   c->lease_ms = settings_.timeout.count() * (settings_.retry.max_attempts + 1) +
                 settings_.retry.max_retry_wait.count() * settings_.retry.max_attempts + 10'000;
+  // A batch request waits for its batch (batch_max_wait) with a short hold; submitBatch()
+  // extends it to the provider's 24 h window when the batch leaves.
+  if (c->batched) c->lease_ms = settings_.batch_max_wait.count() + 30'000;
   c->ttl_ms = c->lease_ms + 50'000;
   c->done = std::move(done);
   reserve(c, false);
@@ -387,6 +373,13 @@ void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a
     }
     case ReserveStatus::kReserved:
       break;
+  }
+  if (c->batched) {  // into the open batch: no max_in_flight slot
+    {
+      std::lock_guard lock(mu_);
+      reserved_.insert(c);
+    }
+    return enqueueBatch(c);
   }
   bool overflow = false;
   {
@@ -571,7 +564,7 @@ void LlmJudge::finish(const std::shared_ptr<Call>& c, LlmVerdict verdict,
   if (!usage) usage = estimateUsage(c->prompt.estimated_tokens, settings_.max_tokens);
   r.usage = *usage;
   r.usage_reported = usage->reported;
-  r.cost_usd = costUsd(settings_.price, *usage);
+  r.cost_usd = costUsd(c->batched ? batchPrice(settings_.price) : settings_.price, *usage);
   r.cost_eur = costEur(r.cost_usd, settings_.usd_to_eur);
   r.verdict = std::move(verdict);
   {
@@ -605,7 +598,7 @@ FinishRequest LlmJudge::endOf(const std::shared_ptr<Call>& c, std::optional<doub
 void LlmJudge::settled(const std::shared_ptr<Call>& c, LlmCallResult r) const {
   r.latency = std::chrono::duration_cast<Millis>(Steady::now() - c->started);
   std::shared_ptr<Call> next;
-  {
+  if (!c->batched) {  // a batched call held no slot
     std::lock_guard lock(mu_);
     if (!waiting_.empty()) {
       next = waiting_.front();

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -90,6 +91,14 @@ struct LlmJudgeSettings {
   RetryOptions retry;
   int breaker_failures = 5;
   Millis breaker_open{30'000};
+  /// `batch: true`: calls go through the provider's batch API (llm_batch.cpp) at the batch
+  /// price (kBatchPriceShare of the list price): collected until batch_max_requests or
+  /// batch_max_wait after the first, submitted, polled every batch_poll, settled per result.
+  bool batch = false;
+  std::size_t batch_max_requests = 1000;
+  Millis batch_max_wait{600'000};
+  Millis batch_poll{30'000};
+  std::size_t batch_max_pending_events = 50'000;
 };
 
 /// The settings of `kind: llm` judge options (llm_options.cpp). Throws OptionError listing
@@ -181,6 +190,29 @@ class LlmJudge final : public Judge {
   void flagTrimmed(const Prompt& prompt, LlmVerdict& verdict) const;
   /// Frees the call's slot (starting the next waiting call) once its money is recorded.
   void settled(const std::shared_ptr<Call>& call, LlmCallResult result) const;
+  // ---- batch: true (llm_batch.cpp) -------------------------------------------------------------
+  struct Batch;
+  /// A reserved call joins the open batch; a full batch is submitted, else the first call arms
+  /// the batch_max_wait timer.
+  void enqueueBatch(const std::shared_ptr<Call>& call) const;
+  void flushBatch() const;
+  /// Extends each request's reservation and lease to the provider's window (a request the
+  /// budget no longer admits is skipped_budget), then sendBatch().
+  void submitBatch(std::vector<std::shared_ptr<Call>> calls) const;
+  /// Uploads and creates the provider batch; on success keeps its record in the store.
+  void sendBatch(std::vector<std::shared_ptr<Call>> calls) const;
+  void createBatch(const std::shared_ptr<Batch>& batch, const std::string& input_file_id) const;
+  /// Polls a submitted batch every batch_poll until it ends, then settles its results.
+  void pollBatch(const std::shared_ptr<Batch>& batch) const;
+  void fetchResults(const std::shared_ptr<Batch>& batch, const std::string& url) const;
+  void settleResults(const std::shared_ptr<Batch>& batch, const std::string& jsonl) const;
+  /// Every batch_poll: the store's batches of this judge that nobody holds (their instance
+  /// died) are taken over and polled.
+  void scanBatches() const;
+  void recover(const std::string& batch_id, const std::string& record) const;
+  /// The provider's HTTP request to `path` (after the endpoint), with the judge's headers.
+  HttpRequest batchRequest(const std::string& method, const std::string& path) const;
+
   /// The ledger's end of a call: `cost_eur` and `verdict` for a billed answer, else nullopt.
   FinishRequest endOf(const std::shared_ptr<Call>& call, std::optional<double> cost_eur,
                       std::optional<std::string> verdict) const;
@@ -205,6 +237,13 @@ class LlmJudge final : public Judge {
   mutable std::set<std::shared_ptr<Call>> reserved_;          // hold a reservation, not yet settled
   mutable std::atomic<std::uint64_t> sequence_{0};
   mutable std::atomic<bool> self_warned_{false};
+  // batch: true: the open batch, the submitted ones this process polls (by provider id).
+  mutable std::vector<std::shared_ptr<Call>> open_batch_;
+  mutable bool flush_armed_ = false;
+  mutable std::map<std::string, std::shared_ptr<Batch>> batches_;
+  mutable std::optional<LlmStats::Batch> batch_stats_;
+  std::string batch_token_;  // this process's lease token on its batches
+  std::vector<std::pair<std::string, std::string>> batch_headers_;  // auth and version headers
 };
 
 }  // namespace assay::llm

@@ -51,6 +51,18 @@ const OptionSpec kOptions[] = {
     {"score_trimmed", OptionType::kBool,
      "true counts a faithfulness score judged on contexts trimmed to max_input_tokens (default "
      "false: outcome contexts_trimmed)"},
+    {"batch", OptionType::kBool,
+     "true sends the calls through the provider's batch API (OpenAI Batch API, Anthropic Message "
+     "Batches) at half the list price; verdicts come within the provider's 24 h window"},
+    {"batch_max_requests", OptionType::kInt,
+     "requests per batch, 1..50000 (default 1000): a batch is submitted when it holds that many"},
+    {"batch_max_wait_ms", OptionType::kInt,
+     "or this long after its first request, 1000..86400000 (default 600000: 10 minutes)"},
+    {"batch_poll_ms", OptionType::kInt,
+     "how often a submitted batch's status is asked, 100..3600000 (default 30000)"},
+    {"batch_max_pending_events", OptionType::kInt,
+     "events that may wait for this judge's batch verdicts before consumption pauses, "
+     "1..10000000 (default 50000)"},
     {"rubric", OptionType::kTree,
      "{levels: {SCORE: {name?, description?}}, examples: [{question, contexts, answer, score, "
      "justification, unsupported_claim?}]}: wording overrides, and few-shot examples (one per "
@@ -355,6 +367,19 @@ void readLimits(const JudgeOptionValues& v, LlmJudgeSettings& s, Errors& errors)
     s.retry.max_retry_wait = Millis{v.getIntIn("max_retry_wait_ms", 60000, 0, 3'600'000)};
   });
   errors.check([&] { s.score_trimmed = v.getBool("score_trimmed", false); });
+  errors.check([&] { s.batch = v.getBool("batch", false); });
+  errors.check([&] {
+    s.batch_max_requests =
+        static_cast<std::size_t>(v.getIntIn("batch_max_requests", 1000, 1, 50000));
+  });
+  errors.check([&] {
+    s.batch_max_wait = Millis{v.getIntIn("batch_max_wait_ms", 600000, 1000, 86'400'000)};
+  });
+  errors.check([&] { s.batch_poll = Millis{v.getIntIn("batch_poll_ms", 30000, 100, 3'600'000)}; });
+  errors.check([&] {
+    s.batch_max_pending_events =
+        static_cast<std::size_t>(v.getIntIn("batch_max_pending_events", 50000, 1, 10'000'000));
+  });
   std::string format = "json_schema";
   errors.check([&] { format = v.getString("reply_format", "json_schema"); });
   if (format != "json_schema" && format != "json_object")

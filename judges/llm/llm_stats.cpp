@@ -28,6 +28,20 @@ LlmStats::LlmStats(prometheus::Registry& r)
       stored(counter(r, "assay_judge_stored_verdicts_total",
                      "Verdicts of redelivered events re-emitted from the verdict store (no call, "
                      "no charge)")),
+      batches(counter(r, "assay_judge_batches_total",
+                      "Provider batches of batch: true LLM judges, by status: submitted, "
+                      "completed, expired, failed")),
+      batch_requests(prometheus::BuildHistogram()
+                         .Name("assay_judge_batch_requests")
+                         .Help("Requests per submitted provider batch")
+                         .Register(r)),
+      batch_latency(prometheus::BuildHistogram()
+                        .Name("assay_judge_batch_latency_seconds")
+                        .Help("Seconds from a batch's submission to its results settled")
+                        .Register(r)),
+      batch_saved(counter(r, "assay_judge_batch_saved_euros_total",
+                          "Euros saved by batch judging: the calls' synchronous price minus "
+                          "their batch price")),
       store_errors(counter(r, "assay_budget_store_errors_total",
                            "LLM calls not made because the budget store did not answer (fail "
                            "closed; cheap judges go on)")
@@ -46,6 +60,24 @@ LlmStats::Judge LlmStats::forJudge(const std::string& judge, const std::string& 
                &usage_missing.Add({{"judge", judge}}),
                &self_judging.Add({{"judge", judge}}),
                &stored.Add({{"judge", judge}})};
+}
+
+LlmStats::Batch LlmStats::forBatch(const std::string& judge) {
+  const auto status = [&](const char* s) {
+    return &batches.Add({{"judge", judge}, {"status", s}});
+  };
+  return Batch{status("submitted"),
+               status("completed"),
+               status("expired"),
+               status("failed"),
+               &batch_requests.Add({{"judge", judge}},
+                                   prometheus::Histogram::BucketBoundaries{
+                                       1, 10, 50, 100, 500, 1000, 5000, 10000, 50000}),
+               &batch_latency.Add(
+                   {{"judge", judge}},
+                   prometheus::Histogram::BucketBoundaries{
+                       1, 10, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 48 * 3600}),
+               &batch_saved.Add({{"judge", judge}})};
 }
 
 BudgetStats::BudgetStats(prometheus::Registry& r)

@@ -6,6 +6,7 @@
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
 #include <string>
@@ -29,12 +30,29 @@ struct LlmStats {
     prometheus::Counter* stored;
   };
   Judge forJudge(const std::string& judge, const std::string& model);
+  /// A `batch: true` judge's batch series.
+  struct Batch {
+    /// assay_judge_batches_total{judge,status}: submitted, completed (results settled),
+    /// expired (the provider's window passed: the unanswered requests released), failed
+    /// (refused at submission, or failed at the provider).
+    prometheus::Counter *submitted, *completed, *expired, *failed;
+    prometheus::Histogram* requests;  ///< assay_judge_batch_requests{judge}: requests a batch
+    prometheus::Histogram* latency;  ///< assay_judge_batch_latency_seconds{judge}: submit → results
+    /// assay_judge_batch_saved_euros_total{judge}: the synchronous price of the settled calls
+    /// minus what they cost at the batch price, euros.
+    prometheus::Counter* saved;
+  };
+  Batch forBatch(const std::string& judge);
 
   prometheus::Family<prometheus::Counter>& tokens;
   prometheus::Family<prometheus::Counter>& cost;
   prometheus::Family<prometheus::Counter>& usage_missing;
   prometheus::Family<prometheus::Counter>& self_judging;
   prometheus::Family<prometheus::Counter>& stored;
+  prometheus::Family<prometheus::Counter>& batches;
+  prometheus::Family<prometheus::Histogram>& batch_requests;
+  prometheus::Family<prometheus::Histogram>& batch_latency;
+  prometheus::Family<prometheus::Counter>& batch_saved;
   /// assay_budget_store_errors_total: calls not made because the store did not answer.
   prometheus::Counter& store_errors;
 };

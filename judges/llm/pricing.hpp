@@ -41,6 +41,20 @@ constexpr ModelPrice uncachedPrice(double input_usd_per_mtok, double output_usd_
   return {input_usd_per_mtok, input_usd_per_mtok, output_usd_per_mtok, input_usd_per_mtok};
 }
 
+/// The batch APIs' price as a share of the list price: OpenAI's Batch API ("a 50% discount",
+/// https://platform.openai.com/docs/guides/batch) and Anthropic's Message Batches ("50% of
+/// standard API prices", https://docs.anthropic.com/en/docs/build-with-claude/batch-processing),
+/// both read 2026-11. Every token class is halved.
+inline constexpr double kBatchPriceShare = 0.5;
+
+/// `list` at kBatchPriceShare.
+constexpr ModelPrice batchPrice(const ModelPrice& list) {
+  return {list.input_usd_per_mtok * kBatchPriceShare,
+          list.cached_input_usd_per_mtok * kBatchPriceShare,
+          list.output_usd_per_mtok * kBatchPriceShare,
+          list.cache_write_usd_per_mtok * kBatchPriceShare};
+}
+
 /// Token counts of one call, normalised across providers.
 /// `cached_prompt_tokens` and `cache_write_prompt_tokens` are disjoint SUBSETS of
 /// `prompt_tokens` (OpenAI reports cached tokens inside prompt_tokens; Anthropic's

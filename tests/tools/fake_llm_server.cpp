@@ -58,8 +58,10 @@
 #include <cstdio>
 #include <deque>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -251,6 +253,242 @@ std::string textReply(const rapidjson::Document& d, const std::string& model) {
   return "Answer by " + model + ": " + user.substr(0, 240);
 }
 
+// ---- Batch APIs --------------------------------------------------------------------------------
+// OpenAI's Batch API (https://platform.openai.com/docs/api-reference/batch): POST /v1/files
+// (multipart, purpose "batch", a JSONL file of {custom_id, method, url, body}), POST /v1/batches
+// {input_file_id, endpoint, completion_window}, GET /v1/batches/{id} (validating → in_progress →
+// completed, with output_file_id), GET /v1/files/{id}/content (JSONL of {id, custom_id, response:
+// {status_code, request_id, body}, error}). Anthropic's Message Batches
+// (https://docs.anthropic.com/en/api/creating-message-batches): POST /v1/messages/batches
+// {requests: [{custom_id, params}]}, GET /v1/messages/batches/{id} (processing_status in_progress
+// → ended, results_url), GET …/{id}/results (JSONL of {custom_id, result: {type: succeeded,
+// message} | {type: errored, error}}). A batch ends --batch-delay-ms after it was created (0: at
+// once); each request is answered as the synchronous endpoint answers it (markers included), and
+// is then counted in "batched" of /_fake/stats, not in "requests".
+
+struct FakeBatch {
+  std::string id;
+  bool anthropic = false;
+  std::vector<std::pair<std::string, std::string>> requests;  // custom_id, body
+  std::int64_t created_ms = 0;
+  std::string output_file;  // OpenAI: the results file's id, once ended
+  std::string results;      // the results JSONL, once ended
+  bool ended = false;
+};
+
+std::mutex g_batch_mu;
+std::map<std::string, std::string> g_files;  // id → content
+std::map<std::string, FakeBatch> g_batches;
+std::atomic<long> g_batches_created{0}, g_batched{0};
+std::vector<std::size_t> g_batch_sizes;  // requests of each batch, in creation order
+int g_batch_delay_ms = 0;
+
+http::response<http::string_body> reply(const http::request<http::string_body>& req);
+
+// The synchronous endpoint's answer to one request of a batch: status and body.
+std::pair<int, std::string> answerOne(const std::string& body, bool anthropic) {
+  http::request<http::string_body> one{http::verb::post,
+                                       anthropic ? "/v1/messages" : "/v1/chat/completions", 11};
+  one.body() = body;
+  one.prepare_payload();
+  if (!g_api_key.empty()) {
+    if (anthropic)
+      one.set("x-api-key", g_api_key);
+    else
+      one.set(http::field::authorization, "Bearer " + g_api_key);
+  }
+  auto r = reply(one);
+  --g_requests;  // counted as batched, not as a synchronous request
+  --(anthropic ? g_messages : g_chat);
+  ++g_batched;
+  return {static_cast<int>(r.result_int()), r.body()};
+}
+
+// Ends a batch whose time has come: answers every request and writes the results.
+void settle(FakeBatch& b) {
+  if (b.ended || epochMs() < b.created_ms + g_batch_delay_ms) return;
+  std::string out;
+  int n = 0;
+  for (const auto& [custom_id, body] : b.requests) {
+    const auto [status, answer] = answerOne(body, b.anthropic);
+    if (b.anthropic) {
+      out += status == 200 ? R"({"custom_id":)" + jsonString(custom_id) +
+                                 R"(,"result":{"type":"succeeded","message":)" + answer + "}}\n"
+                           : R"({"custom_id":)" + jsonString(custom_id) +
+                                 R"(,"result":{"type":"errored","error":)" + answer + "}}\n";
+    } else {
+      const std::string n_text = std::to_string(++n);
+      out += R"({"id":"batch_req_)" + n_text + R"(","custom_id":)" + jsonString(custom_id) +
+             R"(,"response":{"status_code":)" + std::to_string(status) + R"(,"request_id":"req_)" +
+             n_text + R"(","body":)" + answer + R"(},"error":null})" + "\n";
+    }
+  }
+  b.results = out;
+  b.ended = true;
+  if (!b.anthropic) {
+    b.output_file = "file-out-" + b.id;
+    g_files[b.output_file] = out;
+  }
+}
+
+std::string openAiBatchJson(const FakeBatch& b) {
+  const auto n = std::to_string(b.requests.size());
+  return R"({"id":")" + b.id + R"(","object":"batch","endpoint":"/v1/chat/completions",)" +
+         R"("errors":null,"input_file_id":"file-in-)" + b.id + R"(","completion_window":"24h",)" +
+         R"("status":")" + (b.ended ? "completed" : "in_progress") + R"(","output_file_id":)" +
+         (b.ended ? "\"" + b.output_file + "\"" : std::string("null")) +
+         R"(,"error_file_id":null,"created_at":)" + std::to_string(b.created_ms / 1000) +
+         R"(,"request_counts":{"total":)" + n + R"(,"completed":)" + (b.ended ? n : "0") +
+         R"(,"failed":0}})";
+}
+
+std::string anthropicBatchJson(const FakeBatch& b, const std::string& host) {
+  const auto n = std::to_string(b.requests.size());
+  return R"({"id":")" + b.id + R"(","type":"message_batch","processing_status":")" +
+         (b.ended ? "ended" : "in_progress") + R"(","request_counts":{"processing":)" +
+         (b.ended ? "0" : n) + R"(,"succeeded":)" + (b.ended ? n : "0") +
+         R"(,"errored":0,"canceled":0,"expired":0},"ended_at":)" +
+         (b.ended ? "\"2026-01-01T00:00:00Z\"" : std::string("null")) +
+         R"(,"created_at":"2026-01-01T00:00:00Z","expires_at":"2026-01-02T00:00:00Z","results_url":)" +
+         (b.ended ? "\"http://" + host + "/v1/messages/batches/" + b.id + "/results\""
+                  : std::string("null")) +
+         "}";
+}
+
+// The multipart part named `name` of a multipart/form-data body.
+std::optional<std::string> multipartPart(const std::string& body, const std::string& content_type,
+                                         const std::string& name) {
+  const auto b = content_type.find("boundary=");
+  if (b == std::string::npos) return std::nullopt;
+  std::string boundary = content_type.substr(b + 9);
+  if (!boundary.empty() && boundary.front() == '"')
+    boundary = boundary.substr(1, boundary.size() - 2);
+  const std::string delim = "--" + boundary;
+  std::size_t at = 0;
+  while ((at = body.find(delim, at)) != std::string::npos) {
+    at += delim.size();
+    const auto headers_end = body.find("\r\n\r\n", at);
+    if (headers_end == std::string::npos) return std::nullopt;
+    const std::string headers = body.substr(at, headers_end - at);
+    const auto next = body.find("\r\n" + delim, headers_end);
+    if (next == std::string::npos) return std::nullopt;
+    if (headers.find("name=\"" + name + "\"") != std::string::npos)
+      return body.substr(headers_end + 4, next - headers_end - 4);
+    at = next;
+  }
+  return std::nullopt;
+}
+
+// Handles the batch endpoints; nullopt for any other target.
+std::optional<std::pair<int, std::string>> batchEndpoint(
+    const http::request<http::string_body>& req) {
+  const std::string target(req.target());
+  const bool post = req.method() == http::verb::post;
+  std::lock_guard lock(g_batch_mu);
+  if (target == "/v1/files" && post) {
+    const auto purpose =
+        multipartPart(req.body(), std::string(req[http::field::content_type]), "purpose");
+    const auto file =
+        multipartPart(req.body(), std::string(req[http::field::content_type]), "file");
+    if (!file || !purpose || *purpose != "batch")
+      return std::pair{
+          400,
+          std::string(
+              R"({"error":{"message":"Invalid file format or purpose: expected multipart with purpose 'batch' and a 'file' part","type":"invalid_request_error","param":"file","code":null}})")};
+    const std::string id = "file-" + std::to_string(g_files.size() + 1);
+    g_files[id] = *file;
+    return std::pair{200, R"({"id":")" + id + R"(","object":"file","bytes":)" +
+                              std::to_string(file->size()) + R"(,"created_at":)" +
+                              std::to_string(epochMs() / 1000) +
+                              R"(,"filename":"batch.jsonl","purpose":"batch"})"};
+  }
+  if (target == "/v1/batches" && post) {
+    rapidjson::Document d;
+    d.Parse(req.body().c_str());
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember("input_file_id") ||
+        !d["input_file_id"].IsString() || !g_files.count(d["input_file_id"].GetString()))
+      return std::pair{
+          400,
+          std::string(
+              R"({"error":{"message":"No file found with the given input_file_id","type":"invalid_request_error","param":"input_file_id","code":null}})")};
+    FakeBatch b;
+    b.id = "batch_" + std::to_string(++g_batches_created);
+    b.created_ms = epochMs();
+    std::istringstream lines(g_files[d["input_file_id"].GetString()]);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty()) continue;
+      rapidjson::Document l;
+      l.Parse(line.c_str());
+      if (l.HasParseError() || !l.HasMember("custom_id") || !l.HasMember("body")) continue;
+      rapidjson::StringBuffer buf;
+      rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+      l["body"].Accept(w);
+      b.requests.emplace_back(l["custom_id"].GetString(), buf.GetString());
+    }
+    g_batch_sizes.push_back(b.requests.size());
+    auto& stored = g_batches[b.id] = std::move(b);
+    return std::pair{200, openAiBatchJson(stored)};
+  }
+  if (target.rfind("/v1/batches/", 0) == 0 && !post) {
+    const auto it = g_batches.find(target.substr(12));
+    if (it == g_batches.end())
+      return std::pair{
+          404,
+          std::string(
+              R"({"error":{"message":"No batch found","type":"invalid_request_error","param":null,"code":null}})")};
+    settle(it->second);
+    return std::pair{200, openAiBatchJson(it->second)};
+  }
+  if (target.rfind("/v1/files/", 0) == 0 && target.size() > 18 &&
+      target.substr(target.size() - 8) == "/content") {
+    const auto it = g_files.find(target.substr(10, target.size() - 18));
+    if (it == g_files.end())
+      return std::pair{
+          404,
+          std::string(
+              R"({"error":{"message":"No such File object","type":"invalid_request_error","param":"id","code":null}})")};
+    return std::pair{200, it->second};
+  }
+  if (target == "/v1/messages/batches" && post) {
+    rapidjson::Document d;
+    d.Parse(req.body().c_str());
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember("requests") || !d["requests"].IsArray())
+      return std::pair{
+          400,
+          std::string(
+              R"({"type":"error","error":{"type":"invalid_request_error","message":"requests: Field required"}})")};
+    FakeBatch b;
+    b.anthropic = true;
+    b.id = "msgbatch_" + std::to_string(++g_batches_created);
+    b.created_ms = epochMs();
+    for (const auto& r : d["requests"].GetArray()) {
+      if (!r.IsObject() || !r.HasMember("custom_id") || !r.HasMember("params")) continue;
+      rapidjson::StringBuffer buf;
+      rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+      r["params"].Accept(w);
+      b.requests.emplace_back(r["custom_id"].GetString(), buf.GetString());
+    }
+    g_batch_sizes.push_back(b.requests.size());
+    auto& stored = g_batches[b.id] = std::move(b);
+    return std::pair{200, anthropicBatchJson(stored, std::string(req[http::field::host]))};
+  }
+  if (target.rfind("/v1/messages/batches/", 0) == 0 && !post) {
+    std::string id = target.substr(21);
+    const bool results = id.size() > 8 && id.substr(id.size() - 8) == "/results";
+    if (results) id = id.substr(0, id.size() - 8);
+    const auto it = g_batches.find(id);
+    if (it == g_batches.end())
+      return std::pair{
+          404,
+          std::string(
+              R"({"type":"error","error":{"type":"not_found_error","message":"batch not found"}})")};
+    settle(it->second);
+    if (results) return std::pair{200, it->second.results};
+    return std::pair{200, anthropicBatchJson(it->second, std::string(req[http::field::host]))};
+  }
+  return std::nullopt;
+}
+
 http::response<http::string_body> reply(const http::request<http::string_body>& req) {
   http::response<http::string_body> res{http::status::ok, req.version()};
   res.set(http::field::content_type, "application/json");
@@ -264,9 +502,20 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
     return res;
   };
   if (target == "/_fake/stats") {
-    return finish(200, "{\"requests\":" + std::to_string(g_requests.load()) +
-                           ",\"chat\":" + std::to_string(g_chat.load()) +
-                           ",\"messages\":" + std::to_string(g_messages.load()) + "}");
+    return finish(
+        200, "{\"requests\":" + std::to_string(g_requests.load()) +
+                 ",\"chat\":" + std::to_string(g_chat.load()) +
+                 ",\"messages\":" + std::to_string(g_messages.load()) +
+                 ",\"batches\":" + std::to_string(g_batches_created.load()) +
+                 ",\"batched\":" + std::to_string(g_batched.load()) + ",\"batch_sizes\":" +
+                 [] {
+                   std::lock_guard lock(g_batch_mu);
+                   std::string list = "[";
+                   for (auto n : g_batch_sizes)
+                     list += (list.size() > 1 ? "," : "") + std::to_string(n);
+                   return list + "]";
+                 }() +
+                 "}");
   }
   if (target == "/_fake/last_request") {
     std::lock_guard lock(g_mu);
@@ -299,6 +548,26 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
     g_outage_status = d.HasMember("status") && d["status"].IsInt() ? d["status"].GetInt() : 503;
     g_outage_until_ms = epochMs() + d["ms"].GetInt();
     return finish(200, "{\"outage_ms\":" + std::to_string(d["ms"].GetInt()) + "}");
+  }
+  if (target.rfind("/v1/files", 0) == 0 || target.rfind("/v1/batches", 0) == 0 ||
+      target.rfind("/v1/messages/batches", 0) == 0) {
+    const bool anthropic_batch = target.rfind("/v1/messages/batches", 0) == 0;
+    if (!g_api_key.empty()) {
+      const std::string auth = anthropic_batch ? std::string(req["x-api-key"])
+                                               : std::string(req[http::field::authorization]);
+      if (auth != (anthropic_batch ? g_api_key : "Bearer " + g_api_key))
+        return finish(
+            401,
+            anthropic_batch
+                ? R"({"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}})"
+                : R"({"error":{"message":"Incorrect API key provided","type":"invalid_request_error","param":null,"code":"invalid_api_key"}})");
+    }
+    if (auto b = batchEndpoint(req)) {
+      if (target.find("/content") != std::string::npos ||
+          target.find("/results") != std::string::npos)
+        res.set(http::field::content_type, "application/jsonl");
+      return finish(b->first, std::move(b->second));
+    }
   }
   if (target != "/v1/chat/completions" && !anthropic) {
     return finish(404,
@@ -573,7 +842,9 @@ int main(int argc, char** argv) {
           "[[fake-kind:truncated|fenced|refusal|error|overloaded|no_usage|null_details]];\n"
           "POST /_fake/script queues scripted replies, GET /_fake/stats counts requests.\n"
           "--delay-ms N delays unscripted replies; --call-log FILE logs every billed reply;\n"
-          "--request-log FILE appends every API request body, one per line.\n");
+          "--request-log FILE appends every API request body, one per line;\n"
+          "--batch-delay-ms N: a batch (OpenAI /v1/batches, Anthropic /v1/messages/batches)\n"
+          "ends N ms after it was created.\n");
       return 0;
     }
   }
@@ -593,6 +864,8 @@ int main(int argc, char** argv) {
       g_call_log = std::fopen(argv[i + 1], "a");
     else if (a == "--request-log")
       g_request_log = std::fopen(argv[i + 1], "a");
+    else if (a == "--batch-delay-ms")
+      g_batch_delay_ms = std::stoi(argv[i + 1]);
   }
   std::signal(SIGPIPE, SIG_IGN);
   asio::io_context io;

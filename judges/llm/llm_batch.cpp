@@ -1,0 +1,464 @@
+// batch: true LLM judges: the provider's batch API instead of one HTTP call per event
+// (docs/configuration.md, "Batch judging").
+//   OpenAI Batch API (https://platform.openai.com/docs/guides/batch): the requests as a JSONL
+//   file uploaded with purpose "batch" (POST {endpoint}/files), a batch on
+//   /v1/chat/completions with a 24 h window (POST {endpoint}/batches), polled
+//   (GET {endpoint}/batches/{id}) until completed, then its output file
+//   (GET {endpoint}/files/{output_file_id}/content): one line per request, by custom_id.
+//   Anthropic Message Batches (https://docs.anthropic.com/en/api/creating-message-batches):
+//   POST {endpoint}/v1/messages/batches {requests: [{custom_id, params}]}, polled until
+//   processing_status "ended", then its results_url: one line per request, by custom_id.
+// Every request is reserved in the ledger before it joins a batch (its worst case at the batch
+// price) and settled from its own result; requests that fail or expire are released. Each
+// submitted batch's record (provider id, and per request the event id, reservation id, day)
+// is kept in the budget store with a lease its poller renews, so that when the instance that
+// submitted it dies, another (or the same, restarted) takes it over and settles its results:
+// the verdicts land in the verdict store, where the redelivered events find them; nothing is
+// submitted or paid twice.
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <functional>
+#include <sstream>
+
+#include "judges/llm/llm_call.hpp"
+#include "judges/llm/llm_judge.hpp"
+#include "judges/log_text.hpp"
+
+namespace assay::llm {
+
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+std::int64_t epochNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string compact(const rapidjson::Value& v) {
+  rapidjson::StringBuffer b;
+  rapidjson::Writer<rapidjson::StringBuffer> w(b);
+  v.Accept(w);
+  return {b.GetString(), b.GetSize()};
+}
+
+std::string stringMember(const rapidjson::Value& o, const char* key) {
+  if (!o.IsObject()) return {};
+  const auto it = o.FindMember(key);
+  return it != o.MemberEnd() && it->value.IsString()
+             ? std::string(it->value.GetString(), it->value.GetStringLength())
+             : std::string();
+}
+
+bool ok2xx(const HttpResponse& r) { return r.status >= 200 && r.status < 300; }
+
+std::string why(const HttpResponse& r) {
+  return r.status == 0 ? r.error
+                       : "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 300);
+}
+
+// The leases: a batch's poller renews it every poll; another instance takes a batch over once
+// it lapses (its poller died).
+std::int64_t leaseMs(Millis poll) { return 3 * poll.count() + 10'000; }
+
+LlmVerdict failed(Outcome o, std::string text) {
+  LlmVerdict v;
+  v.outcome = o;
+  v.justification = std::move(text);
+  return v;
+}
+
+}  // namespace
+
+struct LlmJudge::Batch {
+  std::string id;  // the provider's
+  std::vector<std::shared_ptr<Call>> calls;
+  std::map<std::string, std::shared_ptr<Call>> by_custom_id;
+  std::int64_t submitted_ms = 0;  // epoch
+  bool recovered = false;         // taken over from the store (no caller waits)
+  double saved_eur = 0;
+};
+
+HttpRequest LlmJudge::batchRequest(const std::string& method, const std::string& path) const {
+  HttpRequest r;
+  r.method = method;
+  r.url = path.rfind("http", 0) == 0 ? path : settings_.endpoint + path;
+  for (const auto& h : batch_headers_)
+    if (h.first != "content-type" && h.first != "Content-Type") r.headers.push_back(h);
+  r.timeout = std::max(settings_.timeout, Millis{60'000});  // an upload of many requests
+  return r;
+}
+
+void LlmJudge::enqueueBatch(const std::shared_ptr<Call>& c) const {
+  std::vector<std::shared_ptr<Call>> full;
+  bool arm = false;
+  {
+    std::lock_guard lock(mu_);
+    open_batch_.push_back(c);
+    if (open_batch_.size() >= settings_.batch_max_requests) {
+      full.swap(open_batch_);
+    } else if (!flush_armed_) {
+      flush_armed_ = arm = true;
+    }
+  }
+  if (!full.empty()) return submitBatch(std::move(full));
+  if (arm) client_.schedule(settings_.batch_max_wait, [this] { flushBatch(); });
+}
+
+void LlmJudge::flushBatch() const {
+  std::vector<std::shared_ptr<Call>> calls;
+  {
+    std::lock_guard lock(mu_);
+    flush_armed_ = false;
+    calls.swap(open_batch_);
+  }
+  if (!calls.empty()) submitBatch(std::move(calls));
+}
+
+void LlmJudge::submitBatch(std::vector<std::shared_ptr<Call>> calls) const {
+  // While a request waits for its batch it holds a short reservation and lease (a crash then
+  // frees them soon); the batch about to leave gets the provider's window: 24 h, plus an hour.
+  constexpr std::int64_t kWindowMs = 25LL * 3'600'000;
+  ledger_.run([this, calls = std::move(calls)](BudgetStore& s) mutable {
+    std::vector<std::shared_ptr<Call>> kept, refused;
+    for (auto& c : calls) {
+      s.release(c->reservation_id, c->day, scopes());
+      const auto r = s.reserve(scopes(), c->reserved_eur, c->day, c->reservation_id,
+                               kWindowMs + 50'000, /*close_on_refusal=*/true);
+      if (r.status == ReserveStatus::kReserved &&
+          s.claim(c->event.id, settings_.name, c->reservation_id, kWindowMs).status ==
+              ClaimResult::Status::kClaimed)
+        kept.push_back(c);
+      else
+        refused.push_back(c);
+    }
+    client_.schedule(Millis{0}, [this, kept = std::move(kept), refused = std::move(refused)] {
+      for (const auto& c : refused)
+        finish(c, failed(Outcome::kSkippedBudget, "the budget no longer admits this batch request"),
+               std::nullopt);
+      if (!kept.empty()) sendBatch(kept);
+    });
+  });
+}
+
+void LlmJudge::sendBatch(std::vector<std::shared_ptr<Call>> calls) const {
+  auto b = std::make_shared<Batch>();
+  b->calls = std::move(calls);
+  for (std::size_t i = 0; i < b->calls.size(); ++i) {
+    auto& c = b->calls[i];
+    // Anthropic's custom_id: ^[a-zA-Z0-9_-]{1,64}$.
+    c->custom_id = "r" + std::to_string(i) + "_" +
+                   std::to_string(std::hash<std::string>{}(c->reservation_id) % 1'000'000'007);
+    b->by_custom_id[c->custom_id] = c;
+  }
+  if (settings_.provider == Provider::kAnthropic) {
+    std::string body = R"({"requests":[)";
+    for (std::size_t i = 0; i < b->calls.size(); ++i)
+      body += std::string(i ? "," : "") + R"({"custom_id":")" + b->calls[i]->custom_id +
+              R"(","params":)" + b->calls[i]->request.body + "}";
+    body += "]}";
+    auto req = batchRequest("POST", "/v1/messages/batches");
+    req.headers.emplace_back("content-type", "application/json");
+    req.body = std::move(body);
+    client_.submit(std::move(req), [this, b](const HttpResponse& r) {
+      rapidjson::Document d;
+      if (ok2xx(r)) d.Parse(r.body.c_str());
+      const std::string id = ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
+      if (id.empty()) {
+        batch_stats_->failed->Increment();
+        spdlog::warn("llm judge '{}': batch of {} request(s) refused: {}", settings_.name,
+                     b->calls.size(), logText(why(r), 300));
+        for (auto& c : b->calls)
+          finish(c, failed(Outcome::kProviderError, "batch refused: " + why(r)), std::nullopt);
+        return;
+      }
+      createBatch(b, "anthropic:" + id);
+    });
+    return;
+  }
+  std::string jsonl;
+  for (const auto& c : b->calls)
+    jsonl += R"({"custom_id":")" + c->custom_id +
+             R"(","method":"POST","url":"/v1/chat/completions","body":)" + c->request.body + "}\n";
+  const std::string boundary = "assay-batch-" + processNonce();
+  std::string body = "--" + boundary +
+                     "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--" +
+                     boundary +
+                     "\r\nContent-Disposition: form-data; name=\"file\"; "
+                     "filename=\"assay-batch.jsonl\"\r\nContent-Type: application/jsonl\r\n\r\n" +
+                     jsonl + "\r\n--" + boundary + "--\r\n";
+  auto req = batchRequest("POST", "/files");
+  req.headers.emplace_back("content-type", "multipart/form-data; boundary=" + boundary);
+  req.body = std::move(body);
+  client_.submit(std::move(req), [this, b](const HttpResponse& r) {
+    rapidjson::Document d;
+    if (ok2xx(r)) d.Parse(r.body.c_str());
+    const std::string file = ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
+    if (file.empty()) {
+      batch_stats_->failed->Increment();
+      spdlog::warn("llm judge '{}': batch file of {} request(s) refused: {}", settings_.name,
+                   b->calls.size(), logText(why(r), 300));
+      for (auto& c : b->calls)
+        finish(c, failed(Outcome::kProviderError, "batch file refused: " + why(r)), std::nullopt);
+      return;
+    }
+    createBatch(b, file);
+  });
+}
+
+void LlmJudge::createBatch(const std::shared_ptr<Batch>& b, const std::string& input) const {
+  // Anthropic's batch exists already ("anthropic:ID"); OpenAI's is created from the file.
+  const auto registered = [this, b](const std::string& id) {
+    b->id = id;
+    b->submitted_ms = epochNowMs();
+    rapidjson::StringBuffer buf;
+    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+    w.StartObject();
+    w.Key("submitted_ms");
+    w.Int64(b->submitted_ms);
+    w.Key("requests");
+    w.StartArray();
+    for (auto& c : b->calls) {
+      c->submitted = true;
+      w.StartArray();
+      for (const std::string* s : {&c->custom_id, &c->event.id, &c->reservation_id, &c->day})
+        w.String(s->c_str(), static_cast<rapidjson::SizeType>(s->size()));
+      w.Int64(c->prompt.estimated_tokens);
+      w.EndArray();
+    }
+    w.EndArray();
+    w.EndObject();
+    const std::string record(buf.GetString(), buf.GetSize());
+    ledger_.run([this, id, record](BudgetStore& s) {
+      if (!s.saveBatch(settings_.name, id, record) ||
+          !s.leaseBatch(settings_.name, id, batch_token_, leaseMs(settings_.batch_poll)))
+        spdlog::warn(
+            "llm judge '{}': batch {} is not recorded in the budget store (it did not answer): "
+            "if this instance dies before its results, nobody fetches them",
+            settings_.name, id);
+    });
+    {
+      std::lock_guard lock(mu_);
+      batches_[id] = b;
+    }
+    batch_stats_->submitted->Increment();
+    batch_stats_->requests->Observe(static_cast<double>(b->calls.size()));
+    spdlog::info("llm judge '{}': batch {} submitted ({} request(s))", settings_.name, id,
+                 b->calls.size());
+    client_.schedule(settings_.batch_poll, [this, b] { pollBatch(b); });
+  };
+  if (input.rfind("anthropic:", 0) == 0) return registered(input.substr(10));
+  auto req = batchRequest("POST", "/batches");
+  req.headers.emplace_back("content-type", "application/json");
+  req.body = R"({"input_file_id":")" + input +
+             R"(","endpoint":"/v1/chat/completions","completion_window":"24h"})";
+  client_.submit(std::move(req), [this, b, registered](const HttpResponse& r) {
+    rapidjson::Document d;
+    if (ok2xx(r)) d.Parse(r.body.c_str());
+    const std::string id = ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
+    if (id.empty()) {
+      batch_stats_->failed->Increment();
+      spdlog::warn("llm judge '{}': batch of {} request(s) refused: {}", settings_.name,
+                   b->calls.size(), logText(why(r), 300));
+      for (auto& c : b->calls)
+        finish(c, failed(Outcome::kProviderError, "batch refused: " + why(r)), std::nullopt);
+      return;
+    }
+    registered(id);
+  });
+}
+
+void LlmJudge::pollBatch(const std::shared_ptr<Batch>& b) const {
+  ledger_.run([this, id = b->id](BudgetStore& s) {
+    s.leaseBatch(settings_.name, id, batch_token_, leaseMs(settings_.batch_poll));
+  });
+  const bool anthropic = settings_.provider == Provider::kAnthropic;
+  auto req = batchRequest("GET", anthropic ? "/v1/messages/batches/" + b->id : "/batches/" + b->id);
+  client_.submit(std::move(req), [this, b, anthropic](const HttpResponse& r) {
+    rapidjson::Document d;
+    if (ok2xx(r)) d.Parse(r.body.c_str());
+    if (!ok2xx(r) || d.HasParseError() || !d.IsObject()) {
+      long suppressed = 0;
+      if (failure_log_.allow(suppressed))
+        spdlog::warn("llm judge '{}': batch {} status: {}; asked again in {} s{}", settings_.name,
+                     b->id, logText(why(r), 300), settings_.batch_poll.count() / 1000,
+                     RateLimitedLog::note(suppressed));
+      client_.schedule(settings_.batch_poll, [this, b] { pollBatch(b); });
+      return;
+    }
+    if (anthropic) {
+      if (stringMember(d, "processing_status") == "ended")
+        return fetchResults(b, stringMember(d, "results_url"));
+    } else {
+      const std::string status = stringMember(d, "status");
+      const std::string out = stringMember(d, "output_file_id");
+      if (status == "completed" ||
+          ((status == "expired" || status == "failed" || status == "cancelled") && !out.empty()))
+        return fetchResults(b, "/files/" + out + "/content");
+      if (status == "expired" || status == "failed" || status == "cancelled")
+        return settleResults(b, "");  // nothing answered: every request released
+    }
+    client_.schedule(settings_.batch_poll, [this, b] { pollBatch(b); });
+  });
+}
+
+void LlmJudge::fetchResults(const std::shared_ptr<Batch>& b, const std::string& url) const {
+  client_.submit(batchRequest("GET", url), [this, b](const HttpResponse& r) {
+    if (!ok2xx(r)) {
+      spdlog::warn("llm judge '{}': batch {} results: {}; asked again in {} s", settings_.name,
+                   b->id, logText(why(r), 300), settings_.batch_poll.count() / 1000);
+      client_.schedule(settings_.batch_poll, [this, b] { pollBatch(b); });
+      return;
+    }
+    settleResults(b, r.body);
+  });
+}
+
+void LlmJudge::settleResults(const std::shared_ptr<Batch>& b, const std::string& jsonl) const {
+  const bool anthropic = settings_.provider == Provider::kAnthropic;
+  std::istringstream lines(jsonl);
+  std::size_t answered = 0;
+  for (std::string line; std::getline(lines, line);) {
+    rapidjson::Document d;
+    d.Parse(line.c_str());
+    if (d.HasParseError() || !d.IsObject()) continue;
+    const auto it = b->by_custom_id.find(stringMember(d, "custom_id"));
+    if (it == b->by_custom_id.end()) continue;
+    auto c = it->second;
+    b->by_custom_id.erase(it);
+    int status = 0;
+    std::string body, failure;
+    if (anthropic) {
+      const auto& result = d["result"];
+      const std::string type = stringMember(result, "type");
+      if (type == "succeeded" && result.HasMember("message")) {
+        status = 200;
+        body = compact(result["message"]);
+      } else if (type == "errored" && result.HasMember("error")) {
+        status = 400;
+        body = compact(result["error"]);
+      } else {
+        failure = "batch request " + type;
+      }
+    } else if (d.HasMember("response") && d["response"].IsObject() &&
+               d["response"].HasMember("body")) {
+      status = d["response"].HasMember("status_code") && d["response"]["status_code"].IsInt()
+                   ? d["response"]["status_code"].GetInt()
+                   : 0;
+      body = compact(d["response"]["body"]);
+    } else {
+      failure = d.HasMember("error") && d["error"].IsObject()
+                    ? "batch request failed: " + stringMember(d["error"], "code") + " " +
+                          stringMember(d["error"], "message")
+                    : "batch request without a response";
+    }
+    if (!failure.empty()) {
+      finish(c, failed(Outcome::kTimeout, failure), std::nullopt);
+      continue;
+    }
+    const auto reply = parseReply(settings_.provider, status, body);
+    if (reply.ok) {
+      c->answered = true;
+      ++answered;
+      auto v = parseVerdict(reply.content, reply.finish, settings_.rubric.minScore(),
+                            settings_.rubric.maxScore());
+      flagTrimmed(c->prompt, v);
+      const auto usage = reply.usage
+                             ? *reply.usage
+                             : estimateUsage(c->prompt.estimated_tokens, settings_.max_tokens);
+      b->saved_eur += costEur(costUsd(settings_.price, usage), settings_.usd_to_eur) -
+                      costEur(costUsd(batchPrice(settings_.price), usage), settings_.usd_to_eur);
+      finish(c, std::move(v), reply.usage ? reply.usage : std::optional<TokenUsage>{});
+      continue;
+    }
+    const bool billed =
+        reply.usage && (reply.usage->prompt_tokens > 0 || reply.usage->completion_tokens > 0);
+    c->answered = billed;
+    finish(c,
+           failed(Outcome::kProviderError, "HTTP " + std::to_string(status) + " " +
+                                               reply.error_type + ": " +
+                                               redactKey(reply.error_message, settings_.api_key)),
+           billed ? reply.usage : std::optional<TokenUsage>{TokenUsage{}});
+  }
+  // Requests the results do not mention: expired in the provider's window.
+  for (auto& [id, c] : b->by_custom_id)
+    finish(c, failed(Outcome::kTimeout, "the batch ended without this request (expired)"),
+           std::nullopt);
+  const bool expired = answered == 0 && !b->calls.empty();
+  (expired ? batch_stats_->expired : batch_stats_->completed)->Increment();
+  batch_stats_->latency->Observe(static_cast<double>(epochNowMs() - b->submitted_ms) / 1000.0);
+  batch_stats_->saved->Increment(b->saved_eur);
+  spdlog::info("llm judge '{}': batch {} ended: {} of {} request(s) answered{}", settings_.name,
+               b->id, answered, b->calls.size(),
+               b->recovered ? " (taken over from the store)" : "");
+  ledger_.run([this, id = b->id](BudgetStore& s) { s.removeBatch(settings_.name, id); });
+  std::lock_guard lock(mu_);
+  batches_.erase(b->id);
+}
+
+void LlmJudge::scanBatches() const {
+  ledger_.run([this](BudgetStore& s) {
+    const auto records = s.batchRecords(settings_.name);
+    if (!records) return;
+    for (const auto& [id, record] : *records) {
+      {
+        std::lock_guard lock(mu_);
+        if (batches_.count(id)) continue;  // ours, polled
+      }
+      if (!s.leaseBatch(settings_.name, id, batch_token_, leaseMs(settings_.batch_poll)))
+        continue;  // another instance polls it
+      client_.schedule(Millis{0}, [this, id = id, record = record] { recover(id, record); });
+    }
+  });
+  client_.schedule(settings_.batch_poll, [this] { scanBatches(); });
+}
+
+void LlmJudge::recover(const std::string& id, const std::string& record) const {
+  rapidjson::Document d;
+  d.Parse(record.c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("requests") || !d["requests"].IsArray()) {
+    spdlog::error("llm judge '{}': batch {}: unreadable record in the store; dropped",
+                  settings_.name, id);
+    ledger_.run([this, id](BudgetStore& s) { s.removeBatch(settings_.name, id); });
+    return;
+  }
+  auto b = std::make_shared<Batch>();
+  b->id = id;
+  b->recovered = true;
+  b->submitted_ms = d.HasMember("submitted_ms") && d["submitted_ms"].IsInt64()
+                        ? d["submitted_ms"].GetInt64()
+                        : epochNowMs();
+  for (const auto& r : d["requests"].GetArray()) {
+    if (!r.IsArray() || r.Size() != 5 || !r[0].IsString() || !r[1].IsString() || !r[2].IsString() ||
+        !r[3].IsString() || !r[4].IsInt64())
+      continue;
+    auto c = std::make_shared<Call>();
+    c->custom_id = r[0].GetString();
+    c->event.id = r[1].GetString();
+    c->reservation_id = r[2].GetString();
+    c->day = r[3].GetString();
+    c->prompt.estimated_tokens = r[4].GetInt64();
+    c->batched = c->submitted = true;
+    c->done = [](const LlmCallResult&) {};  // its event, redelivered, finds the verdict in the store
+    b->calls.push_back(c);
+    b->by_custom_id[c->custom_id] = c;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (batches_.count(id)) return;
+    batches_[id] = b;
+  }
+  spdlog::info(
+      "llm judge '{}': batch {} ({} request(s)) taken over: its instance stopped before "
+      "its results",
+      settings_.name, id, b->calls.size());
+  pollBatch(b);
+}
+
+}  // namespace assay::llm

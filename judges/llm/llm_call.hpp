@@ -1,0 +1,57 @@
+#pragma once
+/// One LLM judge call in flight (internal to llm_judge.cpp and llm_batch.cpp).
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+
+#include "judges/event.hpp"
+#include "judges/llm/http_client.hpp"
+#include "judges/llm/llm_judge.hpp"
+#include "judges/llm/prompt.hpp"
+
+namespace assay::llm {
+
+/// 64 random bits drawn once per process, in hex.
+inline const std::string& processNonce() {
+  static const std::string nonce = [] {
+    std::random_device rd;
+    const std::uint64_t v = (std::uint64_t{rd()} << 32) ^ rd();
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return std::string(buf);
+  }();
+  return nonce;
+}
+
+/// `text` with every occurrence of `key` replaced: a provider's error message may quote the
+/// key it refused, and error messages reach the judgments and the logs.
+inline std::string redactKey(std::string text, const std::string& key) {
+  if (key.size() < 4) return text;
+  for (std::size_t at; (at = text.find(key)) != std::string::npos;)
+    text.replace(at, key.size(), "[redacted]");
+  return text;
+}
+
+struct LlmJudge::Call {
+  Event event;
+  Prompt prompt;
+  HttpRequest request;
+  std::function<void(LlmCallResult)> done;
+  std::string day, reservation_id;
+  double reserved_eur = 0;
+  std::int64_t token_cost = 0;  // rate-limit weight: prompt estimate + max_tokens
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  int attempts = 0;
+  bool answered = false;  // a 2xx reply arrived (billed by the provider)
+  std::int64_t ttl_ms = 0, lease_ms = 0;
+  // batch: true (llm_batch.cpp): priced at the batch price; never holds a max_in_flight slot.
+  bool batched = false;
+  bool submitted = false;  // in a batch the provider accepted (abandon() leaves it be)
+  std::string custom_id;   // the request's id in its batch
+};
+
+}  // namespace assay::llm
