@@ -445,7 +445,8 @@ void LlmJudge::recover(const std::string& id, const std::string& record) const {
     c->day = r[3].GetString();
     c->prompt.estimated_tokens = r[4].GetInt64();
     c->batched = c->submitted = true;
-    c->done = [](const LlmCallResult&) {};  // its event, redelivered, finds the verdict in the store
+    c->done = [](const LlmCallResult&) {
+    };  // its event, redelivered, finds the verdict in the store
     b->calls.push_back(c);
     b->by_custom_id[c->custom_id] = c;
   }
