@@ -742,6 +742,8 @@ void KafkaConsumer::onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partitio
                                   : static_cast<std::size_t>(parts->cnt);
     assigned_ = true;
     in_assignment_ = true;
+    if (first_assigned_at_ == std::chrono::steady_clock::time_point{} && parts->cnt > 0)
+      first_assigned_at_ = std::chrono::steady_clock::now();
     readCommitted(parts);
     return;
   }

@@ -153,6 +153,9 @@ class KafkaConsumer {
   bool close(std::chrono::milliseconds timeout = std::chrono::milliseconds(15000));
   /// True once the first assignment arrived (the consumer group joined).
   bool assigned() const { return assigned_.load(); }
+  /// When the first assignment holding at least one partition arrived (steady clock; epoch
+  /// before it): where scripts/bench times consumption from.
+  std::chrono::steady_clock::time_point firstAssignedAt() const { return first_assigned_at_; }
   /// True while this member holds the assignment of the group's latest rebalance (possibly
   /// empty: more instances than partitions); false from a revoke that leaves it nothing (an
   /// eager rebalance, lost partitions) until the next assignment.
@@ -222,6 +225,7 @@ class KafkaConsumer {
                                                       std::int64_t ms, int timeout_ms) const;
   std::int64_t timestampAt(std::int32_t partition, std::int64_t offset, int timeout_ms);
   std::atomic<bool> assigned_{false};
+  std::chrono::steady_clock::time_point first_assigned_at_{};  // the poll thread's
   std::atomic<bool> in_assignment_{false};
   bool cooperative_sticky_ = false;  // partition.assignment.strategy names it (~KafkaConsumer)
   std::atomic<std::size_t> assigned_count_{0};

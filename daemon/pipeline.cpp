@@ -774,6 +774,15 @@ void Pipeline::logSummary() const {
   if (const long pauses = value(sampling_stats_.pauses); pauses > 0)
     spdlog::info("back-pressure: consumption paused {} time(s) while the judge backlog was full",
                  pauses);
+  const auto assigned_at = consumer_.firstAssignedAt();
+  const long consumed = value(consumer_stats_.consumed);
+  if (assigned_at != Clock::time_point{} && consumed > 0 && last_message_[0] > assigned_at) {
+    const double s = std::chrono::duration<double>(last_message_[0] - assigned_at).count();
+    spdlog::info(
+        "consumption: {} messages in {:.3f} s from the first partition assignment to the last "
+        "message ({:.0f} messages/s)",
+        consumed, s, static_cast<double>(consumed) / s);
+  }
   const auto first_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(first_consumed_.time_since_epoch())
           .count();

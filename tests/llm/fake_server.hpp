@@ -51,13 +51,16 @@ class TestCa {
 
 class FakeLlmServer {
  public:
-  /// TLS when `ca` is given; `api_key` empty = no auth check.
-  explicit FakeLlmServer(const TestCa* ca = nullptr, const std::string& api_key = "") {
+  /// TLS when `ca` is given; `api_key` empty = no auth check; `extra`: more of the server's
+  /// options (e.g. {"--delay-ms", "200"}).
+  explicit FakeLlmServer(const TestCa* ca = nullptr, const std::string& api_key = "",
+                         const std::vector<std::string>& extra = {}) {
     int in[2], out[2];
     if (::pipe(in) != 0 || ::pipe(out) != 0) throw std::runtime_error("pipe");
     std::vector<std::string> args = {ASSAY_FAKE_LLM_SERVER, "--port", "0"};
     if (ca) args.insert(args.end(), {"--cert", ca->certFile(), "--key", ca->keyFile()});
     if (!api_key.empty()) args.insert(args.end(), {"--api-key", api_key});
+    args.insert(args.end(), extra.begin(), extra.end());
     pid_ = ::fork();
     if (pid_ == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test (e.g. after an abort)
