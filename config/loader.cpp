@@ -474,11 +474,13 @@ void loadOtlp(Reader& r, const YAML::Node& n, OtlpOptions& o) {
 
 void loadRedact(Reader& r, const YAML::Node& n, RedactOptions& o) {
   const std::string p = "redact";
+  bool bad = false;  // an error said it already: no "has no effect" warning on top
   if (!r.checkMap(n, p, {"detectors", "patterns", "local_judges", "sinks"})) return;
   if (const auto d = n["detectors"]) {
     if (!d.IsSequence()) {
       r.error(d, p + ".detectors",
               "expected a list of detector names (email, phone, card, iban, ip, token)");
+      bad = true;
     } else {
       for (std::size_t i = 0; i < d.size(); ++i) {
         const std::string name = d[i].IsScalar() ? d[i].Scalar() : "";
@@ -487,6 +489,7 @@ void loadRedact(Reader& r, const YAML::Node& n, RedactOptions& o) {
             kRedactDetectors.end()) {
           r.error(d[i], kp,
                   "unknown detector '" + name + "' (known: email, phone, card, iban, ip, token)");
+          bad = true;
           continue;
         }
         o.detectors.push_back(name);
@@ -496,20 +499,24 @@ void loadRedact(Reader& r, const YAML::Node& n, RedactOptions& o) {
   if (const auto pats = n["patterns"]) {
     if (!pats.IsMap()) {
       r.error(pats, p + ".patterns", "expected a mapping NAME: RE2_REGEX");
+      bad = true;
     } else {
       for (const auto& kv : pats) {
         const auto name = kv.first.as<std::string>("");
         const std::string kp = p + ".patterns." + name;
         if (!kv.second.IsScalar()) {
           r.error(kv.second, kp, "expected an RE2 regex");
+          bad = true;
           continue;
         }
-        RedactOptions probe;
-        probe.patterns = {{name, kv.second.Scalar()}};
+        RedactOptions probe;  // the patterns so far and this one: names taken, regex errors
+        probe.patterns = o.patterns;
+        probe.patterns.emplace_back(name, kv.second.Scalar());
         try {
           Redactor check(probe);
         } catch (const std::invalid_argument& e) {
           r.error(kv.first, kp, e.what());
+          bad = true;
           continue;
         }
         o.patterns.emplace_back(name, kv.second.Scalar());
@@ -518,7 +525,8 @@ void loadRedact(Reader& r, const YAML::Node& n, RedactOptions& o) {
   }
   r.get(n, "local_judges", p, o.local_judges);
   r.get(n, "sinks", p, o.sinks);
-  if (o.detectors.empty() && o.patterns.empty()) r.inert(n, p, "no detector and no pattern is on");
+  if (!bad && o.detectors.empty() && o.patterns.empty())
+    r.inert(n, p, "no detector and no pattern is on");
 }
 
 void loadSampling(Reader& r, const YAML::Node& n, SamplingOptions& o) {

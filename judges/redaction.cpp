@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace assay {
 
@@ -71,16 +73,52 @@ bool checkEmail(std::string_view text, std::size_t& begin, std::size_t& end, std
 }
 
 bool checkCard(std::string_view text, std::size_t& begin, std::size_t& end, std::string& value) {
-  value = digitsOf(text.substr(begin, end - begin));
-  return value.size() >= 13 && value.size() <= 19 && luhnValid(value) &&
-         notInsideWord(text, begin, end);
+  // The match may run into a neighbouring number ("4111 1111 1111 1111 10 EUR", "order 12 4111
+  // …"): every run of whole digit groups within it is a candidate, the longest (then leftmost)
+  // of 13–19 digits that passes Luhn wins. Groups are never split.
+  std::vector<std::pair<std::size_t, std::size_t>> groups;  // [first digit, past last digit)
+  for (std::size_t i = begin; i < end;) {
+    if (text[i] < '0' || text[i] > '9') {
+      ++i;
+      continue;
+    }
+    const std::size_t g = i;
+    while (i < end && text[i] >= '0' && text[i] <= '9') ++i;
+    groups.emplace_back(g, i);
+  }
+  std::size_t best_digits = 0;
+  for (std::size_t a = 0; a < groups.size(); ++a) {
+    for (std::size_t b = a; b < groups.size(); ++b) {
+      const auto digits =
+          digitsOf(text.substr(groups[a].first, groups[b].second - groups[a].first));
+      if (digits.size() > 19) break;
+      if (digits.size() < 13 || digits.size() <= best_digits || !luhnValid(digits) ||
+          !notInsideWord(text, groups[a].first, groups[b].second))
+        continue;
+      best_digits = digits.size();
+      value = digits;
+      begin = groups[a].first;
+      end = groups[b].second;
+    }
+  }
+  return best_digits > 0;
 }
 
 bool checkIban(std::string_view text, std::size_t& begin, std::size_t& end, std::string& value) {
-  value.clear();
-  for (char c : text.substr(begin, end - begin))
-    if (c != ' ') value.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-  return ibanValid(value) && notInsideWord(text, begin, end);
+  // Case-insensitive, the match may run on into the next words ("GB82 WEST … 32 please"): the
+  // longest prefix ending at a space (or at the match's end) that passes mod 97 wins.
+  for (std::size_t e = end; e > begin; --e) {
+    if (e != end && text[e] != ' ') continue;
+    value.clear();
+    for (char c : text.substr(begin, e - begin))
+      if (c != ' ') value.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    if (value.size() < 15) return false;
+    if (ibanValid(value) && notInsideWord(text, begin, e)) {
+      end = e;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool checkIp(std::string_view text, std::size_t& begin, std::size_t& end, std::string& value) {
@@ -146,7 +184,7 @@ constexpr Builtin kBuiltins[] = {
      R"((?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}[A-Za-z0-9])?)*\.[A-Za-z]{2,24})",
      checkEmail},
     {"card", "CARD", R"(\b[0-9](?:[ \-]?[0-9]){12,18}\b)", checkCard},
-    {"iban", "IBAN", R"(\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}\b)", checkIban},
+    {"iban", "IBAN", R"((?i:\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}\b))", checkIban},
     {"token", "TOKEN",
      R"((?i:\bbearer\s+[A-Za-z0-9\-._~+/]{16,}=*))"
      R"(|\bsk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_\-]{20,})"
@@ -209,8 +247,21 @@ Redactor::Redactor(const RedactOptions& options) : options_(options) {
     if (!validName(name))
       throw std::invalid_argument("pattern name '" + name +
                                   "': 1 to 32 letters, digits or underscores");
-    if (std::find(labels_.begin(), labels_.end(), name) != labels_.end())
-      throw std::invalid_argument("pattern name '" + name + "' is used twice");
+    // Placeholders are upper case: "emp" and "EMP", or a pattern named like a detector,
+    // would number two kinds of value as one type.
+    const auto same = [&](std::string_view other) {
+      return other.size() == name.size() &&
+             std::equal(other.begin(), other.end(), name.begin(), [](char x, char y) {
+               return std::toupper(static_cast<unsigned char>(x)) ==
+                      std::toupper(static_cast<unsigned char>(y));
+             });
+    };
+    if (std::any_of(labels_.begin(), labels_.end(), same) ||
+        std::any_of(std::begin(kBuiltins), std::end(kBuiltins),
+                    [&](const Builtin& b) { return same(b.name); }))
+      throw std::invalid_argument("pattern name '" + name +
+                                  "' is taken (by a detector or another pattern; names are "
+                                  "compared without case)");
     auto d = std::make_unique<Detector>();
     d->type = name;
     std::transform(d->type.begin(), d->type.end(), d->type.begin(),
@@ -219,6 +270,8 @@ Redactor::Redactor(const RedactOptions& options) : options_(options) {
     d->check = checkAny;
     if (!d->re->ok())
       throw std::invalid_argument("pattern '" + name + "': invalid RE2 regex: " + d->re->error());
+    if (re2::RE2::FullMatch("", *d->re))
+      throw std::invalid_argument("pattern '" + name + "' matches the empty string");
     labels_.push_back(name);
     detectors_.push_back(std::move(d));
   }
@@ -275,6 +328,7 @@ Event Redactor::redact(const Event& e, Session& s) const {
   Event out = e;
   out.question = s.apply(e.question);
   for (auto& c : out.contexts) {
+    c.id = s.apply(c.id);  // ids reach the prompt beside the texts
     c.text = s.apply(c.text);
     c.source = s.apply(c.source);
   }

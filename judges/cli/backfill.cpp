@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <stdexcept>
 
 #include "config/loader.hpp"
@@ -39,7 +41,18 @@ struct Planned {
   std::string judge, model;  // model empty: a local judge, free
   double rate = 1;
   double calls = 0, eur_sync = 0, eur_batch = 0;
+  bool batch = false;   // batch: true: it pays eur_batch
+  bool run_if = false;  // a run_if may skip some: calls is an upper bound
+  double eurAsConfigured() const { return batch ? eur_batch : eur_sync; }
 };
+
+// The sampled share the estimate assumes: sampling.rate, or with sampling.rules (whose tenant
+// and app only the events tell) the largest rate of any rule: never below what the run samples.
+double estimateRate(const Config& c) {
+  double r = c.sampling.rate;
+  for (const auto& rule : c.sampling.rules) r = std::max(r, rule.rate);
+  return r;
+}
 
 }  // namespace
 
@@ -71,6 +84,8 @@ std::optional<std::int64_t> parseBackfillTime(const std::string& text, std::int6
       default:
         return std::nullopt;
     }
+    constexpr std::int64_t kCenturyMs = 100LL * 366 * 86'400'000;  // Kafka is younger
+    if (v * unit > kCenturyMs) return std::nullopt;
     return now_ms - v * unit;
   }
   return parseRfc3339(text);
@@ -104,15 +119,19 @@ BackfillOptions parseBackfillArgs(const std::vector<std::string>& args, std::int
       if (!t)
         throw std::invalid_argument(a + " '" + v +
                                     "': expected an RFC 3339 time (2026-11-30T08:00:00Z) or a "
-                                    "duration back from now (30m, 12h, 7d, 2w)");
+                                    "duration back from now (30m, 12h, 7d, 2w; at most 100 "
+                                    "years)");
       (a == "--from" ? o.from_ms : o.to_ms) = *t;
       from_given = from_given || a == "--from";
       o.to_given = o.to_given || a == "--to";
     } else if (a == "--judge") {
-      o.judges.push_back(v);
+      if (std::find(o.judges.begin(), o.judges.end(), v) == o.judges.end()) o.judges.push_back(v);
     } else if (a == "--rate") {
-      o.rate = number(0, 1);
-      if (*o.rate == 0) throw std::invalid_argument("--rate must be above 0");
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(x > 0 && x <= 1))
+        throw std::invalid_argument("--rate '" + v + "': expected a number in (0, 1]");
+      o.rate = x;
     } else if (a == "--max-cost-eur") {
       o.max_cost_eur = number(0, 1e9);
     } else if (a == "--replay") {
@@ -137,33 +156,42 @@ namespace {
 
 // The configuration the backfill runs with: the selected judges, the rate, its own admin port
 // and, with --output, its own JSON Lines file and no results topic.
-Config backfillConfig(const BackfillOptions& o, Config c) {
+Config backfillConfig(const BackfillOptions& o, Config c, std::vector<std::string>& added) {
   if (!o.judges.empty()) {
-    std::vector<JudgeConfig> kept;
+    std::set<std::string> keep;
     for (const auto& name : o.judges) {
-      const auto it = std::find_if(c.judges.begin(), c.judges.end(),
-                                   [&](const JudgeConfig& j) { return j.name == name; });
-      if (it == c.judges.end()) {
+      if (std::none_of(c.judges.begin(), c.judges.end(),
+                       [&](const JudgeConfig& j) { return j.name == name; })) {
         std::string known;
         for (const auto& j : c.judges) known += (known.empty() ? "" : ", ") + j.name;
         throw std::invalid_argument("--judge " + name + ": no judge of that name in " +
                                     o.config_path + " (" + known + ")");
       }
-      kept.push_back(*it);
+      keep.insert(name);
     }
-    // A run_if needs the judge it reads: keep those too, in configuration order.
-    for (const auto& j : kept)
-      for (const auto& cond : j.run_if)
-        if (std::none_of(kept.begin(), kept.end(),
-                         [&](const JudgeConfig& k) { return k.name == cond.judge; }))
-          throw std::invalid_argument("--judge " + j.name + ": its run_if reads '" + cond.judge +
-                                      "': select that judge too");
-    c.judges = std::move(kept);
+    // A run_if needs the judges it reads (and theirs): they run too, as in the daemon. The
+    // configuration's order is kept, since a run_if reads judges listed before it.
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const auto& j : c.judges)
+        if (keep.count(j.name))
+          for (const auto& cond : j.run_if)
+            if (keep.insert(cond.judge).second) {
+              added.push_back(cond.judge + " (" + j.name + "'s run_if reads it)");
+              grew = true;
+            }
+    }
+    std::erase_if(c.judges, [&](const JudgeConfig& j) { return !keep.count(j.name); });
   }
   if (o.rate) {
     c.sampling.rate = *o.rate;
     c.sampling.rules.clear();
   }
+  // The range is read at full speed: a batch judge's last, partial batch is sent 5 s after its
+  // first request rather than after the live daemon's batch_max_wait_ms (10 min by default).
+  for (auto& j : c.judges)
+    if (j.values.getBool("batch", false) && j.values.getInt("batch_max_wait_ms", 600000) > 5000)
+      j.values.set("batch_max_wait_ms", std::int64_t{5000});
   c.admin.listen = "127.0.0.1:0";  // never the live daemon's port
   if (!o.output.empty()) {
     c.sinks.jsonl_enabled = true;
@@ -185,7 +213,8 @@ std::vector<Planned> plan(const Config& c, double events, std::int64_t input_tok
     Planned p;
     p.judge = j.name;
     p.rate = j.rate;
-    p.calls = events * c.sampling.rate * j.rate;
+    p.calls = events * estimateRate(c) * j.rate;
+    p.run_if = !j.run_if.empty();
     if (j.factory->descriptor->kind == JudgeKind::kLlm) {
       p.model = j.values.getString("model", "");
       const auto match = table.match(p.model);
@@ -198,6 +227,7 @@ std::vector<Planned> plan(const Config& c, double events, std::int64_t input_tok
       const double per_call = llm::costEur(llm::costUsd(match->price, usage), c.budget.usd_to_eur);
       p.eur_sync = p.calls * per_call;
       p.eur_batch = p.eur_sync * kBatchShare;
+      p.batch = j.values.getBool("batch", false);
     }
     out.push_back(std::move(p));
   }
@@ -210,32 +240,84 @@ void printPlan(const BackfillOptions& o, const Config& c, std::int64_t events,
                      formatRfc3339(o.to_ms));
   out << fmt::format("events in range: {} (from the offsets of every partition)\n",
                      thousands(events));
-  out << fmt::format("sampled: rate {} -> about {} events\n", c.sampling.rate,
-                     thousands(std::llround(static_cast<double>(events) * c.sampling.rate)));
-  out << fmt::format("{:<24} {:<28} {:>6} {:>10} {:>12} {:>12}\n", "judge", "model", "rate",
+  const double rate = estimateRate(c);
+  if (rate > c.sampling.rate)
+    out << fmt::format(
+        "sampled: rate {}, up to {} by sampling.rules (tenant and app are only known from the "
+        "events) -> at most {} events\n",
+        c.sampling.rate, rate, thousands(std::llround(static_cast<double>(events) * rate)));
+  else
+    out << fmt::format("sampled: rate {} -> about {} events\n", c.sampling.rate,
+                       thousands(std::llround(static_cast<double>(events) * rate)));
+  out << fmt::format("{:<24} {:<28} {:>6} {:>14} {:>12} {:>12}\n", "judge", "model", "rate",
                      "calls", "EUR sync", "EUR batch");
-  double sync = 0, batch = 0;
+  double sync = 0, batch = 0, configured = 0;
+  bool any_run_if = false, any_batch = false;
   for (const auto& r : rows) {
-    out << fmt::format("{:<24} {:<28} {:>6} {:>10} {:>12} {:>12}\n", r.judge,
-                       r.model.empty() ? "(local, free)" : r.model, r.rate,
-                       "about " + thousands(std::llround(r.calls)),
-                       r.model.empty() ? "-" : eur(r.eur_sync),
-                       r.model.empty() ? "-" : eur(r.eur_batch));
+    out << fmt::format(
+        "{:<24} {:<28} {:>6} {:>14} {:>12} {:>12}\n", r.judge + (r.batch ? " (batch)" : ""),
+        r.model.empty() ? "(local, free)" : r.model, r.rate,
+        (r.run_if ? "at most " : "about ") + thousands(std::llround(r.calls)),
+        r.model.empty() ? "-" : eur(r.eur_sync), r.model.empty() ? "-" : eur(r.eur_batch));
     sync += r.eur_sync;
     batch += r.eur_batch;
+    configured += r.eurAsConfigured();
+    any_run_if = any_run_if || (r.run_if && !r.model.empty());
+    any_batch = any_batch || r.batch;
   }
   out << fmt::format(
       "total: EUR {} at synchronous prices, EUR {} at batch prices (half the "
       "list price){}\n",
       eur(sync), eur(batch),
-      c.budget.daily_limit_eur > 0
-          ? fmt::format("; budget.daily_limit_eur {} applies to every call",
-                        eur(c.budget.daily_limit_eur))
-          : "");
+      any_batch ? fmt::format("; as configured (batch: true judges at batch prices): EUR {}",
+                              eur(configured))
+                : "");
+  if (any_run_if)
+    out << "a judge with run_if is counted on every sampled event: the calls it skips cost "
+           "nothing\n";
+  if (c.budget.daily_limit_eur > 0)
+    out << fmt::format("budget.daily_limit_eur {} applies to every call{}\n",
+                       eur(c.budget.daily_limit_eur),
+                       configured > c.budget.daily_limit_eur
+                           ? ": the estimate is above it, so the calls beyond the cap end "
+                             "skipped_budget (today's live spend counts too)"
+                           : "");
   out << fmt::format(
       "input tokens per LLM call: {} (--input-tokens), output: each judge's "
       "max_tokens\n",
       o.input_tokens);
+}
+
+// Per judge, its verdicts by outcome (assay_judge_runs_total), and how many failed for a reason
+// that is not the event's (the provider, the budget, the judge itself).
+std::pair<std::string, std::int64_t> outcomeSummary(prometheus::Registry& registry) {
+  static const std::set<std::string> kFailures = {"schema_error",   "truncated",   "refused",
+                                                  "rate_limited",   "timeout",     "provider_error",
+                                                  "skipped_budget", "judge_error", "auth_error"};
+  std::map<std::string, std::map<std::string, std::int64_t>> by_judge;
+  for (const auto& family : registry.Collect()) {
+    if (family.name != "assay_judge_runs_total") continue;
+    for (const auto& m : family.metric) {
+      std::string judge, outcome;
+      for (const auto& l : m.label) {
+        if (l.name == "judge") judge = l.value;
+        if (l.name == "outcome") outcome = l.value;
+      }
+      const auto n = static_cast<std::int64_t>(m.counter.value);
+      if (n > 0) by_judge[judge][outcome] += n;
+    }
+  }
+  std::string text;
+  std::int64_t failed = 0;
+  for (const auto& [judge, outcomes] : by_judge) {
+    text += "outcomes of " + judge + ":";
+    for (const auto& [outcome, n] : outcomes) {
+      text += " " + outcome + " " + thousands(n);
+      if (kFailures.count(outcome)) failed += n;
+    }
+    text += "\n";
+  }
+  return {text, failed};
 }
 
 void progress(std::int64_t done, std::int64_t total, double seconds, std::FILE* tty) {
@@ -263,8 +345,9 @@ int runBackfill(BackfillOptions o, std::ostream& out, std::ostream& err) {
   }
   Config config;
   std::vector<Planned> rows;
+  std::vector<std::string> added;
   try {
-    config = backfillConfig(o, loaded.config);
+    config = backfillConfig(o, loaded.config, added);
   } catch (const std::invalid_argument& e) {
     err << "assay backfill: " << e.what() << "\n";
     return 2;
@@ -289,18 +372,26 @@ int runBackfill(BackfillOptions o, std::ostream& out, std::ostream& err) {
   } catch (const std::invalid_argument& e) {
     err << "assay backfill: " << e.what() << "\n";
     return 2;
+  } catch (const ConfigurationError& e) {  // an unset API key variable, an unreadable key file
+    err << "assay backfill: " << e.what() << "\n";
+    return 2;
+  } catch (const OptionError& e) {
+    err << "assay backfill: " << e.what() << "\n";
+    return 2;
   } catch (const std::exception& e) {
     err << "assay backfill: " << e.what() << "\n";
     return 1;
   }
+  for (const auto& a : added) out << "also running " << a << "\n";
   printPlan(o, config, events, rows, out);
-  double sync = 0;
-  for (const auto& r : rows) sync += r.eur_sync;
-  if (o.max_cost_eur && sync > *o.max_cost_eur) {
-    out << fmt::format(
-        "refused: the estimate, EUR {}, is above --max-cost-eur {}; nothing "
+  double configured = 0;
+  for (const auto& r : rows) configured += r.eurAsConfigured();
+  if (o.max_cost_eur && configured > *o.max_cost_eur) {
+    out << std::flush;
+    err << fmt::format(
+        "assay backfill: refused: the estimate, EUR {}, is above --max-cost-eur {}; nothing "
         "was judged\n",
-        eur(sync), eur(*o.max_cost_eur));
+        eur(configured), eur(*o.max_cost_eur));
     p->shutdown();
     return 2;
   }
@@ -336,7 +427,14 @@ int runBackfill(BackfillOptions o, std::ostream& out, std::ostream& err) {
       thousands(done), thousands(total),
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
       o.output.empty() ? "" : " (in " + o.output + ")");
-  return done == total ? 0 : 1;
+  const auto [summary, failed] = outcomeSummary(p->registry());
+  out << summary;
+  if (failed > 0)
+    err << fmt::format(
+        "assay backfill: {} verdict(s) ended without a score because of the provider, the "
+        "budget or the judge (outcomes above); a rerun of the range pays only for those\n",
+        thousands(failed));
+  return done == total && failed == 0 ? 0 : 1;
 }
 
 }  // namespace assay::cli

@@ -20,6 +20,11 @@ namespace {
 constexpr std::string_view kExitCodes =
     "exit codes: 0 done, 2 bad arguments, unreadable file, unpriced model or no usable row\n";
 
+constexpr std::string_view kBackfillExitCodes =
+    "exit codes: 0 done (or the estimate only), 1 a run-time failure (broker, sink) or verdicts\n"
+    "that failed (provider, budget: the outcomes lines say which), 2 bad arguments, an invalid\n"
+    "configuration, an unpriced model or an estimate above --max-cost-eur\n";
+
 constexpr std::string_view kOverview =
     R"(usage: assay report --judgments FILE [--events FILE] [options]
        assay calibrate --input FILE [options]
@@ -97,13 +102,13 @@ terminal.
   --config ASSAYD.yaml     brokers, topic, format, judges, budget and sinks (required)
   --from TIME, --to TIME   RFC 3339 (2026-11-30T08:00:00Z) or a duration back from now: 90s,
                            30m, 12h, 7d, 2w; --to defaults to now
-  --judge NAME             only these configured judges (repeatable; default every judge; a
-                           judge's run_if needs the judge it reads)
+  --judge NAME             only these configured judges (repeatable; default every judge),
+                           with the judges their run_if reads, in configuration order
   --rate R                 the sampling rate, (0, 1] (default sampling.rate; sampling.rules
                            are then ignored)
   --yes                    proceed after the estimate
-  --max-cost-eur X         proceed only if the estimate at synchronous prices is at most X
-                           euros; above, refuse (exit 2)
+  --max-cost-eur X         proceed only if the estimate (each judge at its own price: batch
+                           for batch: true) is at most X euros; above, refuse (exit 2)
   --output FILE            write the judgments to this JSON Lines file instead of the
                            configuration's sinks (no results topic)
   --input-tokens N         prompt tokens per LLM call for the estimate (default 800)
@@ -243,6 +248,10 @@ int runReportCommand(const std::vector<std::string>& args, std::ostream& out, st
   return runReport(o, out, err);
 }
 
+std::string_view exitCodesOf(std::string_view help) {
+  return help.data() == kBackfill.data() ? kBackfillExitCodes : kExitCodes;
+}
+
 }  // namespace
 
 std::string_view commandHelp(std::string_view command) {
@@ -262,7 +271,7 @@ int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostre
     // `assay help report` is `assay report --help`.
     const std::string_view help = rest.empty() ? std::string_view() : commandHelp(rest[0]);
     if (!help.empty()) {
-      out << help << "\n" << kExitCodes;
+      out << help << "\n" << exitCodesOf(help);
       return 0;
     }
     // The overview, then every command's help: the whole manual (the package's man page is
@@ -270,12 +279,13 @@ int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostre
     out << kOverview << "\n" << kExitCodes;
     for (const auto& section : {kReport, kCalibrate, kEstimate, kBakeoffHelp, kBackfill})
       out << "\n" << section;
+    out << "\nassay backfill's " << kBackfillExitCodes;
     return 0;
   }
   const std::string_view help = commandHelp(cmd);
   if (help.empty()) return usage("", "unknown command '" + cmd + "'", err);
   if (wantsHelp(rest)) {
-    out << help << "\n" << kExitCodes;
+    out << help << "\n" << exitCodesOf(help);
     return 0;
   }
   if (cmd == "report") return runReportCommand(rest, out, err);

@@ -157,6 +157,11 @@ void judgesFromConfig(const Config& c, std::int64_t input_tokens, double escalat
     j.output_tokens = jc.values.getInt("max_tokens", 300);
     j.daily_limit_eur = jc.values.getNumber("daily_limit_eur", 0);
     j.run_if = !jc.run_if.empty();
+    j.batch = jc.values.getBool("batch", false);
+    if (j.batch)
+      o.notes.push_back(fmt::format(
+          "{} has batch: true: priced at the providers' batch price ({} of the list price)", j.name,
+          llm::kBatchPriceShare));
     if (j.run_if)
       o.notes.push_back(
           escalation < 1
@@ -257,7 +262,7 @@ Estimate computeEstimate(const EstimateOptions& options, llm::PriceTable table) 
       if (options.prices[i].first == match->name)
         r.price_source = i < options.config_prices ? "budget.prices" : "--price";
     r.price_overridden = r.price_source == "--price";
-    r.price = match->price;
+    r.price = j.batch ? llm::batchPrice(match->price) : match->price;
     llm::TokenUsage usage;
     usage.prompt_tokens = j.input_tokens;
     usage.completion_tokens = j.output_tokens;

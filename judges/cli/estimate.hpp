@@ -32,6 +32,7 @@ struct EstimateJudge {
   double daily_limit_eur = 0;        ///< its own cap (config daily_limit_eur); 0 = none
   bool run_if = false;               ///< runs only when its run_if holds: fewer calls
   bool gated = false;                ///< a --judge: the escalation share applies to it
+  bool batch = false;  ///< config batch: true: priced at the batch price (llm::batchPrice)
 };
 
 struct EstimateOptions {

@@ -108,7 +108,7 @@ void LlmJudge::enqueueBatch(const std::shared_ptr<Call>& c) const {
     }
   }
   if (!full.empty()) return submitBatch(std::move(full));
-  if (arm) client_.schedule(settings_.batch_max_wait, [this] { flushBatch(); });
+  if (arm) client_.schedule(settings_.batch_max_wait, ifAlive(alive_, [this] { flushBatch(); }));
 }
 
 void LlmJudge::flushBatch() const {
@@ -138,12 +138,15 @@ void LlmJudge::submitBatch(std::vector<std::shared_ptr<Call>> calls) const {
       else
         refused.push_back(c);
     }
-    client_.schedule(Millis{0}, [this, kept = std::move(kept), refused = std::move(refused)] {
-      for (const auto& c : refused)
-        finish(c, failed(Outcome::kSkippedBudget, "the budget no longer admits this batch request"),
-               std::nullopt);
-      if (!kept.empty()) sendBatch(kept);
-    });
+    client_.schedule(
+        Millis{0}, ifAlive(alive_, [this, kept = std::move(kept), refused = std::move(refused)] {
+          for (const auto& c : refused)
+            finish(
+                c,
+                failed(Outcome::kSkippedBudget, "the budget no longer admits this batch request"),
+                std::nullopt);
+          if (!kept.empty()) sendBatch(kept);
+        }));
   });
 }
 
@@ -251,7 +254,7 @@ void LlmJudge::createBatch(const std::shared_ptr<Batch>& b, const std::string& i
     batch_stats_->requests->Observe(static_cast<double>(b->calls.size()));
     spdlog::info("llm judge '{}': batch {} submitted ({} request(s))", settings_.name, id,
                  b->calls.size());
-    client_.schedule(settings_.batch_poll, [this, b] { pollBatch(b); });
+    client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
   };
   if (input.rfind("anthropic:", 0) == 0) return registered(input.substr(10));
   auto req = batchRequest("POST", "/batches");
@@ -289,7 +292,7 @@ void LlmJudge::pollBatch(const std::shared_ptr<Batch>& b) const {
         spdlog::warn("llm judge '{}': batch {} status: {}; asked again in {} s{}", settings_.name,
                      b->id, logText(why(r), 300), settings_.batch_poll.count() / 1000,
                      RateLimitedLog::note(suppressed));
-      client_.schedule(settings_.batch_poll, [this, b] { pollBatch(b); });
+      client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
       return;
     }
     if (anthropic) {
@@ -304,7 +307,7 @@ void LlmJudge::pollBatch(const std::shared_ptr<Batch>& b) const {
       if (status == "expired" || status == "failed" || status == "cancelled")
         return settleResults(b, "");  // nothing answered: every request released
     }
-    client_.schedule(settings_.batch_poll, [this, b] { pollBatch(b); });
+    client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
   });
 }
 
@@ -313,7 +316,7 @@ void LlmJudge::fetchResults(const std::shared_ptr<Batch>& b, const std::string& 
     if (!ok2xx(r)) {
       spdlog::warn("llm judge '{}': batch {} results: {}; asked again in {} s", settings_.name,
                    b->id, logText(why(r), 300), settings_.batch_poll.count() / 1000);
-      client_.schedule(settings_.batch_poll, [this, b] { pollBatch(b); });
+      client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
       return;
     }
     settleResults(b, r.body);
@@ -403,7 +406,8 @@ void LlmJudge::settleResults(const std::shared_ptr<Batch>& b, const std::string&
 }
 
 void LlmJudge::scanBatches() const {
-  ledger_.run([this](BudgetStore& s) {
+  ledger_.run([this, alive = alive_](BudgetStore& s) {
+    if (!alive->load()) return;
     const auto records = s.batchRecords(settings_.name);
     if (!records) return;
     for (const auto& [id, record] : *records) {
@@ -413,10 +417,11 @@ void LlmJudge::scanBatches() const {
       }
       if (!s.leaseBatch(settings_.name, id, batch_token_, leaseMs(settings_.batch_poll)))
         continue;  // another instance polls it
-      client_.schedule(Millis{0}, [this, id = id, record = record] { recover(id, record); });
+      client_.schedule(Millis{0},
+                       ifAlive(alive_, [this, id = id, record = record] { recover(id, record); }));
     }
   });
-  client_.schedule(settings_.batch_poll, [this] { scanBatches(); });
+  client_.schedule(settings_.batch_poll, ifAlive(alive_, [this] { scanBatches(); }));
 }
 
 void LlmJudge::recover(const std::string& id, const std::string& record) const {

@@ -1,10 +1,12 @@
 #pragma once
 /// One LLM judge call in flight (internal to llm_judge.cpp and llm_batch.cpp).
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -14,6 +16,15 @@
 #include "judges/llm/prompt.hpp"
 
 namespace assay::llm {
+
+/// `fn` as a timer or ledger callback that does nothing once its judge is gone (`alive`: the
+/// judge's alive_ flag, cleared by ~LlmJudge).
+template <class Fn>
+std::function<void()> ifAlive(const std::shared_ptr<std::atomic<bool>>& alive, Fn fn) {
+  return [alive, fn = std::move(fn)]() mutable {
+    if (alive->load()) fn();
+  };
+}
 
 /// 64 random bits drawn once per process, in hex.
 inline const std::string& processNonce() {

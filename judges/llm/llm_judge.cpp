@@ -138,7 +138,7 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
                          .headers;
     // Batches another instance left (it died before their results): taken over once their
     // lease lapses; looked for at start and every batch_poll.
-    client_.schedule(Millis{1000}, [this] { scanBatches(); });
+    client_.schedule(Millis{1000}, ifAlive(alive_, [this] { scanBatches(); }));
   }
   if (isPlainRemoteHttp(settings_.endpoint))
     spdlog::warn(
@@ -160,7 +160,10 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
                settings_.max_in_flight);
 }
 
-LlmJudge::~LlmJudge() { services_.removeJudge(this); }
+LlmJudge::~LlmJudge() {
+  alive_->store(false);  // its batch timers, still scheduled, now do nothing
+  services_.removeJudge(this);
+}
 
 std::vector<LlmJudge::Abandoned> LlmJudge::abandon() const {
   std::vector<Abandoned> out;

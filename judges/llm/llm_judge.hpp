@@ -243,6 +243,10 @@ class LlmJudge final : public Judge {
   mutable std::map<std::string, std::shared_ptr<Batch>> batches_;
   mutable std::optional<LlmStats::Batch> batch_stats_;
   std::string batch_token_;  // this process's lease token on its batches
+  // False once the judge is destroyed: a batch timer (the flush after batch_max_wait, the
+  // periodic scan for batches to take over, a poll) outlives a judge that a reload rebuilt,
+  // and must then do nothing (ifAlive, llm_call.hpp).
+  std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
   std::vector<std::pair<std::string, std::string>> batch_headers_;  // auth and version headers
 };
 

@@ -740,6 +740,21 @@ TEST_CASE("redact: detectors, patterns and their errors at their key") {
   CHECK(bad.errors[2].path == "redact.patterns.x");
   CHECK(bad.errors[2].message.find("pattern 'x': invalid RE2 regex") == 0);
   CHECK(bad.errors[3].path == "redact.patterns.bad name");
+  // A pattern named like a detector, or like another pattern but for case, would share its
+  // placeholder type: an error at its key (assayd --check-config exits 2 on it).
+  const auto taken = load(std::string("redact:\n"                                       // 1
+                                      "  detectors: [email]\n"                          // 2
+                                      "  patterns: {email: John, emp: a, EMP: b}\n") +  // 3
+                          kJudge);
+  REQUIRE(taken.errors.size() == 2);
+  CHECK(taken.errors[0].path == "redact.patterns.email");
+  CHECK(taken.errors[0].message.find("pattern name 'email' is taken") == 0);
+  CHECK(taken.errors[1].format().find("t.yaml:3:35: redact.patterns.EMP: pattern name 'EMP' is "
+                                      "taken") == 0);
+  CHECK(taken.warnings.empty());  // an error said it: no "has no effect" on top
+  const auto only_bad = load(std::string("redact: {detectors: [ssn]}\n") + kJudge);
+  CHECK(only_bad.errors.size() == 1);
+  CHECK(only_bad.warnings.empty());
   // Nothing on: a warning.
   const auto inert = load(std::string("redact: {sinks: true}\n") + kJudge);
   REQUIRE(inert.errors.empty());

@@ -78,7 +78,8 @@ sinks: {{jsonl: {{path: {json.dumps(os.path.join(workdir, "live.jsonl"))}}}}}
         checks.true("about 500 calls for faithfulness_llm", "about 500" in text, text[:600])
         checks.true("EUR 0.11 at synchronous prices, EUR 0.06 at batch prices",
                     "EUR 0.11 at synchronous prices, EUR 0.06 at batch prices" in text, text)
-        checks.true("refused, nothing judged", "refused: the estimate, EUR 0.11" in text and
+        checks.true("refused on standard error, nothing judged",
+                    "refused: the estimate, EUR 0.11" in refused.stderr and
                     (not os.path.exists(out_file) or os.path.getsize(out_file) == 0), text)
 
         ran = subprocess.run(common + ["--yes"], capture_output=True, text=True, timeout=300)

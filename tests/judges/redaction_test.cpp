@@ -109,6 +109,44 @@ TEST_CASE("user patterns (RE2) and bad options") {
   CHECK_THROWS_AS(Redactor{bad}, std::invalid_argument);
   bad.patterns = {{"backref", R"((a)\1)"}};  // RE2 has no backreferences: refused, not slow
   CHECK_THROWS_AS(Redactor{bad}, std::invalid_argument);
+  // Placeholders are upper case: a name differing only in case, or a detector's, is taken.
+  bad.patterns = {{"emp", "a"}, {"EMP", "b"}};
+  CHECK_THROWS_WITH_AS(Redactor{bad}, doctest::Contains("pattern name 'EMP' is taken"),
+                       std::invalid_argument);
+  bad.patterns = {{"email", "John"}};
+  CHECK_THROWS_WITH_AS(Redactor{bad}, doctest::Contains("pattern name 'email' is taken"),
+                       std::invalid_argument);
+  // A pattern that matches nothing at all (the empty string) would redact nothing but be
+  // counted as on.
+  bad.patterns = {{"empty", ""}};
+  CHECK_THROWS_WITH_AS(Redactor{bad}, doctest::Contains("matches the empty string"),
+                       std::invalid_argument);
+  bad.patterns = {{"opt", "x*"}};
+  CHECK_THROWS_AS(Redactor{bad}, std::invalid_argument);
+}
+
+TEST_CASE("a card number beside other numbers is still found") {
+  const Redactor r(all());
+  // "4111 1111 1111 1111 10": 18 digits fail Luhn; the first four groups (16 digits, Luhn sum
+  // 30) are the card, the amount stays.
+  CHECK(redact(r, "card 4111 1111 1111 1111 10 EUR") == "card [CARD_1] 10 EUR");
+  CHECK(redact(r, "card 4111 1111 1111 1111 123 cvv") == "card [CARD_1] 123 cvv");
+  // A number before it: "12 4111 …" fails, the card after it passes.
+  CHECK(redact(r, "order 12 4111 1111 1111 1111") == "order 12 [CARD_1]");
+  // A digit group is never split: 4111111111111111 inside a longer run is no card.
+  CHECK(redact(r, "id 41111111111111119") == "id 41111111111111119");
+  // IBANs as people type them: lower case is the same IBAN (GB82 WEST …, ISO 13616's example).
+  CHECK(redact(r, "iban gb82 west 1234 5698 7654 32") == "iban [IBAN_1]");
+  // A context id reaches the prompt beside its text: redacted too, with the event's numbering.
+  Event e;
+  e.question = "Who wrote it?";
+  e.contexts = {Context{"jane@corp.com", "Written by Jane@corp.com.", "https://corp.com/x"}};
+  e.answer = "jane@corp.com wrote it [jane@corp.com].";
+  Redactor::Session s(r);
+  const Event out = r.redact(e, s);
+  CHECK(out.contexts[0].id == "[EMAIL_1]");
+  CHECK(out.contexts[0].text == "Written by [EMAIL_1].");  // e-mail addresses: case-folded
+  CHECK(out.answer == "[EMAIL_1] wrote it [[EMAIL_1]].");
 }
 
 TEST_CASE("a 1 MB adversarial input is redacted in linear time") {

@@ -816,10 +816,13 @@ template <typename Stream>
 void serve(Stream& stream) {
   beast::flat_buffer buffer;
   for (;;) {
-    http::request<http::string_body> req;
+    // Batch input files (OpenAI's upload) run to hundreds of MB; Beast's default limit is 1 MB.
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(512ull << 20);
     beast::error_code ec;
-    http::read(stream, buffer, req, ec);
+    http::read(stream, buffer, parser, ec);
     if (ec) return;
+    auto req = parser.release();
     auto res = reply(req);
     http::write(stream, res, ec);
     if (ec || !req.keep_alive()) return;
