@@ -125,7 +125,7 @@ void LlmJudge::submitBatch(std::vector<std::shared_ptr<Call>> calls) const {
   // While a request waits for its batch it holds a short reservation and lease (a crash then
   // frees them soon); the batch about to leave gets the provider's window: 24 h, plus an hour.
   constexpr std::int64_t kWindowMs = 25LL * 3'600'000;
-  ledger_.run([this, calls = std::move(calls)](BudgetStore& s) mutable {
+  ledger_.run(ifAlive(alive_, [this, calls = std::move(calls)](BudgetStore& s) mutable {
     std::vector<std::shared_ptr<Call>> kept, refused;
     for (auto& c : calls) {
       s.release(c->reservation_id, c->day, scopes());
@@ -147,7 +147,7 @@ void LlmJudge::submitBatch(std::vector<std::shared_ptr<Call>> calls) const {
                 std::nullopt);
           if (!kept.empty()) sendBatch(kept);
         }));
-  });
+  }));
 }
 
 void LlmJudge::sendBatch(std::vector<std::shared_ptr<Call>> calls) const {
@@ -169,20 +169,21 @@ void LlmJudge::sendBatch(std::vector<std::shared_ptr<Call>> calls) const {
     auto req = batchRequest("POST", "/v1/messages/batches");
     req.headers.emplace_back("content-type", "application/json");
     req.body = std::move(body);
-    client_.submit(std::move(req), [this, b](const HttpResponse& r) {
-      rapidjson::Document d;
-      if (ok2xx(r)) d.Parse(r.body.c_str());
-      const std::string id = ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
-      if (id.empty()) {
-        batch_stats_->failed->Increment();
-        spdlog::warn("llm judge '{}': batch of {} request(s) refused: {}", settings_.name,
-                     b->calls.size(), logText(why(r), 300));
-        for (auto& c : b->calls)
-          finish(c, failed(Outcome::kProviderError, "batch refused: " + why(r)), std::nullopt);
-        return;
-      }
-      createBatch(b, "anthropic:" + id);
-    });
+    client_.submit(
+        std::move(req), ifAlive(alive_, [this, b](const HttpResponse& r) {
+          rapidjson::Document d;
+          if (ok2xx(r)) d.Parse(r.body.c_str());
+          const std::string id = ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
+          if (id.empty()) {
+            batch_stats_->failed->Increment();
+            spdlog::warn("llm judge '{}': batch of {} request(s) refused: {}", settings_.name,
+                         b->calls.size(), logText(why(r), 300));
+            for (auto& c : b->calls)
+              finish(c, failed(Outcome::kProviderError, "batch refused: " + why(r)), std::nullopt);
+            return;
+          }
+          createBatch(b, "anthropic:" + id);
+        }));
     return;
   }
   std::string jsonl;
@@ -199,20 +200,22 @@ void LlmJudge::sendBatch(std::vector<std::shared_ptr<Call>> calls) const {
   auto req = batchRequest("POST", "/files");
   req.headers.emplace_back("content-type", "multipart/form-data; boundary=" + boundary);
   req.body = std::move(body);
-  client_.submit(std::move(req), [this, b](const HttpResponse& r) {
-    rapidjson::Document d;
-    if (ok2xx(r)) d.Parse(r.body.c_str());
-    const std::string file = ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
-    if (file.empty()) {
-      batch_stats_->failed->Increment();
-      spdlog::warn("llm judge '{}': batch file of {} request(s) refused: {}", settings_.name,
-                   b->calls.size(), logText(why(r), 300));
-      for (auto& c : b->calls)
-        finish(c, failed(Outcome::kProviderError, "batch file refused: " + why(r)), std::nullopt);
-      return;
-    }
-    createBatch(b, file);
-  });
+  client_.submit(std::move(req), ifAlive(alive_, [this, b](const HttpResponse& r) {
+                   rapidjson::Document d;
+                   if (ok2xx(r)) d.Parse(r.body.c_str());
+                   const std::string file =
+                       ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
+                   if (file.empty()) {
+                     batch_stats_->failed->Increment();
+                     spdlog::warn("llm judge '{}': batch file of {} request(s) refused: {}",
+                                  settings_.name, b->calls.size(), logText(why(r), 300));
+                     for (auto& c : b->calls)
+                       finish(c, failed(Outcome::kProviderError, "batch file refused: " + why(r)),
+                              std::nullopt);
+                     return;
+                   }
+                   createBatch(b, file);
+                 }));
 }
 
 void LlmJudge::createBatch(const std::shared_ptr<Batch>& b, const std::string& input) const {
@@ -238,14 +241,14 @@ void LlmJudge::createBatch(const std::shared_ptr<Batch>& b, const std::string& i
     w.EndArray();
     w.EndObject();
     const std::string record(buf.GetString(), buf.GetSize());
-    ledger_.run([this, id, record](BudgetStore& s) {
+    ledger_.run(ifAlive(alive_, [this, id, record](BudgetStore& s) {
       if (!s.saveBatch(settings_.name, id, record) ||
           !s.leaseBatch(settings_.name, id, batch_token_, leaseMs(settings_.batch_poll)))
         spdlog::warn(
             "llm judge '{}': batch {} is not recorded in the budget store (it did not answer): "
             "if this instance dies before its results, nobody fetches them",
             settings_.name, id);
-    });
+    }));
     {
       std::lock_guard lock(mu_);
       batches_[id] = b;
@@ -261,66 +264,70 @@ void LlmJudge::createBatch(const std::shared_ptr<Batch>& b, const std::string& i
   req.headers.emplace_back("content-type", "application/json");
   req.body = R"({"input_file_id":")" + input +
              R"(","endpoint":"/v1/chat/completions","completion_window":"24h"})";
-  client_.submit(std::move(req), [this, b, registered](const HttpResponse& r) {
-    rapidjson::Document d;
-    if (ok2xx(r)) d.Parse(r.body.c_str());
-    const std::string id = ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
-    if (id.empty()) {
-      batch_stats_->failed->Increment();
-      spdlog::warn("llm judge '{}': batch of {} request(s) refused: {}", settings_.name,
-                   b->calls.size(), logText(why(r), 300));
-      for (auto& c : b->calls)
-        finish(c, failed(Outcome::kProviderError, "batch refused: " + why(r)), std::nullopt);
-      return;
-    }
-    registered(id);
-  });
+  client_.submit(
+      std::move(req), ifAlive(alive_, [this, b, registered](const HttpResponse& r) {
+        rapidjson::Document d;
+        if (ok2xx(r)) d.Parse(r.body.c_str());
+        const std::string id = ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
+        if (id.empty()) {
+          batch_stats_->failed->Increment();
+          spdlog::warn("llm judge '{}': batch of {} request(s) refused: {}", settings_.name,
+                       b->calls.size(), logText(why(r), 300));
+          for (auto& c : b->calls)
+            finish(c, failed(Outcome::kProviderError, "batch refused: " + why(r)), std::nullopt);
+          return;
+        }
+        registered(id);
+      }));
 }
 
 void LlmJudge::pollBatch(const std::shared_ptr<Batch>& b) const {
-  ledger_.run([this, id = b->id](BudgetStore& s) {
+  ledger_.run(ifAlive(alive_, [this, id = b->id](BudgetStore& s) {
     s.leaseBatch(settings_.name, id, batch_token_, leaseMs(settings_.batch_poll));
-  });
+  }));
   const bool anthropic = settings_.provider == Provider::kAnthropic;
   auto req = batchRequest("GET", anthropic ? "/v1/messages/batches/" + b->id : "/batches/" + b->id);
-  client_.submit(std::move(req), [this, b, anthropic](const HttpResponse& r) {
-    rapidjson::Document d;
-    if (ok2xx(r)) d.Parse(r.body.c_str());
-    if (!ok2xx(r) || d.HasParseError() || !d.IsObject()) {
-      long suppressed = 0;
-      if (failure_log_.allow(suppressed))
-        spdlog::warn("llm judge '{}': batch {} status: {}; asked again in {} s{}", settings_.name,
-                     b->id, logText(why(r), 300), settings_.batch_poll.count() / 1000,
-                     RateLimitedLog::note(suppressed));
-      client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
-      return;
-    }
-    if (anthropic) {
-      if (stringMember(d, "processing_status") == "ended")
-        return fetchResults(b, stringMember(d, "results_url"));
-    } else {
-      const std::string status = stringMember(d, "status");
-      const std::string out = stringMember(d, "output_file_id");
-      if (status == "completed" ||
-          ((status == "expired" || status == "failed" || status == "cancelled") && !out.empty()))
-        return fetchResults(b, "/files/" + out + "/content");
-      if (status == "expired" || status == "failed" || status == "cancelled")
-        return settleResults(b, "");  // nothing answered: every request released
-    }
-    client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
-  });
+  client_.submit(
+      std::move(req), ifAlive(alive_, [this, b, anthropic](const HttpResponse& r) {
+        rapidjson::Document d;
+        if (ok2xx(r)) d.Parse(r.body.c_str());
+        if (!ok2xx(r) || d.HasParseError() || !d.IsObject()) {
+          long suppressed = 0;
+          if (failure_log_.allow(suppressed))
+            spdlog::warn("llm judge '{}': batch {} status: {}; asked again in {} s{}",
+                         settings_.name, b->id, logText(why(r), 300),
+                         settings_.batch_poll.count() / 1000, RateLimitedLog::note(suppressed));
+          client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
+          return;
+        }
+        if (anthropic) {
+          if (stringMember(d, "processing_status") == "ended")
+            return fetchResults(b, stringMember(d, "results_url"));
+        } else {
+          const std::string status = stringMember(d, "status");
+          const std::string out = stringMember(d, "output_file_id");
+          if (status == "completed" ||
+              ((status == "expired" || status == "failed" || status == "cancelled") &&
+               !out.empty()))
+            return fetchResults(b, "/files/" + out + "/content");
+          if (status == "expired" || status == "failed" || status == "cancelled")
+            return settleResults(b, "");  // nothing answered: every request released
+        }
+        client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
+      }));
 }
 
 void LlmJudge::fetchResults(const std::shared_ptr<Batch>& b, const std::string& url) const {
-  client_.submit(batchRequest("GET", url), [this, b](const HttpResponse& r) {
-    if (!ok2xx(r)) {
-      spdlog::warn("llm judge '{}': batch {} results: {}; asked again in {} s", settings_.name,
-                   b->id, logText(why(r), 300), settings_.batch_poll.count() / 1000);
-      client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
-      return;
-    }
-    settleResults(b, r.body);
-  });
+  client_.submit(
+      batchRequest("GET", url), ifAlive(alive_, [this, b](const HttpResponse& r) {
+        if (!ok2xx(r)) {
+          spdlog::warn("llm judge '{}': batch {} results: {}; asked again in {} s", settings_.name,
+                       b->id, logText(why(r), 300), settings_.batch_poll.count() / 1000);
+          client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
+          return;
+        }
+        settleResults(b, r.body);
+      }));
 }
 
 void LlmJudge::settleResults(const std::shared_ptr<Batch>& b, const std::string& jsonl) const {
@@ -400,14 +407,14 @@ void LlmJudge::settleResults(const std::shared_ptr<Batch>& b, const std::string&
   spdlog::info("llm judge '{}': batch {} ended: {} of {} request(s) answered{}", settings_.name,
                b->id, answered, b->calls.size(),
                b->recovered ? " (taken over from the store)" : "");
-  ledger_.run([this, id = b->id](BudgetStore& s) { s.removeBatch(settings_.name, id); });
+  ledger_.run(
+      ifAlive(alive_, [this, id = b->id](BudgetStore& s) { s.removeBatch(settings_.name, id); }));
   std::lock_guard lock(mu_);
   batches_.erase(b->id);
 }
 
 void LlmJudge::scanBatches() const {
-  ledger_.run([this, alive = alive_](BudgetStore& s) {
-    if (!alive->load()) return;
+  ledger_.run(ifAlive(alive_, [this](BudgetStore& s) {
     const auto records = s.batchRecords(settings_.name);
     if (!records) return;
     for (const auto& [id, record] : *records) {
@@ -420,7 +427,7 @@ void LlmJudge::scanBatches() const {
       client_.schedule(Millis{0},
                        ifAlive(alive_, [this, id = id, record = record] { recover(id, record); }));
     }
-  });
+  }));
   client_.schedule(settings_.batch_poll, ifAlive(alive_, [this] { scanBatches(); }));
 }
 
@@ -430,7 +437,7 @@ void LlmJudge::recover(const std::string& id, const std::string& record) const {
   if (d.HasParseError() || !d.IsObject() || !d.HasMember("requests") || !d["requests"].IsArray()) {
     spdlog::error("llm judge '{}': batch {}: unreadable record in the store; dropped",
                   settings_.name, id);
-    ledger_.run([this, id](BudgetStore& s) { s.removeBatch(settings_.name, id); });
+    ledger_.run(ifAlive(alive_, [this, id](BudgetStore& s) { s.removeBatch(settings_.name, id); }));
     return;
   }
   auto b = std::make_shared<Batch>();

@@ -17,12 +17,15 @@
 
 namespace assay::llm {
 
-/// `fn` as a timer or ledger callback that does nothing once its judge is gone (`alive`: the
-/// judge's alive_ flag, cleared by ~LlmJudge).
+/// `fn` as a timer, HTTP or ledger callback of a batch judge that does nothing once the judge is
+/// gone, and that ~LlmJudge waits for while it runs (JudgeLife::close): a batch's settlement
+/// finishes its calls (whose done() may let the owner destroy the judge) and then still logs
+/// and counts. Arguments are passed on (HttpResponse, BudgetStore&).
 template <class Fn>
-std::function<void()> ifAlive(const std::shared_ptr<std::atomic<bool>>& alive, Fn fn) {
-  return [alive, fn = std::move(fn)]() mutable {
-    if (alive->load()) fn();
+auto ifAlive(const std::shared_ptr<JudgeLife>& life, Fn fn) {
+  return [life, fn = std::move(fn)](auto&&... args) mutable {
+    JudgeLife::Active active(*life);
+    if (active) fn(std::forward<decltype(args)>(args)...);
   };
 }
 

@@ -160,8 +160,37 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
                settings_.max_in_flight);
 }
 
+namespace {
+// The batch callbacks this thread is inside, per judge (a done() run inside one may destroy
+// the judge on this very thread: close() must not wait for itself).
+thread_local std::vector<const JudgeLife*> t_inside;
+}  // namespace
+
+JudgeLife::Active::Active(JudgeLife& l) : life_(l) {
+  std::lock_guard lock(l.mu_);
+  if (!l.alive_) return;
+  ++l.active_;
+  entered_ = true;
+  t_inside.push_back(&l);
+}
+
+JudgeLife::Active::~Active() {
+  if (!entered_) return;
+  t_inside.erase(std::find(t_inside.begin(), t_inside.end(), &life_));
+  std::lock_guard lock(life_.mu_);
+  --life_.active_;
+  life_.cv_.notify_all();
+}
+
+void JudgeLife::close() {
+  const auto own = std::count(t_inside.begin(), t_inside.end(), this);
+  std::unique_lock lock(mu_);
+  alive_ = false;
+  cv_.wait(lock, [&] { return active_ <= own; });
+}
+
 LlmJudge::~LlmJudge() {
-  alive_->store(false);  // its batch timers, still scheduled, now do nothing
+  alive_->close();  // batch callbacks still scheduled now do nothing; running ones have ended
   services_.removeJudge(this);
 }
 

@@ -124,6 +124,32 @@ struct LlmCallResult {
   bool from_store = false;
 };
 
+/// Whether an LlmJudge still lives, and how many of its batch callbacks run now (ifAlive,
+/// llm_call.hpp): ~LlmJudge closes it and waits for those running on other threads.
+class JudgeLife {
+ public:
+  class Active {
+   public:
+    explicit Active(JudgeLife& l);
+    ~Active();
+    explicit operator bool() const { return entered_; }
+    Active(const Active&) = delete;
+    Active& operator=(const Active&) = delete;
+
+   private:
+    JudgeLife& life_;
+    bool entered_ = false;
+  };
+  /// No callback starts after it; returns once those running on other threads ended.
+  void close();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool alive_ = true;
+  int active_ = 0;
+};
+
 class LlmJudge final : public Judge {
  public:
   static const JudgeDescriptor kDescriptor;
@@ -246,7 +272,7 @@ class LlmJudge final : public Judge {
   // False once the judge is destroyed: a batch timer (the flush after batch_max_wait, the
   // periodic scan for batches to take over, a poll) outlives a judge that a reload rebuilt,
   // and must then do nothing (ifAlive, llm_call.hpp).
-  std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
+  std::shared_ptr<JudgeLife> alive_ = std::make_shared<JudgeLife>();
   std::vector<std::pair<std::string, std::string>> batch_headers_;  // auth and version headers
 };
 
