@@ -43,6 +43,46 @@ NgramCounts countNgrams(const Ids& ids, int n) {
   return counts;
 }
 
+// The same counts keyed by the n-gram's ids packed 16 bits each into one integer: exact while
+// the vocabulary has fewer than 2^16 tokens and n ≤ 4 (every event of normal size, BLEU-4),
+// without a string per n-gram.
+using PackedCounts = std::unordered_map<std::uint64_t, int>;
+constexpr std::size_t kPackedVocab = 1u << 16;
+constexpr int kPackedMaxOrder = 4;
+
+PackedCounts countPacked(const Ids& ids, int n) {
+  PackedCounts counts;
+  if (ids.size() < static_cast<std::size_t>(n)) return counts;
+  counts.reserve(ids.size());
+  for (std::size_t i = 0; i + n <= ids.size(); ++i) {
+    std::uint64_t key = 0;
+    for (int k = 0; k < n; ++k) key = (key << 16) | ids[i + static_cast<std::size_t>(k)];
+    ++counts[key];
+  }
+  return counts;
+}
+
+// Clipped matches and the hypothesis's n-gram count at order n (Papineni et al. 2002, eq. 1).
+template <class Counts, class Count>
+std::pair<long, long> clipped(const Ids& hyp_ids, const std::vector<Ids>& ref_ids, int n,
+                              Count count) {
+  const Counts hyp = count(hyp_ids, n);
+  Counts max_ref;
+  for (const auto& ref : ref_ids) {
+    for (const auto& [g, c] : count(ref, n)) {
+      auto& m = max_ref[g];
+      m = std::max(m, c);
+    }
+  }
+  long matched = 0, total = 0;
+  for (const auto& [g, c] : hyp) {
+    total += c;
+    auto it = max_ref.find(g);
+    if (it != max_ref.end()) matched += std::min(c, it->second);
+  }
+  return {matched, total};
+}
+
 }  // namespace
 
 const JudgeDescriptor BleuJudge::kDescriptor{
@@ -65,21 +105,10 @@ double sentenceBleu(const std::vector<std::vector<std::string>>& references,
   ref_ids.reserve(references.size());
   for (const auto& ref : references) ref_ids.push_back(toIds(ref, vocab));
   double log_sum = 0.0;
+  const bool packed = vocab.size() < kPackedVocab && max_order <= kPackedMaxOrder;
   for (int n = 1; n <= max_order; ++n) {
-    const NgramCounts hyp = countNgrams(hyp_ids, n);
-    NgramCounts max_ref;
-    for (const auto& ref : ref_ids) {
-      for (const auto& [g, c] : countNgrams(ref, n)) {
-        auto& m = max_ref[g];
-        m = std::max(m, c);
-      }
-    }
-    long matched = 0, total = 0;
-    for (const auto& [g, c] : hyp) {
-      total += c;
-      auto it = max_ref.find(g);
-      if (it != max_ref.end()) matched += std::min(c, it->second);
-    }
+    const auto [matched, total] = packed ? clipped<PackedCounts>(hyp_ids, ref_ids, n, countPacked)
+                                         : clipped<NgramCounts>(hyp_ids, ref_ids, n, countNgrams);
     if (n == 1 && matched == 0) return 0.0;  // nltk: no unigram match → 0
     const double denom = static_cast<double>(std::max(1L, total));
     const double p = matched == 0 ? 0.1 / denom : static_cast<double>(matched) / denom;

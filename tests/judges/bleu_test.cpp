@@ -193,3 +193,21 @@ TEST_CASE("BLEU judge: max_order option is validated and used") {
 }
 
 }  // namespace assay
+
+TEST_CASE("BLEU: a vocabulary of 2^16 tokens or more takes the string-keyed counts, same result") {
+  // Below 65,536 distinct tokens the n-grams are counted packed 16 bits an id; from it, as
+  // strings of ids. Both exact: the same hypothesis scored in each regime. Hypothesis = the
+  // reference with its last token changed: of N unigrams N-1 match, of the N-n+1 n-grams N-n
+  // (the ones not touching the last token), BP = 1, so BLEU = prod_n ((N-n)/(N-n+1))^(1/4)
+  // (with N-1 for n=1).
+  for (const std::size_t n_tokens : {std::size_t{1000}, std::size_t{70000}}) {
+    std::vector<std::string> ref;
+    for (std::size_t i = 0; i < n_tokens; ++i) ref.push_back("t" + std::to_string(i));
+    auto hyp = ref;
+    hyp.back() = "changed";
+    const double n = static_cast<double>(n_tokens);
+    double expected = 1;
+    for (int k = 1; k <= 4; ++k) expected *= std::pow((n - k) / (n - k + 1), 0.25);
+    CHECK(assay::sentenceBleu({ref}, hyp, 4) == doctest::Approx(expected).epsilon(1e-12));
+  }
+}
