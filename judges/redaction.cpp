@@ -249,9 +249,10 @@ Redactor::Redactor(const RedactOptions& options) : options_(options) {
                                   "': 1 to 32 letters, digits or underscores");
     // Placeholders are upper case: "emp" and "EMP", or a pattern named like a detector,
     // would number two kinds of value as one type.
-    const auto same = [&](std::string_view other) {
-      return other.size() == name.size() &&
-             std::equal(other.begin(), other.end(), name.begin(), [](char x, char y) {
+    const std::string_view mine = name;  // a structured binding cannot be captured (C++20)
+    const auto same = [mine](std::string_view other) {
+      return other.size() == mine.size() &&
+             std::equal(other.begin(), other.end(), mine.begin(), [](char x, char y) {
                return std::toupper(static_cast<unsigned char>(x)) ==
                       std::toupper(static_cast<unsigned char>(y));
              });
