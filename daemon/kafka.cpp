@@ -102,11 +102,6 @@ rd_kafka_conf_t* consumerConf(const KafkaOptions& o, const std::string& bootstra
   set(conf, "group.id", o.group_id);
   set(conf, "enable.auto.offset.store", "false");
   set(conf, "auto.offset.reset", "earliest");
-  // librdkafka pre-fetches up to 64 MB of messages by default (queued.max.messages.kbytes
-  // 65536): most of a monitor's memory. 16 MB kept the steady RSS at 45 MiB instead of 101 at
-  // 25,000 events/s of 3 KB on 128 partitions, at the same rate; 4 MB starved the fetches
-  // (docs/BENCHMARKS.md, part 4). A property in kafka.properties overrides it.
-  set(conf, "queued.max.messages.kbytes", "16384");
   applyUserProperties(conf, o);
   // These carry the delivery guarantee; a user property must not silently undo them. assayd
   // commits itself, every auto.commit.interval.ms, with the commit metadata that lists the
