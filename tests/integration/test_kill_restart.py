@@ -16,7 +16,7 @@ Asserts:
     without contexts): 0 lost;
   - paid twice: a prompt in the provider's call log more than once is allowed only when a kill
     fell while its first call ran (its reply never reached the daemon, or reached it in the
-    last second before the kill): 0 unexplained;
+    last second before the kill; 3 s under AddressSanitizer): 0 unexplained;
   - the verdict store holds one verdict per billed prompt, and no lease is left;
   - Redis' settled spend equals the cost of the calls whose verdict stood (within one call per
     kill: a kill between storing a verdict and settling it leaves the reservation to expire);
@@ -219,8 +219,12 @@ def run(args, workdir, checks):
         for c in calls:
             by_prompt[c[0]].append(c)
         twice = [v for v in by_prompt.values() if len(v) > 1]
+        # A kill between the provider's reply and the verdict's store in Redis costs a second
+        # call: that window is 1 s here, 3 s under AddressSanitizer (scripts/test sets
+        # ASAN_OPTIONS), where a loaded 2-core machine was seen to take longer than 1 s.
+        grace = 3.0 if "ASAN_OPTIONS" in os.environ else 1.0
         unexplained = [v for v in twice
-                       if not any(v[0][1] <= t <= v[0][2] + 1.0 for t in kills)]
+                       if not any(v[0][1] <= t <= v[0][2] + grace for t in kills)]
         checks.eq("billed prompts == sampled events with contexts", len(with_contexts), len(by_prompt))
         checks.eq("prompts paid twice without a kill during the first call", 0, len(unexplained))
 
