@@ -10,11 +10,15 @@
 //   processing_status "ended", then its results_url: one line per request, by custom_id.
 // Every request is reserved in the ledger before it joins a batch (its worst case at the batch
 // price) and settled from its own result; requests that fail or expire are released. Each
-// submitted batch's record (provider id, and per request the event id, reservation id, day)
-// is kept in the budget store with a lease its poller renews, so that when the instance that
-// submitted it dies, another (or the same, restarted) takes it over and settles its results:
-// the verdicts land in the verdict store, where the redelivered events find them; nothing is
-// submitted or paid twice.
+// batch's record (per request the event id, reservation id, day; then the uploaded file, then
+// the provider's id, each written before the next request is sent) is kept in the budget store
+// with a lease its poller renews, so that when the instance that submitted it dies at any step,
+// another (or the same, restarted) takes it over: it settles the results of a batch the
+// provider accepted (found by its input file when the instance died before it heard the id),
+// creates one that was uploaded but not created, releases one that was not uploaded. The
+// verdicts land in the verdict store, where the redelivered events find them; nothing is
+// submitted or paid twice (one exception: Anthropic, a crash during the submission's own
+// round trip, recover()).
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -77,13 +81,41 @@ LlmVerdict failed(Outcome o, std::string text) {
 }  // namespace
 
 struct LlmJudge::Batch {
-  std::string id;  // the provider's
+  std::string key;   // its record's name in the budget store (ours, before the provider's id)
+  std::string id;    // the provider's ("" until the provider accepted the batch)
+  std::string file;  // OpenAI: the uploaded input file ("" until uploaded)
   std::vector<std::shared_ptr<Call>> calls;
   std::map<std::string, std::shared_ptr<Call>> by_custom_id;
-  std::int64_t submitted_ms = 0;  // epoch
+  std::int64_t submitted_ms = 0;  // epoch: when it left (or was taken to the provider)
   bool recovered = false;         // taken over from the store (no caller waits)
   double saved_eur = 0;
 };
+
+std::string LlmJudge::batchRecord(const Batch& b) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  const auto str = [&w](const std::string& s) {
+    w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
+  };
+  w.StartObject();
+  w.Key("id");
+  str(b.id);
+  w.Key("file");
+  str(b.file);
+  w.Key("submitted_ms");
+  w.Int64(b.submitted_ms);
+  w.Key("requests");
+  w.StartArray();
+  for (const auto& c : b.calls) {
+    w.StartArray();
+    for (const std::string* s : {&c->custom_id, &c->event.id, &c->reservation_id, &c->day}) str(*s);
+    w.Int64(c->prompt.estimated_tokens);
+    w.EndArray();
+  }
+  w.EndArray();
+  w.EndObject();
+  return {buf.GetString(), buf.GetSize()};
+}
 
 HttpRequest LlmJudge::batchRequest(const std::string& method, const std::string& path) const {
   HttpRequest r;
@@ -93,6 +125,12 @@ HttpRequest LlmJudge::batchRequest(const std::string& method, const std::string&
     if (h.first != "content-type" && h.first != "Content-Type") r.headers.push_back(h);
   r.timeout = std::max(settings_.timeout, Millis{60'000});  // an upload of many requests
   return r;
+}
+
+std::int64_t LlmJudge::submitLeaseMs(Millis request_timeout) const {
+  // Held across one batch request: another instance may take a batch that is being submitted
+  // over only once that request has timed out (else both could create it).
+  return leaseMs(settings_.batch_poll) + request_timeout.count();
 }
 
 void LlmJudge::enqueueBatch(const std::shared_ptr<Call>& c) const {
@@ -124,9 +162,12 @@ void LlmJudge::flushBatch() const {
 void LlmJudge::submitBatch(std::vector<std::shared_ptr<Call>> calls) const {
   // While a request waits for its batch it holds a short reservation and lease (a crash then
   // frees them soon); the batch about to leave gets the provider's window: 24 h, plus an hour.
+  // Its record goes into the store in the same step, before anything is sent: whatever
+  // instance finds it after a crash settles or releases every request in it.
   constexpr std::int64_t kWindowMs = 25LL * 3'600'000;
   ledger_.run(ifAlive(alive_, [this, calls = std::move(calls)](BudgetStore& s) mutable {
-    std::vector<std::shared_ptr<Call>> kept, refused;
+    auto b = std::make_shared<Batch>();
+    std::vector<std::shared_ptr<Call>> refused;
     for (auto& c : calls) {
       s.release(c->reservation_id, c->day, scopes());
       const auto r = s.reserve(scopes(), c->reserved_eur, c->day, c->reservation_id,
@@ -134,32 +175,90 @@ void LlmJudge::submitBatch(std::vector<std::shared_ptr<Call>> calls) const {
       if (r.status == ReserveStatus::kReserved &&
           s.claim(c->event.id, settings_.name, c->reservation_id, kWindowMs).status ==
               ClaimResult::Status::kClaimed)
-        kept.push_back(c);
+        b->calls.push_back(c);
       else
         refused.push_back(c);
     }
-    client_.schedule(
-        Millis{0}, ifAlive(alive_, [this, kept = std::move(kept), refused = std::move(refused)] {
-          for (const auto& c : refused)
-            finish(
-                c,
-                failed(Outcome::kSkippedBudget, "the budget no longer admits this batch request"),
-                std::nullopt);
-          if (!kept.empty()) sendBatch(kept);
-        }));
+    if (!b->calls.empty()) {
+      b->key = "b" + processNonce() + "-" + std::to_string(sequence_++);
+      b->submitted_ms = epochNowMs();
+      for (std::size_t i = 0; i < b->calls.size(); ++i) {
+        auto& c = b->calls[i];
+        // Anthropic's custom_id: ^[a-zA-Z0-9_-]{1,64}$.
+        c->custom_id = "r" + std::to_string(i) + "_" +
+                       std::to_string(std::hash<std::string>{}(c->reservation_id) % 1'000'000'007);
+        b->by_custom_id[c->custom_id] = c;
+      }
+      {
+        std::lock_guard lock(mu_);
+        batches_[b->key] = b;  // ours: the scan for batches to take over leaves it be
+      }
+      if (s.saveBatch(settings_.name, b->key, batchRecord(*b)) &&
+          s.leaseBatch(settings_.name, b->key, batch_token_,
+                       submitLeaseMs(batchRequest("POST", "").timeout)))
+        for (auto& c : b->calls) c->submitted = true;  // the record answers for it now
+      else
+        spdlog::warn(
+            "llm judge '{}': batch of {} request(s) is not recorded in the budget store (it did "
+            "not answer): if this instance dies before its results, nobody fetches them",
+            settings_.name, b->calls.size());
+    }
+    client_.schedule(Millis{0}, ifAlive(alive_, [this, b, refused = std::move(refused)] {
+                       for (const auto& c : refused)
+                         finish(c,
+                                failed(Outcome::kSkippedBudget,
+                                       "the budget no longer admits this batch request"),
+                                std::nullopt);
+                       if (!b->calls.empty()) sendBatch(b);
+                     }));
   }));
 }
 
-void LlmJudge::sendBatch(std::vector<std::shared_ptr<Call>> calls) const {
-  auto b = std::make_shared<Batch>();
-  b->calls = std::move(calls);
-  for (std::size_t i = 0; i < b->calls.size(); ++i) {
-    auto& c = b->calls[i];
-    // Anthropic's custom_id: ^[a-zA-Z0-9_-]{1,64}$.
-    c->custom_id = "r" + std::to_string(i) + "_" +
-                   std::to_string(std::hash<std::string>{}(c->reservation_id) % 1'000'000'007);
-    b->by_custom_id[c->custom_id] = c;
-  }
+void LlmJudge::abandonBatch(const std::shared_ptr<Batch>& b, Outcome outcome,
+                            const std::string& why) const {
+  // Nothing of it was billed: every request is released (its event is judged again when it
+  // is delivered again), and its record dropped.
+  for (auto& c : b->calls) finish(c, failed(outcome, why), std::nullopt);
+  ledger_.run(ifAlive(
+      alive_, [this, key = b->key](BudgetStore& s) { s.removeBatch(settings_.name, key); }));
+  std::lock_guard lock(mu_);
+  batches_.erase(b->key);
+}
+
+void LlmJudge::refuseBatch(const std::shared_ptr<Batch>& b, const char* what,
+                           const HttpResponse& r) const {
+  batch_stats_->failed->Increment();
+  spdlog::warn("llm judge '{}': {} of {} request(s) refused: {}", settings_.name, what,
+               b->calls.size(), logText(why(r), 300));
+  abandonBatch(b, Outcome::kProviderError, std::string(what) + " refused: " + why(r));
+}
+
+void LlmJudge::recordBatch(const std::shared_ptr<Batch>& b, std::function<void()> next) const {
+  // The record's new state goes to the store before the next step is sent; a lease taken over
+  // meanwhile (this instance seemed dead) leaves the batch to the instance that holds it.
+  ledger_.run(ifAlive(
+      alive_, [this, b, record = batchRecord(*b), next = std::move(next)](BudgetStore& s) mutable {
+        if (!s.leaseBatch(settings_.name, b->key, batch_token_, submitLeaseMs(settings_.timeout))) {
+          spdlog::warn(
+              "llm judge '{}': batch of {} request(s) was taken over by another instance before it "
+              "was submitted; its requests are left to it",
+              settings_.name, b->calls.size());
+          client_.schedule(Millis{0}, ifAlive(alive_, [this, b] {
+                             abandonBatch(b, Outcome::kProviderError,
+                                          "the batch was taken over by another instance");
+                           }));
+          return;
+        }
+        if (!s.saveBatch(settings_.name, b->key, record))
+          spdlog::warn(
+              "llm judge '{}': batch {} is not recorded in the budget store (it did not answer): "
+              "if this instance dies before its results, nobody fetches them",
+              settings_.name, b->key);
+        client_.schedule(Millis{0}, ifAlive(alive_, std::move(next)));
+      }));
+}
+
+void LlmJudge::sendBatch(const std::shared_ptr<Batch>& b) const {
   if (settings_.provider == Provider::kAnthropic) {
     std::string body = R"({"requests":[)";
     for (std::size_t i = 0; i < b->calls.size(); ++i)
@@ -169,21 +268,14 @@ void LlmJudge::sendBatch(std::vector<std::shared_ptr<Call>> calls) const {
     auto req = batchRequest("POST", "/v1/messages/batches");
     req.headers.emplace_back("content-type", "application/json");
     req.body = std::move(body);
-    client_.submit(
-        std::move(req), ifAlive(alive_, [this, b](const HttpResponse& r) {
-          rapidjson::Document d;
-          if (ok2xx(r)) d.Parse(r.body.c_str());
-          const std::string id = ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
-          if (id.empty()) {
-            batch_stats_->failed->Increment();
-            spdlog::warn("llm judge '{}': batch of {} request(s) refused: {}", settings_.name,
-                         b->calls.size(), logText(why(r), 300));
-            for (auto& c : b->calls)
-              finish(c, failed(Outcome::kProviderError, "batch refused: " + why(r)), std::nullopt);
-            return;
-          }
-          createBatch(b, "anthropic:" + id);
-        }));
+    client_.submit(std::move(req), ifAlive(alive_, [this, b](const HttpResponse& r) {
+                     rapidjson::Document d;
+                     if (ok2xx(r)) d.Parse(r.body.c_str());
+                     const std::string id =
+                         ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
+                     if (id.empty()) return refuseBatch(b, "batch", r);
+                     registerBatch(b, id);
+                   }));
     return;
   }
   std::string jsonl;
@@ -205,85 +297,51 @@ void LlmJudge::sendBatch(std::vector<std::shared_ptr<Call>> calls) const {
                    if (ok2xx(r)) d.Parse(r.body.c_str());
                    const std::string file =
                        ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
-                   if (file.empty()) {
-                     batch_stats_->failed->Increment();
-                     spdlog::warn("llm judge '{}': batch file of {} request(s) refused: {}",
-                                  settings_.name, b->calls.size(), logText(why(r), 300));
-                     for (auto& c : b->calls)
-                       finish(c, failed(Outcome::kProviderError, "batch file refused: " + why(r)),
-                              std::nullopt);
-                     return;
-                   }
-                   createBatch(b, file);
+                   if (file.empty()) return refuseBatch(b, "batch file", r);
+                   // An uploaded file costs nothing; the batch made from it is what is paid.
+                   b->file = file;
+                   recordBatch(b, [this, b] { createBatch(b); });
                  }));
 }
 
-void LlmJudge::createBatch(const std::shared_ptr<Batch>& b, const std::string& input) const {
-  // Anthropic's batch exists already ("anthropic:ID"); OpenAI's is created from the file.
-  const auto registered = [this, b](const std::string& id) {
-    b->id = id;
-    b->submitted_ms = epochNowMs();
-    rapidjson::StringBuffer buf;
-    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-    w.StartObject();
-    w.Key("submitted_ms");
-    w.Int64(b->submitted_ms);
-    w.Key("requests");
-    w.StartArray();
-    for (auto& c : b->calls) {
-      c->submitted = true;
-      w.StartArray();
-      for (const std::string* s : {&c->custom_id, &c->event.id, &c->reservation_id, &c->day})
-        w.String(s->c_str(), static_cast<rapidjson::SizeType>(s->size()));
-      w.Int64(c->prompt.estimated_tokens);
-      w.EndArray();
-    }
-    w.EndArray();
-    w.EndObject();
-    const std::string record(buf.GetString(), buf.GetSize());
-    ledger_.run(ifAlive(alive_, [this, id, record](BudgetStore& s) {
-      if (!s.saveBatch(settings_.name, id, record) ||
-          !s.leaseBatch(settings_.name, id, batch_token_, leaseMs(settings_.batch_poll)))
-        spdlog::warn(
-            "llm judge '{}': batch {} is not recorded in the budget store (it did not answer): "
-            "if this instance dies before its results, nobody fetches them",
-            settings_.name, id);
-    }));
-    {
-      std::lock_guard lock(mu_);
-      batches_[id] = b;
-    }
+void LlmJudge::createBatch(const std::shared_ptr<Batch>& b) const {
+  auto req = batchRequest("POST", "/batches");
+  req.timeout = settings_.timeout;  // a small request (recordBatch's lease covers it)
+  req.headers.emplace_back("content-type", "application/json");
+  req.body = R"({"input_file_id":")" + b->file +
+             R"(","endpoint":"/v1/chat/completions","completion_window":"24h"})";
+  client_.submit(std::move(req), ifAlive(alive_, [this, b](const HttpResponse& r) {
+                   rapidjson::Document d;
+                   if (ok2xx(r)) d.Parse(r.body.c_str());
+                   const std::string id =
+                       ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
+                   if (id.empty()) return refuseBatch(b, "batch", r);
+                   registerBatch(b, id);
+                 }));
+}
+
+void LlmJudge::registerBatch(const std::shared_ptr<Batch>& b, const std::string& id) const {
+  b->id = id;
+  ledger_.run(ifAlive(alive_, [this, b, record = batchRecord(*b)](BudgetStore& s) {
+    if (!s.saveBatch(settings_.name, b->key, record) ||
+        !s.leaseBatch(settings_.name, b->key, batch_token_, leaseMs(settings_.batch_poll)))
+      spdlog::warn(
+          "llm judge '{}': batch {} is not recorded in the budget store (it did not answer): "
+          "if this instance dies before its results, nobody fetches them",
+          settings_.name, b->id);
+  }));
+  if (!b->recovered) {
     batch_stats_->submitted->Increment();
     batch_stats_->requests->Observe(static_cast<double>(b->calls.size()));
-    spdlog::info("llm judge '{}': batch {} submitted ({} request(s))", settings_.name, id,
-                 b->calls.size());
-    client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
-  };
-  if (input.rfind("anthropic:", 0) == 0) return registered(input.substr(10));
-  auto req = batchRequest("POST", "/batches");
-  req.headers.emplace_back("content-type", "application/json");
-  req.body = R"({"input_file_id":")" + input +
-             R"(","endpoint":"/v1/chat/completions","completion_window":"24h"})";
-  client_.submit(
-      std::move(req), ifAlive(alive_, [this, b, registered](const HttpResponse& r) {
-        rapidjson::Document d;
-        if (ok2xx(r)) d.Parse(r.body.c_str());
-        const std::string id = ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
-        if (id.empty()) {
-          batch_stats_->failed->Increment();
-          spdlog::warn("llm judge '{}': batch of {} request(s) refused: {}", settings_.name,
-                       b->calls.size(), logText(why(r), 300));
-          for (auto& c : b->calls)
-            finish(c, failed(Outcome::kProviderError, "batch refused: " + why(r)), std::nullopt);
-          return;
-        }
-        registered(id);
-      }));
+  }
+  spdlog::info("llm judge '{}': batch {} {} ({} request(s))", settings_.name, id,
+               b->recovered ? "taken over" : "submitted", b->calls.size());
+  client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
 }
 
 void LlmJudge::pollBatch(const std::shared_ptr<Batch>& b) const {
-  ledger_.run(ifAlive(alive_, [this, id = b->id](BudgetStore& s) {
-    s.leaseBatch(settings_.name, id, batch_token_, leaseMs(settings_.batch_poll));
+  ledger_.run(ifAlive(alive_, [this, key = b->key](BudgetStore& s) {
+    s.leaseBatch(settings_.name, key, batch_token_, leaseMs(settings_.batch_poll));
   }));
   const bool anthropic = settings_.provider == Provider::kAnthropic;
   auto req = batchRequest("GET", anthropic ? "/v1/messages/batches/" + b->id : "/batches/" + b->id);
@@ -407,45 +465,52 @@ void LlmJudge::settleResults(const std::shared_ptr<Batch>& b, const std::string&
   spdlog::info("llm judge '{}': batch {} ended: {} of {} request(s) answered{}", settings_.name,
                b->id, answered, b->calls.size(),
                b->recovered ? " (taken over from the store)" : "");
-  ledger_.run(
-      ifAlive(alive_, [this, id = b->id](BudgetStore& s) { s.removeBatch(settings_.name, id); }));
+  ledger_.run(ifAlive(
+      alive_, [this, key = b->key](BudgetStore& s) { s.removeBatch(settings_.name, key); }));
   std::lock_guard lock(mu_);
-  batches_.erase(b->id);
+  batches_.erase(b->key);
 }
 
 void LlmJudge::scanBatches() const {
   ledger_.run(ifAlive(alive_, [this](BudgetStore& s) {
     const auto records = s.batchRecords(settings_.name);
     if (!records) return;
-    for (const auto& [id, record] : *records) {
+    for (const auto& [key, record] : *records) {
       {
         std::lock_guard lock(mu_);
-        if (batches_.count(id)) continue;  // ours, polled
+        if (batches_.count(key)) continue;  // ours, being submitted or polled
       }
-      if (!s.leaseBatch(settings_.name, id, batch_token_, leaseMs(settings_.batch_poll)))
-        continue;  // another instance polls it
-      client_.schedule(Millis{0},
-                       ifAlive(alive_, [this, id = id, record = record] { recover(id, record); }));
+      // Held long enough for the listing or the creation recover() may send.
+      if (!s.leaseBatch(settings_.name, key, batch_token_, submitLeaseMs(settings_.timeout)))
+        continue;  // another instance holds it
+      client_.schedule(
+          Millis{0}, ifAlive(alive_, [this, key = key, record = record] { recover(key, record); }));
     }
   }));
   client_.schedule(settings_.batch_poll, ifAlive(alive_, [this] { scanBatches(); }));
 }
 
-void LlmJudge::recover(const std::string& id, const std::string& record) const {
+void LlmJudge::recover(const std::string& key, const std::string& record) const {
   rapidjson::Document d;
   d.Parse(record.c_str());
   if (d.HasParseError() || !d.IsObject() || !d.HasMember("requests") || !d["requests"].IsArray()) {
     spdlog::error("llm judge '{}': batch {}: unreadable record in the store; dropped",
-                  settings_.name, id);
-    ledger_.run(ifAlive(alive_, [this, id](BudgetStore& s) { s.removeBatch(settings_.name, id); }));
+                  settings_.name, key);
+    ledger_.run(
+        ifAlive(alive_, [this, key](BudgetStore& s) { s.removeBatch(settings_.name, key); }));
     return;
   }
   auto b = std::make_shared<Batch>();
-  b->id = id;
+  b->key = key;
+  // A record without "id" was written before records were kept from the start: its key is the
+  // provider's id.
+  b->id = d.HasMember("id") ? stringMember(d, "id") : key;
+  b->file = stringMember(d, "file");
   b->recovered = true;
-  b->submitted_ms = d.HasMember("submitted_ms") && d["submitted_ms"].IsInt64()
-                        ? d["submitted_ms"].GetInt64()
-                        : epochNowMs();
+  b->submitted_ms =
+      d.HasMember("submitted_ms") && d["submitted_ms"].IsInt64() && d["submitted_ms"].GetInt64() > 0
+          ? d["submitted_ms"].GetInt64()
+          : epochNowMs();
   for (const auto& r : d["requests"].GetArray()) {
     if (!r.IsArray() || r.Size() != 5 || !r[0].IsString() || !r[1].IsString() || !r[2].IsString() ||
         !r[3].IsString() || !r[4].IsInt64())
@@ -464,14 +529,80 @@ void LlmJudge::recover(const std::string& id, const std::string& record) const {
   }
   {
     std::lock_guard lock(mu_);
-    if (batches_.count(id)) return;
-    batches_[id] = b;
+    if (batches_.count(key)) return;
+    batches_[key] = b;
   }
-  spdlog::info(
-      "llm judge '{}': batch {} ({} request(s)) taken over: its instance stopped before "
-      "its results",
-      settings_.name, id, b->calls.size());
-  pollBatch(b);
+  if (!b->id.empty()) {
+    spdlog::info(
+        "llm judge '{}': batch {} ({} request(s)) taken over: its instance stopped before "
+        "its results",
+        settings_.name, b->id, b->calls.size());
+    return pollBatch(b);
+  }
+  if (!b->file.empty()) return findBatch(b, "");
+  // Stopped before the provider answered the submission. OpenAI: before the upload finished,
+  // so no batch exists. Anthropic: the batch may exist, but it cannot be found again (a
+  // message batch carries nothing of ours until it ends).
+  if (settings_.provider == Provider::kAnthropic)
+    spdlog::warn(
+        "llm judge '{}': a batch of {} request(s) was being submitted when its instance "
+        "stopped; they are released and judged again on redelivery (if the provider created "
+        "that batch, it is paid twice)",
+        settings_.name, b->calls.size());
+  else
+    spdlog::info(
+        "llm judge '{}': a batch of {} request(s) was being uploaded when its instance "
+        "stopped; no batch was created: they are released and judged again on redelivery",
+        settings_.name, b->calls.size());
+  abandonBatch(b, Outcome::kProviderError, "its instance stopped before the batch was submitted");
+}
+
+void LlmJudge::findBatch(const std::shared_ptr<Batch>& b, const std::string& after) const {
+  // OpenAI: the input file was uploaded, the batch maybe created from it: the batches are
+  // listed (newest first, https://platform.openai.com/docs/api-reference/batch/list) back to
+  // an hour before the record was written; the one made from our file is taken over, else it
+  // is created now. Nothing is created twice.
+  constexpr std::int64_t kSlackS = 3600;
+  ledger_.run(ifAlive(alive_, [this, key = b->key](BudgetStore& s) {
+    s.leaseBatch(settings_.name, key, batch_token_, submitLeaseMs(settings_.timeout));
+  }));
+  auto req = batchRequest("GET", "/batches?limit=100" + (after.empty() ? "" : "&after=" + after));
+  req.timeout = settings_.timeout;
+  client_.submit(
+      std::move(req), ifAlive(alive_, [this, b](const HttpResponse& r) {
+        rapidjson::Document d;
+        if (ok2xx(r)) d.Parse(r.body.c_str());
+        if (!ok2xx(r) || d.HasParseError() || !d.IsObject() || !d.HasMember("data") ||
+            !d["data"].IsArray()) {
+          spdlog::warn(
+              "llm judge '{}': listing the batches to find the one of file {}: {}; asked "
+              "again in {} s",
+              settings_.name, b->file, logText(why(r), 300), settings_.batch_poll.count() / 1000);
+          client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { findBatch(b, ""); }));
+          return;
+        }
+        std::string last;
+        bool older = false;
+        for (const auto& x : d["data"].GetArray()) {
+          if (stringMember(x, "input_file_id") == b->file && !stringMember(x, "id").empty()) {
+            spdlog::info("llm judge '{}': batch {} found at the provider by its input file {}",
+                         settings_.name, stringMember(x, "id"), b->file);
+            return registerBatch(b, stringMember(x, "id"));
+          }
+          last = stringMember(x, "id");
+          if (x.IsObject() && x.HasMember("created_at") && x["created_at"].IsInt64() &&
+              x["created_at"].GetInt64() < b->submitted_ms / 1000 - kSlackS)
+            older = true;
+        }
+        const bool more = d.HasMember("has_more") && d["has_more"].IsBool() &&
+                          d["has_more"].GetBool() && !last.empty() && !older;
+        if (more) return findBatch(b, last);
+        spdlog::info(
+            "llm judge '{}': the batch of file {} ({} request(s)) was not created "
+            "before its instance stopped: created now",
+            settings_.name, b->file, b->calls.size());
+        createBatch(b);
+      }));
 }
 
 }  // namespace assay::llm

@@ -64,7 +64,8 @@ struct LlmJudge::Call {
   std::int64_t ttl_ms = 0, lease_ms = 0;
   // batch: true (llm_batch.cpp): priced at the batch price; never holds a max_in_flight slot.
   bool batched = false;
-  bool submitted = false;  // in a batch the provider accepted (abandon() leaves it be)
+  bool submitted = false;  // in a batch recorded in the store, which answers for it (abandon()
+                           // leaves it be: whoever takes the batch over settles or releases it)
   std::string custom_id;   // the request's id in its batch
 };
 

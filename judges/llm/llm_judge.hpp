@@ -223,19 +223,39 @@ class LlmJudge final : public Judge {
   void enqueueBatch(const std::shared_ptr<Call>& call) const;
   void flushBatch() const;
   /// Extends each request's reservation and lease to the provider's window (a request the
-  /// budget no longer admits is skipped_budget), then sendBatch().
+  /// budget no longer admits is skipped_budget) and records the batch in the store, then
+  /// sendBatch().
   void submitBatch(std::vector<std::shared_ptr<Call>> calls) const;
-  /// Uploads and creates the provider batch; on success keeps its record in the store.
-  void sendBatch(std::vector<std::shared_ptr<Call>> calls) const;
-  void createBatch(const std::shared_ptr<Batch>& batch, const std::string& input_file_id) const;
+  /// Uploads the batch (OpenAI: its input file, recorded, then createBatch(); Anthropic: the
+  /// message batch itself).
+  void sendBatch(const std::shared_ptr<Batch>& batch) const;
+  void createBatch(const std::shared_ptr<Batch>& batch) const;
+  /// The provider accepted the batch as `id`: recorded, then polled.
+  void registerBatch(const std::shared_ptr<Batch>& batch, const std::string& id) const;
+  /// Writes the batch's record (renewing this instance's lease), then runs `next`; a lease
+  /// another instance took meanwhile abandons the batch instead.
+  void recordBatch(const std::shared_ptr<Batch>& batch, std::function<void()> next) const;
+  /// The provider refused a step: counted as failed, every request released (provider_error).
+  void refuseBatch(const std::shared_ptr<Batch>& batch, const char* what,
+                   const HttpResponse& response) const;
+  /// Releases every request (nothing was billed) with `outcome`, and drops the record.
+  void abandonBatch(const std::shared_ptr<Batch>& batch, Outcome outcome,
+                    const std::string& why) const;
   /// Polls a submitted batch every batch_poll until it ends, then settles its results.
   void pollBatch(const std::shared_ptr<Batch>& batch) const;
   void fetchResults(const std::shared_ptr<Batch>& batch, const std::string& url) const;
   void settleResults(const std::shared_ptr<Batch>& batch, const std::string& jsonl) const;
   /// Every batch_poll: the store's batches of this judge that nobody holds (their instance
-  /// died) are taken over and polled.
+  /// died) are taken over (recover()).
   void scanBatches() const;
-  void recover(const std::string& batch_id, const std::string& record) const;
+  void recover(const std::string& key, const std::string& record) const;
+  /// OpenAI: the batch made from the record's input file, among the listed batches (page after
+  /// `after`); created now if there is none.
+  void findBatch(const std::shared_ptr<Batch>& batch, const std::string& after) const;
+  /// The batch's record in the store (JSON text, llm_batch.cpp).
+  static std::string batchRecord(const Batch& batch);
+  /// The lease (ms) held while a batch request is in flight: one poll lease plus its timeout.
+  std::int64_t submitLeaseMs(Millis request_timeout) const;
   /// The provider's HTTP request to `path` (after the endpoint), with the judge's headers.
   HttpRequest batchRequest(const std::string& method, const std::string& path) const;
 
@@ -263,7 +283,7 @@ class LlmJudge final : public Judge {
   mutable std::set<std::shared_ptr<Call>> reserved_;          // hold a reservation, not yet settled
   mutable std::atomic<std::uint64_t> sequence_{0};
   mutable std::atomic<bool> self_warned_{false};
-  // batch: true: the open batch, the submitted ones this process polls (by provider id).
+  // batch: true: the open batch, the recorded ones this process submits or polls (by key).
   mutable std::vector<std::shared_ptr<Call>> open_batch_;
   mutable bool flush_armed_ = false;
   mutable std::map<std::string, std::shared_ptr<Batch>> batches_;

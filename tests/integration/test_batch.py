@@ -5,14 +5,17 @@ submitted in all, and nothing was paid twice.
 
   1. a real redis-server (the budget ledger, the verdict store and the batch records), a broker
      process (tests/tools/mock_broker.cpp) and the fake OpenAI-compatible provider, whose batches
-     end 6 s after they are created and which logs every request it bills (--call-log);
+     end 6 s after they are created, which answers the creation of the second batch 4 s late
+     (the batch exists meanwhile) and which logs every request it bills (--call-log);
   2. 250 dev events with contexts, keyed, produced with kcat;
   3. run A: assayd with a faithfulness LLM judge, `batch: true`, 100 requests a batch (flushed
      after 3 s), polled every 0.5 s, Redis store; killed with SIGKILL as soon as the provider
-     has accepted its second batch (before either ends);
-  4. run B: assayd again, same group: it takes the two batches over once their lease lapses,
-     settles their results into the verdict store, and judges the redelivered events from it;
-     the 50 events of the third batch, never submitted, are batched again.
+     has created its second batch, so that run A never hears that batch's id (a crash between
+     the provider's acceptance and the record of its id: CI once lost 100 verdicts there);
+  4. run B: assayd again, same group: it takes the two batches over once their lease lapses
+     (the second found among the provider's batches by its input file), settles their results
+     into the verdict store, and judges the redelivered events from it; the 50 events of the
+     third batch, never submitted, are batched again.
 
 Asserts: every one of the 250 events has an LLM verdict (a score); the provider created 3
 batches of 100, 100 and 50 requests and billed 250 requests, each once (its call log); the
@@ -57,6 +60,7 @@ judges:
     endpoint: "http://127.0.0.1:{fake_port}/v1"
     model: gpt-4o-mini
     max_tokens: 200
+    timeout_ms: 5000
     batch: true
     batch_max_requests: 100
     batch_max_wait_ms: 3000
@@ -79,6 +83,8 @@ def run(args, workdir, checks):
     redis, redis_port = tp.start_redis(workdir)
     call_log = os.path.join(workdir, "calls.log")
     fake, fake_port = tp.start_fake_provider(args.assayd, "--batch-delay-ms", "6000",
+                                             "--batch-create-delay-ms", "4000",
+                                             "--batch-create-delay-from", "2",
                                              "--call-log", call_log)
     broker, bootstrap = tp.start_broker(args.mock_broker, workdir, [f"{TOPIC}:{PARTITIONS}"])
     daemon = None
@@ -121,10 +127,22 @@ def run(args, workdir, checks):
                                     pattern], capture_output=True, text=True)
                 keys += [k for k in r.stdout.split() if k]
             return keys
-        tp.wait_for("a scored LLM verdict for each of the 250 events",
-                    lambda: len(verdicts()) == 250, 180, step=0.5)
+        try:
+            tp.wait_for("a scored LLM verdict for each of the 250 events",
+                        lambda: len(verdicts()) == 250, 180, step=0.5)
+        except tp.TestFailure:
+            log(f"{len(verdicts())} events have a verdict; batch records left: {records()}")
+            for name in ("assayd-a.log", "assayd-b.log"):
+                with open(os.path.join(workdir, name), errors="replace") as f:
+                    lines = [l for l in f if "batch" in l]
+                log(f"{name}, its lines about batches:\n" + "".join(lines[-40:]))
+            raise
         tp.wait_for("no batch record left in Redis", lambda: records() == [], 30)
         log(f"run B judged everything {time.monotonic() - t0:.1f} s after the restart")
+        with open(os.path.join(workdir, "assayd-b.log"), errors="replace") as f:
+            found = [l.split("batch ")[1].split()[0] for l in f if "found at the provider" in l]
+        checks.true("run B found the second batch at the provider by its input file (run A "
+                    "never heard its id)", "batch_2" in found, f"found: {found}")
         time.sleep(1.5)  # the budget gauges are refreshed once a second
         samples = tp.parse_metrics(tp.http_get(url + "/metrics")[1])
         spent = tp.metric(samples, "assay_budget_spent_euros", scope="global")

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <future>
+#include <thread>
 #include <vector>
 
 #include "fake_server.hpp"
@@ -149,4 +150,124 @@ TEST_CASE("a batch the provider refuses: every request provider_error, released,
     CHECK(r.cost_eur == 0);
   }
   fx.calls.ledger().sync();
+  CHECK(fx.calls.ledger().store().batchRecords("faithfulness_batch")->empty());
+}
+
+// ---- Taking over a batch whose instance died at each step of its submission: its record
+// ---- (llm_batch.cpp, batchRecord) is written before the upload, then with the input file,
+// ---- then with the provider's id.
+
+namespace {
+
+std::int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What a dead instance left: `n` requests reserved and claimed (25 h, as submitBatch does) and
+// their record under "dead-batch", with `file` (an uploaded input file, or "") and no batch id.
+// Returns the events' ids.
+std::vector<std::string> leaveRecord(BatchFixture& fx, int n, const std::string& file) {
+  auto& store = fx.calls.ledger().store();
+  const auto day = budgetDay("UTC", nowMs());
+  std::string record = R"({"id":"","file":")" + file + R"(","submitted_ms":)" +
+                       std::to_string(nowMs()) + R"(,"requests":[)";
+  std::vector<std::string> ids;
+  for (int i = 0; i < n; ++i) {
+    const std::string ev = "dead-" + std::to_string(i),
+                      res = ev + "/faithfulness_batch/dead/" + std::to_string(i);
+    REQUIRE(store.reserve({{"global", 5.0}}, 0.001, day, res, 90'000'000).status ==
+            ReserveStatus::kReserved);
+    REQUIRE(store.claim(ev, "faithfulness_batch", res, 90'000'000).status ==
+            ClaimResult::Status::kClaimed);
+    record += std::string(i ? "," : "") + R"([")" + "r" + std::to_string(i) + R"(",")" + ev +
+              R"(",")" + res + R"(",")" + day + R"(",120])";
+    ids.push_back(ev);
+  }
+  record += "]}";
+  REQUIRE(store.saveBatch("faithfulness_batch", "dead-batch", record));
+  return ids;
+}
+
+// Uploads `n` requests (custom ids r0…) as OpenAI's batch input file; returns its id.
+std::string upload(BatchFixture& fx, int n) {
+  std::string jsonl;
+  for (int i = 0; i < n; ++i)
+    jsonl += R"({"custom_id":"r)" + std::to_string(i) +
+             R"(","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o-mini",)"
+             R"("messages":[{"role":"user","content":"Judge faithfulness (1-4)."}],)"
+             R"("max_tokens":200}})" +
+             "\n";
+  HttpRequest r;
+  r.method = "POST";
+  r.url = fx.server.url("/v1/files");
+  r.headers = {{"authorization", "Bearer k"}, {"content-type", "multipart/form-data; boundary=B"}};
+  r.body =
+      "--B\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--B\r\n"
+      "Content-Disposition: form-data; name=\"file\"; filename=\"f.jsonl\"\r\n\r\n" +
+      jsonl + "\r\n--B--\r\n";
+  rapidjson::Document d;
+  d.Parse(fx.client.send(r).body.c_str());
+  REQUIRE(d.IsObject());
+  return d["id"].GetString();
+}
+
+// Waits (up to 20 s) until the judge has dealt with the record, then returns each event's claim
+// as a new call would see it.
+std::vector<ClaimResult::Status> afterTakeover(BatchFixture& fx,
+                                               const std::vector<std::string>& ids) {
+  auto& store = fx.calls.ledger().store();
+  for (int i = 0; i < 200 && !store.batchRecords("faithfulness_batch")->empty(); ++i)
+    std::this_thread::sleep_for(100ms);
+  fx.calls.ledger().sync();
+  REQUIRE(store.batchRecords("faithfulness_batch")->empty());
+  std::vector<ClaimResult::Status> out;
+  for (const auto& ev : ids)
+    out.push_back(store.claim(ev, "faithfulness_batch", "a-new-call", 1000).status);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("take-over: the provider created the batch, its instance never heard the id") {
+  BatchFixture fx;
+  const auto file = upload(fx, 3);
+  {  // the dead instance's POST /v1/batches reached the provider
+    HttpRequest r;
+    r.method = "POST";
+    r.url = fx.server.url("/v1/batches");
+    r.headers = {{"authorization", "Bearer k"}, {"content-type", "application/json"}};
+    r.body = R"({"input_file_id":")" + file +
+             R"(","endpoint":"/v1/chat/completions","completion_window":"24h"})";
+    REQUIRE(fx.client.send(r).status == 200);
+  }
+  const auto ids = leaveRecord(fx, 3, file);
+  LlmJudge j(fx.settings(Provider::kOpenAi, 100), fx.calls);
+  const auto claims = afterTakeover(fx, ids);
+  for (const auto c : claims) CHECK(c == ClaimResult::Status::kStored);  // settled, found by file
+  const auto s = fx.stats();
+  CHECK(s["batches"].GetInt() == 1);  // found, not created again
+  CHECK(s["batched"].GetInt() == 3);
+}
+
+TEST_CASE("take-over: the input file was uploaded, the batch not created") {
+  BatchFixture fx;
+  const auto ids = leaveRecord(fx, 2, upload(fx, 2));
+  LlmJudge j(fx.settings(Provider::kOpenAi, 100), fx.calls);
+  const auto claims = afterTakeover(fx, ids);
+  for (const auto c : claims) CHECK(c == ClaimResult::Status::kStored);
+  CHECK(fx.stats()["batches"].GetInt() == 1);  // created from the file by the take-over
+}
+
+TEST_CASE("take-over: the upload had not finished: every request released, nothing created") {
+  BatchFixture fx;
+  const auto ids = leaveRecord(fx, 2, "");
+  LlmJudge j(fx.settings(Provider::kOpenAi, 100), fx.calls);
+  const auto claims = afterTakeover(fx, ids);
+  for (const auto c : claims) CHECK(c == ClaimResult::Status::kClaimed);  // judged again
+  CHECK(fx.stats()["batches"].GetInt() == 0);
+  const auto spent = fx.calls.ledger().store().spent("global", budgetDay("UTC", nowMs()));
+  CHECK(spent.outstanding_eur == doctest::Approx(0.0));  // the reservations released
+  CHECK(spent.spent_eur == doctest::Approx(0.0));
 }

@@ -262,13 +262,15 @@ std::string textReply(const rapidjson::Document& d, const std::string& model) {
 // (https://docs.anthropic.com/en/api/creating-message-batches): POST /v1/messages/batches
 // {requests: [{custom_id, params}]}, GET /v1/messages/batches/{id} (processing_status in_progress
 // → ended, results_url), GET …/{id}/results (JSONL of {custom_id, result: {type: succeeded,
-// message} | {type: errored, error}}). A batch ends --batch-delay-ms after it was created (0: at
+// message} | {type: errored, error}}). GET /v1/batches lists OpenAI batches newest first
+// (?limit, ?after; has_more). A batch ends --batch-delay-ms after it was created (0: at
 // once); each request is answered as the synchronous endpoint answers it (markers included), and
 // is then counted in "batched" of /_fake/stats, not in "requests".
 
 struct FakeBatch {
   std::string id;
   bool anthropic = false;
+  std::string input_file;                                     // OpenAI: the uploaded file
   std::vector<std::pair<std::string, std::string>> requests;  // custom_id, body
   std::int64_t created_ms = 0;
   std::string output_file;  // OpenAI: the results file's id, once ended
@@ -282,6 +284,8 @@ std::map<std::string, FakeBatch> g_batches;
 std::atomic<long> g_batches_created{0}, g_batched{0};
 std::vector<std::size_t> g_batch_sizes;  // requests of each batch, in creation order
 int g_batch_delay_ms = 0;
+int g_batch_create_delay_ms = 0;     // the reply to a batch creation comes this late …
+long g_batch_create_delay_from = 1;  // … from this batch on (1: every batch)
 
 http::response<http::string_body> reply(const http::request<http::string_body>& req);
 
@@ -334,7 +338,7 @@ void settle(FakeBatch& b) {
 std::string openAiBatchJson(const FakeBatch& b) {
   const auto n = std::to_string(b.requests.size());
   return R"({"id":")" + b.id + R"(","object":"batch","endpoint":"/v1/chat/completions",)" +
-         R"("errors":null,"input_file_id":"file-in-)" + b.id + R"(","completion_window":"24h",)" +
+         R"("errors":null,"input_file_id":")" + b.input_file + R"(","completion_window":"24h",)" +
          R"("status":")" + (b.ended ? "completed" : "in_progress") + R"(","output_file_id":)" +
          (b.ended ? "\"" + b.output_file + "\"" : std::string("null")) +
          R"(,"error_file_id":null,"created_at":)" + std::to_string(b.created_ms / 1000) +
@@ -414,7 +418,8 @@ std::optional<std::pair<int, std::string>> batchEndpoint(
     FakeBatch b;
     b.id = "batch_" + std::to_string(++g_batches_created);
     b.created_ms = epochMs();
-    std::istringstream lines(g_files[d["input_file_id"].GetString()]);
+    b.input_file = d["input_file_id"].GetString();
+    std::istringstream lines(g_files[b.input_file]);
     for (std::string line; std::getline(lines, line);) {
       if (line.empty()) continue;
       rapidjson::Document l;
@@ -428,6 +433,44 @@ std::optional<std::pair<int, std::string>> batchEndpoint(
     g_batch_sizes.push_back(b.requests.size());
     auto& stored = g_batches[b.id] = std::move(b);
     return std::pair{200, openAiBatchJson(stored)};
+  }
+  if ((target == "/v1/batches" || target.rfind("/v1/batches?", 0) == 0) && !post) {
+    // The list, newest first: ?limit (1–100, default 20) and ?after (a batch id) as OpenAI's.
+    std::size_t limit = 20;
+    std::string after;
+    const auto q = target.find('?');
+    if (q != std::string::npos) {
+      std::istringstream params(target.substr(q + 1));
+      for (std::string kv; std::getline(params, kv, '&');) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos) continue;
+        if (kv.substr(0, eq) == "limit")
+          limit = std::clamp<std::size_t>(std::strtoul(kv.c_str() + eq + 1, nullptr, 10), 1, 100);
+        if (kv.substr(0, eq) == "after") after = kv.substr(eq + 1);
+      }
+    }
+    std::vector<FakeBatch*> all;
+    for (auto& [id, b] : g_batches)
+      if (!b.anthropic) all.push_back(&b);
+    std::sort(all.begin(), all.end(), [](const FakeBatch* x, const FakeBatch* y) {
+      return x->created_ms > y->created_ms || (x->created_ms == y->created_ms && x->id > y->id);
+    });
+    std::size_t from = 0;
+    if (!after.empty())
+      while (from < all.size() && all[from++]->id != after) {
+      }
+    std::string data;
+    std::size_t n = 0;
+    for (std::size_t i = from; i < all.size() && n < limit; ++i, ++n) {
+      settle(*all[i]);
+      data += (n ? "," : "") + openAiBatchJson(*all[i]);
+    }
+    const bool more = from + n < all.size();
+    return std::pair{200, R"({"object":"list","data":[)" + data + R"(],"first_id":)" +
+                              (n ? "\"" + all[from]->id + "\"" : std::string("null")) +
+                              R"(,"last_id":)" +
+                              (n ? "\"" + all[from + n - 1]->id + "\"" : std::string("null")) +
+                              R"(,"has_more":)" + (more ? "true" : "false") + "}"};
   }
   if (target.rfind("/v1/batches/", 0) == 0 && !post) {
     const auto it = g_batches.find(target.substr(12));
@@ -563,6 +606,11 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
                 : R"({"error":{"message":"Incorrect API key provided","type":"invalid_request_error","param":null,"code":"invalid_api_key"}})");
     }
     if (auto b = batchEndpoint(req)) {
+      const bool creation = req.method() == http::verb::post &&
+                            (target == "/v1/batches" || target == "/v1/messages/batches");
+      if (creation && b->first == 200 && g_batch_create_delay_ms > 0 &&
+          g_batches_created.load() >= g_batch_create_delay_from)
+        std::this_thread::sleep_for(std::chrono::milliseconds(g_batch_create_delay_ms));
       if (target.find("/content") != std::string::npos ||
           target.find("/results") != std::string::npos)
         res.set(http::field::content_type, "application/jsonl");
@@ -847,7 +895,9 @@ int main(int argc, char** argv) {
           "--delay-ms N delays unscripted replies; --call-log FILE logs every billed reply;\n"
           "--request-log FILE appends every API request body, one per line;\n"
           "--batch-delay-ms N: a batch (OpenAI /v1/batches, Anthropic /v1/messages/batches)\n"
-          "ends N ms after it was created.\n");
+          "ends N ms after it was created; --batch-create-delay-ms N [--batch-create-delay-from\n"
+          "K]: the reply to the creation of batch K (default 1) and later ones comes N ms late\n"
+          "(the batch exists meanwhile: a client killed then never heard its id).\n");
       return 0;
     }
   }
@@ -869,6 +919,10 @@ int main(int argc, char** argv) {
       g_request_log = std::fopen(argv[i + 1], "a");
     else if (a == "--batch-delay-ms")
       g_batch_delay_ms = std::stoi(argv[i + 1]);
+    else if (a == "--batch-create-delay-ms")
+      g_batch_create_delay_ms = std::stoi(argv[i + 1]);
+    else if (a == "--batch-create-delay-from")
+      g_batch_create_delay_from = std::stol(argv[i + 1]);
   }
   std::signal(SIGPIPE, SIG_IGN);
   asio::io_context io;
