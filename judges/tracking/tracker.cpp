@@ -3,6 +3,7 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 #include <spdlog/spdlog.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
@@ -338,11 +339,12 @@ void ScoreTracker::countInvalidFeedback(const std::string& kind) {
 }
 
 ScoreTracker::Entry& ScoreTracker::entry(const std::string& id) {
-  auto it = entries_.find(id);
+  const std::uint64_t key = XXH3_64bits(id.data(), id.size());
+  auto it = entries_.find(key);
   if (it != entries_.end()) return it->second;
   while (entries_.size() >= static_cast<std::size_t>(options_.join_capacity)) evictOldest();
-  order_.push_back(id);
-  return entries_[id];
+  order_.push_back(key);
+  return entries_[key];
 }
 
 void ScoreTracker::evictOldest() {
@@ -407,7 +409,6 @@ void ScoreTracker::noteEvent(const std::string& id, const std::string& variant,
   Entry& e = entry(id);
   if (e.known) return;
   e.known = true;
-  e.variant = variants_.fold(variant);
   e.raw_variant = cut(variant, kMaxNameBytes);
   e.experiment = cut(app.empty() ? "default" : app, kMaxNameBytes);
   const std::size_t held = e.annotations.size() + (e.rating ? 1 : 0);

@@ -178,10 +178,12 @@ class ScoreTracker {
     std::string criterion, annotator;
     int value;
   };
+  // One per remembered event (tracking.join_capacity of them): kept small, keyed by the 64-bit
+  // XXH3 of the event id (two of 100,000 ids collide with probability 3e-10).
   struct Entry {
-    bool known = false;               // noteEvent seen (else only feedback so far)
-    std::string variant, experiment;  // folded label values
-    std::string raw_variant;          // as in the event (A/B arms are never folded together)
+    bool known = false;       // noteEvent seen (else only feedback so far)
+    std::string experiment;   // the event's app ("default")
+    std::string raw_variant;  // as in the event (A/B arms are never folded together)
     std::vector<std::pair<std::size_t, double>> scores;  // judge index, score
     std::vector<Annotation> annotations;
     std::optional<int> rating;
@@ -208,8 +210,8 @@ class ScoreTracker {
 
   std::mutex mu_;
   std::vector<std::unique_ptr<Judge>> judges_;
-  std::unordered_map<std::string, Entry> entries_;
-  std::deque<std::string> order_;  // ids, oldest first
+  std::unordered_map<std::uint64_t, Entry> entries_;  // by XXH3_64 of the event id
+  std::deque<std::uint64_t> order_;                   // their keys, oldest first
   std::size_t pending_feedback_ = 0;
   // Pairs: agreement {criterion, judge_a, judge_b}; human {judge index}; kappa {criterion,
   // annotator_a, annotator_b}.

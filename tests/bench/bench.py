@@ -531,6 +531,7 @@ def metric_value(port, name):
 
 # Events/s produced during part 4: below what assayd consumes at rate 0.05 even on a busy
 # machine, so that the mock broker (about 5 MB kept per partition) never deletes unread data.
+JOIN_CAPACITY = 100_000  # tracking.join_capacity default (docs/configuration.md)
 MEMORY_PRODUCE_RATE = 25000
 
 
@@ -582,17 +583,28 @@ def part_memory(workdir, n, properties=None, label="default"):
         proc.wait(30)
         err.close()
         consumed = samples[-1][1] if samples else 0
-        warm = [s for s in samples if s[1] >= 0.2 * n]
-        slope = 0.0
-        if len(warm) >= 3:
-            xs = [s[1] / 1e6 for s in warm]
-            ys = [s[2] for s in warm]
+        # Warm-up ends when the last bounded structure that grows with the sampled events is
+        # full: the score tracker's join map (tracking.join_capacity sampled events, 100,000 by
+        # default, about 250 bytes each) fills after join_capacity / rate events.
+        warm_at = max(0.2 * n, JOIN_CAPACITY / 0.05)
+        if warm_at >= 0.9 * n:
+            warm_at = 0.2 * n
+        warm = [s for s in samples if s[1] >= warm_at]
+        filling = [s for s in samples if 0.05 * n <= s[1] < warm_at]
+
+        def slope_of(points):
+            if len(points) < 3:
+                return 0.0
+            xs = [p[1] / 1e6 for p in points]
+            ys = [p[2] for p in points]
             mx, my = statistics.fmean(xs), statistics.fmean(ys)
             den = sum((x - mx) ** 2 for x in xs)
-            slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den if den else 0.0
+            return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den if den else 0.0
+        slope = slope_of(warm)
         steady = statistics.median(s[2] for s in warm) if warm else 0
         r = {"events": consumed, "seconds": elapsed, "peak_mib": peak, "steady_mib": steady,
-             "slope_mib_per_million": slope, "rate": consumed / elapsed if elapsed else 0}
+             "slope_mib_per_million": slope, "rate": consumed / elapsed if elapsed else 0,
+             "warm_at": warm_at, "filling_slope": slope_of(filling)}
         log(f"  {r}")
         return r
     finally:
@@ -855,9 +867,11 @@ def report(args, hot, cg, micro, dispatch, memory, scale, elapsed):
         lines += ["### 4. Memory", "",
                   f"assayd with its default configuration (rate 0.05, the three cheap judges) on "
                   f"a 128-partition topic while {args.long_events:,} events are produced into it; "
-                  "resident set sampled every 0.25 s; steady = median after the first 20 % of "
-                  "the events; slope = least squares of RSS against events consumed after "
-                  "that.", "",
+                  "resident set sampled every 0.25 s; warm-up = until the score tracker's join "
+                  "map is full (tracking.join_capacity, 100,000 sampled events of about 250 "
+                  f"bytes: {m['warm_at']:,.0f} events at rate 0.05); steady = median after it; "
+                  "slope = least squares of RSS against events consumed after it (while the "
+                  f"join map fills: {m['filling_slope']:+.2f} MiB per million events).", "",
                   "| events consumed | seconds | events/s | peak RSS MiB | steady RSS MiB | "
                   "slope MiB per million events |", "|---|---|---|---|---|---|",
                   f"| {m['events']:,.0f} | {m['seconds']:.1f} | {m['rate']:,.0f} | "
@@ -898,7 +912,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=200000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--long-events", type=int, default=2000000)
+    ap.add_argument("--long-events", type=int, default=3000000)
     ap.add_argument("--scale-events", type=int, default=18000)
     ap.add_argument("--cg", type=int, nargs=4, default=[2000, 12000, 300, 1300],
                     metavar=("UNSAMPLED_SHORT", "UNSAMPLED_LONG", "SAMPLED_SHORT",

@@ -2,6 +2,8 @@
 // (../shared/data/rag_events_dev.jsonl). Run: scripts/bench. Prints numbers; asserts nothing.
 
 #include <benchmark/benchmark.h>
+#include <malloc.h>
+#include <prometheus/registry.h>
 
 #include <fstream>
 #include <map>
@@ -15,6 +17,7 @@
 #include "judges/registry.hpp"
 #include "judges/rouge_l.hpp"
 #include "judges/tokenizer.hpp"
+#include "judges/tracking/tracker.hpp"
 #include "sampling/sampler.hpp"
 
 using namespace assay;
@@ -178,6 +181,30 @@ void BM_AllJudgesPerEvent(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_AllJudgesPerEvent);
+
+// The score tracker's join memory (tracking.join_capacity remembered events, the one structure
+// of assayd that grows with the sampled events until it is full): heap bytes per remembered
+// event with three judges' scores each, from glibc's mallinfo2 before and after 100,000 events.
+void BM_TrackerJoinBytes(benchmark::State& state) {
+  for (auto _ : state) {
+    prometheus::Registry registry;
+    TrackingOptions o;
+    o.join_capacity = 100'000;
+    ScoreTracker t({{"rouge_l", "answer_correctness", 0, 1},
+                    {"bleu", "answer_correctness", 0, 1},
+                    {"token_f1", "answer_correctness", 0, 1}},
+                   o, registry);
+    const auto before = mallinfo2().uordblks;
+    for (int i = 0; i < o.join_capacity; ++i) {
+      const std::string id = "dev-" + std::to_string(i) + "~bench-" + std::to_string(i * 7);
+      t.noteEvent(id, "baseline", "support-bot");
+      for (std::size_t j = 0; j < 3; ++j) t.record(j, id, "baseline", 0.5);
+    }
+    state.counters["bytes_per_event"] =
+        static_cast<double>(mallinfo2().uordblks - before) / static_cast<double>(o.join_capacity);
+  }
+}
+BENCHMARK(BM_TrackerJoinBytes)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
