@@ -269,13 +269,22 @@ MemoryBudgetStore::DayState& MemoryBudgetStore::dayLocked(std::string_view day) 
 }
 
 void MemoryBudgetStore::reclaimLocked(ScopeState& s, Clock::time_point now) {
-  std::erase_if(s.reservations, [now](const auto& r) { return r.second.expires <= now; });
+  while (!s.by_expiry.empty() && s.by_expiry.begin()->first <= now) {
+    const std::string id = s.by_expiry.begin()->second;
+    eraseLocked(s, id);
+  }
+}
+
+void MemoryBudgetStore::eraseLocked(ScopeState& s, std::string_view reservation_id) {
+  const auto it = s.reservations.find(reservation_id);
+  if (it == s.reservations.end()) return;
+  s.outstanding_nano -= it->second.nano;
+  s.by_expiry.erase(it->second.expiry);
+  s.reservations.erase(it);
 }
 
 std::int64_t MemoryBudgetStore::outstandingLocked(const ScopeState& s) {
-  std::int64_t total = 0;
-  for (const auto& [id, r] : s.reservations) total += r.nano;
-  return total;
+  return s.outstanding_nano;
 }
 
 ReserveResult MemoryBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
@@ -313,8 +322,10 @@ ReserveResult MemoryBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
   }
   const Clock::time_point expires = now + std::chrono::milliseconds(ttl_ms);
   for (ScopeState* state : states) {
-    state->reservations.insert_or_assign(std::string(reservation_id),
-                                         Reservation{amount_nano, expires});
+    eraseLocked(*state, reservation_id);
+    const auto expiry = state->by_expiry.emplace(expires, std::string(reservation_id));
+    state->reservations.emplace(std::string(reservation_id), Reservation{amount_nano, expiry});
+    state->outstanding_nano += amount_nano;
   }
   return {ReserveStatus::kReserved, {}, {}};
 }
@@ -326,9 +337,7 @@ bool MemoryBudgetStore::doSettle(std::string_view reservation_id, std::string_vi
   if (!d.settled.emplace(reservation_id).second) return true;  // already charged once
   for (const ScopeNano& s : scopes) {
     ScopeState& state = d.scopes.try_emplace(std::string(s.scope)).first->second;
-    if (auto it = state.reservations.find(reservation_id); it != state.reservations.end()) {
-      state.reservations.erase(it);
-    }
+    eraseLocked(state, reservation_id);
     state.spent_nano += actual_nano;
   }
   return true;
@@ -342,10 +351,7 @@ bool MemoryBudgetStore::doRelease(std::string_view reservation_id, std::string_v
   for (const ScopeNano& s : scopes) {
     auto state = d->second.scopes.find(s.scope);
     if (state == d->second.scopes.end()) continue;
-    auto& reservations = state->second.reservations;
-    if (auto it = reservations.find(reservation_id); it != reservations.end()) {
-      reservations.erase(it);
-    }
+    eraseLocked(state->second, reservation_id);
   }
   return true;
 }

@@ -3,6 +3,7 @@
 #include <openssl/ssl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -76,6 +77,7 @@ struct Conn {
 
 struct HttpClient::Impl {
   HttpClientOptions options;
+  std::atomic<std::size_t> max_idle{0};  // options.max_idle_per_host, raised by keepIdle()
   asio::io_context io{1};
   asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
   ssl::context ssl_ctx{ssl::context::tls_client};
@@ -170,7 +172,7 @@ struct HttpClient::Impl {
                                     : co_await exchange(*conn->tcp, *conn, req, res, deadline);
         res.reused_connection = reused;
         res.error.clear();
-        if (keep && idle[key].size() < options.max_idle_per_host) {
+        if (keep && idle[key].size() < max_idle.load(std::memory_order_relaxed)) {
           conn->lowest().expires_never();
           idle[key].push_back(std::move(conn));
         }
@@ -204,6 +206,7 @@ std::string caFileProblem(const std::string& path) {
 
 HttpClient::HttpClient(HttpClientOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
+  impl_->max_idle = impl_->options.max_idle_per_host;
   if (!impl_->options.ca_file.empty()) {
     boost::system::error_code ec;
     impl_->ssl_ctx.load_verify_file(impl_->options.ca_file, ec);
@@ -218,6 +221,12 @@ HttpClient::HttpClient(HttpClientOptions options) : impl_(std::make_unique<Impl>
 }
 
 HttpClient::~HttpClient() { stop(); }
+
+void HttpClient::keepIdle(std::size_t n) {
+  auto cur = impl_->max_idle.load();
+  while (cur < n && !impl_->max_idle.compare_exchange_weak(cur, n)) {
+  }
+}
 
 void HttpClient::stop() {
   impl_->guard.reset();

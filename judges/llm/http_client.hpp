@@ -36,6 +36,7 @@ struct HttpResponse {
 struct HttpClientOptions {
   std::string ca_file;      ///< PEM bundle to trust instead of the system store ("" = system)
   bool verify_peer = true;  ///< certificate chain and host name; off only for local tests
+  /// Idle keep-alive connections kept per host (raised by keepIdle()).
   std::size_t max_idle_per_host = 8;
 };
 
@@ -57,6 +58,10 @@ class HttpClient {
   /// Runs `fn` on the client's thread after `delay` (retry backoff, rate-limit waits), without
   /// blocking any thread meanwhile. Abandoned, like requests, when the client is destroyed.
   void schedule(std::chrono::milliseconds delay, std::function<void()> fn);
+  /// Keeps at least `n` idle connections per host from now on (a judge with max_in_flight n:
+  /// a wave of n calls then reuses its connections instead of opening n again, and a TLS
+  /// handshake costs a round trip and about a millisecond of CPU). Any thread.
+  void keepIdle(std::size_t n);
 
  private:
   struct Impl;

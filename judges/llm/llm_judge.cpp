@@ -130,6 +130,8 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
       stats_(services.stats().forJudge(settings_.name, settings_.model)),
       policy_(settings_.retry, std::hash<std::string>{}(settings_.name)),
       breaker_(settings_.breaker_failures, settings_.breaker_open) {
+  // A wave of max_in_flight calls reuses its connections (docs/BENCHMARKS.md, LLM dispatch).
+  client_.keepIdle(static_cast<std::size_t>(std::max(0, settings_.max_in_flight)));
   if (settings_.batch) {
     batch_stats_ = services.stats().forBatch(settings_.name);
     batch_token_ = processNonce() + "/" + settings_.name;
