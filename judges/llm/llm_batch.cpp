@@ -62,6 +62,14 @@ std::string stringMember(const rapidjson::Value& o, const char* key) {
 
 bool ok2xx(const HttpResponse& r) { return r.status >= 200 && r.status < 300; }
 
+// The "id" of what a 2xx reply created (a file, a batch); "" for any other reply.
+std::string createdId(const HttpResponse& r) {
+  if (!ok2xx(r)) return {};
+  rapidjson::Document d;
+  d.Parse(r.body.c_str());
+  return d.HasParseError() ? std::string() : stringMember(d, "id");
+}
+
 std::string why(const HttpResponse& r) {
   return r.status == 0 ? r.error
                        : "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 300);
@@ -269,10 +277,7 @@ void LlmJudge::sendBatch(const std::shared_ptr<Batch>& b) const {
     req.headers.emplace_back("content-type", "application/json");
     req.body = std::move(body);
     client_.submit(std::move(req), ifAlive(alive_, [this, b](const HttpResponse& r) {
-                     rapidjson::Document d;
-                     if (ok2xx(r)) d.Parse(r.body.c_str());
-                     const std::string id =
-                         ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
+                     const std::string id = createdId(r);
                      if (id.empty()) return refuseBatch(b, "batch", r);
                      registerBatch(b, id);
                    }));
@@ -293,10 +298,7 @@ void LlmJudge::sendBatch(const std::shared_ptr<Batch>& b) const {
   req.headers.emplace_back("content-type", "multipart/form-data; boundary=" + boundary);
   req.body = std::move(body);
   client_.submit(std::move(req), ifAlive(alive_, [this, b](const HttpResponse& r) {
-                   rapidjson::Document d;
-                   if (ok2xx(r)) d.Parse(r.body.c_str());
-                   const std::string file =
-                       ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
+                   const std::string file = createdId(r);
                    if (file.empty()) return refuseBatch(b, "batch file", r);
                    // An uploaded file costs nothing; the batch made from it is what is paid.
                    b->file = file;
@@ -311,10 +313,7 @@ void LlmJudge::createBatch(const std::shared_ptr<Batch>& b) const {
   req.body = R"({"input_file_id":")" + b->file +
              R"(","endpoint":"/v1/chat/completions","completion_window":"24h"})";
   client_.submit(std::move(req), ifAlive(alive_, [this, b](const HttpResponse& r) {
-                   rapidjson::Document d;
-                   if (ok2xx(r)) d.Parse(r.body.c_str());
-                   const std::string id =
-                       ok2xx(r) && !d.HasParseError() ? stringMember(d, "id") : "";
+                   const std::string id = createdId(r);
                    if (id.empty()) return refuseBatch(b, "batch", r);
                    registerBatch(b, id);
                  }));
