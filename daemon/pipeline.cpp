@@ -108,25 +108,7 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
       sampler_(config.sampling.rate, config.sampling.rules),
       queue_(config.limits.queue_capacity),
       services_(config.budget, *registry_),
-      runner_(buildJudges(config, services_), judge_stats_, queue_,
-              JudgeRunner::Listener{
-                  [this](const WorkItem& w) {
-                    tracker_.noteEvent(w.event.id, w.event.variant, w.event.app);
-                  },
-                  [this](std::size_t i, const std::string& id, const std::string& variant,
-                         double score) { tracker_.record(i, id, variant, score); },
-                  [this](const Judgment& j, std::int32_t partition, std::int64_t offset,
-                         const std::vector<MessageRef>& messages) {
-                    // The event's offset is finished when the last sink lets go of the token.
-                    sinks_.deliver(
-                        j, DeliveryToken(nullptr, [this, partition, offset, messages](void*) {
-                          if (messages.empty())
-                            offsets_.finish(partition, offset);
-                          else
-                            release(messages);
-                        }));
-                    last_judged_ns_ = steadyNs();
-                  }},
+      runner_(buildJudges(config, services_), judge_stats_, queue_, runnerListener(),
               run_.no_workers ? 0 : config.limits.workers, &services_) {
   freezeBaselines(tracker_, trackedJudges(config), config.tracking);
   pending_limit_ = config.limits.queue_capacity;
@@ -135,35 +117,62 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
       pending_limit_ +=
           static_cast<std::size_t>(j.values.getInt("batch_max_pending_events", 50'000));
   if (run_.backfill) runner_.markBackfill();
-  if (!config.redact.detectors.empty() || !config.redact.patterns.empty()) {
-    auto redactor = std::make_shared<const Redactor>(config.redact);
-    auto& family = prometheus::BuildCounter()
-                       .Name("assay_redactions_total")
-                       .Help(
-                           "Values replaced by a placeholder before an LLM call (redact), by "
-                           "detector (built-in or the name of a redact.patterns entry)")
-                       .Register(*registry_);
-    std::vector<prometheus::Counter*> counters;
-    std::string names;
-    for (const auto& label : redactor->labels()) {
-      counters.push_back(&family.Add({{"detector", label}}));
-      names += (names.empty() ? "" : ", ") + label;
-    }
-    runner_.setRedaction(redactor, std::move(counters));
-    spdlog::info("redact: {} replaced before every LLM call{}{}", names,
-                 config.redact.local_judges ? ", for the local judges too" : "",
-                 config.redact.sinks ? ", and in the judgments' evidence" : "");
-  }
-  if (otlp_) {
-    consumer_.onRevoke([this](const std::vector<std::int32_t>& p) { otlp_->forget(p); });
-    spdlog::info(
-        "kafka: {} reads OpenTelemetry traces ({}), mapping {}; a trace waits up to {} ms "
-        "after its last span",
-        config.kafka.topic,
-        config.kafka.format == EventFormat::kOtlpJson ? "otlp_json" : "otlp_proto",
-        config.otlp.mapping, config.otlp.join_timeout_ms);
-  }
+  connectRedaction(config);
+  if (otlp_) consumer_.onRevoke([this](const std::vector<std::int32_t>& p) { otlp_->forget(p); });
   connectAb(config);
+  registerReloadMetrics();
+  if (std::ifstream in(config.file, std::ios::binary); in)
+    start_text_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  applied_text_ = start_text_;
+  for (const auto& [key, value] : config.kafka.properties)  // checked by the loader
+    if (key == "max.poll.interval.ms")
+      keepalive_ = std::chrono::milliseconds(std::stoll(value) / 4);
+  logStartup(config);
+}
+
+Pipeline::~Pipeline() = default;
+
+JudgeRunner::Listener Pipeline::runnerListener() {
+  return JudgeRunner::Listener{
+      [this](const WorkItem& w) { tracker_.noteEvent(w.event.id, w.event.variant, w.event.app); },
+      [this](std::size_t i, const std::string& id, const std::string& variant, double score) {
+        tracker_.record(i, id, variant, score);
+      },
+      [this](const Judgment& j, std::int32_t partition, std::int64_t offset,
+             const std::vector<MessageRef>& messages) {
+        // The event's offset is finished when the last sink lets go of the token.
+        sinks_.deliver(j, DeliveryToken(nullptr, [this, partition, offset, messages](void*) {
+                         if (messages.empty())
+                           offsets_.finish(partition, offset);
+                         else
+                           release(messages);
+                       }));
+        last_judged_ns_ = steadyNs();
+      }};
+}
+
+void Pipeline::connectRedaction(const Config& config) {
+  if (config.redact.detectors.empty() && config.redact.patterns.empty()) return;
+  auto redactor = std::make_shared<const Redactor>(config.redact);
+  auto& family = prometheus::BuildCounter()
+                     .Name("assay_redactions_total")
+                     .Help(
+                         "Values replaced by a placeholder before an LLM call (redact), by "
+                         "detector (built-in or the name of a redact.patterns entry)")
+                     .Register(*registry_);
+  std::vector<prometheus::Counter*> counters;
+  std::string names;
+  for (const auto& label : redactor->labels()) {
+    counters.push_back(&family.Add({{"detector", label}}));
+    names += (names.empty() ? "" : ", ") + label;
+  }
+  runner_.setRedaction(redactor, std::move(counters));
+  spdlog::info("redact: {} replaced before every LLM call{}{}", names,
+               config.redact.local_judges ? ", for the local judges too" : "",
+               config.redact.sinks ? ", and in the judgments' evidence" : "");
+}
+
+void Pipeline::registerReloadMetrics() {
   reloads_ = &prometheus::BuildCounter()
                   .Name("assay_config_reloads_total")
                   .Help(
@@ -185,12 +194,16 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                              "part that only a restart applies (the last valid reload said so)")
                          .Register(*registry_)
                          .Add({});
-  if (std::ifstream in(config.file, std::ios::binary); in)
-    start_text_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  applied_text_ = start_text_;
-  for (const auto& [key, value] : config.kafka.properties)  // checked by the loader
-    if (key == "max.poll.interval.ms")
-      keepalive_ = std::chrono::milliseconds(std::stoll(value) / 4);
+}
+
+void Pipeline::logStartup(const Config& config) const {
+  if (otlp_)
+    spdlog::info(
+        "kafka: {} reads OpenTelemetry traces ({}), mapping {}; a trace waits up to {} ms "
+        "after its last span",
+        config.kafka.topic,
+        config.kafka.format == EventFormat::kOtlpJson ? "otlp_json" : "otlp_proto",
+        config.otlp.mapping, config.otlp.join_timeout_ms);
   if (sinks_.empty()) spdlog::warn("no sink configured: judgments go to the metrics only");
   if (!config.kafka.feedback_topic.empty())
     spdlog::info("kafka: feedback from '{}' (ratings and annotations, joined by id)",
@@ -199,8 +212,6 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
   spdlog::info("admin: http://{}:{}/metrics, /healthz, /readyz", host.empty() ? "0.0.0.0" : host,
                admin_.port());
 }
-
-Pipeline::~Pipeline() = default;
 
 void Pipeline::connectAb(const Config& config) {
   if (!ab_) return;

@@ -161,6 +161,15 @@ class Pipeline {
   std::string notReady() const;
   /// Hands the tracker the configured experiments' store (ab.experiments; nothing without).
   void connectAb(const Config& config);
+  /// What the judge runner tells the pipeline: an event sampled (tracker join), a score
+  /// (tracker), a judgment (sinks; its offset finished once every sink let go of it).
+  JudgeRunner::Listener runnerListener();
+  /// redact.*: the redactor and its assay_redactions_total counters, handed to the runner.
+  void connectRedaction(const Config& config);
+  /// assay_config_reloads_total, assay_config_last_reload_successful, assay_config_restart_needed.
+  void registerReloadMetrics();
+  /// The startup lines: OTLP mapping, sinks, feedback topic, admin endpoints.
+  void logStartup(const Config& config) const;
   bool idle() const;
   /// systemd (service_notify.hpp): READY=1 once the budget store answers (the consumer
   /// subscribed and the admin endpoint listens since the constructor), then every 5 s STATUS=

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "judges/token_ids.hpp"
 #include "judges/tokenizer.hpp"
 
 namespace assay {
@@ -22,16 +23,6 @@ constexpr OptionSpec kBleuOptions[] = {
 using Ids = std::vector<std::uint32_t>;
 using NgramCounts = std::unordered_map<std::string, int>;
 
-Ids toIds(const std::vector<std::string>& tokens,
-          std::unordered_map<std::string_view, std::uint32_t>& vocab) {
-  Ids ids;
-  ids.reserve(tokens.size());
-  for (const auto& t : tokens) {
-    ids.push_back(vocab.emplace(t, static_cast<std::uint32_t>(vocab.size())).first->second);
-  }
-  return ids;
-}
-
 NgramCounts countNgrams(const Ids& ids, int n) {
   NgramCounts counts;
   if (ids.size() < static_cast<std::size_t>(n)) return counts;
@@ -43,33 +34,13 @@ NgramCounts countNgrams(const Ids& ids, int n) {
   return counts;
 }
 
-// The same counts keyed by the n-gram's ids packed 16 bits each into one integer: exact while
-// the vocabulary has fewer than 2^16 tokens and n ≤ 4 (every event of normal size, BLEU-4),
-// without a string per n-gram.
-using PackedCounts = std::unordered_map<std::uint64_t, int>;
-constexpr std::size_t kPackedVocab = 1u << 16;
-constexpr int kPackedMaxOrder = 4;
-
-PackedCounts countPacked(const Ids& ids, int n) {
-  PackedCounts counts;
-  if (ids.size() < static_cast<std::size_t>(n)) return counts;
-  counts.reserve(ids.size());
-  for (std::size_t i = 0; i + n <= ids.size(); ++i) {
-    std::uint64_t key = 0;
-    for (int k = 0; k < n; ++k) key = (key << 16) | ids[i + static_cast<std::size_t>(k)];
-    ++counts[key];
-  }
-  return counts;
-}
-
-// Clipped matches and the hypothesis's n-gram count at order n (Papineni et al. 2002, eq. 1).
-template <class Counts, class Count>
-std::pair<long, long> clipped(const Ids& hyp_ids, const std::vector<Ids>& ref_ids, int n,
-                              Count count) {
-  const Counts hyp = count(hyp_ids, n);
-  Counts max_ref;
+// Clipped matches and the hypothesis's n-gram count at order n (Papineni et al. 2002, eq. 1),
+// n-grams keyed by their ids' bytes: any vocabulary size and order.
+std::pair<long, long> clippedGeneric(const Ids& hyp_ids, const std::vector<Ids>& ref_ids, int n) {
+  const NgramCounts hyp = countNgrams(hyp_ids, n);
+  NgramCounts max_ref;
   for (const auto& ref : ref_ids) {
-    for (const auto& [g, c] : count(ref, n)) {
+    for (const auto& [g, c] : countNgrams(ref, n)) {
       auto& m = max_ref[g];
       m = std::max(m, c);
     }
@@ -82,6 +53,77 @@ std::pair<long, long> clipped(const Ids& hyp_ids, const std::vector<Ids>& ref_id
   }
   return {matched, total};
 }
+
+// The same with each n-gram's ids (+1, so that no key is 0) packed 16 bits each into one
+// integer, counted in a flat open-addressing table: exact while the vocabulary has fewer than
+// 2^16 - 1 tokens and n ≤ 4 (every event of normal size, BLEU-4), without a string per n-gram.
+constexpr std::size_t kPackedVocab = (1u << 16) - 1;
+constexpr int kPackedMaxOrder = 4;
+
+class PackedClipper {
+ public:
+  std::pair<long, long> operator()(const Ids& hyp_ids, const std::vector<Ids>& ref_ids, int n) {
+    const std::size_t width = static_cast<std::size_t>(n);
+    if (hyp_ids.size() < width) return {0, 0};
+    reset(hyp_ids.size() - width + 1);
+    long total = 0;
+    for (std::size_t i = 0; i + width <= hyp_ids.size(); ++i) {
+      const std::uint64_t k = key(hyp_ids, i, width);
+      Slot& s = probe(k);
+      if (s.key == 0) {
+        s.key = k;
+        used_.push_back(static_cast<std::uint32_t>(&s - slots_.data()));
+      }
+      ++s.hyp;
+      ++total;
+    }
+    for (const auto& ref : ref_ids) {
+      for (std::size_t i = 0; i + width <= ref.size(); ++i) {
+        Slot& s = probe(key(ref, i, width));
+        if (s.key != 0) ++s.cur;  // only the hypothesis's n-grams matter
+      }
+      for (const std::uint32_t u : used_) {
+        Slot& s = slots_[u];
+        s.best = std::max(s.best, s.cur);
+        s.cur = 0;
+      }
+    }
+    long matched = 0;
+    for (const std::uint32_t u : used_) matched += std::min(slots_[u].hyp, slots_[u].best);
+    return {matched, total};
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t key = 0;  ///< 0: empty
+    int hyp = 0, cur = 0, best = 0;
+  };
+
+  static std::uint64_t key(const Ids& ids, std::size_t at, std::size_t width) {
+    std::uint64_t k = 0;
+    for (std::size_t j = 0; j < width; ++j) k = (k << 16) | (ids[at + j] + 1);
+    return k;
+  }
+
+  void reset(std::size_t expected) {
+    std::size_t cap = 64;
+    while (cap < 2 * expected) cap *= 2;
+    if (slots_.size() != cap)
+      slots_.assign(cap, Slot{});
+    else
+      for (const std::uint32_t u : used_) slots_[u] = Slot{};
+    used_.clear();
+  }
+
+  Slot& probe(std::uint64_t k) {
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = ((k * 0x9E3779B97F4A7C15ull) >> 32) & mask;; i = (i + 1) & mask)
+      if (slots_[i].key == k || slots_[i].key == 0) return slots_[i];
+  }
+
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> used_;
+};
 
 }  // namespace
 
@@ -96,19 +138,27 @@ const JudgeDescriptor BleuJudge::kDescriptor{
     CostClass::kCpuMicroseconds,
     "sentence BLEU-N of the answer against the reference (nltk method1 smoothing)"};
 
-double sentenceBleu(const std::vector<std::vector<std::string>>& references,
-                    const std::vector<std::string>& hypothesis, int max_order) {
+double sentenceBleu(std::span<const Words> references, const Words& hypothesis, int max_order) {
   if (hypothesis.empty() || references.empty()) return 0.0;
-  std::unordered_map<std::string_view, std::uint32_t> vocab;
-  const Ids hyp_ids = toIds(hypothesis, vocab);
-  std::vector<Ids> ref_ids;
-  ref_ids.reserve(references.size());
-  for (const auto& ref : references) ref_ids.push_back(toIds(ref, vocab));
+  thread_local TokenIds vocab;
+  thread_local Ids hyp_ids;
+  thread_local std::vector<Ids> ref_ids;
+  thread_local PackedClipper packed_clipper;
+  std::size_t tokens = hypothesis.size();
+  for (const auto& ref : references) tokens += ref.size();
+  vocab.reset(tokens);
+  auto toIds = [&](const Words& w, Ids& ids) {
+    ids.clear();
+    for (std::size_t i = 0; i < w.size(); ++i) ids.push_back(vocab.intern(w.hashes[i], w[i]));
+  };
+  toIds(hypothesis, hyp_ids);
+  ref_ids.resize(references.size());
+  for (std::size_t k = 0; k < references.size(); ++k) toIds(references[k], ref_ids[k]);
   double log_sum = 0.0;
   const bool packed = vocab.size() < kPackedVocab && max_order <= kPackedMaxOrder;
   for (int n = 1; n <= max_order; ++n) {
-    const auto [matched, total] = packed ? clipped<PackedCounts>(hyp_ids, ref_ids, n, countPacked)
-                                         : clipped<NgramCounts>(hyp_ids, ref_ids, n, countNgrams);
+    const auto [matched, total] =
+        packed ? packed_clipper(hyp_ids, ref_ids, n) : clippedGeneric(hyp_ids, ref_ids, n);
     if (n == 1 && matched == 0) return 0.0;  // nltk: no unigram match → 0
     const double denom = static_cast<double>(std::max(1L, total));
     const double p = matched == 0 ? 0.1 / denom : static_cast<double>(matched) / denom;
@@ -126,6 +176,16 @@ double sentenceBleu(const std::vector<std::vector<std::string>>& references,
   return bp * std::exp(log_sum);
 }
 
+double sentenceBleu(const std::vector<std::vector<std::string>>& references,
+                    const std::vector<std::string>& hypothesis, int max_order) {
+  std::vector<Words> refs(references.size());
+  for (std::size_t k = 0; k < references.size(); ++k)
+    for (const auto& t : references[k]) refs[k].push(t);
+  Words hyp;
+  for (const auto& t : hypothesis) hyp.push(t);
+  return sentenceBleu(refs, hyp, max_order);
+}
+
 std::unique_ptr<Judge> BleuJudge::create(const JudgeOptionValues& values) {
   BleuJudgeOptions o;
   const auto n = values.getInt("max_order", 4);
@@ -136,10 +196,10 @@ std::unique_ptr<Judge> BleuJudge::create(const JudgeOptionValues& values) {
 
 Verdict BleuJudge::judge(const Event& e) const {
   if (!e.reference) return Verdict::fail(Outcome::kNoReference);
-  auto ref = tokenize(stripCitationMarkers(*e.reference));
+  const Words& ref = cachedWords(*e.reference, /*skip_citation_markers=*/true, 0);
   if (ref.empty()) return Verdict::fail(Outcome::kNoReference, "reference has no tokens");
-  return Verdict::ok(
-      sentenceBleu({ref}, tokenize(stripCitationMarkers(e.answer)), options_.max_order));
+  const Words& hyp = cachedWords(e.answer, /*skip_citation_markers=*/true, 1);
+  return Verdict::ok(sentenceBleu(std::span<const Words>(&ref, 1), hyp, options_.max_order));
 }
 
 }  // namespace assay

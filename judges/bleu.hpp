@@ -6,10 +6,12 @@
 /// WMT 2014, method 1): a precision with 0 matches becomes 0.1 / (number of candidate n-grams).
 /// As nltk's `sentence_bleu`, the score is 0 when not a single unigram matches.
 
+#include <span>
 #include <string>
 #include <vector>
 
 #include "judges/judge.hpp"
+#include "judges/tokenizer.hpp"
 
 namespace assay {
 
@@ -17,6 +19,8 @@ namespace assay {
 /// `max_order` N in [1, 8]. Returns a value in [0, 1]; 0 for an empty hypothesis.
 double sentenceBleu(const std::vector<std::vector<std::string>>& references,
                     const std::vector<std::string>& hypothesis, int max_order = 4);
+/// The same over `Words` (the judge's path; the overload above converts to it).
+double sentenceBleu(std::span<const Words> references, const Words& hypothesis, int max_order = 4);
 
 struct BleuJudgeOptions {
   int max_order = 4;  ///< N of BLEU-N, 1..8

@@ -1,7 +1,10 @@
 #include "judges/context_overlap.hpp"
 
-#include <unordered_set>
+#include <xxhash.h>
 
+#include <cstdint>
+
+#include "judges/token_ids.hpp"
 #include "judges/tokenizer.hpp"
 
 namespace assay {
@@ -14,51 +17,107 @@ constexpr OptionSpec kContextOverlapOptions[] = {
      "weight of names (capitalised words inside a sentence), 1..100; default 1"},
 };
 
-bool endsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+// lightStem without a copy: a prefix of `t`, or (for "-ies" → "-y") the stem written to `buf`.
+std::string_view stemView(std::string_view t, std::string& buf) {
+  if (t.size() <= 4 || codepointCount(t) <= 4) return t;
+  // The first of -ies -ing -ed -es -s -ly that ends `t` and leaves 3 bytes or more.
+  const std::size_t n = t.size();
+  auto ends = [&](std::string_view suffix) {
+    return n >= suffix.size() + 3 && t.substr(n - suffix.size()) == suffix;
+  };
+  std::size_t cut = 0;
+  bool ies = false;
+  switch (t.back()) {
+    case 's':
+      if (ends("ies")) {
+        cut = 3;
+        ies = true;
+      } else if (ends("es")) {
+        cut = 2;
+      } else if (t[n - 2] != 's') {  // "class", "process" keep their s
+        cut = n >= 4 ? 1 : 0;
+      }
+      break;
+    case 'g':
+      if (ends("ing")) cut = 3;
+      break;
+    case 'd':
+      if (ends("ed")) cut = 2;
+      break;
+    case 'y':
+      if (ends("ly")) cut = 2;
+      break;
+    default:
+      break;
+  }
+  std::string_view stem = t.substr(0, n - cut);
+  if (ies) {  // "studies" → "study"
+    buf.assign(stem);
+    buf.push_back('y');
+    return buf;
+  }
+  // A final "e" goes too, so "expire", "expires" and "expired" meet at "expir".
+  if (stem.size() > 4 && stem.back() == 'e') stem.remove_suffix(1);
+  return stem;
 }
 
-std::unordered_set<std::string> stemSet(std::string_view text) {
-  std::unordered_set<std::string> out;
-  for (const auto& t : tokenize(text)) out.insert(lightStem(t));
-  return out;
+// The stem of token i of `w` with its hash (the token's own when the stem is the token).
+std::pair<std::string_view, std::uint64_t> stemOf(const Words& w, std::size_t i, std::string& buf) {
+  const std::string_view t = w[i];
+  const std::string_view stem = stemView(t, buf);
+  if (stem.size() == t.size() && stem.data() == t.data()) return {stem, w.hashes[i]};
+  return {stem, XXH3_64bits(stem.data(), stem.size())};
+}
+
+// Appends the stems of every token of `tokens` to `stems`.
+void pushStems(const Words& tokens, Words& stems) {
+  thread_local std::string buf;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const auto [stem, hash] = stemOf(tokens, i, buf);
+    stems.push(stem, hash);
+  }
+}
+
+// The distinct entries of `stems` as a set (TokenIds; views into `stems`).
+void internAll(const Words& stems, TokenIds& set) {
+  set.reset(stems.size());
+  for (std::size_t i = 0; i < stems.size(); ++i) set.intern(stems.hashes[i], stems[i]);
 }
 
 }  // namespace
 
 std::string lightStem(std::string_view t) {
-  if (codepointCount(t) <= 4) return std::string(t);
-  std::string_view stem = t;
-  for (std::string_view suffix : {"ies", "ing", "ed", "es", "s", "ly"}) {
-    if (endsWith(t, suffix) && t.size() - suffix.size() >= 3) {
-      if (suffix == "s" && endsWith(t, "ss")) break;  // "class", "process"
-      stem = t.substr(0, t.size() - suffix.size());
-      if (suffix == "ies") return std::string(stem) + "y";  // "studies" → "study"
-      break;
-    }
-  }
-  // A final "e" goes too, so "expire", "expires" and "expired" meet at "expir".
-  if (stem.size() > 4 && stem.back() == 'e') stem.remove_suffix(1);
-  return std::string(stem);
+  std::string buf;
+  return std::string(stemView(t, buf));
 }
 
-OverlapDetail contextOverlap(std::string_view answer, const std::vector<std::string>& contexts,
+OverlapDetail contextOverlap(std::string_view answer, const std::vector<std::string_view>& contexts,
                              const ContextOverlapOptions& weights) {
-  std::unordered_set<std::string> supported;
-  for (const auto& c : contexts) {
-    supported.merge(stemSet(c));  // moves the nodes, no string copies
-  }
+  Words& context_tokens = scratchWords(1);
+  for (const auto c : contexts) tokenizeInto(c, context_tokens);
+  Words& stems = scratchWords(2);
+  pushStems(context_tokens, stems);
+  thread_local TokenIds supported;
+  internAll(stems, supported);
+  Words& words = scratchWords(0);
+  tokenizeInto(answer, words, /*skip_citation_markers=*/true);
+  thread_local std::string buf;
   OverlapDetail d;
-  for (const auto& tok : tokenizeDetailed(stripCitationMarkers(answer))) {
-    if (!tok.cjk && isStopword(tok.text)) continue;
-    const bool name = !tok.numeric && tok.capitalized && !tok.sentence_start;
-    const bool specific = tok.numeric || name;
-    const double w = tok.numeric ? weights.number_weight : name ? weights.name_weight : 1.0;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::uint8_t f = words.flags[i];
+    const bool cjk = (f & Words::kCjk) != 0;
+    if (!cjk && isStopword(words.hashes[i], words[i])) continue;
+    const bool numeric = (f & Words::kNumeric) != 0;
+    const bool name =
+        !numeric && (f & Words::kCapitalized) != 0 && (f & Words::kSentenceStart) == 0;
+    const bool specific = numeric || name;
+    const double w = numeric ? weights.number_weight : name ? weights.name_weight : 1.0;
     d.total_weight += w;
-    if (supported.count(lightStem(tok.text))) {
+    const auto [stem, hash] = stemOf(words, i, buf);
+    if (supported.find(hash, stem) != TokenIds::kAbsent) {
       d.supported_weight += w;
     } else if (specific && d.unsupported_specific.size() < 5) {
-      d.unsupported_specific.push_back(tok.text);
+      d.unsupported_specific.emplace_back(words[i]);
     }
   }
   d.score = d.total_weight > 0 ? d.supported_weight / d.total_weight : 0.0;
@@ -87,9 +146,10 @@ std::unique_ptr<Judge> ContextOverlapJudge::create(const JudgeOptionValues& valu
 }
 
 Verdict ContextOverlapJudge::judge(const Event& e) const {
-  std::vector<std::string> texts;
+  thread_local std::vector<std::string_view> texts;
+  texts.clear();
   for (const auto& c : e.contexts)
-    if (!c.text.empty()) texts.push_back(c.text);
+    if (!c.text.empty()) texts.emplace_back(c.text);
   if (texts.empty()) return Verdict::fail(Outcome::kNoContext);
   const auto d = contextOverlap(e.answer, texts, options_);
   if (d.total_weight == 0) return Verdict::fail(Outcome::kEmptyInput, "no content words");
@@ -117,13 +177,31 @@ std::unique_ptr<Judge> QuestionOverlapJudge::create(const JudgeOptionValues&) {
 }
 
 Verdict QuestionOverlapJudge::judge(const Event& e) const {
-  std::unordered_set<std::string> q;
-  for (const auto& t : tokenizeDetailed(e.question))
-    if (t.cjk || !isStopword(t.text)) q.insert(lightStem(t.text));
-  if (q.empty()) return Verdict::fail(Outcome::kEmptyInput, "question has no content words");
-  const auto answer = stemSet(e.answer);
+  Words& question = scratchWords(0);
+  tokenizeInto(e.question, question);
+  thread_local Words question_stems;
+  question_stems.clear();
+  thread_local std::string buf;
+  for (std::size_t i = 0; i < question.size(); ++i)
+    if ((question.flags[i] & Words::kCjk) != 0 || !isStopword(question.hashes[i], question[i]))
+      question_stems.push(stemView(question[i], buf));
+  thread_local TokenIds q;
+  internAll(question_stems, q);
+  if (q.size() == 0) return Verdict::fail(Outcome::kEmptyInput, "question has no content words");
+  Words& answer_tokens = scratchWords(1);
+  tokenizeInto(e.answer, answer_tokens);
+  Words& answer_stems = scratchWords(2);
+  pushStems(answer_tokens, answer_stems);
+  thread_local TokenIds answer;
+  internAll(answer_stems, answer);
+  // Each distinct question stem once: where its id first appears in question_stems.
   std::size_t hit = 0;
-  for (const auto& t : q) hit += answer.count(t);
+  std::uint32_t next_id = 0;
+  for (std::size_t i = 0; i < question_stems.size(); ++i) {
+    if (q.find(question_stems.hashes[i], question_stems[i]) != next_id) continue;
+    ++next_id;
+    hit += answer.find(question_stems.hashes[i], question_stems[i]) != TokenIds::kAbsent;
+  }
   return Verdict::ok(static_cast<double>(hit) / static_cast<double>(q.size()));
 }
 

@@ -26,6 +26,7 @@
 /// An empty answer scores 0.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "judges/judge.hpp"
@@ -50,7 +51,7 @@ struct OverlapDetail {
 };
 
 /// Core of `context_overlap`; `total_weight` is 0 when the answer has no content token.
-OverlapDetail contextOverlap(std::string_view answer, const std::vector<std::string>& contexts,
+OverlapDetail contextOverlap(std::string_view answer, const std::vector<std::string_view>& contexts,
                              const ContextOverlapOptions& weights);
 
 class ContextOverlapJudge final : public Judge {

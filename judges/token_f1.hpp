@@ -8,12 +8,15 @@
 #include <vector>
 
 #include "judges/judge.hpp"
+#include "judges/tokenizer.hpp"
 
 namespace assay {
 
 /// Multiset-overlap F1 in [0, 1]; 0 when either side is empty (after article removal)
 /// or nothing overlaps.
 double tokenF1(const std::vector<std::string>& prediction, const std::vector<std::string>& truth);
+/// The same over `Words`; with `drop_articles`, a/an/the are left out of both sides first.
+double tokenF1(const Words& prediction, const Words& truth, bool drop_articles);
 
 /// `tokenize()` minus the English articles, as SQuAD's `normalize_answer`.
 std::vector<std::string> squadTokens(std::string_view text);

@@ -4,8 +4,14 @@
 #include <unicode/uscript.h>
 #include <unicode/utf8.h>
 
+#include "judges/token_ids.hpp"
+
+#define XXH_INLINE_ALL  // the same XXH3 as libxxhash, inlined: a hash per token
+#include <xxhash.h>
+
+#include <algorithm>
 #include <array>
-#include <unordered_set>
+#include <climits>
 
 namespace assay {
 namespace {
@@ -28,6 +34,16 @@ bool isWordChar(UChar32 c) {
   const int8_t t = u_charType(c);
   return t == U_NON_SPACING_MARK || t == U_COMBINING_SPACING_MARK || t == U_ENCLOSING_MARK;
 }
+
+// ASCII classes for the tokenizer's fast path: 0 = not a word character.
+constexpr std::uint8_t kLower = 1, kUpper = 2, kDigitClass = 4;
+constexpr std::array<std::uint8_t, 128> kAscii = [] {
+  std::array<std::uint8_t, 128> t{};
+  for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] = kLower;
+  for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<std::size_t>(c)] = kUpper;
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = kDigitClass;
+  return t;
+}();
 
 bool isApostrophe(UChar32 c) { return c == '\'' || c == 0x2019; }
 
@@ -60,89 +76,241 @@ void append(std::string& out, UChar32 c) {
 
 }  // namespace
 
-std::vector<Token> tokenizeDetailed(std::string_view text) {
-  std::vector<Token> out;
-  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
-  const auto len = static_cast<int32_t>(text.size());
-  Token cur;
-  bool in_word = false;
-  bool next_starts_sentence = true;
-  int32_t word_end = 0;  // byte offset past the current word's last code point
-  auto flush = [&] {
-    cur.end = static_cast<std::size_t>(word_end);
-    if (in_word && !cur.text.empty()) out.push_back(std::move(cur));
-    cur = Token{};
-    in_word = false;
+void Words::clear() {
+  chars.clear();
+  ends.clear();
+  hashes.clear();
+  flags.clear();
+  spans.clear();
+}
+
+void Words::push(std::string_view token) { push(token, XXH3_64bits(token.data(), token.size())); }
+
+void Words::push(std::string_view token, std::uint64_t hash) {
+  chars.append(token);
+  ends.push_back(static_cast<std::uint32_t>(chars.size()));
+  hashes.push_back(hash);
+  flags.push_back(0);
+  spans.emplace_back(0, 0);
+}
+
+void Words::shrinkIfAbove(std::size_t max_bytes) {
+  if (chars.capacity() + ends.capacity() * 23 <= max_bytes) return;  // 4+8+1+8 (+2) per token
+  *this = Words{};
+}
+
+Words& scratchWords(int slot) {
+  thread_local std::array<Words, 4> words;
+  Words& w = words.at(static_cast<std::size_t>(slot));
+  w.shrinkIfAbove(std::size_t{1} << 20);
+  w.clear();
+  return w;
+}
+
+const Words& cachedWords(std::string_view text, bool skip_citation_markers, int slot) {
+  struct Entry {
+    std::string text;
+    bool skip = false;
+    bool valid = false;
+    Words words;
   };
-  auto peek = [&](int32_t at) -> UChar32 {
-    if (at >= len) return -1;
-    UChar32 c;
-    U8_NEXT(s, at, len, c);
-    return c;
-  };
-  int32_t i = 0;
-  while (i < len) {
-    const int32_t at = i;
-    UChar32 c;
-    U8_NEXT(s, i, len, c);  // advances i past the code point
-    if (c < 0) {            // invalid sequence: a separator
-      flush();
-      continue;
-    }
-    if (isCjk(c)) {
-      flush();
-      Token t;
-      append(t.text, u_tolower(c));
-      t.cjk = true;
-      t.begin = static_cast<std::size_t>(at);
-      t.end = static_cast<std::size_t>(i);
-      t.sentence_start = next_starts_sentence;
-      next_starts_sentence = false;
-      out.push_back(std::move(t));
-      continue;
-    }
-    if (isWordChar(c)) {
-      if (!in_word) {
-        in_word = true;
-        cur.sentence_start = next_starts_sentence;
-        next_starts_sentence = false;
-        cur.capitalized = c < 0x80 ? (c >= 'A' && c <= 'Z') : (u_isupper(c) || u_istitle(c));
-        cur.begin = static_cast<std::size_t>(at);
+  thread_local std::array<Entry, 2> cache;
+  Entry& e = cache.at(static_cast<std::size_t>(slot));
+  if (e.valid && e.skip == skip_citation_markers && e.text == text) return e.words;
+  e.words.shrinkIfAbove(std::size_t{1} << 20);
+  e.words.clear();
+  tokenizeInto(text, e.words, skip_citation_markers);
+  if (e.text.capacity() > (std::size_t{1} << 20)) std::string().swap(e.text);
+  e.text.assign(text);
+  e.skip = skip_citation_markers;
+  e.valid = true;
+  return e.words;
+}
+
+namespace {
+
+// tokenizeInto's state over one text: the word being built and whether the next word starts a
+// sentence. Offsets are int32_t as ICU's U8_NEXT wants them.
+class WordScanner {
+ public:
+  WordScanner(std::string_view text, Words& out)
+      : text_(text),
+        s_(reinterpret_cast<const uint8_t*>(text.data())),
+        len_(static_cast<int32_t>(std::min<std::size_t>(text.size(), INT32_MAX))),
+        out_(out) {}
+
+  int32_t size() const { return len_; }
+
+  // A run of ASCII letters and digits from `at`: appended lower-cased; returns its end.
+  int32_t asciiRun(int32_t at) {
+    const std::uint8_t first = kAscii[s_[at]];
+    if (!in_word_) start(at, (first & kUpper) != 0);
+    std::uint8_t seen = first;
+    int32_t i = at + 1;
+    while (i < len_ && s_[i] < 0x80 && kAscii[s_[i]] != 0) seen |= kAscii[s_[i++]];
+    if (seen & kDigitClass) flags_ |= Words::kNumeric;
+    const std::size_t from = out_.chars.size();
+    out_.chars.append(text_.data() + at, static_cast<std::size_t>(i - at));
+    if (seen & kUpper)
+      for (std::size_t k = from; k < out_.chars.size(); ++k)
+        if (kAscii[static_cast<unsigned char>(out_.chars[k])] & kUpper) out_.chars[k] += 'a' - 'A';
+    word_end_ = i;
+    return i;
+  }
+
+  // A Han/Kana character [at, end): a token of its own.
+  void cjk(UChar32 c, int32_t at, int32_t end) {
+    flush();
+    const std::size_t from = out_.chars.size();
+    append(out_.chars, u_tolower(c));
+    emit(from, Words::kCjk | (next_starts_sentence_ ? Words::kSentenceStart : 0), at, end);
+    next_starts_sentence_ = false;
+  }
+
+  // A non-ASCII word character [at, end).
+  void wideWordChar(UChar32 c, int32_t at, int32_t end) {
+    if (!in_word_) start(at, u_isupper(c) || u_istitle(c));
+    if (isDigit(c)) flags_ |= Words::kNumeric;
+    append(out_.chars, toLower(c));
+    word_end_ = end;
+  }
+
+  // Any other code point, ending at `next_at`: an apostrophe or a number's point or comma may
+  // stay inside the word; everything else ends it (and . ! ? : newline 。！？ a sentence).
+  void separator(UChar32 c, int32_t next_at) {
+    if (in_word_) {
+      const UChar32 next = peek(next_at);
+      const std::string_view word(out_.chars.data() + word_chars_, out_.chars.size() - word_chars_);
+      const bool numeric = (flags_ & Words::kNumeric) != 0;
+      if (isApostrophe(c) && next >= 0 && u_isalpha(next) && !word.empty() && !numeric) {
+        if (isFrenchElision(word)) flush();  // "l'école" → "l" "école"
+        return;                              // "don't" → "dont"
       }
-      if (isDigit(c)) cur.numeric = true;
-      append(cur.text, toLower(c));
-      word_end = i;
-      continue;
-    }
-    // Separators that may stay inside a word or a number.
-    if (in_word) {
-      const UChar32 next = peek(i);
-      if (isApostrophe(c) && next >= 0 && u_isalpha(next) && !cur.text.empty() && !cur.numeric) {
-        if (isFrenchElision(cur.text)) {  // "l'école" → "l" "école"
-          flush();
-          continue;
-        }
-        continue;  // "don't" → "dont"
-      }
-      if ((c == '.' || c == ',') && cur.numeric && next >= 0 && u_isdigit(next) &&
-          u_isdigit(static_cast<UChar32>(static_cast<unsigned char>(cur.text.back())))) {
-        if (c == '.') cur.text.push_back('.');  // decimal point kept, thousands comma dropped
-        continue;
+      if ((c == '.' || c == ',') && numeric && next >= 0 && u_isdigit(next) &&
+          u_isdigit(static_cast<UChar32>(static_cast<unsigned char>(word.back())))) {
+        if (c == '.') out_.chars.push_back('.');  // decimal point kept, thousands comma dropped
+        return;
       }
     }
     flush();
     if (c == '.' || c == '!' || c == '?' || c == ':' || c == '\n' || c == 0x3002 /* 。 */ ||
         c == 0xFF01 || c == 0xFF1F) {
-      next_starts_sentence = true;
+      next_starts_sentence_ = true;
     }
   }
-  flush();
+
+  void flush() {
+    if (in_word_ && out_.chars.size() > word_chars_)
+      emit(word_chars_, flags_, word_begin_, word_end_);
+    in_word_ = false;
+  }
+
+ private:
+  void start(int32_t at, bool capitalized) {
+    in_word_ = true;
+    flags_ = next_starts_sentence_ ? Words::kSentenceStart : 0;
+    if (capitalized) flags_ |= Words::kCapitalized;
+    next_starts_sentence_ = false;
+    word_chars_ = out_.chars.size();
+    word_begin_ = at;
+  }
+
+  void emit(std::size_t from, std::uint8_t f, int32_t b, int32_t e) {
+    out_.ends.push_back(static_cast<std::uint32_t>(out_.chars.size()));
+    out_.hashes.push_back(XXH3_64bits(out_.chars.data() + from, out_.chars.size() - from));
+    out_.flags.push_back(f);
+    out_.spans.emplace_back(static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(e));
+  }
+
+  UChar32 peek(int32_t at) const {
+    if (at >= len_) return -1;
+    UChar32 c;
+    U8_NEXT(s_, at, len_, c);
+    return c;
+  }
+
+  std::string_view text_;
+  const uint8_t* s_;
+  int32_t len_;
+  Words& out_;
+  bool in_word_ = false;
+  bool next_starts_sentence_ = true;
+  std::uint8_t flags_ = 0;
+  std::size_t word_chars_ = 0;  // offset in out_.chars where the current word starts
+  int32_t word_begin_ = 0;      // byte offset of the current word's first code point
+  int32_t word_end_ = 0;        // byte offset past the current word's last code point
+};
+
+}  // namespace
+
+void tokenizeInto(std::string_view text, Words& out, bool skip_citation_markers) {
+  WordScanner scan(text, out);
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  const int32_t len = scan.size();
+  int32_t i = 0;
+  while (i < len) {
+    const int32_t at = i;
+    UChar32 c = s[i];
+    if (c < 0x80) {
+      if (kAscii[c] != 0) {  // the common case: a run of ASCII letters and digits
+        i = scan.asciiRun(at);
+        continue;
+      }
+      ++i;
+      if (c == ' ') {  // the commonest separator: ends a word, starts no sentence
+        scan.flush();
+        continue;
+      }
+      if (c == '[' && skip_citation_markers) {
+        if (const std::size_t n = citationMarkerLength(text, static_cast<std::size_t>(at))) {
+          scan.flush();  // a marker separates, as the space stripCitationMarkers puts there
+          i = at + static_cast<int32_t>(n);
+          continue;
+        }
+      }
+    } else {
+      U8_NEXT(s, i, len, c);  // advances i past the code point
+      if (c < 0) {            // invalid sequence: a separator
+        scan.flush();
+        continue;
+      }
+      if (isCjk(c)) {
+        scan.cjk(c, at, i);
+        continue;
+      }
+      if (isWordChar(c)) {
+        scan.wideWordChar(c, at, i);
+        continue;
+      }
+    }
+    scan.separator(c, i);
+  }
+  scan.flush();
+}
+
+std::vector<Token> tokenizeDetailed(std::string_view text) {
+  Words& w = scratchWords(3);
+  tokenizeInto(text, w);
+  std::vector<Token> out(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    Token& t = out[i];
+    t.text = w[i];
+    t.numeric = (w.flags[i] & Words::kNumeric) != 0;
+    t.capitalized = (w.flags[i] & Words::kCapitalized) != 0;
+    t.sentence_start = (w.flags[i] & Words::kSentenceStart) != 0;
+    t.cjk = (w.flags[i] & Words::kCjk) != 0;
+    t.begin = w.spans[i].first;
+    t.end = w.spans[i].second;
+  }
   return out;
 }
 
 std::vector<std::string> tokenize(std::string_view text) {
+  Words& w = scratchWords(3);
+  tokenizeInto(text, w);
   std::vector<std::string> out;
-  for (auto& t : tokenizeDetailed(text)) out.push_back(std::move(t.text));
+  out.reserve(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) out.emplace_back(w[i]);
   return out;
 }
 
@@ -298,32 +466,48 @@ std::size_t codepointCount(std::string_view text) {
   return n;
 }
 
-bool isStopword(std::string_view w) {
-  static const std::unordered_set<std::string_view> kStopwords = {
-      // English (function words; derived from common IR stop lists)
-      "a", "an", "the", "and", "or", "but", "if", "then", "else", "of", "to", "in", "on", "at",
-      "by", "for", "with", "about", "as", "into", "through", "over", "from", "up", "down", "out",
-      "off", "than", "so", "too", "very", "is", "are", "was", "were", "be", "been", "being", "am",
-      "do", "does", "did", "doing", "have", "has", "had", "having", "will", "would", "shall",
-      "should", "can", "could", "may", "might", "must", "it", "its", "itself", "this", "that",
-      "these", "those", "there", "here", "i", "me", "my", "we", "our", "us", "you", "your", "he",
-      "him", "his", "she", "her", "they", "them", "their", "what", "which", "who", "whom", "whose",
-      "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other",
-      "some", "such", "no", "nor", "not", "only", "own", "same", "just", "also", "s", "t", "dont",
-      "im", "its", "thats", "yes", "well", "oh", "like", "really", "know", "think", "one", "get",
-      "got", "lot", "much", "many", "because", "while", "during", "before", "after", "above",
-      "below", "between", "again", "further", "once", "let", "lets", "yeah", "okay", "ok", "sure",
-      "etc",
-      // French
-      "le", "la", "les", "l", "un", "une", "des", "du", "de", "d", "et", "ou", "mais", "donc",
-      "car", "ni", "que", "qu", "qui", "quoi", "dont", "où", "à", "au", "aux", "en", "dans", "par",
-      "pour", "sur", "sous", "avec", "sans", "chez", "ce", "cet", "cette", "ces", "se", "sa", "son",
-      "ses", "leur", "leurs", "il", "elle", "ils", "elles", "on", "nous", "vous", "je", "j", "tu",
-      "me", "m", "te", "lui", "y", "est", "sont", "était", "été", "être", "a", "ont", "avait",
-      "avoir", "pas", "ne", "n", "plus", "très", "aussi", "comme", "si", "c", "s", "ça", "cela",
-      "ceci"};
-  return kStopwords.count(w) > 0;
+namespace {
+
+const TokenIds& stopwords() {
+  static const TokenIds table = [] {
+    static constexpr std::string_view kStopwords[] = {
+        // English (function words; derived from common IR stop lists)
+        "a", "an", "the", "and", "or", "but", "if", "then", "else", "of", "to", "in", "on", "at",
+        "by", "for", "with", "about", "as", "into", "through", "over", "from", "up", "down", "out",
+        "off", "than", "so", "too", "very", "is", "are", "was", "were", "be", "been", "being", "am",
+        "do", "does", "did", "doing", "have", "has", "had", "having", "will", "would", "shall",
+        "should", "can", "could", "may", "might", "must", "it", "its", "itself", "this", "that",
+        "these", "those", "there", "here", "i", "me", "my", "we", "our", "us", "you", "your", "he",
+        "him", "his", "she", "her", "they", "them", "their", "what", "which", "who", "whom",
+        "whose", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most",
+        "other", "some", "such", "no", "nor", "not", "only", "own", "same", "just", "also", "s",
+        "t", "dont", "im", "its", "thats", "yes", "well", "oh", "like", "really", "know", "think",
+        "one", "get", "got", "lot", "much", "many", "because", "while", "during", "before", "after",
+        "above", "below", "between", "again", "further", "once", "let", "lets", "yeah", "okay",
+        "ok", "sure", "etc",
+        // French
+        "le", "la", "les", "l", "un", "une", "des", "du", "de", "d", "et", "ou", "mais", "donc",
+        "car", "ni", "que", "qu", "qui", "quoi", "dont", "où", "à", "au", "aux", "en", "dans",
+        "par", "pour", "sur", "sous", "avec", "sans", "chez", "ce", "cet", "cette", "ces", "se",
+        "sa", "son", "ses", "leur", "leurs", "il", "elle", "ils", "elles", "on", "nous", "vous",
+        "je", "j", "tu", "me", "m", "te", "lui", "y", "est", "sont", "était", "été", "être", "a",
+        "ont", "avait", "avoir", "pas", "ne", "n", "plus", "très", "aussi", "comme", "si", "c", "s",
+        "ça", "cela", "ceci"};
+    TokenIds t;
+    t.reset(std::size(kStopwords));
+    for (auto w : kStopwords) t.intern(XXH3_64bits(w.data(), w.size()), w);
+    return t;
+  }();
+  return table;
 }
+
+}  // namespace
+
+bool isStopword(std::uint64_t hash, std::string_view w) {
+  return stopwords().find(hash, w) != TokenIds::kAbsent;
+}
+
+bool isStopword(std::string_view w) { return isStopword(XXH3_64bits(w.data(), w.size()), w); }
 
 }  // namespace assay
 

@@ -13,12 +13,61 @@
 ///    "3.5" → "3.5" (so a figure stays one token and can be compared as such).
 /// Invalid UTF-8 sequences are treated as separators (events are validated upstream).
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace assay {
+
+/// The lower-cased tokens of a text in one buffer, as the lexical judges use them: token i is
+/// `chars[i == 0 ? 0 : ends[i-1], ends[i])`, `hashes[i]` its XXH3-64, `flags[i]` the Token
+/// flags below (kNumeric…), `spans[i]` its byte range [begin, end) in the source text.
+/// Kept across calls (`clear()` keeps the capacity), tokenizing allocates nothing once warm;
+/// compare two tokens with `same()` (hash first, bytes only when the hashes are equal).
+struct Words {
+  static constexpr std::uint8_t kNumeric = 1, kCapitalized = 2, kSentenceStart = 4, kCjk = 8;
+
+  std::string chars;
+  std::vector<std::uint32_t> ends;
+  std::vector<std::uint64_t> hashes;
+  std::vector<std::uint8_t> flags;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> spans;
+
+  std::size_t size() const { return ends.size(); }
+  bool empty() const { return ends.empty(); }
+  std::string_view operator[](std::size_t i) const {
+    const std::uint32_t b = i == 0 ? 0 : ends[i - 1];
+    return {chars.data() + b, ends[i] - b};
+  }
+  bool same(std::size_t i, const Words& other, std::size_t j) const {
+    return hashes[i] == other.hashes[j] && (*this)[i] == other[j];
+  }
+  void clear();
+  /// Appends one token given as text (no source span, no flags): for callers holding tokens.
+  void push(std::string_view token);
+  /// The same with the token's XXH3-64 already known.
+  void push(std::string_view token, std::uint64_t hash);
+  /// Frees the buffers when they grew past `max_bytes` (a thread's scratch after a huge event).
+  void shrinkIfAbove(std::size_t max_bytes);
+};
+
+/// Appends the tokens of `text` (the rules above) to `out`. With `skip_citation_markers`, a
+/// citation marker (`citationMarkerLength`) separates words as a space would, the same tokens
+/// as `tokenize(stripCitationMarkers(text))` without the copy; spans stay in `text`'s offsets.
+/// Texts of 2^31 bytes or more are cut there (events are bounded far below, limits.*).
+void tokenizeInto(std::string_view text, Words& out, bool skip_citation_markers = false);
+
+/// The tokens of `text` (markers skipped or not), from a thread's one-entry cache per `slot`
+/// (0: a reference, 1: an answer): the lexical judges of one event run one after the other on
+/// one worker and each asks for the same texts, tokenized once. A hit compares the bytes (the
+/// cache keeps a copy), never just an address. Valid until the thread's next call with `slot`.
+const Words& cachedWords(std::string_view text, bool skip_citation_markers, int slot);
+
+/// A thread's reusable Words, cleared: `slot` 0..2 for the texts one judge compares (3 is
+/// tokenize()'s and tokenizeDetailed()'s own). Valid until the thread's next call with `slot`.
+Words& scratchWords(int slot);
 
 struct Token {
   std::string text;             ///< lower-cased
@@ -52,6 +101,9 @@ std::size_t citationMarkerLength(std::string_view text, std::size_t at);
 /// next word starts in lower case; after 。！？ always. A colon or a line break ends none: a
 /// list's lead-in and its items stay one sentence, as claim annotators split them (ExpertQA).
 std::vector<std::pair<std::size_t, std::size_t>> sentenceSpans(std::string_view text);
+
+/// Stopword test on a token of `Words` by its XXH3-64 hash (the same list, no string hashing).
+bool isStopword(std::uint64_t hash, std::string_view lowered_token);
 
 /// Lower-cases every code point (ICU simple case mapping); invalid bytes are copied as they are.
 std::string toLowerUtf8(std::string_view text);

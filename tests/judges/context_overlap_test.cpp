@@ -2,17 +2,20 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
+
 #include "judges/checks.hpp"
+#include "judges/tokenizer.hpp"
 
 namespace assay {
 namespace {
 
-Event withContexts(std::string answer, const std::vector<std::string>& contexts) {
+Event withContexts(std::string answer, const std::vector<std::string_view>& contexts) {
   Event e;
   e.question = "What does the plan cost?";
   e.answer = std::move(answer);
   for (std::size_t i = 0; i < contexts.size(); ++i)
-    e.contexts.push_back(Context{"doc-" + std::to_string(i + 1), contexts[i], ""});
+    e.contexts.push_back(Context{"doc-" + std::to_string(i + 1), std::string(contexts[i]), ""});
   return e;
 }
 
@@ -31,7 +34,7 @@ std::unique_ptr<Judge> overlapJudge(double weight) {
   return ContextOverlapJudge::create(o);
 }
 
-const std::vector<std::string> kPlanContext = {"The Basic plan costs 30 euros per month."};
+const std::vector<std::string_view> kPlanContext = {"The Basic plan costs 30 euros per month."};
 
 }  // namespace
 
@@ -118,13 +121,13 @@ TEST_CASE("context_overlap: number_weight sets how much a wrong figure costs") {
 
 TEST_CASE(
     "context_overlap: a capitalised word mid-sentence is a name, at sentence start it is not") {
-  const std::vector<std::string> ctx = {"The contract was signed by Dupont in Lyon."};
+  const std::vector<std::string_view> ctx = {"The contract was signed by Dupont in Lyon."};
   // contract, sign(ed), Lyon supported; Martin (a name, weight 4) not: (1 + 1 + 4) / 10.
   const auto d = contextOverlap("The contract was signed by Martin in Lyon.", ctx, {4.0, 4.0});
   CHECK(d.score == doctest::Approx(0.6).epsilon(1e-12));
   CHECK(d.unsupported_specific == std::vector<std::string>{"martin"});
 
-  const std::vector<std::string> water = {"The policy covers water damage."};
+  const std::vector<std::string_view> water = {"The policy covers water damage."};
   // "Nobody" starts the sentence: an ordinary word of weight 1 → 3 / 4.
   CHECK(contextOverlap("Nobody covers water damage.", water, {4.0, 4.0}).score ==
         doctest::Approx(0.75).epsilon(1e-12));
@@ -134,8 +137,8 @@ TEST_CASE(
 }
 
 TEST_CASE("context_overlap: support may come from any context, numbers normalised") {
-  const std::vector<std::string> ctx = {"The warranty lasts five years.",
-                                        "Water damage is covered by the warranty."};
+  const std::vector<std::string_view> ctx = {"The warranty lasts five years.",
+                                             "Water damage is covered by the warranty."};
   const auto v = ContextOverlapJudge::create({})->judge(
       withContexts("The warranty lasts five years and covers water damage.", ctx));
   REQUIRE(v.score.has_value());
@@ -233,7 +236,7 @@ TEST_CASE("context_overlap: an inflected word is supported by its base form") {
 }
 
 TEST_CASE("context_overlap: defaults: numbers weigh 4, names 1 (name_weight)") {
-  const std::vector<std::string> ctx = {"The contract was signed by Dupont in Lyon."};
+  const std::vector<std::string_view> ctx = {"The contract was signed by Dupont in Lyon."};
   // contract, sign(ed), Lyon supported; Martin (weight 1 by default) not: 3 / 4.
   const auto d = ContextOverlapJudge::create({})->judge(
       withContexts("The contract was signed by Martin in Lyon.", ctx));
@@ -247,7 +250,7 @@ TEST_CASE("context_overlap: defaults: numbers weigh 4, names 1 (name_weight)") {
 }
 
 TEST_CASE("context_overlap: citation markers are not unsupported numbers") {
-  const std::vector<std::string> ctx = {"Paris is the capital of France."};
+  const std::vector<std::string_view> ctx = {"Paris is the capital of France."};
   const auto cited = contextOverlap("The capital of France is Paris [1].", ctx, {4.0, 4.0});
   CHECK(cited.score == doctest::Approx(1.0));
   CHECK(cited.unsupported_specific.empty());
@@ -257,6 +260,44 @@ TEST_CASE("context_overlap: citation markers are not unsupported numbers") {
   const auto d = contextOverlap("The capital of France is Paris [citation needed], 2 million.", ctx,
                                 {4.0, 4.0});
   CHECK(d.unsupported_specific == std::vector<std::string>{"2"});
+}
+
+TEST_CASE("lightStem equals the rule as first written (suffix list, then a final e)") {
+  // The rule, literally: the first of -ies -ing -ed -es -s -ly that ends the token and leaves
+  // at least 3 bytes ("-s" not after another s), "-ies" → "-y", then a final "e" of a stem
+  // longer than 4 goes; tokens of 4 code points or fewer stay.
+  auto literal = [](std::string_view t) -> std::string {
+    if (codepointCount(t) <= 4) return std::string(t);
+    auto ends = [&](std::string_view s) {
+      return t.size() >= s.size() && t.substr(t.size() - s.size()) == s;
+    };
+    std::string_view stem = t;
+    for (std::string_view suffix : {"ies", "ing", "ed", "es", "s", "ly"}) {
+      if (ends(suffix) && t.size() - suffix.size() >= 3) {
+        if (suffix == "s" && ends("ss")) break;
+        stem = t.substr(0, t.size() - suffix.size());
+        if (suffix == "ies") return std::string(stem) + "y";
+        break;
+      }
+    }
+    if (stem.size() > 4 && stem.back() == 'e') stem.remove_suffix(1);
+    return std::string(stem);
+  };
+  const char* bits[] = {"a", "e", "i",  "s",   "d",   "g",  "n",  "l",
+                        "y", "é", "ss", "ies", "ing", "ed", "es", "ly"};
+  std::uint64_t state = 3;
+  int checked = 0;
+  for (int round = 0; round < 50000; ++round) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    std::uint64_t r = state >> 20;
+    std::string t;
+    const auto n = 1 + r % 5;
+    for (std::uint64_t k = 0; k < n; ++k, r /= 16) t += bits[r % 16];
+    CAPTURE(t);
+    CHECK(lightStem(t) == literal(t));
+    ++checked;
+  }
+  CHECK(checked == 50000);
 }
 
 }  // namespace assay

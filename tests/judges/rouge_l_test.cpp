@@ -2,6 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "judges/tokenizer.hpp"
 
 namespace assay {
@@ -106,7 +111,7 @@ TEST_CASE("ROUGE-L: empty answer scores 0 without exception") {
   const auto s = rougeL({}, tokenize("the office opens at nine"));
   CHECK(s.lcs == 0);
   CHECK(s.f == 0.0);
-  const auto both_empty = rougeL({}, {});
+  const auto both_empty = rougeL(std::vector<std::string>{}, std::vector<std::string>{});
   CHECK(both_empty.f == 0.0);
 
   for (const char* answer : {"", "   ", "?!"}) {
@@ -155,6 +160,45 @@ TEST_CASE("rouge_l: time bounded whatever the size: too_long above kMaxLcsCells 
   e.answer = fewer;
   e.reference = fewer;  // 9 M cells: scored
   CHECK(j->judge(e).score == doctest::Approx(1.0));
+}
+
+TEST_CASE("bit-parallel LCS equals the textbook dynamic programme") {
+  // Random token lists over small alphabets (many matches) and lengths around the 64-bit word
+  // boundaries of the bit masks (63, 64, 65, 128, 129…).
+  std::uint64_t state = 7;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  auto textbook = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    std::vector<std::vector<std::size_t>> t(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 1; i <= a.size(); ++i)
+      for (std::size_t j = 1; j <= b.size(); ++j)
+        t[i][j] = a[i - 1] == b[j - 1] ? t[i - 1][j - 1] + 1 : std::max(t[i - 1][j], t[i][j - 1]);
+    return t[a.size()][b.size()];
+  };
+  const std::size_t lengths[] = {0, 1, 2, 31, 63, 64, 65, 127, 128, 129, 200};
+  int cases = 0;
+  for (const std::size_t la : lengths)
+    for (const std::size_t lb : lengths)
+      for (const std::uint64_t alphabet : {2, 5, 40}) {
+        std::vector<std::string> a, b;
+        for (std::size_t i = 0; i < la; ++i) a.push_back("w" + std::to_string(next() % alphabet));
+        for (std::size_t i = 0; i < lb; ++i) b.push_back("w" + std::to_string(next() % alphabet));
+        CAPTURE(la);
+        CAPTURE(lb);
+        CAPTURE(alphabet);
+        const std::size_t expected = textbook(a, b);
+        CHECK(lcsLength(a, b) == expected);
+        CHECK(lcsLength(b, a) == expected);
+        ++cases;
+      }
+  CHECK(cases == 363);
+  // Long sides: 1,000 × 3,000 tokens, 16 words of bits.
+  std::vector<std::string> a, b;
+  for (int i = 0; i < 1000; ++i) a.push_back("w" + std::to_string(next() % 30));
+  for (int i = 0; i < 3000; ++i) b.push_back("w" + std::to_string(next() % 30));
+  CHECK(lcsLength(a, b) == textbook(a, b));
 }
 
 }  // namespace assay

@@ -1,9 +1,13 @@
 #include "judges/tokenizer.hpp"
 
 #include <doctest/doctest.h>
+#include <xxhash.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "judges/token_ids.hpp"
 
 namespace assay {
 namespace {
@@ -185,6 +189,116 @@ TEST_CASE("French elisions split; English contractions join") {
 TEST_CASE("toLowerUtf8 lower-cases every script") {
   CHECK(toLowerUtf8("JE SUIS DÉSOLÉ") == "je suis désolé");
   CHECK(toLowerUtf8("ΑΘΗΝΑ Москва") == "αθηνα москва");
+}
+
+TEST_CASE("tokenizeInto gives tokenize's tokens and tokenizeDetailed's flags on hostile text") {
+  // Random texts built from the pieces the rules treat specially: citation markers (and
+  // brackets that are none), apostrophes, decimal points, thousands commas, CJK, invalid bytes.
+  const char* pieces[] = {"a",   "B",    "é",      "É",       "1",         ",",       ".", "'",
+                          "’",   "[1]",  "[2, 3]", "[doc-7]", "[EMAIL_1]", "[",       "]", " ",
+                          "\n",  "会",   "l'",     "\xff",    "qu'",       "3.5",     "x", "?",
+                          "Don", "\xe4", "ー",     "[[1]",    "1,250",     "e\u0301", "A."};
+  std::uint64_t state = 42;
+  auto next = [&] {  // splitmix64: deterministic across runs
+    state += 0x9E3779B97F4A7C15ull;
+    std::uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  Words w;
+  std::size_t tokens = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    const auto n = next() % 24;
+    for (std::uint64_t k = 0; k < n; ++k) text += pieces[next() % std::size(pieces)];
+    CAPTURE(text);
+    for (const bool skip : {false, true}) {
+      w.clear();
+      tokenizeInto(text, w, skip);
+      const std::string stripped = skip ? stripCitationMarkers(text) : text;
+      const auto expected = tokenizeDetailed(stripped);
+      REQUIRE(w.size() == expected.size());
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        CHECK(w[i] == expected[i].text);
+        CHECK(w.hashes[i] == XXH3_64bits(expected[i].text.data(), expected[i].text.size()));
+        CHECK(((w.flags[i] & Words::kNumeric) != 0) == expected[i].numeric);
+        CHECK(((w.flags[i] & Words::kCapitalized) != 0) == expected[i].capitalized);
+        CHECK(((w.flags[i] & Words::kSentenceStart) != 0) == expected[i].sentence_start);
+        CHECK(((w.flags[i] & Words::kCjk) != 0) == expected[i].cjk);
+        // Spans are in the source text: the token's first code point starts there.
+        if (!skip) CHECK(w.spans[i].first == expected[i].begin);
+        CHECK(w.spans[i].second <= text.size());
+      }
+      tokens += w.size();
+    }
+  }
+  CHECK(tokens > 100000);  // the texts did hold words
+}
+
+TEST_CASE("tokenizeInto skips citation markers with the source's offsets") {
+  Words w;
+  tokenizeInto("Paris [1]. Lyon[2, 3] [EMAIL_1]", w, true);
+  REQUIRE(w.size() == 4);
+  CHECK(w[0] == "paris");
+  CHECK(w[1] == "lyon");
+  CHECK(w[2] == "email");
+  CHECK(w[3] == "1");
+  CHECK(w.spans[1] == std::pair<std::uint32_t, std::uint32_t>{11, 15});
+  CHECK((w.flags[1] & Words::kSentenceStart) != 0);  // after "[1]." : the period still counts
+}
+
+TEST_CASE("TokenIds tells apart tokens whose hashes are equal") {
+  TokenIds ids;
+  ids.reset(1);
+  CHECK(ids.intern(7, "alpha") == 0);
+  CHECK(ids.intern(7, "beta") == 1);  // same hash, other bytes: another id
+  CHECK(ids.intern(7, "alpha") == 0);
+  CHECK(ids.find(7, "beta") == 1);
+  CHECK(ids.find(7, "gamma") == TokenIds::kAbsent);
+  CHECK(ids.find(8, "alpha") == TokenIds::kAbsent);
+  // Growing past the initial 64 slots keeps every id.
+  std::vector<std::string> many;
+  for (int i = 0; i < 1000; ++i) many.push_back("t" + std::to_string(i));
+  for (const auto& t : many) ids.intern(XXH3_64bits(t.data(), t.size()), t);
+  CHECK(ids.size() == 1002);
+  for (int i = 0; i < 1000; ++i)
+    CHECK(ids.find(XXH3_64bits(many[i].data(), many[i].size()), many[i]) ==
+          static_cast<std::uint32_t>(i + 2));
+  ids.reset(3);
+  CHECK(ids.size() == 0);
+  CHECK(ids.find(7, "alpha") == TokenIds::kAbsent);
+}
+
+TEST_CASE("isStopword by hash agrees with the plain lookup") {
+  for (std::string_view w : {"the", "of", "été", "dont", "paris", "theory", "", "a"}) {
+    CAPTURE(w);
+    CHECK(isStopword(XXH3_64bits(w.data(), w.size()), w) == isStopword(w));
+  }
+  CHECK(isStopword("the"));
+  CHECK(isStopword("été"));
+  CHECK_FALSE(isStopword("paris"));
+}
+
+TEST_CASE("cachedWords tokenizes a text once and never serves another text's tokens") {
+  std::string text = "Paris [1] is big";
+  const Words* first = &cachedWords(text, true, 0);
+  REQUIRE(first->size() == 3);
+  CHECK((*first)[0] == "paris");
+  const Words& again = cachedWords(text, true, 0);
+  CHECK(&again == first);
+  CHECK(again.size() == 3);
+  CHECK(cachedWords(text, false, 0).size() == 4);  // markers kept: "1" is a token
+  text[0] = 'L';                                   // same buffer, same size, other bytes
+  text[1] = 'y';
+  text[2] = 'o';
+  text[3] = 'n';
+  text[4] = 's';
+  const Words& changed = cachedWords(text, true, 0);
+  REQUIRE(changed.size() == 3);
+  CHECK(changed[0] == "lyons");
+  CHECK(cachedWords("other", true, 1)[0] == "other");
+  CHECK(cachedWords(text, true, 0)[0] == "lyons");  // slot 1's text left slot 0 alone
 }
 
 }  // namespace assay
