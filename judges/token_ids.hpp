@@ -3,8 +3,13 @@
 /// vocabulary the lexical judges count and compare over: open addressing with linear probing
 /// on the token's XXH3-64 hash, the bytes compared only when two hashes are equal, so two
 /// different tokens never share an id. The table keeps at most half of its slots used and
-/// grows by doubling; `reset()` keeps the memory, so a judge's thread reuses one table.
-/// The ids name views into the callers' `Words`: those must outlive the ids' use.
+/// grows by doubling; `reset()` keeps the slots when the size wanted is the same power of two,
+/// so a judge's thread reuses one table.
+/// The table stores a pointer to each interned token's bytes and compares them on every later
+/// `intern` or `find`: until the next `reset()`, the `Words` (or strings) those bytes live in
+/// must not change, grow or go away. Tokens must be non-empty.
+/// Threads: `find` only reads; `intern` and `reset` need the table to themselves (the judges
+/// keep one thread_local table each).
 
 #include <cstdint>
 #include <string_view>
@@ -27,7 +32,8 @@ class TokenIds {
     count_ = 0;
   }
 
-  /// The id (0, 1, 2… in order of first sight) of the token with this hash and text.
+  /// The id (0, 1, 2… in order of first sight) of the token with this hash (its unseeded
+  /// XXH3_64bits) and non-empty text; interns it when new.
   std::uint32_t intern(std::uint64_t hash, std::string_view text) {
     if (2 * (static_cast<std::size_t>(count_) + 1) > slots_.size()) grow();
     Slot& s = probe(hash, text);

@@ -211,8 +211,15 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
             invalid = sum(v for name, labels, v in s if name == "assay_events_invalid_total")
             # == and not >=: the pending gauge is refreshed once a second, so for a moment a
             # held message that its event has since joined is counted twice.
+            # The dead-letter counter moves on the producer's delivery report and the variant
+            # series appear on the tracker's once-a-second refresh: both may trail the last
+            # event on a loaded machine (CI saw both at 0), so the test waits for them too.
+            dead_lettered = tp.metric(s, "assay_events_dead_lettered_total") or 0
+            dead_errors = tp.metric(s, "assay_events_dead_letter_errors_total") or 0
+            variants = {labels.get("variant") for name, labels, v in s if "variant" in labels}
             return (tp.metric(s, "assay_events_consumed_total") == n_events and
-                    judged + invalid == n_events and fb == len(feedback))
+                    judged + invalid == n_events and fb == len(feedback) and
+                    dead_lettered + dead_errors >= expected_invalid and "other" in variants)
 
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and daemon.poll() is None and not settled():
