@@ -17,7 +17,7 @@ Ledger::~Ledger() { stop(); }
 void Ledger::push(Task task) {
   {
     std::lock_guard lock(mu_);
-    tasks_.push_back(std::move(task));
+    (task.kind == Kind::kMoney ? money_ : tasks_).push_back(std::move(task));
   }
   cv_.notify_one();
 }
@@ -119,12 +119,13 @@ void Ledger::snapshot(std::vector<std::string> scopes, std::string day,
 
 std::size_t Ledger::queued() const {
   std::lock_guard lock(mu_);
-  return tasks_.size() + (running_task_ ? 1 : 0);
+  return money_.size() + tasks_.size() + (running_task_ ? 1 : 0);
 }
 
 void Ledger::sync() {
   std::unique_lock lock(mu_);
-  idle_cv_.wait(lock, [&] { return (tasks_.empty() && !running_task_) || finished_; });
+  idle_cv_.wait(lock,
+                [&] { return (money_.empty() && tasks_.empty() && !running_task_) || finished_; });
 }
 
 void Ledger::loop() {
@@ -132,23 +133,25 @@ void Ledger::loop() {
     Task task;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      cv_.wait(lock, [&] { return stopping_ || !money_.empty() || !tasks_.empty(); });
       if (stopping_) {
         // Money first: settles and releases still queued are recorded; reservations and
         // snapshots are dropped unanswered (their calls were never made).
-        std::erase_if(tasks_, [](const Task& t) { return t.kind != Kind::kMoney; });
+        tasks_.clear();
         reservations_ = 0;
         snapshot_queued_ = false;
       }
-      if (tasks_.empty()) {
+      if (money_.empty() && tasks_.empty()) {
         running_task_ = false;
         finished_ = stopping_;
         idle_cv_.notify_all();
         if (stopping_) return;
         continue;
       }
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
+      // A finish never waits behind reservations queued before it (ledger.hpp).
+      auto& from = money_.empty() ? tasks_ : money_;
+      task = std::move(from.front());
+      from.pop_front();
       if (task.kind == Kind::kReserve) --reservations_;
       if (task.kind == Kind::kSnapshot) snapshot_queued_ = false;
       running_task_ = true;
@@ -162,7 +165,7 @@ void Ledger::loop() {
     {
       std::lock_guard lock(mu_);
       running_task_ = false;
-      if (tasks_.empty()) idle_cv_.notify_all();
+      if (money_.empty() && tasks_.empty()) idle_cv_.notify_all();
     }
   }
 }

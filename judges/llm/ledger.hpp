@@ -3,7 +3,12 @@
 /// driven by one thread of its own through a queue, so that no judge worker, HTTP thread or
 /// poll thread ever waits for a Redis round trip (docs/ARCHITECTURE.md, "Threads").
 ///
-/// Every operation is queued and answered on the ledger thread, in FIFO order:
+/// Every operation is queued and answered on the ledger thread, in two FIFO queues: the
+/// finishes (and `run()`) before the reservations and snapshots, whenever both wait. A finish
+/// stores a verdict the provider has already billed: until it runs, a crash makes the next
+/// delivery pay for that call again, so it never waits behind a burst of reservations (a
+/// restart's redelivered backlog queues hundreds at once). A finish always follows its own
+/// reservation's answer, so the order within one call is kept.
 ///   reserve  the call's lease on (event id, judge) in the verdict store (or the stored verdict
 ///            of a redelivered event, or another call's live lease), then its reservation;
 ///            bounded: when `max_queued_reservations` reservations already wait, it is answered
@@ -92,8 +97,9 @@ class Ledger {
   bool answered() const { return answered_.load(); }
   /// Operations queued or running.
   std::size_t queued() const;
-  /// Runs `fn` with the store on the ledger thread, in FIFO order with the other operations
-  /// (the batch records of llm_batch.cpp). Never refused; run at stop() too, like a settlement.
+  /// Runs `fn` with the store on the ledger thread, in FIFO order with the finishes, before the
+  /// reservations waiting (the batch records of llm_batch.cpp). Never refused; run at stop() too,
+  /// like a settlement.
   void run(std::function<void(BudgetStore&)> fn);
 
   /// The store itself (thread-safe), e.g. to read a snapshot after sync() in a test.
@@ -124,7 +130,8 @@ class Ledger {
 
   mutable std::mutex mu_;  // guards the queue and the counters below
   std::condition_variable cv_, idle_cv_;
-  std::deque<Task> tasks_;
+  std::deque<Task> money_;        // finishes and run(): first
+  std::deque<Task> tasks_;        // reservations and snapshots
   std::size_t reservations_ = 0;  // reserve tasks queued
   bool snapshot_queued_ = false;
   bool running_task_ = false;

@@ -21,9 +21,12 @@
 #include <fstream>
 #include <latch>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "judges/llm/call_services.hpp"
 #include "judges/llm/ledger.hpp"
@@ -603,6 +606,72 @@ TEST_CASE("redis: budget.password_file reaches the ledger's connection (CallServ
   CallServices without(budget, registry2);
   CHECK_FALSE(without.ledger().store().ping());
   without.stop();
+}
+
+TEST_CASE("ledger: a finish runs before the reservations queued ahead of it") {
+  // A restart's redelivered backlog queues hundreds of reservations at once; a verdict the
+  // provider already billed must not wait behind them (a crash meanwhile pays for it again).
+  Ledger ledger(std::make_unique<MemoryBudgetStore>());
+  const auto scopes = globalOnly(1.0);
+  auto request = [&](const std::string& event, const std::string& id) {
+    ReserveRequest r;
+    r.scopes = scopes;
+    r.amount_eur = 0.01;
+    r.day = kDay;
+    r.reservation_id = id;
+    r.ttl_ms = 60'000;
+    r.lease_ms = 60'000;
+    r.event_id = event;
+    r.judge = "faithfulness_llm";
+    return r;
+  };
+  std::mutex mu;
+  std::vector<std::string> order;
+  auto note = [&](std::string what) {
+    std::lock_guard lock(mu);
+    order.push_back(std::move(what));
+  };
+  std::optional<ReserveAnswer> first;
+  ledger.reserve(request("e0", "c0"), [&](ReserveAnswer a) { first = std::move(a); });
+  ledger.sync();
+  REQUIRE(first);
+  REQUIRE(first->claim == ClaimResult::Status::kClaimed);
+  REQUIRE(first->result.ok());
+
+  // Hold the ledger thread while the queue fills: two new events, the redelivery of e0 (its
+  // lease is c0's), a snapshot, then c0's finish with its verdict.
+  std::latch hold(1);
+  ledger.run([&](BudgetStore&) { hold.wait(); });
+  std::optional<ReserveAnswer> redelivered;
+  ledger.reserve(request("e1", "c1"), [&](const ReserveAnswer&) { note("reserve e1"); });
+  ledger.reserve(request("e0", "c0-again"), [&](ReserveAnswer a) {
+    note("reserve e0 again");
+    redelivered = std::move(a);
+  });
+  ledger.snapshot({"global"}, kDay, [&](const std::vector<Snapshot>&) { note("snapshot"); });
+  FinishRequest end;
+  end.scopes = scopes;
+  end.day = kDay;
+  end.reservation_id = "c0";
+  end.event_id = "e0";
+  end.judge = "faithfulness_llm";
+  end.cost_eur = 0.004;
+  end.verdict = R"({"score":4})";
+  ledger.finish(std::move(end), [&](bool ok) { note(ok ? "finish c0" : "finish c0 failed"); });
+  ledger.run([&](BudgetStore&) { note("run"); });
+  CHECK(ledger.queued() == 6);  // the held run() and the five above
+  hold.count_down();
+  ledger.sync();
+
+  CHECK(order ==
+        std::vector<std::string>{"finish c0", "run", "reserve e1", "reserve e0 again", "snapshot"});
+  // In arrival order the redelivery would have found c0's lease and polled again; now it finds
+  // the stored verdict and pays nothing.
+  REQUIRE(redelivered);
+  CHECK(redelivered->claim == ClaimResult::Status::kStored);
+  CHECK(redelivered->stored_verdict == R"({"score":4})");
+  CHECK(ledger.store().spent("global", kDay).spent_eur == doctest::Approx(0.004));
+  ledger.stop();
 }
 
 TEST_CASE("redis: unreachable → unavailable within the connect timeout, never a throw") {
