@@ -16,7 +16,7 @@ measures and how):
      differenced, so that start-up cancels); Google Benchmark of the sampler, the parser and
      every cheap judge on the dev events against the Python counterparts on the same events;
   3. LLM dispatch: tests/bench/llm_dispatch_bench.cpp (1, 64, 1,024 calls in flight against the
-     fake provider answering after 200 ms);
+     fake provider answering after 200 ms, kept in flight and in bursts);
   4. memory: assayd with its default configuration over a long run (events produced while it
      consumes), resident set sampled, the slope after warm-up;
   5. scale-out: 1, 2, 3 assayd in one consumer group on a 12-partition topic; the time a joining
@@ -781,7 +781,8 @@ def report(args, hot, cg, micro, dispatch, memory, scale, elapsed):
         d = next((x for x in dispatch if x["in_flight"] == 1024), None)
         if d:
             rows.append(("1,024 calls in flight: p99 added latency ≤ 5 ms",
-                         f"{d['added_p99_ms']:.2f} ms", d["added_p99_ms"] <= 5))
+                         f"{d['added_p99_ms']:.2f} ms (a burst of 1,024 at once: "
+                         f"{d['burst_p99_ms']:.0f} ms to drain)", d["added_p99_ms"] <= 5))
             rows.append(("1,024 calls in flight: ≤ 64 KiB per call",
                          f"{d['rss_per_call_kib']:.1f} KiB", d["rss_per_call_kib"] <= 64))
     if memory:
@@ -866,16 +867,28 @@ def report(args, hot, cg, micro, dispatch, memory, scale, elapsed):
         lines += ["### 3. LLM dispatch", "",
                   "tests/bench/llm_dispatch_bench.cpp: LlmJudge calls (prompt, budget reservation "
                   "and settlement, request, reply parsing) on one HTTP client thread against the "
-                  "fake provider answering after 200 ms, in waves of K calls in flight; added "
-                  "latency = call to result − 200 ms (the fake server's own handling included); "
-                  "memory = resident set growth with K in flight / K.", "",
-                  "| in flight | calls | failed | calls/s | added p50 ms | added p99 ms | KiB/call |",
-                  "|---|---|---|---|---|---|---|"]
+                  "fake provider answering after 200 ms. Kept in flight: K calls in flight all "
+                  "along (started evenly over 200 ms, each result starting the next), as a judge "
+                  "fed continuously at max_in_flight K. Burst: waves of K calls sent at once, whose "
+                  "K replies come back together; the last waits for the K − 1 before it on the "
+                  "client thread, so its p99 is the time to drain a burst, about K × a call's "
+                  "cost. Added latency = call to result − 200 ms (the fake server's own handling "
+                  "included); memory = resident set growth with K in flight / K (first wave); CPU "
+                  "per call = user + system time over the kept-in-flight calls / their number, "
+                  "of the bench process (judge, ledger and HTTP client threads) and of the fake "
+                  "server, which shares the same two cores.", "",
+                  "| in flight | calls | failed | calls/s | added p50 ms | added p99 ms | "
+                  "burst calls/s | burst p50 ms | burst p99 ms | KiB/call | our CPU µs/call | "
+                  "fake server CPU µs/call |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for d in dispatch:
-            lines.append(f"| {d['in_flight']:,} | {d['calls']:,} | {d['failed']} | "
+            lines.append(f"| {d['in_flight']:,} | {d['calls']:,} | "
+                         f"{d['failed'] + d['burst_failed']} | "
                          f"{d['calls_per_s']:,.0f} | {d['added_p50_ms']:.2f} | "
-                         f"{d['added_p99_ms']:.2f} | "
-                         + (f"{d['rss_per_call_kib']:.1f}" if d["in_flight"] > 1 else "—") + " |")
+                         f"{d['added_p99_ms']:.2f} | {d['burst_calls_per_s']:,.0f} | "
+                         f"{d['burst_p50_ms']:.2f} | {d['burst_p99_ms']:.2f} | "
+                         + (f"{d['rss_per_call_kib']:.1f}" if d["in_flight"] > 1 else "—") +
+                         f" | {d['client_cpu_us']:.0f} | {d['server_cpu_us']:.0f} |")
         lines.append("")
     if memory:
         m = memory

@@ -2,19 +2,28 @@
 // the fake provider (tests/tools/fake_llm_server.cpp, plain HTTP on loopback) answering every
 // call after a fixed 200 ms, with 1, 64 and 1,024 calls in flight. Every call goes the whole
 // way: prompt, budget reservation and settlement (memory ledger, its own thread), the request
-// on the one HTTP client thread, reply parsing. Calls are sent in waves of K (all submitted from
-// this thread, then awaited), so K are in flight at once. The first wave of each K is a warm-up,
-// not measured: it opens the connections (and the fake server its thread per connection),
-// which later waves reuse, as a judge with max_in_flight K does in steady state.
+// on the one HTTP client thread, reply parsing. Each K is measured two ways, after one warm-up
+// wave that opens the connections (and the fake server its thread per connection), which the
+// later calls reuse, as a judge with max_in_flight K does:
+//   steady  K calls kept in flight: the first K started evenly over one server delay, each
+//           result starting the next one from this thread (a judge fed continuously at its
+//           max_in_flight), K * waves calls measured after that ramp; calls/s counted while
+//           all K in flight are measured ones. This is the figure the target is about.
+//   burst   waves of K calls submitted at once and awaited: the K replies come back together,
+//           so the last one waits for the K - 1 before it on the client thread; its p99 is
+//           the time to drain a burst (about K * the cost of a call), not a call's own cost.
 //   added latency = (call() to result) - 200 ms: what assay and the loopback round trip add,
 //                   the fake server's own request handling included (an upper bound on ours);
-//   memory per call = (resident set with K in flight, sampled 120 ms into a wave) - (resident
-//                   set before the wave), / K: sockets, buffers, the pending call's state.
+//   memory per call = (resident set with K in flight, sampled 120 ms into the warm-up wave)
+//                   - (resident set before it), / K: sockets, buffers, the pending call's state.
+//   CPU per call  = user + system time over the steady calls, / their number: this process
+//                   (judge, ledger and HTTP client threads) and the fake server's.
 // Prints one JSON object per K on stdout; asserts nothing (a call that does not end `ok` is
 // counted in "failed").
 //   usage: assay_llm_dispatch_bench [--waves N]
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -23,7 +32,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,11 +59,166 @@ long rssKib() {
   return 0;
 }
 
+/// CPU time (user + system) of this process, seconds.
+double selfCpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+/// CPU time (user + system) of process `pid`, seconds (/proc/PID/stat fields 14 and 15, in
+/// clock ticks); 0 when unreadable.
+double processCpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string skip;
+  for (int i = 3; i < 14; ++i) fields >> skip;  // state (3) .. cmajflt (13)
+  long utime = 0, stime = 0;
+  fields >> utime >> stime;
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const auto i = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(i, v.size() - 1)];
+}
+
+/// What one way of measuring a level K gave.
+struct Measured {
+  std::vector<double> added_ms;  // per call answered ok
+  long failed = 0;
+  double calls_per_s = 0;
+  double client_cpu_us = 0, server_cpu_us = 0;  // CPU per call: this process, the fake server
+};
+
+/// Makes the calls' events (unique ids) and starts them; the callbacks reference `this`.
+class Caller {
+ public:
+  explicit Caller(const LlmJudge& judge) : judge_(judge) {
+    base_.question = "How long is the warranty?";
+    base_.answer = "The warranty lasts two years and covers water damage [1].";
+    base_.contexts.push_back(
+        Context{"1", std::string(1500, 'w') + " The warranty lasts two years.", ""});
+  }
+
+  /// Starts one call; `measured` ones are counted in `out`. `finished` counts every result.
+  void start(bool measured, Measured& out) {
+    Event e = base_;
+    e.id = "dispatch-" + std::to_string(next_id_++);
+    const auto started = Clock::now();
+    judge_.call(e, [this, started, measured, &out](LlmCallResult r) {
+      const auto now = Clock::now();
+      const double ms = std::chrono::duration<double, std::milli>(now - started).count();
+      std::lock_guard lock(mu_);
+      if (measured) {
+        if (r.verdict.outcome == Outcome::kOk)
+          out.added_ms.push_back(ms - kServerDelayMs);
+        else
+          ++out.failed;
+      }
+      finish_times_.push_back(now);
+      ++finished_;
+      cv_.notify_one();
+    });
+    ++started_;
+  }
+
+  /// Waits until `n` results in all (exits the process after 60 s without one).
+  void waitFinished(long n) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::seconds(60), [&] { return finished_ >= n; })) {
+      std::fprintf(stderr, "llm_dispatch_bench: %ld call(s) unanswered after 60 s\n",
+                   n - finished_);
+      std::_Exit(1);  // the callbacks still reference this frame: no unwinding
+    }
+  }
+
+  /// Results so far; waits until one more than `seen` arrived or until `until`.
+  long finishedAfter(long seen, Clock::time_point until) {
+    std::unique_lock lock(mu_);
+    cv_.wait_until(lock, until, [&] { return finished_ > seen; });
+    return finished_;
+  }
+
+  long started() const { return started_; }
+  /// Results between `from` and `to`.
+  long finishedBetween(Clock::time_point from, Clock::time_point to) {
+    std::lock_guard lock(mu_);
+    return std::count_if(finish_times_.begin(), finish_times_.end(),
+                         [&](auto t) { return t >= from && t <= to; });
+  }
+
+ private:
+  const LlmJudge& judge_;
+  Event base_;
+  long next_id_ = 0, started_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  long finished_ = 0;
+  std::vector<Clock::time_point> finish_times_;
+};
+
+/// Waves of `k` calls submitted at once; the first is the warm-up (its resident set growth /
+/// k goes to `rss_per_call_kib`), the `waves` after it are measured.
+Measured burst(Caller& caller, int k, int waves, double& rss_per_call_kib) {
+  Measured m, warm_up;
+  Clock::time_point t0;
+  for (int w = 0; w <= waves; ++w) {
+    if (w == 1) t0 = Clock::now();
+    const long rss_before = rssKib();
+    const auto first = Clock::now();
+    for (int c = 0; c < k; ++c) caller.start(w > 0, w > 0 ? m : warm_up);
+    if (w == 0 && k > 1) {  // all submitted; the first replies come 200 ms after the first call
+      std::this_thread::sleep_until(first + std::chrono::milliseconds(120));
+      rss_per_call_kib = static_cast<double>(rssKib() - rss_before) / k;
+    }
+    caller.waitFinished(caller.started());
+  }
+  m.calls_per_s =
+      static_cast<double>(waves) * k / std::chrono::duration<double>(Clock::now() - t0).count();
+  return m;
+}
+
+/// `k` calls kept in flight: started evenly over one server delay, then each result starts
+/// the next; the `k * waves` calls started after that ramp are measured.
+Measured steady(Caller& caller, int k, int waves, pid_t server) {
+  Measured m, ramp;
+  const double cpu0 = selfCpuSeconds(), server_cpu0 = processCpuSeconds(server);
+  const long base = caller.started();  // every earlier call has finished
+  const long measured = static_cast<long>(k) * waves;
+  const auto t0 = Clock::now();
+  const auto step = std::chrono::duration<double, std::milli>(kServerDelayMs / k);
+  long seen = base;  // results already answered by a new call
+  Clock::time_point first_measured{}, last_measured{};
+  while (caller.started() - base < k + measured) {
+    const long ramped = caller.started() - base;
+    const auto next = ramped < k ? t0 + std::chrono::duration_cast<Clock::duration>(step * ramped)
+                                 : Clock::now() + std::chrono::seconds(1);
+    const long finished = caller.finishedAfter(seen, next);
+    for (; seen < finished && caller.started() - base < k + measured; ++seen) {
+      if (caller.started() - base == k) first_measured = Clock::now();
+      caller.start(caller.started() - base >= k, caller.started() - base >= k ? m : ramp);
+    }
+    if (caller.started() - base < k && Clock::now() >= next) caller.start(false, ramp);
+  }
+  last_measured = Clock::now();
+  caller.waitFinished(caller.started());
+  const double calls = static_cast<double>(k + measured);
+  m.client_cpu_us = (selfCpuSeconds() - cpu0) * 1e6 / calls;
+  m.server_cpu_us = (processCpuSeconds(server) - server_cpu0) * 1e6 / calls;
+  // While every call in flight is a measured one: from one delay after the first was started
+  // to the start of the last.
+  const auto from = first_measured + std::chrono::milliseconds(int(kServerDelayMs));
+  const double secs = std::chrono::duration<double>(last_measured - from).count();
+  m.calls_per_s =
+      secs > 0 ? static_cast<double>(caller.finishedBetween(from, last_measured)) / secs : 0;
+  return m;
 }
 
 }  // namespace
@@ -80,64 +246,23 @@ int main(int argc, char** argv) {
   s.max_in_flight = 1024;
   s.retry.max_attempts = 1;
   LlmJudge judge(s, services);
-
-  Event base;
-  base.question = "How long is the warranty?";
-  base.answer = "The warranty lasts two years and covers water damage [1].";
-  base.contexts.push_back(
-      Context{"1", std::string(1500, 'w') + " The warranty lasts two years.", ""});
-  long next_id = 0;
+  Caller caller(judge);
   for (const int k : {1, 64, 1024}) {
-    std::vector<double> added_ms;
-    long failed = 0, rss_delta_kib = 0;
-    const int rounds = (k == 1 ? waves * 4 : waves) + 1;  // the first: warm-up
-    auto t0 = Clock::now();
-    for (int w = 0; w < rounds; ++w) {
-      if (w == 1) {
-        t0 = Clock::now();
-        added_ms.clear();
-        failed = 0;
-      }
-      const long rss_before = rssKib();
-      std::mutex mu;
-      std::condition_variable cv;
-      int pending = k;
-      std::vector<Clock::time_point> started(static_cast<std::size_t>(k));
-      for (int c = 0; c < k; ++c) {
-        Event e = base;
-        e.id = "dispatch-" + std::to_string(next_id++);
-        started[static_cast<std::size_t>(c)] = Clock::now();
-        judge.call(e, [&, c](LlmCallResult r) {
-          const double ms = std::chrono::duration<double, std::milli>(
-                                Clock::now() - started[static_cast<std::size_t>(c)])
-                                .count();
-          std::lock_guard lock(mu);
-          if (r.verdict.outcome == Outcome::kOk)
-            added_ms.push_back(ms - kServerDelayMs);
-          else
-            ++failed;
-          if (--pending == 0) cv.notify_one();
-        });
-      }
-      if (w == 0 && k > 1) {  // the warm-up wave: its connections are part of a call's cost  // all
-                              // submitted; the first replies come 200 ms after the first call
-        std::this_thread::sleep_until(started[0] + std::chrono::milliseconds(120));
-        rss_delta_kib = rssKib() - rss_before;
-      }
-      std::unique_lock lock(mu);
-      if (!cv.wait_for(lock, std::chrono::seconds(60), [&] { return pending == 0; })) {
-        std::fprintf(stderr, "llm_dispatch_bench: %d call(s) unanswered after 60 s\n", pending);
-        std::_Exit(1);  // the callbacks still reference this frame: no unwinding
-      }
-    }
-    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    const long calls = static_cast<long>(rounds - 1) * k;
+    double rss_per_call_kib = 0;
+    const int n = k == 1 ? waves * 4 : waves;
+    const Measured b = burst(caller, k, n, rss_per_call_kib);
+    const Measured st = steady(caller, k, n, server.pid());
     std::printf(
-        "{\"in_flight\": %d, \"calls\": %ld, \"failed\": %ld, \"seconds\": %.3f, "
-        "\"calls_per_s\": %.1f, \"added_p50_ms\": %.3f, \"added_p99_ms\": %.3f, "
-        "\"rss_per_call_kib\": %.1f}\n",
-        k, calls, failed, secs, static_cast<double>(calls) / secs, percentile(added_ms, 0.5),
-        percentile(added_ms, 0.99), k > 1 ? static_cast<double>(rss_delta_kib) / k : 0.0);
+        "{\"in_flight\": %d, \"calls\": %zu, \"failed\": %ld, \"calls_per_s\": %.1f, "
+        "\"added_p50_ms\": %.3f, \"added_p99_ms\": %.3f, \"burst_calls\": %zu, "
+        "\"burst_failed\": %ld, \"burst_calls_per_s\": %.1f, \"burst_p50_ms\": %.3f, "
+        "\"burst_p99_ms\": %.3f, \"rss_per_call_kib\": %.1f, \"client_cpu_us\": %.1f, "
+        "\"server_cpu_us\": %.1f}\n",
+        k, st.added_ms.size() + static_cast<std::size_t>(st.failed), st.failed, st.calls_per_s,
+        percentile(st.added_ms, 0.5), percentile(st.added_ms, 0.99),
+        b.added_ms.size() + static_cast<std::size_t>(b.failed), b.failed, b.calls_per_s,
+        percentile(b.added_ms, 0.5), percentile(b.added_ms, 0.99), rss_per_call_kib,
+        st.client_cpu_us, st.server_cpu_us);
     std::fflush(stdout);
   }
   services.stop();

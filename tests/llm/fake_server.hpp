@@ -93,6 +93,8 @@ class FakeLlmServer {
   }
   unsigned short port() const { return port_; }
   /// Base URL by host name (matches the test certificate).
+  /// The server's process id (e.g. to read its CPU time in /proc).
+  pid_t pid() const { return pid_; }
   std::string url(const std::string& path) const {
     return std::string(tls_ ? "https" : "http") + "://localhost:" + std::to_string(port_) + path;
   }
