@@ -11,12 +11,14 @@
 //           all K in flight are measured ones. This is the figure the target is about.
 //   burst   waves of K calls submitted at once and awaited: the K replies come back together,
 //           so the last one waits for the K - 1 before it on the client thread; its p99 is
-//           the time to drain a burst (about K * the cost of a call), not a call's own cost.
+//           the time to drain a burst (about K * the client thread's cost per reply), not a
+//           call's own cost.
 //   added latency = (call() to result) - 200 ms: what assay and the loopback round trip add,
 //                   the fake server's own request handling included (an upper bound on ours);
 //   memory per call = (resident set with K in flight, sampled 120 ms into the warm-up wave)
 //                   - (resident set before it), / K: sockets, buffers, the pending call's state.
-//   CPU per call  = user + system time over the steady calls, / their number: this process
+//   CPU per call  = user + system time over the steady calls (the ramp's included), / their
+//                   number: this process
 //                   (judge, ledger and HTTP client threads) and the fake server's.
 // Prints one JSON object per K on stdout; asserts nothing (a call that does not end `ok` is
 // counted in "failed").
@@ -107,20 +109,21 @@ class Caller {
         Context{"1", std::string(1500, 'w') + " The warranty lasts two years.", ""});
   }
 
-  /// Starts one call; `measured` ones are counted in `out`. `finished` counts every result.
-  void start(bool measured, Measured& out) {
+  /// Starts one call, counted in `*out` unless null (a warm-up or ramp call); every result is
+  /// counted in finished_.
+  void start(Measured* out) {
     Event e = base_;
     e.id = "dispatch-" + std::to_string(next_id_++);
     const auto started = Clock::now();
-    judge_.call(e, [this, started, measured, &out](LlmCallResult r) {
+    judge_.call(e, [this, started, out](LlmCallResult r) {
       const auto now = Clock::now();
       const double ms = std::chrono::duration<double, std::milli>(now - started).count();
       std::lock_guard lock(mu_);
-      if (measured) {
+      if (out) {
         if (r.verdict.outcome == Outcome::kOk)
-          out.added_ms.push_back(ms - kServerDelayMs);
+          out->added_ms.push_back(ms - kServerDelayMs);
         else
-          ++out.failed;
+          ++out->failed;
       }
       finish_times_.push_back(now);
       ++finished_;
@@ -167,13 +170,13 @@ class Caller {
 /// Waves of `k` calls submitted at once; the first is the warm-up (its resident set growth /
 /// k goes to `rss_per_call_kib`), the `waves` after it are measured.
 Measured burst(Caller& caller, int k, int waves, double& rss_per_call_kib) {
-  Measured m, warm_up;
+  Measured m;
   Clock::time_point t0;
   for (int w = 0; w <= waves; ++w) {
     if (w == 1) t0 = Clock::now();
     const long rss_before = rssKib();
     const auto first = Clock::now();
-    for (int c = 0; c < k; ++c) caller.start(w > 0, w > 0 ? m : warm_up);
+    for (int c = 0; c < k; ++c) caller.start(w > 0 ? &m : nullptr);
     if (w == 0 && k > 1) {  // all submitted; the first replies come 200 ms after the first call
       std::this_thread::sleep_until(first + std::chrono::milliseconds(120));
       rss_per_call_kib = static_cast<double>(rssKib() - rss_before) / k;
@@ -188,26 +191,27 @@ Measured burst(Caller& caller, int k, int waves, double& rss_per_call_kib) {
 /// `k` calls kept in flight: started evenly over one server delay, then each result starts
 /// the next; the `k * waves` calls started after that ramp are measured.
 Measured steady(Caller& caller, int k, int waves, pid_t server) {
-  Measured m, ramp;
+  Measured m;
   const double cpu0 = selfCpuSeconds(), server_cpu0 = processCpuSeconds(server);
   const long base = caller.started();  // every earlier call has finished
   const long measured = static_cast<long>(k) * waves;
   const auto t0 = Clock::now();
   const auto step = std::chrono::duration<double, std::milli>(kServerDelayMs / k);
   long seen = base;  // results already answered by a new call
-  Clock::time_point first_measured{}, last_measured{};
-  while (caller.started() - base < k + measured) {
-    const long ramped = caller.started() - base;
-    const auto next = ramped < k ? t0 + std::chrono::duration_cast<Clock::duration>(step * ramped)
-                                 : Clock::now() + std::chrono::seconds(1);
+  Clock::time_point first_measured{};
+  auto startNext = [&] {  // the first k are the ramp's
+    const long i = caller.started() - base;
+    if (i == k) first_measured = Clock::now();
+    caller.start(i < k ? nullptr : &m);
+  };
+  for (long i = 0; (i = caller.started() - base) < k + measured;) {
+    const auto next = i < k ? t0 + std::chrono::duration_cast<Clock::duration>(step * i)
+                            : Clock::now() + std::chrono::seconds(1);
     const long finished = caller.finishedAfter(seen, next);
-    for (; seen < finished && caller.started() - base < k + measured; ++seen) {
-      if (caller.started() - base == k) first_measured = Clock::now();
-      caller.start(caller.started() - base >= k, caller.started() - base >= k ? m : ramp);
-    }
-    if (caller.started() - base < k && Clock::now() >= next) caller.start(false, ramp);
+    for (; seen < finished && caller.started() - base < k + measured; ++seen) startNext();
+    if (caller.started() - base < k && Clock::now() >= next) startNext();
   }
-  last_measured = Clock::now();
+  const auto last_measured = Clock::now();
   caller.waitFinished(caller.started());
   const double calls = static_cast<double>(k + measured);
   m.client_cpu_us = (selfCpuSeconds() - cpu0) * 1e6 / calls;
