@@ -9,12 +9,13 @@
 
 #include "judges/cli/calibrate.hpp"
 #include "judges/cli/cli.hpp"
+#include "tests/test_paths.hpp"
 
 using namespace assay;
 
 namespace {
 
-const std::string kData = std::string(ASSAY_TEST_DATA_DIR) + "/cli/data/";
+const std::string kData = std::string(test::kTestDataDir) + "/cli/data/";
 
 bool near(double a, double b) { return std::abs(a - b) <= 1e-9; }
 

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/test_paths.hpp"
+
 using namespace assay;
 
 namespace {
@@ -33,7 +35,7 @@ std::string errorOf(const std::string& text, const CalibrateOptions& o = {},
 
 CalibrateOptions mtBenchOptions() {
   CalibrateOptions o;
-  o.input_path = std::string(ASSAY_SHARED_DATA_DIR) + "/judge_human_pairs.csv";
+  o.input_path = std::string(test::kSharedDataDir) + "/judge_human_pairs.csv";
   o.item_columns = {"question_id", "turn", "model_a", "model_b"};
   o.annotator_column = "human_judge";
   o.human_columns = {"human_winner"};
@@ -225,7 +227,7 @@ TEST_CASE("JSON Lines: keys as columns, numbers or strings, the same result as C
 
 TEST_CASE("the hand-made wide file: golden values (tests/golden/calibrate_golden.py)") {
   CalibrateOptions o;
-  o.input_path = std::string(ASSAY_TEST_DATA_DIR) + "/cli/data/calibrate_wide.csv";
+  o.input_path = std::string(test::kTestDataDir) + "/cli/data/calibrate_wide.csv";
   o.min_score = 1;
   o.max_score = 4;
   const auto d = loadCalibrationInput(o);

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_paths.hpp"
+
 using namespace assay;
 
 namespace {
@@ -275,12 +277,12 @@ TEST_CASE("--config: an invalid file is refused with its FILE:LINE:COL errors") 
   // The repository's example and demo configurations load: the example's one LLM judge, the
   // demo's none (a zero estimate, not an error).
   const Estimate ex =
-      estimate({"--config", std::string(ASSAY_SOURCE_DIR) + "/config/assayd.example.yaml",
+      estimate({"--config", std::string(test::kSourceDir) + "/config/assayd.example.yaml",
                 "--requests-per-day", "100000"});
   REQUIRE(ex.rows.size() == 1);
   CHECK(ex.rows[0].judge.name == "faithfulness_llm");
   const Estimate demo = estimate(
-      {"--config", std::string(ASSAY_SOURCE_DIR) + "/config/demo.yaml", "--requests-per-day", "1"});
+      {"--config", std::string(test::kSourceDir) + "/config/demo.yaml", "--requests-per-day", "1"});
   CHECK(demo.rows.empty());
   CHECK(demo.usd_per_day == 0);
   CHECK(printed(demo).find("has no LLM judge (kind: llm)") != std::string::npos);
@@ -306,7 +308,7 @@ TEST_CASE("--escalation-share: the gated judges' calls scaled, and what the casc
   // operator trial saw the share ignored there): 2,000 × 0.2 = 400 calls, half of them.
   const Estimate with_config =
       estimate({"--requests-per-day", "2000", "--config",
-                std::string(ASSAY_SOURCE_DIR) + "/config/assayd.example.yaml", "--sample-rate", "1",
+                std::string(test::kSourceDir) + "/config/assayd.example.yaml", "--sample-rate", "1",
                 "--judge", "gpt-4o:0.2", "--escalation-share", "0.5"});
   REQUIRE(with_config.rows.size() == 1);
   CHECK(with_config.rows[0].calls_per_day == money(200));

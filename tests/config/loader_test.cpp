@@ -14,6 +14,7 @@
 #include "config/reload.hpp"
 #include "config/rfc3339.hpp"
 #include "judges/llm/llm_judge.hpp"
+#include "tests/test_paths.hpp"
 
 using namespace assay;
 
@@ -24,14 +25,14 @@ const char* kJudge = "judges:\n  - {name: r, kind: lexical, metric: rouge_l}\n";
 
 TEST_CASE("the shipped configs load without errors") {
   for (const char* f : {"/config/demo.yaml", "/config/assayd.example.yaml"}) {
-    const auto r = loadConfigFile(std::string(ASSAY_SOURCE_DIR) + f);
+    const auto r = loadConfigFile(std::string(test::kSourceDir) + f);
     for (const auto& e : r.errors) MESSAGE(e.format());
     CHECK(r.ok());
   }
-  const auto demo = loadConfigFile(std::string(ASSAY_SOURCE_DIR) + "/config/demo.yaml");
+  const auto demo = loadConfigFile(std::string(test::kSourceDir) + "/config/demo.yaml");
   CHECK(demo.config.kafka.brokers == "embedded");
   CHECK(demo.config.sampling.rate == 1.0);
-  const auto ex = loadConfigFile(std::string(ASSAY_SOURCE_DIR) + "/config/assayd.example.yaml");
+  const auto ex = loadConfigFile(std::string(test::kSourceDir) + "/config/assayd.example.yaml");
   REQUIRE(ex.config.sampling.rules.size() == 2);
   CHECK(ex.config.sampling.rules[0].tenant == "acme");
   CHECK(ex.config.sampling.rules[0].rate == 0.10);
@@ -198,7 +199,7 @@ TEST_CASE("a directory, an empty file and a bad port are errors; inert keys are 
 }
 
 TEST_CASE("tracking: time bound, join capacity, baseline file and its time range") {
-  const std::string file = std::string(ASSAY_SOURCE_DIR) + "/tests/tracking/baseline.jsonl";
+  const std::string file = std::string(test::kSourceDir) + "/tests/tracking/baseline.jsonl";
   const auto ok =
       load(std::string(kJudge) +
            "tracking: {window_seconds: 3600, join_capacity: 5000, baseline_file: " + file +

@@ -278,7 +278,9 @@ TEST_CASE("asynchronous verdicts: the last one completes the judgment; nested ra
   for (int i = 0; i < 500 && runner.pending() != 0; ++i) std::this_thread::sleep_for(10ms);
   CHECK(runner.pending() == 0);
   int half_seen = 0;
-  for (const auto& [id, j] : out.judgments) {
+  for (const auto& judged : out.judgments) {
+    const auto& id = judged.first;  // a named variable: clang 14 cannot capture a binding
+    const auto& j = judged.second;
     CAPTURE(id);
     REQUIRE(j.verdicts.size() >= 2);
     CHECK(j.verdicts.front().judge == "remote");  // verdicts stay in configuration order

@@ -16,12 +16,13 @@
 #include "daemon/otlp_decode.hpp"
 #include "daemon/trace_join.hpp"
 #include "judges/registry.hpp"
+#include "tests/test_paths.hpp"
 
 namespace assay {
 namespace {
 
 std::string readFile(const std::string& name) {
-  std::ifstream in(std::string(ASSAY_TEST_DATA_DIR) + "/data/otlp/" + name, std::ios::binary);
+  std::ifstream in(std::string(test::kTestDataDir) + "/data/otlp/" + name, std::ios::binary);
   REQUIRE_MESSAGE(in, name);
   std::stringstream ss;
   ss << in.rdbuf();

@@ -14,6 +14,7 @@
 
 #include "config/loader.hpp"
 #include "sinks/exposition.hpp"
+#include "tests/test_paths.hpp"
 
 using namespace assay;
 
@@ -40,7 +41,7 @@ TEST_CASE("pollOnce: consume, screen, parse, sample and queue; judge; finish eve
   const auto events = (dir.path / "events.jsonl").string();
   const auto jsonl = (dir.path / "judgments.jsonl").string();
   {
-    std::ifstream dev(std::string(ASSAY_SHARED_DATA_DIR) + "/rag_events_dev.jsonl");
+    std::ifstream dev(std::string(test::kSharedDataDir) + "/rag_events_dev.jsonl");
     std::ofstream out(events);
     std::string line;
     for (int i = 0; i < 30 && std::getline(dev, line); ++i) out << line << "\n";

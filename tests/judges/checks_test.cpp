@@ -3,11 +3,12 @@
 #include <doctest/doctest.h>
 
 #include "judges/json_valid.hpp"
+#include "tests/test_paths.hpp"
 
 namespace assay {
 namespace {
 
-const std::string kDataDir = std::string(ASSAY_TEST_DATA_DIR) + "/judges/data";
+const std::string kDataDir = std::string(test::kTestDataDir) + "/judges/data";
 
 Event answerOnly(std::string answer) {
   Event e;

@@ -170,7 +170,9 @@ TEST_CASE("registry: the issue's judges are all listed") {
       {JudgeKind::kLexical, "question_overlap"},
       {JudgeKind::kLlm, "llm"},
   };
-  for (const auto& [kind, type] : expected) {
+  for (const auto& row : expected) {
+    const auto& kind = row.first;  // a named variable: clang 14 cannot capture a binding
+    const auto& type = row.second;
     CAPTURE(type);
     CHECK(findJudgeFactory(kind, type) != nullptr);
   }
@@ -255,7 +257,9 @@ TEST_CASE("registry: an empty event yields each judge's 'cannot judge' outcome")
       {"llm", Outcome::kNoContext},
   };
   Setup setup;
-  for (const auto& [type, outcome] : expected) {
+  for (const auto& row : expected) {
+    const auto& type = row.first;  // a named variable: clang 14 cannot capture a binding
+    const auto& outcome = row.second;
     CAPTURE(type);
     const JudgeFactory* f = nullptr;
     for (const auto& candidate : judgeRegistry())

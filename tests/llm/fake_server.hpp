@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_paths.hpp"
+
 namespace assay::test {
 
 class TestCa {
@@ -57,7 +59,7 @@ class FakeLlmServer {
                          const std::vector<std::string>& extra = {}) {
     int in[2], out[2];
     if (::pipe(in) != 0 || ::pipe(out) != 0) throw std::runtime_error("pipe");
-    std::vector<std::string> args = {ASSAY_FAKE_LLM_SERVER, "--port", "0"};
+    std::vector<std::string> args = {kFakeLlmServer, "--port", "0"};
     if (ca) args.insert(args.end(), {"--cert", ca->certFile(), "--key", ca->keyFile()});
     if (!api_key.empty()) args.insert(args.end(), {"--api-key", api_key});
     args.insert(args.end(), extra.begin(), extra.end());

@@ -560,7 +560,9 @@ TEST_CASE("prompt per criterion, as the provider receives it: fields, examples, 
       {"answer_relevancy", {"question", "answer"}},
       {"completeness", {"question", "contexts", "answer"}},
       {"context_relevance", {"question", "contexts"}}};
-  for (const auto& [criterion, fields] : needs) {
+  for (const auto& need : needs) {
+    const auto& criterion = need.first;  // a named variable: clang 14 cannot capture a binding
+    const auto& fields = need.second;
     CAPTURE(criterion);
     Fixture fx;
     auto s = fx.settings();

@@ -8,12 +8,13 @@
 #include <vector>
 
 #include "sampling/bounded_queue.hpp"
+#include "tests/test_paths.hpp"
 
 using namespace assay;
 
 namespace {
 std::vector<int> readIndices(const std::string& name) {
-  std::ifstream in(std::string(ASSAY_TEST_DATA_DIR) + "/sampling/" + name);
+  std::ifstream in(std::string(test::kTestDataDir) + "/sampling/" + name);
   REQUIRE(in.good());
   std::vector<int> out;
   for (int i; in >> i;) out.push_back(i);

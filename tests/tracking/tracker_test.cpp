@@ -402,7 +402,9 @@ TEST_CASE("feedback parsing: valid events, and errors that say what is wrong") {
       {R"({"id":7,"kind":"rating","value":4})", "/id: expected a string"},
       {R"({"id":"a","kind":"annotation","value":4})", "/criterion: missing"},
   };
-  for (const auto& [payload, message] : bad) {
+  for (const auto& item : bad) {
+    const auto& payload = item.first;  // a named variable: clang 14 cannot capture a binding
+    const auto& message = item.second;
     CAPTURE(payload);
     error.clear();
     CHECK_FALSE(parseFeedback(payload, "", error, kind));
