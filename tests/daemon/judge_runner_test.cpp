@@ -17,6 +17,7 @@
 
 #include "judges/registry.hpp"
 #include "sinks/exposition.hpp"
+#include "tests/wait.hpp"
 
 using namespace assay;
 using namespace std::chrono_literals;
@@ -145,7 +146,7 @@ struct Collected {
   }
   bool waitFor(std::size_t n) {
     std::unique_lock lock(mu);
-    return cv.wait_for(lock, 10s, [&] { return judgments.size() >= n; });
+    return cv.wait_for(lock, test::kSoon, [&] { return judgments.size() >= n; });
   }
   const JudgedVerdict* verdict(const std::string& id, const std::string& judge) {
     std::lock_guard lock(mu);
@@ -275,8 +276,7 @@ TEST_CASE("asynchronous verdicts: the last one completes the judgment; nested ra
   remote_ptr->release(6);
   REQUIRE(out.waitFor(10));
   // The count drops right after the judgment is handed on, on the remote judge's thread.
-  for (int i = 0; i < 500 && runner.pending() != 0; ++i) std::this_thread::sleep_for(10ms);
-  CHECK(runner.pending() == 0);
+  CHECK(test::waitUntil("pending back to 0", [&] { return runner.pending() == 0; }));
   int half_seen = 0;
   for (const auto& judged : out.judgments) {
     const auto& id = judged.first;  // a named variable: clang 14 cannot capture a binding

@@ -201,13 +201,23 @@ def produce_keyed(bootstrap, topic, events):
 
 
 def wait_for(what, predicate, timeout, step=0.1):
-    """Polls `predicate` until it is true; TestFailure naming `what` after `timeout` s."""
-    deadline = time.monotonic() + timeout
+    """Polls `predicate` until it is true; TestFailure naming `what` after `timeout` s. With
+    ASSAY_TEST_WAIT_LOG=FILE each wait appends "<what> <milliseconds waited>" to FILE: how the
+    deadlines of docs/testing.md ("Timing") are measured."""
+    start = time.monotonic()
+    deadline = start + timeout
+    ok = False
     while time.monotonic() < deadline:
         if predicate():
-            return True
+            ok = True
+            break
         time.sleep(step)
-    raise TestFailure(f"timed out after {timeout} s waiting for {what}")
+    if os.environ.get("ASSAY_TEST_WAIT_LOG"):
+        with open(os.environ["ASSAY_TEST_WAIT_LOG"], "a") as f:
+            f.write(f"{what} {(time.monotonic() - start) * 1000:.0f}{'' if ok else ' TIMEOUT'}\n")
+    if not ok:
+        raise TestFailure(f"timed out after {timeout} s waiting for {what}")
+    return True
 
 
 def start_fake_provider(assayd, *extra):

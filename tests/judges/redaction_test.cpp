@@ -1,7 +1,9 @@
 #include "judges/redaction.hpp"
 
 #include <doctest/doctest.h>
+#include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -158,32 +160,43 @@ TEST_CASE("a 1 MB adversarial input is redacted in linear time") {
     for (std::size_t i = 0; s.size() < bytes; ++i) s += pieces[i % 9];
     return s;
   };
+  // The CPU seconds of this thread (not wall time: a loaded machine preempts the test).
+  const auto cpu = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  };
   const auto time = [&](const std::string& text) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = cpu();
     Redactor::Session s(r);
     const std::string out = s.apply(text);
     CHECK(out.size() >= text.size() / 8);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return cpu() - t0;
   };
-  const std::string one = build(1 << 20), two = build(2 << 20);
-  time(one);  // warm-up: RE2 builds its DFA states lazily
-  const double t1 = time(one), t2 = time(two);
-  MESSAGE("mixed near-misses: 1 MiB " << t1 << " s, 2 MiB " << t2 << " s");
-  // Linear: twice the input takes about twice the time. A quadratic engine would take 4x (and
-  // hours at 1 MiB with nested quantifiers). The bound is loose for a shared machine.
-  CHECK(t2 < 3.5 * t1 + 0.05);
-  CHECK(t1 < 5.0);
+  // Linear: twice the input takes about twice the time; a quadratic engine would take 4x (and
+  // hours at 1 MiB with nested quantifiers). Each size's best of three, the runs interleaved, so
+  // that both sizes share the machine's load (a neighbour on the same core slows every run a
+  // little, not one size). Measured 1.95-2.09x in 60 pairs with a build beside the test
+  // (docs/testing.md); 3.5x leaves room and still fails an engine that is quadratic.
+  const auto ratio = [&](const std::string& one, const std::string& two) {
+    time(one);  // warm-up: RE2 builds its DFA states lazily
+    double t1 = 1e9, t2 = 1e9;
+    for (int i = 0; i < 3; ++i) {
+      t1 = std::min(t1, time(one));
+      t2 = std::min(t2, time(two));
+    }
+    MESSAGE("1 MiB " << t1 << " s, 2 MiB " << t2 << " s of CPU");
+    CHECK(t1 < 5.0);
+    return t2 / std::max(t1, 1e-3);
+  };
+  CHECK(ratio(build(1 << 20), build(2 << 20)) < 3.5);  // mixed near-misses
   // One long run that every candidate start re-scans in a backtracking engine: letters before
   // an '@' that never comes, digits with separators that never pass Luhn or a phone's length.
   for (const std::string unit : {"a", "1 ", "a.", "1:"}) {
-    std::string a, b;
+    std::string a;
     while (a.size() < (1u << 20)) a += unit;
-    b = a + a;
-    time(a);
-    const double ta = time(a), tb = time(b);
-    MESSAGE("'" << unit << "' repeated: 1 MiB " << ta << " s, 2 MiB " << tb << " s");
-    CHECK(tb < 3.5 * ta + 0.05);
-    CHECK(ta < 5.0);
+    CAPTURE(unit);
+    CHECK(ratio(a, a + a) < 3.5);
   }
 }
 

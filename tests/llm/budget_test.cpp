@@ -688,7 +688,10 @@ TEST_CASE("redis: unreachable → unavailable within the connect timeout, never 
     CHECK(r.status == ReserveStatus::kUnavailable);
     CHECK_FALSE(r.ok());
     CHECK(r.error.find("127.0.0.1:" + std::to_string(options.port)) != std::string::npos);
-    CHECK(elapsed < Ms(options.connect_timeout_ms + 300));
+    // A refused loopback connection is answered at once (a few ms): the call neither hangs nor
+    // retries. The bound is not the timeout's precision, which a refused port cannot show, but
+    // far above the call on a loaded machine.
+    CHECK(elapsed < Ms(options.connect_timeout_ms) + 5s);
   }
   CHECK_FALSE(store.ping());
   CHECK_FALSE(store.spent("global", kDay).available);

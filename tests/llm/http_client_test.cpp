@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "fake_server.hpp"
+#include "tests/wait.hpp"
 
 using namespace assay::llm;
 using assay::test::FakeLlmServer;
@@ -105,7 +106,6 @@ TEST_CASE("many concurrent requests on one client") {
       ++done;
     });
   }
-  for (int i = 0; i < 500 && done < 64; ++i) std::this_thread::sleep_for(10ms);
-  CHECK(done == 64);
+  CHECK(assay::test::waitUntil("64 replies", [&] { return done == 64; }));
   CHECK(ok == 64);
 }

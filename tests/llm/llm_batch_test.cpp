@@ -16,6 +16,7 @@
 #include "judges/llm/llm_judge.hpp"
 #include "judges/llm/pricing.hpp"
 #include "judges/llm/rubric.hpp"
+#include "tests/wait.hpp"
 
 using namespace assay;
 using namespace assay::llm;
@@ -76,7 +77,7 @@ std::vector<LlmCallResult> runAll(LlmJudge& j, int n) {
     });
   std::vector<LlmCallResult> out;
   for (auto& f : futures) {
-    REQUIRE(f.wait_for(30s) == std::future_status::ready);
+    REQUIRE(f.wait_for(test::kSoon) == std::future_status::ready);
     out.push_back(f.get());
   }
   return out;
@@ -152,13 +153,10 @@ TEST_CASE("a batch the provider refuses: every request provider_error, released,
   }
   // The record is dropped by a step queued after the releases, by the HTTP thread once it has
   // queued them: the verdicts can be handed on before that step is queued (CI under ASan).
-  bool dropped = false;
-  for (int i = 0; i < 200 && !dropped; ++i) {
+  CHECK(test::waitUntil("the refused batch's record dropped", [&] {
     fx.calls.ledger().sync();
-    dropped = fx.calls.ledger().store().batchRecords("faithfulness_batch")->empty();
-    if (!dropped) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  CHECK(dropped);
+    return fx.calls.ledger().store().batchRecords("faithfulness_batch")->empty();
+  }));
 }
 
 // ---- Taking over a batch whose instance died at each step of its submission: its record
@@ -221,13 +219,13 @@ std::string upload(BatchFixture& fx, int n) {
   return d["id"].GetString();
 }
 
-// Waits (up to 20 s) until the judge has dealt with the record, then returns each event's claim
-// as a new call would see it.
+// Waits until the judge has dealt with the record, then returns each event's claim as a new
+// call would see it.
 std::vector<ClaimResult::Status> afterTakeover(BatchFixture& fx,
                                                const std::vector<std::string>& ids) {
   auto& store = fx.calls.ledger().store();
-  for (int i = 0; i < 200 && !store.batchRecords("faithfulness_batch")->empty(); ++i)
-    std::this_thread::sleep_for(100ms);
+  test::waitUntil("the dead instance's batch record taken over",
+                  [&] { return store.batchRecords("faithfulness_batch")->empty(); });
   fx.calls.ledger().sync();
   REQUIRE(store.batchRecords("faithfulness_batch")->empty());
   std::vector<ClaimResult::Status> out;

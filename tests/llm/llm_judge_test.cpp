@@ -13,6 +13,7 @@
 
 #include "fake_server.hpp"
 #include "judges/budget_options.hpp"
+#include "tests/wait.hpp"
 
 using namespace assay;
 using namespace assay::llm;
@@ -321,7 +322,9 @@ TEST_CASE("the same event delivered twice at once (a rebalance): one call, both 
   const long before = fx.requests();
   std::promise<LlmCallResult> p1, p2;
   j.call(e, [&](LlmCallResult r) { p1.set_value(std::move(r)); });
-  std::this_thread::sleep_for(100ms);  // the first call holds the lease
+  // The first call holds the lease once its request has reached the provider.
+  REQUIRE(
+      test::waitUntil("first call at the provider", [&] { return fx.requests() == before + 1; }));
   j.call(e, [&](LlmCallResult r) { p2.set_value(std::move(r)); });
   const auto a = p1.get_future().get();
   const auto b = p2.get_future().get();
@@ -389,8 +392,11 @@ TEST_CASE("circuit breaker: a 4xx probe answer closes it; calls during the probe
   Event e1 = event(), e2 = event();
   e1.id = "probe-1";
   e2.id = "probe-2";
+  const long before_probe = fx.requests();
   j.call(e1, [&](LlmCallResult r) { p1.set_value(std::move(r)); });
-  std::this_thread::sleep_for(50ms);
+  // The second call comes while the probe's request is at the provider (300 ms).
+  REQUIRE(
+      test::waitUntil("probe at the provider", [&] { return fx.requests() == before_probe + 1; }));
   j.call(e2, [&](LlmCallResult r) { p2.set_value(std::move(r)); });
   CHECK(p1.get_future().get().verdict.score == 2);
   const auto waited = p2.get_future().get();

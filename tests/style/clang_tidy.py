@@ -25,7 +25,8 @@ import shlex
 import subprocess
 import sys
 
-UNITS = re.compile(r"/(daemon|sampling|judges|sinks|config)/(?!.*(admin_server|http_client)\.cpp).*\.cpp$")
+# Relative to the repository's root.
+UNITS = re.compile(r"^(daemon|sampling|judges|sinks|config)/(?!.*(admin_server|http_client)\.cpp).*\.cpp$")
 FINDING = re.compile(r"(warning|error): ")
 
 
@@ -67,11 +68,12 @@ class Hasher:
 
 def unit_key(entry, deps, source, build, base, hasher):
     """The cache key of one unit, or None when its dependencies are unknown."""
-    output = entry.get("output")
+    words = entry.get("arguments") or shlex.split(entry["command"])
+    output = words[words.index("-o") + 1] if "-o" in words[:-1] else None
     if not output or output not in deps:
         return None
     h = hashlib.sha256(base)
-    command = entry.get("command") or shlex.join(entry["arguments"])
+    command = shlex.join(words)
     h.update(command.replace(build, "<build>").replace(source, "<source>").encode())
     for path in sorted(set(deps[output]) | {entry["file"]}):
         shown = path.replace(build, "<build>").replace(source, "<source>")
@@ -92,8 +94,8 @@ def tidy(build, file):
 def main():
     source, build = (os.path.realpath(p) for p in sys.argv[1:3])
     with open(os.path.join(build, "compile_commands.json")) as f:
-        entries = [e for e in json.load(f) if UNITS.search(e["file"])
-                   and os.path.realpath(e["file"]).startswith(source + "/")]
+        entries = [e for e in json.load(f)
+                   if UNITS.search(os.path.relpath(os.path.realpath(e["file"]), source))]
     version = subprocess.run(["clang-tidy", "--version"], capture_output=True, text=True).stdout
     with open(os.path.join(source, ".clang-tidy"), "rb") as f:
         base = version.encode() + b"\0" + f.read()
