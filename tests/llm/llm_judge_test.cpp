@@ -148,7 +148,9 @@ TEST_CASE("Retry-After 600 s with max_retry_wait 60 s → rate_limited at once, 
   const auto r = run(j);
   CHECK(r.verdict.outcome == Outcome::kRateLimited);
   CHECK(r.attempts == 1);
-  CHECK(r.latency < 1000ms);
+  // At once, not after a wait: anything below max_retry_wait shows it (1.06 s was seen under
+  // ASan on a loaded machine, so the bound is not a second).
+  CHECK(r.latency < 30'000ms);
   CHECK(r.cost_eur == 0.0);
   const auto snap = fx.budget().spent("global", fx.today());
   CHECK(snap.spent_eur == 0.0);
