@@ -6,7 +6,10 @@
      (keyed by id) and A judges its sampled share;
   3. instance B joins: the group rebalances while A is running, so A must store and commit its
      finished offsets before giving partitions up (commit on revoke);
-  4. the second half is produced; both judge; both stop by themselves (--exit-when-idle).
+  4. the second half is produced; both judge; once every sampled event is written and the
+     periodic commit has reached the end of every partition, both get SIGTERM together (their
+     final commits then have nothing new to send: one sent while the other's leaving rebalances
+     the group would be refused by the coordinator, exit code 3).
 
 Asserts, against expectations computed here with python3-xxhash (rate 0.5):
   - the union of both JSON Lines files is exactly the expected sampled id set;
@@ -20,16 +23,15 @@ Invoked by ctest with --assayd, --mock-broker and --data (see tests/CMakeLists.t
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_pipeline as tp  # noqa: E402  (shared helpers: broker, kcat input, metrics)
 
 RATE = 0.5
-IDLE_S = 30  # longer than the mock coordinator's two-round cooperative rebalance (~15 s)
 STRATEGY = os.environ.get("ASSAY_TEST_STRATEGY", "cooperative-sticky")
 
 
@@ -62,15 +64,6 @@ def produce(bootstrap, events):
                    input=payload, check=True, timeout=60)
 
 
-def wait_for(what, predicate, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    raise tp.TestFailure(f"timed out after {timeout} s waiting for {what}")
-
-
 def judged(port):
     status, text = tp.http_get(f"http://127.0.0.1:{port}/metrics")
     if status != 200:
@@ -80,8 +73,11 @@ def judged(port):
 
 
 def ids_in(path):
+    """The ids of the whole records of a JSON Lines file ([] before it exists)."""
+    if not os.path.exists(path):
+        return []
     with open(path) as f:
-        return [json.loads(l)["id"] for l in f if l.strip()]
+        return [json.loads(line)["id"] for line in f if line.endswith("\n")]
 
 
 def main():
@@ -106,19 +102,19 @@ def main():
         def start(name):
             cfg, port = procs[name]
             log = open(os.path.join(workdir, f"{name}.log"), "wb")
-            p = subprocess.Popen([args.assayd, "--config", cfg, "--exit-when-idle", str(IDLE_S)],
+            p = subprocess.Popen([args.assayd, "--config", cfg],
                                  stdout=log, stderr=log, start_new_session=True)
             log.close()
-            wait_for(f"{name} /readyz", lambda: tp.http_get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 30)
+            tp.wait_for(f"{name} /readyz", lambda: tp.http_get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 30)
             return p
 
         a = start("A")
         produce(bootstrap, first)
-        wait_for("A to judge the first half", lambda: judged(procs["A"][1]) == len(expected_first), 30)
+        tp.wait_for("A to judge the first half", lambda: judged(procs["A"][1]) == len(expected_first), 30)
         tp.log(f"A judged the first half: {len(expected_first)} sampled events")
         # A is idle once its commit (every auto.commit.interval.ms, 5 s) reached every
         # partition's end: B then resumes exactly there.
-        wait_for("A's commit of the first half", lambda: all(
+        tp.wait_for("A's commit of the first half", lambda: all(
             c == e for c, e in tp.committed_vs_end(bootstrap, group, tp.EVENTS_TOPIC).values()), 30)
         b = start("B")  # the group rebalances now
         # Let the cooperative rebalance settle (A keeps some partitions, B takes the others):
@@ -127,16 +123,21 @@ def main():
             status, text = tp.http_get(f"http://127.0.0.1:{procs[name][1]}/metrics")
             return (tp.metric(tp.parse_metrics(text), "assay_consumer_assigned_partitions") or 0
                     if status == 200 else 0)
-        wait_for("the rebalance to give B partitions and leave none unassigned",
+        tp.wait_for("the rebalance to give B partitions and leave none unassigned",
                  lambda: assigned("B") > 0 and assigned("A") + assigned("B") == tp.EVENTS_PARTITIONS, 60)
-        time.sleep(1)
         produce(bootstrap, second)
+        jsonl_a, jsonl_b = os.path.join(workdir, "A.jsonl"), os.path.join(workdir, "B.jsonl")
+        tp.wait_for("every sampled event written by A or B",
+                 lambda: set(ids_in(jsonl_a)) | set(ids_in(jsonl_b)) >= expected, 60)
+        tp.wait_for("the commit of the second half", lambda: all(
+            c == e for c, e in tp.committed_vs_end(bootstrap, group, tp.EVENTS_TOPIC).values()), 30)
+        for p in (a, b):
+            p.send_signal(signal.SIGTERM)
         rc_a = a.wait(timeout=90)
         rc_b = b.wait(timeout=90)
         checks.eq("A exit code", 0, rc_a)
         checks.eq("B exit code", 0, rc_b)
-        ids_a = ids_in(os.path.join(workdir, "A.jsonl"))
-        ids_b = ids_in(os.path.join(workdir, "B.jsonl")) if os.path.exists(os.path.join(workdir, "B.jsonl")) else []
+        ids_a, ids_b = ids_in(jsonl_a), ids_in(jsonl_b)
         all_ids = ids_a + ids_b
         union = set(all_ids)
         checks.eq("judged ids (A ∪ B) missing from the expected sampled set", 0, len(union - expected))

@@ -68,22 +68,25 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
         daemon = subprocess.Popen([args.assayd, "--config", cfg, "--replay", args.data],
                                   stdout=log, stderr=log, start_new_session=True)
         log.close()
-        deadline = time.time() + 30
-        while time.time() < deadline:  # wait until the LLM calls are under way
+        def gauge(name):
             status, text = tp.http_get(f"http://127.0.0.1:{admin}/metrics")
-            if status == 200 and (tp.metric(tp.parse_metrics(text), "assay_events_judged_total") or 0) > 0:
-                break
-            time.sleep(0.2)
-        time.sleep(1.0)
-        status, text = tp.http_get(f"http://127.0.0.1:{admin}/metrics")
-        pending = tp.metric(tp.parse_metrics(text), "assay_judge_pending_events") if status == 200 else None
-        checks.true("assay_judge_pending_events shows the LLM backlog", (pending or 0) > 0, str(pending))
+            return (tp.metric(tp.parse_metrics(text), name) or 0) if status == 200 else 0
+
+        # The LLM calls are under way (each held 20 s by the provider) and events wait for them.
+        tp.wait_for("events judged and events waiting for their LLM verdict",
+                    lambda: gauge("assay_events_judged_total") > 0 and
+                    gauge("assay_judge_pending_events") > 0, 30, 0.2)
+        checks.true("assay_judge_pending_events shows the LLM backlog",
+                    gauge("assay_judge_pending_events") > 0, "")
         t0 = time.time()
         daemon.send_signal(signal.SIGTERM)
         rc = daemon.wait(timeout=60)
         took = time.time() - t0
         tp.log(f"assayd stopped {took:.1f} s after SIGTERM with exit code {rc}")
         checks.eq("exit code after SIGTERM", 0, rc)
+        # Drain 1 s, then abandon the calls: a few seconds. Without abandoning, the stop would
+        # wait for the calls' end: the provider holds them 20 s, from a few seconds before the
+        # SIGTERM.
         checks.true("stopped within 15 s (drain 1 s, then abandon the calls)", took < 15, f"{took:.1f} s")
         with open(log_path, errors="replace") as f:
             text = f.read()

@@ -304,6 +304,28 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
     return daemon, url, jsonl, log_path
 
 
+def scrape_until(url, ready, timeout, step=0.3):
+    """Scrapes `url`/metrics until ready(samples) holds or `timeout` s pass; returns (samples,
+    text) of the last scrape either way, for the caller's checks to say what differs. For the
+    gauges assayd refreshes once a second (the score tracker): they reach their final values
+    at the first refresh after the last input, so a test waits for those values instead of a
+    fixed time. Logged like wait_for (ASSAY_TEST_WAIT_LOG)."""
+    last = ([], "")
+
+    def scraped():
+        nonlocal last
+        status, text = http_get(url + "/metrics")
+        if status != 200:
+            return False
+        last = (parse_metrics(text), text)
+        return ready(last[0])
+    try:
+        wait_for(f"{url}/metrics ready", scraped, timeout, step)
+    except TestFailure:
+        pass
+    return last
+
+
 def judged_count(url):
     """assay_events_judged_total from `url`'s /metrics; -1 while it does not answer."""
     status, text = http_get(url + "/metrics")

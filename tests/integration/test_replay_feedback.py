@@ -10,9 +10,9 @@ Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 
 import json
 import os
+import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 from scipy import stats
@@ -41,45 +41,44 @@ judges:
   - {{name: overlap, kind: lexical, metric: context_overlap}}
 admin: {{listen: "127.0.0.1:{port}"}}
 """)
-    log_path = os.path.join(workdir, "assayd.log")
-    with open(log_path, "wb") as lf:
-        proc = subprocess.Popen([args.assayd, "--config", config, "--replay", events_path,
-                                 "--replay-feedback", feedback_path, "--exit-when-idle", "4"],
-                                stdout=lf, stderr=subprocess.STDOUT, start_new_session=True)
-    text = None
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and proc.poll() is None:
-            status, body = tp.http_get(f"http://127.0.0.1:{port}/metrics")
-            if status == 200:
-                s = tp.parse_metrics(body)
-                counted = (tp.metric(s, "assay_feedback_events_total") or 0) + \
-                    (tp.metric(s, "assay_feedback_pending") or 0)
-                if counted == len(feedback) and tp.metric(s, "assay_ab_p_value") is not None:
-                    time.sleep(1.5)
-                    text = tp.http_get(f"http://127.0.0.1:{port}/metrics")[1]
-                    break
-            time.sleep(0.3)
-        rc = proc.wait(timeout=60)
-    finally:
-        tp.stop_process(proc, "assayd")
-    checks.eq("assayd exit code", 0, rc)
-    if text is None:
-        print(tp.tail(log_path))
-        raise tp.TestFailure("/metrics never counted every feedback message")
-    s = tp.parse_metrics(text)
+    # What /metrics must show: every rating and annotation joined, and scipy's p-value.
     n_ann = sum(len(a) for a in annotations.values())
-    checks.eq("annotations joined", n_ann,
-              tp.metric(s, "assay_feedback_events_total", kind="annotation", outcome="joined"))
-    checks.eq("ratings joined", len(ratings),
-              tp.metric(s, "assay_feedback_events_total", kind="rating", outcome="joined"))
-    checks.eq("invalid feedback", 2, tp.metric(s, "assay_feedback_events_total", outcome="invalid"))
     variant_of = {e["id"]: e["variant"] for e in events}
     table = np.zeros((2, 5))
     for eid, stars in ratings.items():
         table[0 if variant_of[eid] == "A" else 1][stars - 1] += 1
     table = table[:, table.sum(axis=0) > 0]
     p = stats.chi2_contingency(table, correction=False).pvalue
+
+    def final(s):
+        got = tp.metric(s, "assay_ab_p_value", experiment="qa")
+        return (tp.metric(s, "assay_feedback_events_total", kind="annotation",
+                          outcome="joined") == n_ann and
+                tp.metric(s, "assay_feedback_events_total", kind="rating",
+                          outcome="joined") == len(ratings) and
+                tp.metric(s, "assay_feedback_events_total", outcome="invalid") == 2 and
+                got is not None and abs(got - p) <= 1e-12)
+
+    log_path = os.path.join(workdir, "assayd.log")
+    with open(log_path, "wb") as lf:
+        proc = subprocess.Popen([args.assayd, "--config", config, "--replay", events_path,
+                                 "--replay-feedback", feedback_path],
+                                stdout=lf, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        s, _ = tp.scrape_until(f"http://127.0.0.1:{port}", final, 90)
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=60)
+    finally:
+        tp.stop_process(proc, "assayd")
+    checks.eq("assayd exit code after SIGTERM", 0, rc)
+    if not s:
+        print(tp.tail(log_path))
+        raise tp.TestFailure("/metrics never answered")
+    checks.eq("annotations joined", n_ann,
+              tp.metric(s, "assay_feedback_events_total", kind="annotation", outcome="joined"))
+    checks.eq("ratings joined", len(ratings),
+              tp.metric(s, "assay_feedback_events_total", kind="rating", outcome="joined"))
+    checks.eq("invalid feedback", 2, tp.metric(s, "assay_feedback_events_total", outcome="invalid"))
     got = tp.metric(s, "assay_ab_p_value", experiment="qa")
     checks.true("assay_ab_p_value == scipy chi2_contingency", got is not None and
                 abs(got - p) <= 1e-12, f"{got} vs {p}")

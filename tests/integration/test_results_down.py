@@ -27,6 +27,18 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_pipeline as tp  # noqa: E402
+from confluent_kafka import Producer  # noqa: E402
+
+PROBE_TOPIC = "integ.probe"  # led by broker 2, as the results topic: is it up?
+
+
+def delivered(bootstrap):
+    """Whether one message to PROBE_TOPIC is acknowledged within 2 s."""
+    acks = []
+    p = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 2000})
+    p.produce(PROBE_TOPIC, value=b"probe", on_delivery=lambda err, msg: acks.append(err is None))
+    p.flush(5)
+    return acks == [True]
 
 
 def run(args, workdir, checks):
@@ -36,7 +48,7 @@ def run(args, workdir, checks):
         broker, bootstrap = tp.start_broker(
             args.mock_broker, workdir,
             [f"{tp.EVENTS_TOPIC}:{tp.EVENTS_PARTITIONS}@1",
-             f"{tp.RESULTS_TOPIC}:{tp.RESULTS_PARTITIONS}@2"],
+             f"{tp.RESULTS_TOPIC}:{tp.RESULTS_PARTITIONS}@2", f"{PROBE_TOPIC}:1@2"],
             ["--brokers", "2", "--coordinator", f"{group}@1"])
         procs.append((broker, "broker"))
         events = tp.load_dev_events(args.data)
@@ -86,9 +98,10 @@ def run(args, workdir, checks):
         broker.stdin.flush()
         tp.log(f"results broker down {outage_s:.1f} s: {b} events judged in {judged_b_s:.1f} s, "
                f"{during['error']:.0f} deliveries failed")
-        # The producer reconnects within reconnect.backoff.max.ms (500 ms here; librdkafka's
-        # default is 10 s, longer than this test's 4 s message timeout).
-        time.sleep(2)
+        # Broker 2 serves again once a producer of the test's own gets a delivery from it. assayd's
+        # producer tries again within reconnect.backoff.max.ms (500 ms here; librdkafka's default
+        # is 10 s), and each judgment of part C may wait message.timeout.ms (4 s) for it.
+        tp.wait_for("broker 2 serving again", lambda: delivered(bootstrap), 30, 0)
         produce("C")
         tp.wait_for("part C delivered after recovery", lambda: counts().get("ok") == a + c, 90)
         daemon.send_signal(signal.SIGTERM)

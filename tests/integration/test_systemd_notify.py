@@ -6,8 +6,9 @@ WATCHDOG_PID in the environment, as systemd sets them for a `Type=notify` unit w
 `WatchdogSec=2`. assayd runs on its embedded broker with --replay of the dev data. Asserts:
   - READY=1 arrives once, after /metrics answers (the admin endpoint listens), with a STATUS=
     line; STATUS= lines follow with the consumed and judged rates;
-  - WATCHDOG=1 arrives at least every 0.5 s (a quarter of WatchdogSec) while the poll loop
-    turns, and never before the first turn;
+  - WATCHDOG=1 arrives every 0.5 s (a quarter of WatchdogSec) on average while the poll loop
+    turns, never more than WatchdogSec apart (what systemd enforces), and never before the
+    first turn;
   - after SIGTERM: STOPPING=1, then the process exits 0;
   - without NOTIFY_SOCKET nothing is sent and assayd runs as before (the other tests).
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
@@ -70,8 +71,13 @@ sinks: {{jsonl: {{path: {json.dumps(os.path.join(workdir, "j.jsonl"))}}}}}
         checks.eq("/metrics answers once READY=1 was sent", 200, tp.http_get(url + "/metrics")[0])
         ready_msg = next((m for _, m in messages if "READY=1" in m), "")
         checks.true("READY=1 carries a STATUS= line", "\nSTATUS=consumed " in ready_msg, ready_msg)
-        receive(time.monotonic() + 12)  # more than two status periods (5 s)
-        statuses = [m for _, m in messages if m.startswith("STATUS=") and "READY=1" not in m]
+        def statuses_after_ready():
+            return [m for _, m in messages if m.startswith("STATUS=") and "READY=1" not in m]
+        # Two status periods (5 s) after READY=1: about 10 s, or 30 s on a stalled machine.
+        deadline = time.monotonic() + 30
+        while len(statuses_after_ready()) < 2 and time.monotonic() < deadline:
+            receive(time.monotonic() + 0.5)
+        statuses = statuses_after_ready()
         tp.log(f"status lines: {statuses}")
         checks.true("STATUS= lines after READY (every 5 s)", len(statuses) >= 2, str(len(statuses)))
         checks.true("a STATUS= line gives rates and readiness",
@@ -79,10 +85,16 @@ sinks: {{jsonl: {{path: {json.dumps(os.path.join(workdir, "j.jsonl"))}}}}}
                     str(statuses[-1:]))
         pings = [t for t, m in messages if m == "WATCHDOG=1"]
         gaps = [b - a for a, b in zip(pings, pings[1:])]
-        tp.log(f"{len(pings)} watchdog pings, largest gap {max(gaps, default=0):.2f} s")
-        checks.true("WATCHDOG=1 at least 20 times in ~12 s", len(pings) >= 20, str(len(pings)))
-        checks.true("no gap between pings above 1 s (WatchdogSec/2)",
-                    max(gaps, default=99) < 1.0, f"{max(gaps, default=99):.2f} s")
+        mean = (pings[-1] - pings[0]) / len(gaps) if gaps else 99
+        tp.log(f"{len(pings)} watchdog pings, mean gap {mean:.2f} s, largest "
+               f"{max(gaps, default=0):.2f} s")
+        checks.true("WATCHDOG=1 pings over two status periods", len(pings) >= 15, str(len(pings)))
+        # The test stamps a ping when it reads it: a busy machine that delays the test (or
+        # assayd) stretches one gap, not the mean.
+        checks.true("pings every WatchdogSec/4 (0.5 s) on average, within 20 %", mean <= 0.6,
+                    f"{mean:.2f} s")
+        checks.true("no gap between pings of WatchdogSec (2 s) or more: systemd's limit",
+                    max(gaps, default=99) < 2.0, f"{max(gaps, default=99):.2f} s")
         checks.eq("READY=1 sent once", 1, sum(1 for _, m in messages if "READY=1" in m))
         daemon.send_signal(signal.SIGTERM)
         rc = daemon.wait(timeout=60)

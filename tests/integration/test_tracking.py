@@ -27,9 +27,9 @@ import math
 import os
 import re
 import select
+import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 from scipy import stats
@@ -178,44 +178,24 @@ def run(args, workdir, checks):
         if not checks.eq("assayd --check-config exit code", 0, cc.returncode):
             raise tp.TestFailure((cc.stdout + cc.stderr).decode())
         with open(assayd_log, "wb") as lf:
-            assayd = subprocess.Popen([args.assayd, "--config", config_path,
-                                       "--exit-when-idle", "5"],
+            assayd = subprocess.Popen([args.assayd, "--config", config_path],
                                       stdout=lf, stderr=subprocess.STDOUT,
                                       env=dict(os.environ, ASSAY_TEST_LLM_KEY="sk-fake"),
                                       start_new_session=True)
         base = f"http://127.0.0.1:{port}"
         n_feedback_valid = len(feedback) - 2
-        deadline, text = time.monotonic() + 120, None
-        while time.monotonic() < deadline and assayd.poll() is None:
-            status, body = tp.http_get(base + "/metrics")
-            if status == 200:
-                s = tp.parse_metrics(body)
-                seen = (tp.metric(s, "assay_feedback_events_total") or 0) + \
-                    (tp.metric(s, "assay_feedback_pending") or 0)
-                if (tp.metric(s, "assay_events_judged_total") == len(events) and
-                        seen == n_feedback_valid + 2 and
-                        tp.metric(s, "assay_ab_p_value") is not None and
-                        tp.metric(s, "assay_queue_depth") == 0):
-                    time.sleep(1.5)  # one more refresh after the last judgment
-                    status, body = tp.http_get(base + "/metrics")
-                    text = body
-                    break
-            time.sleep(0.3)
-        if text is None:
+
+        def consumed(s):
+            seen = (tp.metric(s, "assay_feedback_events_total") or 0) + \
+                (tp.metric(s, "assay_feedback_pending") or 0)
+            return (tp.metric(s, "assay_events_judged_total") == len(events) and
+                    seen == n_feedback_valid + 2 and tp.metric(s, "assay_queue_depth") == 0)
+        s, _ = tp.scrape_until(base, consumed, 120)
+        if not consumed(s):
             raise tp.TestFailure("within 120 s /metrics never showed every event judged and "
                                  "every feedback message counted")
-        rc = assayd.wait(timeout=60)
-        checks.eq("assayd --exit-when-idle exit code", 0, rc)
-        scrape = os.path.join(workdir, "metrics.txt")
-        with open(scrape, "w") as f:
-            f.write(text)
-        with open(scrape, "rb") as f:
-            pt = subprocess.run(["promtool", "check", "metrics"], stdin=f, capture_output=True)
-        checks.eq("promtool check metrics", 0, pt.returncode)
-        s = tp.parse_metrics(text)
-        checks.true("no NaN in /metrics", "NaN" not in text)
 
-        # ---- Scores as written in the JSON Lines, per judge.
+        # ---- Scores as written in the JSON Lines, per judge (every event is judged).
         scores = {j: {} for j in JUDGES + ["rouge_l", "faith_llm"]}
         variant_of = {e["id"]: e["variant"] for e in events}
         with open(jsonl_path) as f:
@@ -224,6 +204,29 @@ def run(args, workdir, checks):
                 for v in j["verdicts"]:
                     if v["score"] is not None:
                         scores[v["judge"]][j["id"]] = v["score"]
+
+        def human_pairs(judge):
+            return sum(len(ann) for eid, ann in annotations.items() if eid in scores[judge])
+
+        # The score tracker's gauges reach their final values at its first refresh (once a
+        # second) after the last judgment and feedback message: the scrape waits for them.
+        def refreshed(s):
+            return (tp.metric(s, "assay_judge_window_size", judge="overlap") ==
+                    len(scores["overlap"]) and
+                    all(tp.metric(s, "assay_judge_human_pairs", judge=judge) == human_pairs(judge)
+                        for judge in JUDGES + ["faith_llm"]) and
+                    tp.metric(s, "assay_ab_p_value") is not None)
+        s, text = tp.scrape_until(base, refreshed, 30)
+        assayd.send_signal(signal.SIGTERM)
+        rc = assayd.wait(timeout=60)
+        checks.eq("assayd exit code after SIGTERM", 0, rc)
+        scrape = os.path.join(workdir, "metrics.txt")
+        with open(scrape, "w") as f:
+            f.write(text)
+        with open(scrape, "rb") as f:
+            pt = subprocess.run(["promtool", "check", "metrics"], stdin=f, capture_output=True)
+        checks.eq("promtool check metrics", 0, pt.returncode)
+        checks.true("no NaN in /metrics", "NaN" not in text)
 
         # Agreement between the two faithfulness judges.
         both = sorted(set(scores["overlap"]) & set(scores["overlap_names"]))
