@@ -28,7 +28,9 @@
 //      (OpenAI without response_format; Anthropic whose system prompt does not ask for JSON):
 //      "Answer by MODEL: " and the start of the user message;
 //   4. a verdict with score 1 + (FNV-1a of the prompt) mod 4: deterministic per event.
-// GET /_fake/stats returns {"requests": N, "chat": N, "messages": N}; GET /_fake/last_request
+// GET /_fake/stats returns {"requests": N, "chat": N, "messages": N, …, "open_connections": N}
+// (open_connections: the connections other than the one asking, each read to its end, so 0
+// once every request of a killed client has been read and answered); GET /_fake/last_request
 // the body of the last API request as received (what a prompt test inspects).
 // A request with a verdict schema (a "score" property: an LLM judge's json_schema or forced
 // tool) is answered {"justification", "unsupported_claim" (if the schema has it), "score"}; an
@@ -77,6 +79,7 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 std::atomic<long> g_requests{0}, g_chat{0}, g_messages{0};
+std::atomic<int> g_open_connections{0};  // each served by its thread until the client closes
 std::string g_api_key;
 int g_delay_ms = 0;
 std::atomic<std::int64_t> g_outage_until_ms{0};
@@ -113,6 +116,14 @@ std::uint64_t fnv1a(const std::string& s) {
   std::uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
   return h;
+}
+
+/// A verdict's justification names the prompt it answers (its FNV-1a, as in the call log): a
+/// test maps a stored or written verdict to the billed call.
+std::string fakeJustification(const std::string& prompt) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(prompt)));
+  return std::string("Fake verdict of prompt ") + hex + ".";
 }
 
 std::optional<std::string> marker(const std::string& text, const std::string& name) {
@@ -217,13 +228,14 @@ std::string listwiseReply(const std::string& schema_text, const std::string& pro
 
 /// A judge's verdict schema (a "score" property) rather than a listwise comparison's: the
 /// verdict it asks for, members in the schema's order, `unsupported_claim` only if it has one.
-std::optional<std::string> verdictReply(const std::string& schema_text, int score) {
+std::optional<std::string> verdictReply(const std::string& schema_text, int score,
+                                        const std::string& prompt) {
   rapidjson::Document schema;
   schema.Parse(schema_text.c_str());
   if (schema.HasParseError() || !schema.IsObject() || !schema.HasMember("properties") ||
       !schema["properties"].IsObject() || !schema["properties"].HasMember("score"))
     return std::nullopt;
-  std::string out = "{\"justification\": \"Fake verdict.\", ";
+  std::string out = "{\"justification\": \"" + fakeJustification(prompt) + "\", ";
   if (schema["properties"].HasMember("unsupported_claim")) out += "\"unsupported_claim\": null, ";
   return out + "\"score\": " + std::to_string(score) + "}";
 }
@@ -559,7 +571,7 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
                      list += (list.size() > 1 ? "," : "") + std::to_string(n);
                    return list + "]";
                  }() +
-                 "}");
+                 ",\"open_connections\":" + std::to_string(g_open_connections.load() - 1) + "}");
   }
   if (target == "/_fake/last_request") {
     std::lock_guard lock(g_mu);
@@ -738,13 +750,14 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
   }
   if (!scripted && !s.content) {
     if (const auto schema = replySchema(d, prompt))
-      s.content = verdictReply(*schema, s.score).value_or(listwiseReply(*schema, prompt, model));
+      s.content =
+          verdictReply(*schema, s.score, prompt).value_or(listwiseReply(*schema, prompt, model));
     else if (wantsText(d, anthropic))
       s.content = textReply(d, model);
   }
   std::string content =
-      s.content.value_or("{\"score\": " + std::to_string(s.score) +
-                         ", \"justification\": \"Fake verdict.\", \"unsupported_claim\": null}");
+      s.content.value_or("{\"score\": " + std::to_string(s.score) + ", \"justification\": \"" +
+                         fakeJustification(prompt) + "\", \"unsupported_claim\": null}");
   const bool truncated = s.kind == "truncated";
   if (truncated) content = content.substr(0, content.size() / 2);
   if (s.kind == "fenced") content = "```json\n" + content + "\n```";
@@ -959,7 +972,11 @@ int main(int argc, char** argv) {
     tcp::socket socket(io);
     acceptor.accept(socket, ec);
     if (ec) break;
+    ++g_open_connections;
     std::thread([s = std::move(socket), &ctx]() mutable {
+      struct Open {
+        ~Open() { --g_open_connections; }
+      } open;
       if (ctx) {
         beast::ssl_stream<tcp::socket> tls(std::move(s), *ctx);
         beast::error_code hec;
