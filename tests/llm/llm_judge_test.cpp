@@ -710,9 +710,11 @@ TEST_CASE("a faithfulness score from trimmed contexts is contexts_trimmed unless
   CHECK(r.contexts_truncated);
   CHECK(r.verdict.outcome == Outcome::kContextsTrimmed);
   CHECK_FALSE(r.verdict.score.has_value());
-  CHECK(r.verdict.justification ==
-        "[score 2 on contexts 1-1 of 3, the others left out to fit max_input_tokens] Fake "
-        "verdict.");
+  // The fake provider's justification names the prompt: "Fake verdict of prompt <FNV-1a>."
+  CHECK(r.verdict.justification.rfind(
+            "[score 2 on contexts 1-1 of 3, the others left out to fit max_input_tokens] Fake "
+            "verdict of prompt ",
+            0) == 0);
   const std::string user = fx.lastRequest()["messages"][1]["content"].GetString();
   CHECK(user.find("The contexts of rank 2 and 3 (of 3) were left out") != std::string::npos);
   s.score_trimmed = true;
