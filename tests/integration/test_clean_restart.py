@@ -218,6 +218,7 @@ def run(args, workdir, checks):
         d4.send_signal(signal.SIGTERM)
         rc4 = d4.wait(timeout=30)
         took4 = time.monotonic() - t0
+        tp.log(f"run 4: stopped {took4:.2f} s after the second SIGTERM, exit code {rc4}")
         checks.eq("run 4: exit code after a second SIGTERM", 128 + signal.SIGTERM, rc4)
         # At once (tens of ms) instead of the final commit's wait (15 s with the broker down):
         # 10 s tells them apart on a loaded machine.
