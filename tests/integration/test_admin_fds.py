@@ -51,7 +51,12 @@ admin: {{listen: "127.0.0.1:{admin}"}}
                 s.close()
                 continue
             held.append(s)
-        time.sleep(1.0)  # the server meets EMFILE on its next accepts
+
+        def accept_failed():
+            with open(log_path, errors="replace") as f:
+                return "admin: accept failed" in f.read()
+        # The server meets EMFILE on one of its next accepts and says so.
+        tp.wait_for("the admin server's accept failing", accept_failed, 30)
         tp.log(f"{len(held)} connections held")
         for s in held:
             s.close()

@@ -143,9 +143,16 @@ def run(args, workdir, checks):
             found = [l.split("batch ")[1].split()[0] for l in f if "found at the provider" in l]
         checks.true("run B found the second batch at the provider by its input file (run A "
                     "never heard its id)", "batch_2" in found, f"found: {found}")
-        time.sleep(1.5)  # the budget gauges are refreshed once a second
-        samples = tp.parse_metrics(tp.http_get(url + "/metrics")[1])
-        spent = tp.metric(samples, "assay_budget_spent_euros", scope="global")
+        billed = [l.split() for l in open(call_log) if l.strip()]
+        bill_eur = sum(int(b[3]) * PRICE_IN + int(b[4]) * PRICE_OUT for b in billed) / 1e6 \
+            * 0.5 * USD_TO_EUR
+
+        def spent_of(samples):
+            return tp.metric(samples, "assay_budget_spent_euros", scope="global")
+        # The budget gauges are refreshed once a second: wait for the value the bill implies.
+        samples, _ = tp.scrape_until(
+            url, lambda s: round(spent_of(s) or 0, 2) == round(bill_eur, 2), 30)
+        spent = spent_of(samples)
         tp.stop_process(daemon, "assayd")
         daemon = None
 
@@ -154,10 +161,7 @@ def run(args, workdir, checks):
         checks.eq("their sizes", [100, 100, 50], s["batch_sizes"])
         checks.eq("requests the provider answered in batches (each once)", 250, s["batched"])
         checks.eq("synchronous calls", 0, s["requests"])
-        billed = [l.split() for l in open(call_log) if l.strip()]
         checks.eq("requests in the provider's call log", 250, len(billed))
-        bill_eur = sum(int(b[3]) * PRICE_IN + int(b[4]) * PRICE_OUT for b in billed) / 1e6 \
-            * 0.5 * USD_TO_EUR
         log(f"the provider's bill at the batch price: EUR {bill_eur:.6f}; the ledger: {spent}")
         checks.eq("the ledger's spent euros = the provider's bill at half price, to the cent",
                   round(bill_eur, 2), round(spent or 0, 2))
