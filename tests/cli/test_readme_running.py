@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """README.md's "Running it for real" block, command by command as written (scripts/build
 excepted: ctest has built the binaries), in a scratch tree laid out like the repository: config/
-is the source's, build/ this build directory, ../shared/data the labelled data. Each command
+a copy of the source's (demo.yaml's admin port a free one), build/ this build directory,
+../shared/data the labelled data. Each command
 must exit 0, assayd must consume and judge every replayed event, and the sequence must end with
 a real report and calibration (issue 10: an operator's run consumed nothing, then `assay
 report` exited 2 on the empty judgments file).
@@ -11,6 +12,8 @@ report` exited 2 on the empty judgments file).
 import argparse
 import os
 import re
+import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -58,8 +61,20 @@ def main():
         os.makedirs(os.path.join(scratch, "shared"))
         os.makedirs(repo)
         os.symlink(os.path.abspath(args.data), os.path.join(scratch, "shared", "data"))
-        os.symlink(os.path.join(os.path.abspath(args.source), "config"),
-                   os.path.join(repo, "config"))
+        # config/ is the source's, but for the admin port of demo.yaml: a free one, so that a
+        # demo or another checkout's suite running on the machine cannot fail this test.
+        shutil.copytree(os.path.join(os.path.abspath(args.source), "config"),
+                        os.path.join(repo, "config"))
+        demo = os.path.join(repo, "config", "demo.yaml")
+        with open(demo) as f:
+            text = f.read()
+        if "listen: 127.0.0.1:10464" not in text:
+            sys.exit("FAIL: config/demo.yaml no longer has admin.listen: 127.0.0.1:10464")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with open(demo, "w") as f:
+            f.write(text.replace("listen: 127.0.0.1:10464", f"listen: 127.0.0.1:{port}"))
         os.symlink(os.path.abspath(args.build), os.path.join(repo, "build"))
         judgments = os.path.join(args.build, "demo", "judgments.jsonl")
         if os.path.exists(judgments):

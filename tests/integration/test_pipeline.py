@@ -24,6 +24,7 @@ Only loopback is used; everything started is stopped, and the temporary director
 """
 
 import argparse
+import atexit
 import json
 import os
 import re
@@ -160,9 +161,53 @@ def signal_group(proc, sig):
         pass
 
 
+_interrupted = False
+
+
+def _interrupted_by(signum, _frame):
+    """A SIGTERM or SIGHUP (an interrupted ctest or CI run) unwinds like Ctrl-C, so that each
+    test's `finally` stops the processes it started, at once (stop_process): they run in
+    sessions of their own, which a signal to the test's process group does not reach."""
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _kill_children_if_interrupted():
+    """At exit after an interruption: every process this one started and still has (one a
+    helper started but had not yet handed to the test's cleanup too), with its group."""
+    if not _interrupted:
+        return
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me:
+            for kill in (lambda: os.killpg(int(entry), signal.SIGKILL),
+                         lambda: os.kill(int(entry), signal.SIGKILL)):
+                try:
+                    kill()
+                except OSError:
+                    pass
+
+
+# Every integration script imports this module first.
+signal.signal(signal.SIGTERM, _interrupted_by)
+signal.signal(signal.SIGHUP, _interrupted_by)
+atexit.register(_kill_children_if_interrupted)
+
+
 def stop_process(proc, name, term_timeout=20):
     """SIGTERM, then SIGKILL after term_timeout; also reaps anything left in its group."""
     if proc is None:
+        return
+    if _interrupted:  # the run is being torn down: no time for a clean stop
+        signal_group(proc, signal.SIGKILL)
         return
     if proc.poll() is None:
         try:
