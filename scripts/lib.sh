@@ -14,7 +14,7 @@
 assay_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 if [ "${ASSAY_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
-  export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+  export CCACHE_DIR="${CCACHE_DIR:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache/ccache}"
   export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-6G}"
   export CCACHE_BASEDIR="$assay_root"
   export CCACHE_NOHASHDIR=1
@@ -24,24 +24,28 @@ else
   assay_launcher=(-UCMAKE_CXX_COMPILER_LAUNCHER)
 fi
 
-# assay_configure DIR [CMAKE_ARGS...]: configures DIR for Ninja (a tree configured earlier for
-# another generator is configured afresh; its objects are rebuilt, from the cache).
+# assay_configure DIR [CMAKE_ARGS...]: configures DIR for Ninja with the compiler $CXX (a tree
+# configured earlier for another generator or compiler is configured afresh; its objects are
+# rebuilt, from the cache).
 assay_configure() {
-  local dir="$1"
+  local dir="$1" cxx
   shift
-  if [ -f "$dir/CMakeCache.txt" ] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$dir/CMakeCache.txt"; then
+  cxx="$(command -v "${CXX:-c++}")"
+  if [ -f "$dir/CMakeCache.txt" ] &&
+    { ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$dir/CMakeCache.txt" ||
+      ! grep -qxF "CMAKE_CXX_COMPILER:FILEPATH=$cxx" "$dir/CMakeCache.txt"; }; then
     rm -rf "$dir/CMakeCache.txt" "$dir/CMakeFiles"
   fi
-  cmake -S "$assay_root" -B "$dir" -G Ninja "${assay_launcher[@]}" \
+  CXX="$cxx" cmake -S "$assay_root" -B "$dir" -G Ninja "${assay_launcher[@]}" \
     -DASSAY_LINKER=lld "$@" >/dev/null
 }
 
-# build/: g++, -O2 with line tables and function names only (-g1): backtraces, perf and a
+# build/: g++ (Debian's c++), -O2 with line tables and function names only (-g1): backtraces, perf and a
 # sanitizer's report name file and line, and the tree compiles in 579 CPU-s instead of 817 with
 # RelWithDebInfo's full -g (variables for a debugger; `cmake -B DIR` alone still gives that).
 # The Debian package strips the binaries either way.
 assay_configure_plain() {
-  assay_configure build -DASSAY_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  CC=cc CXX=c++ assay_configure build -DASSAY_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
 }
 
@@ -56,5 +60,5 @@ assay_configure_asan() {
 
 # build-tsan/: g++, ThreadSanitizer (scripts/test builds the threaded unit tests in it).
 assay_configure_tsan() {
-  assay_configure build-tsan -DASSAY_TSAN=ON "${assay_sanitizer_flags[@]}"
+  CC=cc CXX=c++ assay_configure build-tsan -DASSAY_TSAN=ON "${assay_sanitizer_flags[@]}"
 }

@@ -165,7 +165,7 @@ _interrupted = False
 
 
 def _interrupted_by(signum, _frame):
-    """A SIGTERM or SIGHUP (an interrupted ctest or CI run) unwinds like Ctrl-C, so that each
+    """A SIGTERM, SIGHUP or SIGINT (an interrupted ctest or CI run) unwinds, so that each
     test's `finally` stops the processes it started, at once (stop_process): they run in
     sessions of their own, which a signal to the test's process group does not reach."""
     global _interrupted
@@ -173,11 +173,10 @@ def _interrupted_by(signum, _frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _kill_children_if_interrupted():
-    """At exit after an interruption: every process this one started and still has (one a
-    helper started but had not yet handed to the test's cleanup too), with its group."""
-    if not _interrupted:
-        return
+def _kill_children():
+    """At exit: every process this one started and that still runs, with its group. A test
+    stops what it started in its `finally`; this catches what it never held (a helper
+    interrupted before it handed its process over, a wait that raised)."""
     me = os.getpid()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -199,7 +198,9 @@ def _kill_children_if_interrupted():
 # Every integration script imports this module first.
 signal.signal(signal.SIGTERM, _interrupted_by)
 signal.signal(signal.SIGHUP, _interrupted_by)
-atexit.register(_kill_children_if_interrupted)
+if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored by the parent
+    signal.signal(signal.SIGINT, _interrupted_by)
+atexit.register(_kill_children)
 
 
 def stop_process(proc, name, term_timeout=20):
@@ -251,12 +252,10 @@ def wait_for(what, predicate, timeout, step=0.1):
     deadlines of docs/testing.md ("Timing") are measured."""
     start = time.monotonic()
     deadline = start + timeout
-    ok = False
-    while time.monotonic() < deadline:
-        if predicate():
-            ok = True
-            break
+    ok = predicate()
+    while not ok and time.monotonic() < deadline:
         time.sleep(step)
+        ok = predicate()  # also once the deadline has passed: the last look decides
     if os.environ.get("ASSAY_TEST_WAIT_LOG"):
         with open(os.environ["ASSAY_TEST_WAIT_LOG"], "a") as f:
             f.write(f"{what} {(time.monotonic() - start) * 1000:.0f}{'' if ok else ' TIMEOUT'}\n")

@@ -72,6 +72,14 @@ def unit_key(entry, deps, source, build, base, hasher):
     output = words[words.index("-o") + 1] if "-o" in words[:-1] else None
     if not output or output not in deps:
         return None
+    # Ninja's dependencies are those of the last compile: a file edited since (a new #include
+    # in it, hence a header the list lacks) makes them unknown until the unit is built again.
+    try:
+        built = os.stat(os.path.join(entry.get("directory", build), output)).st_mtime_ns
+        if any(os.stat(p).st_mtime_ns > built for p in set(deps[output]) | {entry["file"]}):
+            return None
+    except OSError:
+        return None
     h = hashlib.sha256(base)
     command = shlex.join(words)
     h.update(command.replace(build, "<build>").replace(source, "<source>").encode())
