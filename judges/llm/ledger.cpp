@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+
 namespace assay::llm {
 
 Ledger::Ledger(std::unique_ptr<BudgetStore> store, std::size_t max_queued_reservations)
@@ -13,6 +15,19 @@ Ledger::Ledger(std::unique_ptr<BudgetStore> store, std::size_t max_queued_reserv
 }
 
 Ledger::~Ledger() { stop(); }
+
+double settleableCost(double eur) {
+  if (std::isnan(eur) || eur < 0) {
+    spdlog::error("budget ledger: a cost of {} € cannot be settled; charged 0", eur);
+    return 0;
+  }
+  if (eur > kMaxLedgerEuros) {
+    spdlog::error("budget ledger: a cost of {} € is beyond the ledger's {} €; charged {} €", eur,
+                  kMaxLedgerEuros, kMaxLedgerEuros);
+    return kMaxLedgerEuros;
+  }
+  return eur;
+}
 
 void Ledger::push(Task task) {
   {
@@ -38,7 +53,19 @@ void Ledger::reserve(ReserveRequest request, std::function<void(ReserveAnswer)> 
     }
     ++reservations_;
     tasks_.push_back(Task{Kind::kReserve, [this, r = std::move(request), done = std::move(done)] {
-                            done(claimAndReserve(r));
+                            ReserveAnswer a;
+                            try {
+                              a = claimAndReserve(r);
+                            } catch (const std::exception& e) {
+                              // Total: the call always gets its answer, or it would hold its
+                              // slot for good (a refusal; nothing was reserved).
+                              a = ReserveAnswer{};
+                              a.claim = ClaimResult::Status::kUnavailable;
+                              a.result.status = ReserveStatus::kUnavailable;
+                              a.result.error = std::string("budget ledger: ") + e.what();
+                              spdlog::error("{}", a.result.error);
+                            }
+                            done(std::move(a));
                           }});
   }
   cv_.notify_one();
@@ -66,28 +93,62 @@ ReserveAnswer Ledger::claimAndReserve(const ReserveRequest& r) {
         break;
     }
   }
-  a.result = store_->reserve(r.scopes, r.amount_eur, r.day, r.reservation_id, r.ttl_ms,
-                             r.close_on_refusal);
-  answered_ = a.result.status != ReserveStatus::kUnavailable;
+  try {
+    a.result = store_->reserve(r.scopes, r.amount_eur, r.day, r.reservation_id, r.ttl_ms,
+                               r.close_on_refusal);
+    answered_ = a.result.status != ReserveStatus::kUnavailable;
+  } catch (const std::exception& e) {  // arguments the store refuses: nothing was reserved
+    a.result = ReserveResult{};
+    a.result.status = ReserveStatus::kUnavailable;
+    a.result.error = std::string("budget ledger: ") + e.what();
+    spdlog::error("{}", a.result.error);
+  }
   if (!a.result.ok() && claiming) store_->releaseClaim(r.event_id, r.judge, r.reservation_id);
   return a;
 }
 
 void Ledger::finish(FinishRequest request, std::function<void(bool)> done) {
   push(Task{Kind::kMoney, [this, r = std::move(request), done = std::move(done)] {
+              // Total: each step that throws counts as not recorded, the next steps still run,
+              // and `done` always runs: it frees the call's slot (issue: a settle that threw
+              // left max_in_flight slots taken for good).
+              bool store_answered = true;  // a refusal by throwing is not the store's silence
+              const auto step = [&store_answered](const char* what, const auto& fn) {
+                try {
+                  const bool done = fn();
+                  store_answered = store_answered && done;
+                  return done;
+                } catch (const std::exception& e) {
+                  spdlog::error("budget ledger: {}: {}", what, e.what());
+                  return false;
+                }
+              };
               bool ok = true;
               // The verdict first: a crash between the two steps then leaves a call settled by
               // its reservation's expiry, never one that a redelivery would pay for again.
               if (r.verdict && !r.event_id.empty())
-                ok = store_->storeVerdict(r.event_id, r.judge, *r.verdict, kLedgerTtlMs);
+                ok = step("storing a verdict", [&] {
+                  return store_->storeVerdict(r.event_id, r.judge, *r.verdict, kLedgerTtlMs);
+                });
               if (r.cost_eur) {
-                ok = store_->settle(r.reservation_id, r.day, r.scopes, *r.cost_eur) && ok;
+                // A cost beyond what the ledger holds (a reply's usage no provider bills) is
+                // charged as the most it holds: the day's caps close rather than stay open.
+                const double cost = settleableCost(*r.cost_eur);
+                ok = step("settling",
+                          [&] { return store_->settle(r.reservation_id, r.day, r.scopes, cost); }) &&
+                     ok;
               } else {
-                ok = store_->release(r.reservation_id, r.day, r.scopes) && ok;
+                ok = step("releasing",
+                          [&] { return store_->release(r.reservation_id, r.day, r.scopes); }) &&
+                     ok;
                 if (!r.event_id.empty())
-                  ok = store_->releaseClaim(r.event_id, r.judge, r.reservation_id) && ok;
+                  ok = step("dropping a lease",
+                            [&] {
+                              return store_->releaseClaim(r.event_id, r.judge, r.reservation_id);
+                            }) &&
+                       ok;
               }
-              answered_ = ok;
+              answered_ = store_answered;
               if (done) done(ok);
             }});
 }
@@ -107,7 +168,12 @@ void Ledger::snapshot(std::vector<std::string> scopes, std::string day,
                             std::vector<Snapshot> out;
                             bool ok = true;
                             for (const auto& s : scopes) {
-                              out.push_back(store_->spent(s, day));
+                              try {
+                                out.push_back(store_->spent(s, day));
+                              } catch (const std::exception& e) {
+                                spdlog::error("budget ledger: snapshot of {}: {}", s, e.what());
+                                out.emplace_back();  // available = false
+                              }
                               ok = ok && out.back().available;
                             }
                             answered_ = ok;

@@ -74,6 +74,11 @@ struct FinishRequest {
   std::optional<std::string> verdict;  ///< with a billed answer: kept for kLedgerTtlMs
 };
 
+/// The cost a finish settles: `eur` within [0, kMaxLedgerEuros] (budget.hpp); a NaN or negative
+/// cost is charged 0 and one above the ledger's range kMaxLedgerEuros, each logged as an error.
+/// Settling never throws past the ledger: a reply's usage is hostile input.
+double settleableCost(double eur);
+
 class Ledger {
  public:
   /// Starts the ledger thread. `store` must not be null.

@@ -108,9 +108,12 @@ std::optional<ModelPrice> PriceTable::find(std::string_view model) const {
 
 namespace {
 
-// A token count larger than this is not a usage report but garbage; it also keeps the sums
-// below far from int64 overflow.
-constexpr std::int64_t kMaxTokenCount = 1'000'000'000'000;
+// A token count larger than this is not a usage report but garbage (the largest context
+// windows sold are 10 M tokens, Meta's Llama 4 Scout; assay's own requests are bounded by
+// max_input_tokens and max_tokens): such a usage is unreadable, counted as usage_missing and
+// the call charged its estimate. At the dearest listed price ($600 per M output tokens, OpenAI
+// o1-pro) it also keeps one call's cost far below the ledger's 1e6 € (budget.hpp).
+constexpr std::int64_t kMaxTokenCount = 100'000'000;
 
 enum class Count { kOk, kAbsent, kBad };
 

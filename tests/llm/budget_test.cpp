@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -791,6 +792,81 @@ TEST_CASE("issue 3: two daemons, 64 calls in flight, one €0.010 cap") {
         ReserveStatus::kExhausted);
   // …until the next day's key.
   CHECK(restarted.reserve(scopes, kWorst, "2026-12-01", "tomorrow", kLongTtl).ok());
+}
+
+TEST_CASE("ledger: every operation is answered, even one the store refuses by throwing") {
+  // A reply's usage is hostile input (issue 28): a settle that threw on the ledger thread
+  // never ran the call's completion, and its slot stayed taken for good.
+  CHECK(settleableCost(0.25) == 0.25);
+  CHECK(settleableCost(5e6) == kMaxLedgerEuros);
+  CHECK(settleableCost(std::numeric_limits<double>::infinity()) == kMaxLedgerEuros);
+  CHECK(settleableCost(std::nan("")) == 0.0);
+  CHECK(settleableCost(-1.0) == 0.0);
+
+  Ledger ledger(std::make_unique<MemoryBudgetStore>());
+  const auto scopes = globalOnly(10.0);
+  const auto reserve = [&](double amount, const std::string& day, const std::string& id) {
+    ReserveRequest r;
+    r.scopes = scopes;
+    r.amount_eur = amount;
+    r.day = day;
+    r.reservation_id = id;
+    r.ttl_ms = 60'000;
+    r.lease_ms = 60'000;
+    r.event_id = "e-" + id;
+    r.judge = "faithfulness_llm";
+    std::optional<ReserveAnswer> answer;
+    ledger.reserve(r, [&](ReserveAnswer a) { answer = std::move(a); });
+    ledger.sync();
+    return answer;
+  };
+  const auto finish = [&](const std::string& id, std::optional<double> cost,
+                          const std::string& day = kDay) {
+    FinishRequest f;
+    f.scopes = scopes;
+    f.day = day;
+    f.reservation_id = id;
+    f.event_id = "e-" + id;
+    f.judge = "faithfulness_llm";
+    f.cost_eur = cost;
+    std::optional<bool> ok;
+    ledger.finish(std::move(f), [&](bool b) { ok = b; });
+    ledger.sync();
+    return ok;
+  };
+
+  const auto a = reserve(0.01, kDay, "c1");
+  REQUIRE(a);
+  REQUIRE(a->result.ok());
+  // A cost beyond the ledger's range closes the day's caps instead of throwing.
+  CHECK(finish("c1", 5e6) == std::optional<bool>(true));
+  checkSnapshot(ledger.store(), "global", kDay, 1'000'000'000'000'000, 0);
+
+  // Arguments the store refuses by throwing (an amount beyond its range, a day that is no
+  // date): the reservation is answered kUnavailable, the finish with false; both answered.
+  const auto big = reserve(2e6, kDay, "c2");
+  REQUIRE(big);
+  CHECK(big->result.status == ReserveStatus::kUnavailable);
+  CHECK(big->result.error.find("budget ledger: budget: amount") == 0);
+  // Its lease was dropped with the refusal: the event is claimed afresh.
+  CHECK(ledger.store().claim("e-c2", "faithfulness_llm", "c2-again", 60'000).status ==
+        ClaimResult::Status::kClaimed);
+  const auto bad_day = reserve(0.01, "yesterday", "c3");
+  REQUIRE(bad_day);
+  CHECK(bad_day->result.status == ReserveStatus::kUnavailable);
+  CHECK(finish("c3", 0.01, "yesterday") == std::optional<bool>(false));
+  CHECK(finish("c4", std::nullopt, "yesterday") == std::optional<bool>(false));
+  std::optional<std::vector<Snapshot>> snap;
+  ledger.snapshot({"global"}, "yesterday", [&](std::vector<Snapshot> s) { snap = std::move(s); });
+  ledger.sync();
+  REQUIRE(snap);
+  REQUIRE(snap->size() == 1);
+  CHECK_FALSE((*snap)[0].available);
+
+  // The ledger still works.
+  const auto after = reserve(0.01, kDay, "c5");
+  REQUIRE(after);
+  CHECK(after->result.status == ReserveStatus::kExhausted);  // the day's cap was closed above
 }
 
 }  // namespace

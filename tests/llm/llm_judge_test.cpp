@@ -209,6 +209,49 @@ TEST_CASE("truncated and usage-less replies are still charged") {
   CHECK(n.cost_eur > t.cost_eur);
 }
 
+TEST_CASE("a reply's usage is hostile input: absurd token counts never wedge the judge") {
+  // 10^12 input tokens at gpt-4o's $2.50/M is $2.5 M, beyond the ledger's 1e6 EUR: the settle
+  // used to throw on the ledger thread, the call's completion never ran, and after
+  // max_in_flight such replies the judge never called again.
+  Fixture fx;
+  auto s = fx.settings();
+  s.model = "gpt-4o";
+  s.price = *PriceTable::builtin().find("gpt-4o");
+  s.max_in_flight = 1;
+  LlmJudge j(s, fx.services.calls);
+  fx.script(R"([{"score": 2, "prompt_tokens": 1000000000000},
+                {"score": 2, "prompt_tokens": 1000000000000},
+                {"score": 2, "prompt_tokens": 1000000000000},
+                {"score": 4}])");
+  const auto call = [&] {
+    static std::atomic<int> n{0};
+    Event e = event();
+    e.id = "hostile-usage-" + std::to_string(++n);
+    auto p = std::make_shared<std::promise<LlmCallResult>>();
+    auto f = p->get_future();
+    j.call(e, [p](LlmCallResult r) { p->set_value(std::move(r)); });
+    REQUIRE(f.wait_for(test::kSoon) == std::future_status::ready);
+    return f.get();
+  };
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    const auto r = call();
+    CHECK(r.verdict.outcome == Outcome::kOk);
+    CHECK(r.verdict.score == 2);
+    CHECK_FALSE(r.usage_reported);  // unreadable: charged its estimate
+    CHECK(r.usage.prompt_tokens < 10'000);
+    CHECK(r.cost_eur > 0.0);
+    CHECK(r.cost_eur < 0.01);
+  }
+  const auto last = call();  // the one slot is free again
+  CHECK(last.verdict.score == 4);
+  CHECK(last.usage_reported);
+  CHECK(j.inFlight() == 0);
+  const auto snap = fx.budget().spent("global", fx.today());
+  CHECK(snap.outstanding_eur == 0.0);
+  CHECK(snap.spent_eur < 0.05);
+}
+
 TEST_CASE("the circuit breaker stops calling a failing endpoint") {
   Fixture fx;
   auto s = fx.settings();

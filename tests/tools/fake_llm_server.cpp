@@ -8,7 +8,8 @@
 //
 // What it answers, first match wins:
 //   1. the next queued response, if any (POST /_fake/script with a JSON array of
-//      {"status", "retry_after"?, "delay_ms"?, "kind"?, "score"?, "content"?} objects;
+//      {"status", "retry_after"?, "delay_ms"?, "kind"?, "score"?, "content"?,
+//      "prompt_tokens"? (the input tokens its usage reports)} objects;
 //      kind: "verdict" (default), "truncated", "fenced", "refusal", "error", "overloaded",
 //      "no_usage", "null_details", and the reply side's failure shapes:
 //        "stream": the reply as the API's server-sent-event stream (usage included);
@@ -100,6 +101,7 @@ struct Scripted {
   std::string kind = "verdict";
   int score = 3;
   std::optional<std::string> content;
+  std::optional<std::int64_t> prompt_tokens;  // the usage reported, whatever was sent
 };
 std::mutex g_mu;
 std::deque<Scripted> g_script;
@@ -592,6 +594,7 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
       if (v.HasMember("kind")) s.kind = v["kind"].GetString();
       if (v.HasMember("score")) s.score = v["score"].GetInt();
       if (v.HasMember("content")) s.content = v["content"].GetString();
+      if (v.HasMember("prompt_tokens")) s.prompt_tokens = v["prompt_tokens"].GetInt64();
       g_script.push_back(s);
     }
     return finish(200, "{\"queued\":" + std::to_string(d.Size()) + "}");
@@ -762,7 +765,8 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
   if (truncated) content = content.substr(0, content.size() / 2);
   if (s.kind == "fenced") content = "```json\n" + content + "\n```";
   if (s.kind == "refusal") content = "I'm sorry, but I can't help with that.";
-  const long prompt_tokens = static_cast<long>(prompt.size() / 4 + 7);
+  const long prompt_tokens = s.prompt_tokens ? static_cast<long>(*s.prompt_tokens)
+                                             : static_cast<long>(prompt.size() / 4 + 7);
   const long completion_tokens = static_cast<long>(content.size() / 4 + 1);
   if (g_call_log) {
     std::lock_guard lock(g_mu);
