@@ -134,9 +134,10 @@ void Ledger::finish(FinishRequest request, std::function<void(bool)> done) {
                 // A cost beyond what the ledger holds (a reply's usage no provider bills) is
                 // charged as the most it holds: the day's caps close rather than stay open.
                 const double cost = settleableCost(*r.cost_eur);
-                ok = step("settling",
-                          [&] { return store_->settle(r.reservation_id, r.day, r.scopes, cost); }) &&
-                     ok;
+                ok =
+                    step("settling",
+                         [&] { return store_->settle(r.reservation_id, r.day, r.scopes, cost); }) &&
+                    ok;
               } else {
                 ok = step("releasing",
                           [&] { return store_->release(r.reservation_id, r.day, r.scopes); }) &&

@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cmath>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
