@@ -140,7 +140,7 @@ class AbService {
   mutable std::mutex mu_;  // guards the queue and states_
   std::condition_variable cv_, idle_cv_;
   std::deque<Pending> queue_;
-  bool busy_ = false, stopping_ = false;
+  bool stopping_ = false;
   std::uint64_t sync_requests_ = 0, syncs_done_ = 0;
   std::vector<State> states_;
   std::thread thread_;  // last
