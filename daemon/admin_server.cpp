@@ -43,8 +43,9 @@ struct AdminServer::Impl {
       res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
       res.body() = handlers.metrics();
     } else if (path == "/healthz") {
-      res.result(http::status::ok);
-      res.body() = "ok\n";
+      const std::string why = handlers.unhealthy ? handlers.unhealthy() : std::string();
+      res.result(why.empty() ? http::status::ok : http::status::service_unavailable);
+      res.body() = why.empty() ? "ok\n" : "unhealthy: " + why + "\n";
     } else if (path == "/readyz") {
       const std::string why = handlers.not_ready();
       res.result(why.empty() ? http::status::ok : http::status::service_unavailable);

@@ -1,8 +1,9 @@
 #pragma once
 /// The admin HTTP endpoint (HTTP/1.1 on `admin.listen`): `GET /metrics` (Prometheus text format
-/// 0.0.4), `GET /healthz` (200 while the process runs), `GET /readyz` (200 once `not_ready()` says
-/// so, else 503), `GET /v1/route` (the A/B router, when experiments are configured). Runs on its
-/// own thread with Boost.Beast; the interface keeps Beast out of every other translation unit.
+/// 0.0.4), `GET /healthz` (200 while the process runs and `unhealthy()` says nothing, else 503),
+/// `GET /readyz` (200 once `not_ready()` says so, else 503), `GET /v1/route` (the A/B router,
+/// when experiments are configured). Runs on its own thread with Boost.Beast; the interface
+/// keeps Beast out of every other translation unit.
 
 #include <functional>
 #include <memory>
@@ -18,6 +19,9 @@ class AdminServer {
     std::function<std::string()> metrics;  ///< body of /metrics
     /// Why the daemon is not ready ("" = ready): /readyz answers 503 with it, else 200.
     std::function<std::string()> not_ready;
+    /// Why the daemon is not healthy ("" = healthy, also when empty): /healthz answers 503 with
+    /// it, else 200. Answered from memory: never waits on a broker, Redis or a provider.
+    std::function<std::string()> unhealthy;
     /// `GET /v1/route?QUERY` (the A/B router, judges/ab/ab.hpp): (HTTP status, JSON body) from
     /// the query string; empty = 404 like any unknown path.
     std::function<std::pair<int, std::string>(std::string_view query)> route;

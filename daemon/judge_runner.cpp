@@ -27,6 +27,10 @@ double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+std::int64_t steadyNs(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
 RateLimitedLog g_judge_error_log;
 
 Verdict judgeError(const std::string& judge, const char* what) {
@@ -96,6 +100,13 @@ struct JudgeRunner::Set {
   std::vector<std::vector<Condition>> conditions;  // run_if, resolved to indexes
   std::vector<JudgeStats::Judge*> stats;
   std::unique_ptr<std::atomic<double>[]> rates;  // judges[i].rate, then reloads
+  /// Per judge: asynchronous runs outstanding, and since when (steady ns) it has been silent:
+  /// its last verdict, or the start of a run when none was outstanding (silences()).
+  struct Progress {
+    std::atomic<int> outstanding{0};
+    std::atomic<std::int64_t> silent_since_ns{0};
+  };
+  std::unique_ptr<Progress[]> progress;
 };
 
 /// One event's verdicts while asynchronous ones are on their way.
@@ -130,6 +141,7 @@ std::shared_ptr<JudgeRunner::Set> JudgeRunner::makeSet(std::vector<RunnableJudge
   auto set = std::make_shared<Set>();
   set->judges = std::move(judges);
   set->rates = std::make_unique<std::atomic<double>[]>(set->judges.size());
+  set->progress = std::make_unique<Set::Progress[]>(set->judges.size());
   for (std::size_t i = 0; i < set->judges.size(); ++i) {
     auto& j = set->judges[i];
     if (!j.tracked) j.tracked = i;
@@ -152,6 +164,37 @@ void JudgeRunner::replaceJudges(std::vector<RunnableJudge> judges) {
   auto set = makeSet(std::move(judges));
   std::lock_guard lock(set_mu_);
   retired_.push_back(std::exchange(current_, std::move(set)));
+}
+
+std::vector<JudgeRunner::Silence> JudgeRunner::silences() const {
+  std::vector<std::shared_ptr<Set>> sets;
+  {
+    std::lock_guard lock(set_mu_);
+    sets = retired_;
+    sets.push_back(current_);
+  }
+  const std::int64_t now = steadyNs(Clock::now());
+  std::vector<Silence> out;
+  for (std::size_t k = 0; k < sets.size(); ++k) {
+    const Set& set = *sets[k];
+    const bool retired = k + 1 < sets.size();
+    for (std::size_t i = 0; i < set.judges.size(); ++i) {
+      const auto limit = set.judges[i].judge->maxSilence();
+      const int outstanding = set.progress[i].outstanding.load();
+      if (!limit || (retired && outstanding == 0)) continue;
+      Silence s;
+      s.judge = set.judges[i].name;
+      s.outstanding = outstanding;
+      s.silent_seconds =
+          outstanding > 0 ? static_cast<double>(now - set.progress[i].silent_since_ns.load()) / 1e9
+                          : 0.0;
+      s.limit_seconds = static_cast<double>(limit->count());
+      s.stalled = outstanding > 0 && s.silent_seconds > s.limit_seconds;
+      s.stats = set.stats[i];
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> JudgeRunner::judgeNames() const {
@@ -223,9 +266,17 @@ Verdict JudgeRunner::runSync(const Set& set, std::size_t i, const Event& event) 
 
 void JudgeRunner::startAsync(std::size_t i, const Event& event, const std::shared_ptr<Pending>& p) {
   const auto t0 = Clock::now();
+  auto& progress = p->set->progress[i];
+  // The silence starts now if nothing was outstanding; set before the count rises, so that
+  // silences() never pairs a new run with an old time.
+  if (progress.outstanding.load() == 0) progress.silent_since_ns = steadyNs(t0);
+  progress.outstanding.fetch_add(1);
   auto once = std::make_shared<std::atomic<bool>>(false);  // a judge that throws after answering
   auto done = [this, i, p, t0, once](Verdict v) {
     if (once->exchange(true)) return;
+    auto& progress = p->set->progress[i];
+    progress.silent_since_ns = steadyNs(Clock::now());
+    progress.outstanding.fetch_sub(1);
     auto jv = record(*p->set, i, *p, std::move(v), secondsSince(t0));
     bool last = false;
     {

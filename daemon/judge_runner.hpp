@@ -123,6 +123,20 @@ class JudgeRunner {
   int busy() const { return busy_.load(); }
   /// Events whose asynchronous verdicts are not all in.
   int pending() const { return pending_.load(); }
+
+  /// An asynchronous judge's silence: runs outstanding, and how long since it last delivered a
+  /// verdict (or, when it had none outstanding before, since its oldest outstanding run began).
+  struct Silence {
+    std::string judge;
+    int outstanding = 0;          ///< runs started whose verdict is not in
+    double silent_seconds = 0;    ///< 0 when nothing is outstanding
+    double limit_seconds = 0;     ///< Judge::maxSilence()
+    bool stalled = false;         ///< outstanding > 0 and silent_seconds > limit_seconds
+    JudgeStats::Judge* stats = nullptr;  ///< its series (assay_judge_stalled)
+  };
+  /// Every judge of the current set that has a Judge::maxSilence(), in configuration order, and
+  /// of the sets a reload replaced those that still have runs outstanding. Any thread.
+  std::vector<Silence> silences() const;
   /// The judges events are judged with from now on (a copy of the current set's names).
   std::vector<std::string> judgeNames() const;
   /// A configuration reload: judge `index`'s nested sampling rate from now on (any thread).

@@ -87,6 +87,7 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                                               config.ab, ab::makeStore(config.budget), *registry_)),
       admin_(config.admin.listen,
              {[this] { return serializeMetrics(*registry_); }, [this] { return notReady(); },
+              [this] { return unhealthy(); },
               [this](std::string_view query) {
                 return ab_ ? ab_->route(query)
                            : std::pair<int, std::string>{
@@ -503,6 +504,41 @@ std::string Pipeline::notReady() const {
   return "";
 }
 
+std::string Pipeline::unhealthy() const {
+  std::lock_guard lock(stalled_mu_);
+  return stalled_why_;
+}
+
+void Pipeline::checkStalls() {
+  // One entry per judge name (a reload's replaced set may still have runs of the same judge).
+  std::map<std::string, JudgeRunner::Silence> by_name;
+  for (auto& s : runner_.silences()) {
+    auto [it, added] = by_name.try_emplace(s.judge, s);
+    if (!added && (s.stalled || s.silent_seconds > it->second.silent_seconds)) it->second = s;
+  }
+  std::string why;
+  std::set<std::string> now_stalled;
+  for (const auto& [name, s] : by_name) {
+    s.stats->stalled->Set(s.stalled ? 1 : 0);
+    if (!s.stalled) {
+      if (stalled_judges_.count(name))
+        spdlog::info("judge '{}' delivers verdicts again", name);
+      continue;
+    }
+    now_stalled.insert(name);
+    if (!stalled_judges_.count(name))
+      spdlog::error(
+          "judge '{}' is stalled: {} runs outstanding and no verdict for {:.0f} s (it may take "
+          "{:.0f} s when it works); /healthz says 503 until it delivers one",
+          name, s.outstanding, s.silent_seconds, s.limit_seconds);
+    why += fmt::format("{}judge '{}' has delivered no verdict for {:.0f} s with {} runs outstanding",
+                       why.empty() ? "" : "; ", name, s.silent_seconds, s.outstanding);
+  }
+  stalled_judges_ = std::move(now_stalled);
+  std::lock_guard lock(stalled_mu_);
+  stalled_why_ = std::move(why);
+}
+
 void Pipeline::reloadConfig() {
   const auto count = [this](const char* result) {
     reloads_->Add({{"result", result}}).Increment();
@@ -602,6 +638,7 @@ void Pipeline::everySecond() {
     spdlog::info("kafka: a broker answers again");
   }
   judge_stats_.pending.Set(static_cast<double>(runner_.pending()));
+  checkStalls();
   process_stats_.refresh();
   notifyService();
   tracker_.refresh();

@@ -25,7 +25,9 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -159,6 +161,10 @@ class Pipeline {
   /// Why /readyz says 503 ("" = ready): no partition assignment yet, or a budget store that
   /// does not answer. Reads only atomics (the admin thread calls it).
   std::string notReady() const;
+  /// /healthz: the judges that have been silent longer than they may with runs outstanding.
+  std::string unhealthy() const;
+  /// Each second: assay_judge_stalled, the stalls' log lines, unhealthy()'s text.
+  void checkStalls();
   /// Hands the tracker the configured experiments' store (ab.experiments; nothing without).
   void connectAb(const Config& config);
   /// What the judge runner tells the pipeline: an event sampled (tracker join), a score
@@ -196,6 +202,10 @@ class Pipeline {
   std::atomic<bool> store_ready_{true};    // the budget store answered (judges' services)
   std::atomic<bool> brokers_down_{false};  // librdkafka said all brokers are down
   std::atomic<std::int64_t> auth_failed_at_ns_{0};  // steady clock; 0 = never
+  // The stalled judges ("" = none), for /healthz: written each second, read by the admin thread.
+  mutable std::mutex stalled_mu_;
+  std::string stalled_why_;
+  std::set<std::string> stalled_judges_;  // poll thread only: to log each stall's start and end
   AdminServer admin_;
   // ---- Kafka clients and what finishes offsets. The offset trackers outlive the producer,
   // ---- whose destructor may still deliver acknowledgements that finish offsets.

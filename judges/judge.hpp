@@ -9,10 +9,12 @@
 /// at once and the verdict arrives later on another thread). The judge runner calls every
 /// synchronous judge of an event first, in configuration order, then the asynchronous ones.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -179,6 +181,11 @@ class Judge {
       VerdictCallback done) const {  // NOLINT(performance-unnecessary-value-param)
     done(judge(event));
   }
+  /// The longest an asynchronous judge may go without delivering any verdict while runs of it
+  /// are outstanding, when it works: past it the daemon reports the judge stalled (a wedged
+  /// judge, issue 28: /healthz, assay_judge_stalled, the AssayJudgeStalled alert). nullopt:
+  /// never reported (a synchronous judge, whose runs end on the worker's thread).
+  virtual std::optional<std::chrono::seconds> maxSilence() const { return std::nullopt; }
 };
 
 }  // namespace assay

@@ -22,6 +22,11 @@ JudgeStats::JudgeStats(prometheus::Registry& registry)
                    .Name("assay_judge_latency_seconds")
                    .Help("Wall time of one judge run on one event")
                    .Register(registry)),
+      stalled_(prometheus::BuildGauge()
+                   .Name("assay_judge_stalled")
+                   .Help("1 while an asynchronous judge has runs outstanding and has delivered "
+                         "no verdict for longer than it may when it works, else 0")
+                   .Register(registry)),
       pending(prometheus::BuildGauge()
                   .Name("assay_judge_pending_events")
                   .Help("Sampled events whose asynchronous (LLM) verdicts are not all in yet")
@@ -42,6 +47,7 @@ JudgeStats::Judge& JudgeStats::add(const std::string& name, const JudgeInfo& inf
   for (Outcome o : outcomes) add(o);
   j.score = &scores_.Add({{"judge", name}, {"criterion", info.criterion}}, info.buckets);
   j.latency = &latency_.Add({{"judge", name}}, kLatencyBuckets);
+  j.stalled = &stalled_.Add({{"judge", name}});
   return j;
 }
 

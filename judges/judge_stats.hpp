@@ -5,6 +5,10 @@
 ///   assay_judge_latency_seconds{judge}                  wall time of one run, seconds
 ///   assay_judge_pending_events                          sampled events whose asynchronous
 ///                                                       (LLM) verdicts are not all in
+///   assay_judge_stalled{judge}                          1 while an asynchronous judge has runs
+///                                                       outstanding and delivered no verdict
+///                                                       for longer than it may (Judge::
+///                                                       maxSilence), else 0
 /// The outcomes a judge's type can produce (its descriptor's) exist from the start at 0; any
 /// other is created on first use. The hot path holds a `Judge&` and never looks up a family.
 
@@ -34,6 +38,7 @@ class JudgeStats {
     std::array<std::atomic<prometheus::Counter*>, kOutcomeCount> runs{};  // by Outcome
     prometheus::Histogram* score = nullptr;
     prometheus::Histogram* latency = nullptr;  ///< seconds
+    prometheus::Gauge* stalled = nullptr;      ///< 0 or 1, set by the pipeline each second
   };
   /// Adds one configured judge's series (a judge added again, by a configuration reload, gets
   /// the same series: its counters go on). Thread-safe; the result lives as long as this object.
@@ -45,6 +50,7 @@ class JudgeStats {
   prometheus::Family<prometheus::Counter>& runs_;
   prometheus::Family<prometheus::Histogram>& scores_;
   prometheus::Family<prometheus::Histogram>& latency_;
+  prometheus::Family<prometheus::Gauge>& stalled_;
   std::mutex mu_;  // creating a series on first use
   std::deque<Judge> judges_;
 

@@ -5,6 +5,7 @@
 #include <rapidjson/writer.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -207,6 +208,21 @@ std::vector<LlmJudge::Abandoned> LlmJudge::abandon() const {
   waiting_.clear();
   open_batch_.clear();
   return out;
+}
+
+std::optional<std::chrono::seconds> LlmJudge::maxSilence() const {
+  using std::chrono::seconds;
+  const auto& s = settings_;
+  if (s.batch) {
+    // OpenAI's and Anthropic's batches end within 24 hours (completion_window "24h"; Anthropic
+    // expires a batch after 24 hours), their results read at the next poll.
+    return std::chrono::duration_cast<seconds>(s.batch_max_wait + 2 * s.batch_poll) +
+           std::chrono::hours(25);
+  }
+  const int attempts = std::max(s.retry.max_attempts, 1);
+  const Millis longest =
+      s.timeout * attempts + s.retry.max_retry_wait * (attempts - 1) + kMaxBudgetWait;
+  return std::max(seconds(300), std::chrono::duration_cast<seconds>(2 * longest));
 }
 
 int LlmJudge::inFlight() const {

@@ -176,6 +176,12 @@ class LlmJudge final : public Judge {
   /// The same call with every detail of its accounting (tests, benchmarks).
   void call(const Event& event, std::function<void(LlmCallResult)> done) const;
 
+  /// How long the judge may go without a verdict while calls are outstanding, when it works:
+  /// twice the longest call (timeout × max_attempts + max_retry_wait × (max_attempts − 1) +
+  /// the 60 s budget wait), at least 5 minutes (720 s with the defaults); with `batch: true`,
+  /// batch_max_wait + the providers' 24 h completion window + two polls + 1 hour.
+  std::optional<std::chrono::seconds> maxSilence() const override;
+
   const LlmJudgeSettings& settings() const { return settings_; }
   int inFlight() const;
 

@@ -37,7 +37,9 @@ class ThrowingJudge final : public Judge {
 /// its own thread, in the order the events came.
 class RemoteJudge final : public Judge {
  public:
-  RemoteJudge() : thread_([this] { loop(); }) {}
+  explicit RemoteJudge(std::optional<std::chrono::seconds> max_silence = std::nullopt)
+      : max_silence_(max_silence), thread_([this] { loop(); }) {}
+  std::optional<std::chrono::seconds> maxSilence() const override { return max_silence_; }
   ~RemoteJudge() override {
     {
       std::lock_guard lock(mu_);
@@ -82,6 +84,7 @@ class RemoteJudge final : public Judge {
   mutable std::deque<std::pair<double, VerdictCallback>> calls_;
   int released_ = 0;
   bool stop_ = false;
+  std::optional<std::chrono::seconds> max_silence_;
   std::thread thread_;
 };
 
@@ -292,6 +295,63 @@ TEST_CASE("asynchronous verdicts: the last one completes the judgment; nested ra
   CHECK(half_seen == half_expected);
   CHECK(half_expected > 0);
   CHECK(half_expected < 10);
+}
+
+TEST_CASE("an asynchronous judge silent past its maxSilence with runs outstanding is stalled") {
+  // Issue 28: replies that wedged an LLM judge left /healthz at ok; the runner now says which
+  // judge has delivered nothing for longer than it may (the pipeline exports and serves it).
+  prometheus::Registry registry;
+  JudgeStats stats(registry);
+  BoundedQueue<WorkItem> queue(100);
+  Collected out;
+  auto remote = std::make_unique<RemoteJudge>(std::chrono::seconds(1));
+  RemoteJudge* remote_ptr = remote.get();
+  std::vector<RunnableJudge> judges;
+  judges.push_back(RunnableJudge{"remote",
+                                 JudgeInfo{"faithfulness", 0, 1, {0, 1}, true},
+                                 1.0,
+                                 {},
+                                 std::move(remote),
+                                 true,
+                                 {},
+                                 std::nullopt});
+  judges.push_back(local("overlap", JudgeKind::kLexical, "context_overlap"));  // no maxSilence
+  JudgeRunner runner(std::move(judges), stats, queue, out.listener(), /*workers=*/0, nullptr);
+  const auto only = [&] {
+    const auto all = runner.silences();
+    REQUIRE(all.size() == 1);  // the synchronous judge has none
+    CHECK(all[0].judge == "remote");
+    CHECK(all[0].limit_seconds == 1.0);
+    return all[0];
+  };
+  CHECK(only().outstanding == 0);
+  CHECK(only().silent_seconds == 0.0);
+  CHECK_FALSE(only().stalled);
+  const auto started = std::chrono::steady_clock::now();
+  runner.run(item(1, "The warranty lasts two years, says the contract."));
+  runner.run(item(2, "The warranty lasts two years, says the contract."));
+  const auto first = only();
+  CHECK(first.outstanding == 2);
+  // Not stalled before its limit, whatever the machine's speed: checked only while the test
+  // itself has taken less than the limit.
+  if (std::chrono::steady_clock::now() - started < std::chrono::milliseconds(900))
+    CHECK_FALSE(first.stalled);
+  CHECK(test::waitUntil("the silent judge reported stalled", [&] { return only().stalled; }));
+  CHECK(only().silent_seconds > 1.0);
+  CHECK(only().stats != nullptr);  // its series, for assay_judge_stalled
+  // One verdict is progress: the silence starts again from it, so it is no longer than the
+  // time since the release (the limit may pass again on a slow machine, hence no check of it).
+  const auto released = std::chrono::steady_clock::now();
+  remote_ptr->release(1);
+  REQUIRE(out.waitFor(1));
+  CHECK(test::waitUntil("one run left outstanding", [&] { return only().outstanding == 1; }));
+  const double silent = only().silent_seconds;
+  CHECK(silent <= std::chrono::duration<double>(std::chrono::steady_clock::now() - released).count());
+  remote_ptr->release(1);
+  REQUIRE(out.waitFor(2));
+  CHECK(test::waitUntil("no run outstanding", [&] { return only().outstanding == 0; }));
+  CHECK(only().silent_seconds == 0.0);
+  CHECK_FALSE(only().stalled);
 }
 
 TEST_CASE("a reload replaces the judges: events in flight finish with the old ones") {
