@@ -128,10 +128,10 @@ class JudgeRunner {
   /// verdict (or, when it had none outstanding before, since its oldest outstanding run began).
   struct Silence {
     std::string judge;
-    int outstanding = 0;          ///< runs started whose verdict is not in
-    double silent_seconds = 0;    ///< 0 when nothing is outstanding
-    double limit_seconds = 0;     ///< Judge::maxSilence()
-    bool stalled = false;         ///< outstanding > 0 and silent_seconds > limit_seconds
+    int outstanding = 0;                 ///< runs started whose verdict is not in
+    double silent_seconds = 0;           ///< 0 when nothing is outstanding
+    double limit_seconds = 0;            ///< Judge::maxSilence()
+    bool stalled = false;                ///< outstanding > 0 and silent_seconds > limit_seconds
     JudgeStats::Judge* stats = nullptr;  ///< its series (assay_judge_stalled)
   };
   /// Every judge of the current set that has a Judge::maxSilence(), in configuration order, and

@@ -521,8 +521,7 @@ void Pipeline::checkStalls() {
   for (const auto& [name, s] : by_name) {
     s.stats->stalled->Set(s.stalled ? 1 : 0);
     if (!s.stalled) {
-      if (stalled_judges_.count(name))
-        spdlog::info("judge '{}' delivers verdicts again", name);
+      if (stalled_judges_.count(name)) spdlog::info("judge '{}' delivers verdicts again", name);
       continue;
     }
     now_stalled.insert(name);
@@ -531,8 +530,9 @@ void Pipeline::checkStalls() {
           "judge '{}' is stalled: {} runs outstanding and no verdict for {:.0f} s (it may take "
           "{:.0f} s when it works); /healthz says 503 until it delivers one",
           name, s.outstanding, s.silent_seconds, s.limit_seconds);
-    why += fmt::format("{}judge '{}' has delivered no verdict for {:.0f} s with {} runs outstanding",
-                       why.empty() ? "" : "; ", name, s.silent_seconds, s.outstanding);
+    why +=
+        fmt::format("{}judge '{}' has delivered no verdict for {:.0f} s with {} runs outstanding",
+                    why.empty() ? "" : "; ", name, s.silent_seconds, s.outstanding);
   }
   stalled_judges_ = std::move(now_stalled);
   std::lock_guard lock(stalled_mu_);

@@ -346,7 +346,8 @@ TEST_CASE("an asynchronous judge silent past its maxSilence with runs outstandin
   REQUIRE(out.waitFor(1));
   CHECK(test::waitUntil("one run left outstanding", [&] { return only().outstanding == 1; }));
   const double silent = only().silent_seconds;
-  CHECK(silent <= std::chrono::duration<double>(std::chrono::steady_clock::now() - released).count());
+  CHECK(silent <=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - released).count());
   remote_ptr->release(1);
   REQUIRE(out.waitFor(2));
   CHECK(test::waitUntil("no run outstanding", [&] { return only().outstanding == 0; }));
