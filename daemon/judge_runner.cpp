@@ -167,12 +167,13 @@ void JudgeRunner::replaceJudges(std::vector<RunnableJudge> judges) {
 }
 
 std::vector<JudgeRunner::Silence> JudgeRunner::silences() const {
-  std::vector<std::shared_ptr<Set>> sets;
-  {
-    std::lock_guard lock(set_mu_);
-    sets = retired_;
-    sets.push_back(current_);
-  }
+  // Read under the lock, without copying the sets' shared_ptrs: a copy is a virtual call on
+  // the control block, whose UBSan vptr check needs a spare file descriptor (pipe()) when its
+  // cache misses, and this runs every second, also while descriptors run out (admin_fds).
+  std::lock_guard lock(set_mu_);
+  std::vector<const Set*> sets;
+  for (const auto& r : retired_) sets.push_back(r.get());
+  sets.push_back(current_.get());
   const std::int64_t now = steadyNs(Clock::now());
   std::vector<Silence> out;
   for (std::size_t k = 0; k < sets.size(); ++k) {
