@@ -88,6 +88,18 @@ class RemoteJudge final : public Judge {
   std::thread thread_;
 };
 
+/// The asynchronous judge `remote` as the runner takes it (a faithfulness score in [0, 1]).
+RunnableJudge remoteRunnable(std::unique_ptr<RemoteJudge> judge) {
+  return RunnableJudge{"remote",
+                       JudgeInfo{"faithfulness", 0, 1, {0, 1}, true},
+                       1.0,
+                       {},
+                       std::move(judge),
+                       true,
+                       {},
+                       std::nullopt};
+}
+
 RunnableJudge local(const char* name, JudgeKind kind, const char* type, double rate = 1.0,
                     std::vector<RunIfCondition> run_if = {}) {
   const auto* f = findJudgeFactory(kind, type);
@@ -255,14 +267,7 @@ TEST_CASE("asynchronous verdicts: the last one completes the judgment; nested ra
   RemoteJudge* remote_ptr = remote.get();
   std::vector<RunnableJudge> judges;
   // Listed first, run last: an asynchronous judge starts after every local one.
-  judges.push_back(RunnableJudge{"remote",
-                                 JudgeInfo{"faithfulness", 0, 1, {0, 1}, true},
-                                 1.0,
-                                 {},
-                                 std::move(remote),
-                                 true,
-                                 {},
-                                 std::nullopt});
+  judges.push_back(remoteRunnable(std::move(remote)));
   judges.push_back(local("overlap", JudgeKind::kLexical, "context_overlap"));
   judges.push_back(local("half", JudgeKind::kCheck, "answer_nonempty", 0.5));
   JudgeRunner runner(std::move(judges), stats, queue, out.listener(), /*workers=*/0, nullptr);
@@ -307,14 +312,7 @@ TEST_CASE("an asynchronous judge silent past its maxSilence with runs outstandin
   auto remote = std::make_unique<RemoteJudge>(std::chrono::seconds(1));
   RemoteJudge* remote_ptr = remote.get();
   std::vector<RunnableJudge> judges;
-  judges.push_back(RunnableJudge{"remote",
-                                 JudgeInfo{"faithfulness", 0, 1, {0, 1}, true},
-                                 1.0,
-                                 {},
-                                 std::move(remote),
-                                 true,
-                                 {},
-                                 std::nullopt});
+  judges.push_back(remoteRunnable(std::move(remote)));
   judges.push_back(local("overlap", JudgeKind::kLexical, "context_overlap"));  // no maxSilence
   JudgeRunner runner(std::move(judges), stats, queue, out.listener(), /*workers=*/0, nullptr);
   const auto only = [&] {
