@@ -147,7 +147,7 @@ void CallServices::undoAbandoned() {
 }
 
 void CallServices::onCall(const std::string& judge_scope, double cost_eur,
-                          const std::string& exhausted_scope) {
+                          const std::string& exhausted_scope, double exhausted_cap_eur) {
   const auto t = nowMs();
   std::lock_guard lock(mu_);
   if (cost_eur > 0) {
@@ -155,7 +155,8 @@ void CallServices::onCall(const std::string& judge_scope, double cost_eur,
       if (auto it = scopes_.find(name); it != scopes_.end()) it->second.projection.add(t, cost_eur);
   }
   if (!exhausted_scope.empty()) {
-    if (auto it = scopes_.find(exhausted_scope); it != scopes_.end()) {
+    auto it = scopes_.find(exhausted_scope);
+    if (it != scopes_.end() && exhausted_cap_eur >= it->second.cap) {
       it->second.refused_day = budgetDay(budget_.timezone, t);
       it->second.gauges.exhausted->Set(1);
     }

@@ -60,8 +60,11 @@ class CallServices {
   void addScope(const std::string& scope, double cap_eur);
 
   /// Bookkeeping of one finished call: `cost_eur` charged to "global" and `judge_scope`,
-  /// `exhausted_scope` (when not empty) refused it today.
-  void onCall(const std::string& judge_scope, double cost_eur, const std::string& exhausted_scope);
+  /// `exhausted_scope` (when not empty) refused it today under a cap of `exhausted_cap_eur`
+  /// €/day. A refusal under a lower cap than the scope's current one (a reload raised it while
+  /// the refused call was in flight) does not mark the scope exhausted again.
+  void onCall(const std::string& judge_scope, double cost_eur, const std::string& exhausted_scope,
+              double exhausted_cap_eur);
   /// Calls started and not yet answered (judges count them).
   std::atomic<int>& pending() { return pending_; }
   /// Judges register while they live, so that stop() can undo their abandoned calls.

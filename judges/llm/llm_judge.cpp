@@ -285,7 +285,7 @@ void LlmJudge::judgeAsync(const Event& event, VerdictCallback done) const {
     if (!r.usage_reported) stats_.usage_missing->Increment();
     if (r.from_store) stats_.stored->Increment();
     if (r.store_unavailable) services_.stats().store_errors.Increment();
-    services_.onCall("judge:" + settings_.name, r.cost_eur, r.exhausted_scope);
+    services_.onCall("judge:" + settings_.name, r.cost_eur, r.exhausted_scope, r.exhausted_cap_eur);
     --services_.pending();
     done(std::move(v));
   });
@@ -368,6 +368,10 @@ void LlmJudge::finishEarly(const std::shared_ptr<Call>& c, Outcome o, std::strin
                            std::string scope, bool store_unavailable) const {
   LlmCallResult r;
   r.store_unavailable = store_unavailable;
+  // The cap the refusal was made under: a reload that raised it since must not be undone by
+  // this late answer (CallServices::onCall).
+  for (const auto& l : scopes())
+    if (l.scope == scope) r.exhausted_cap_eur = l.daily_limit_eur;
   r.exhausted_scope = std::move(scope);
   r.verdict.outcome = o;
   r.verdict.justification = std::move(why);

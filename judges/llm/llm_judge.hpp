@@ -118,6 +118,7 @@ struct LlmCallResult {
   int attempts = 0;   ///< HTTP attempts made
   bool contexts_truncated = false;
   std::string exhausted_scope;     ///< skipped_budget because this scope's cap was reached
+  double exhausted_cap_eur = 0;    ///< that scope's cap (€/day) when the store refused the call
   bool store_unavailable = false;  ///< skipped_budget because the budget store did not answer
   /// The event was delivered again: its verdict comes from the verdict store (no call, no
   /// charge, no tokens).

@@ -194,6 +194,53 @@ TEST_CASE("outcomes decided before any call: no_context, context_too_long, skipp
   CHECK(fx.requests() == before);  // none of these reached the provider
 }
 
+TEST_CASE("a refusal answered after a reload raised the cap does not mark the scope exhausted") {
+  // CI saw it (integration_test_reload_judges): a call refused under the old cap, answered after
+  // SIGHUP rebuilt the judge under a raised one, set assay_budget_exhausted back to 1 for the
+  // rest of the day although the store takes calls again.
+  Fixture fx;
+  auto exhausted = [&fx](const std::string& scope) {
+    fx.services.calls.refresh();
+    fx.services.calls.ledger().sync();  // the snapshot ran and its gauges were applied
+    for (const auto& family : fx.services.registry.Collect())
+      if (family.name == "assay_budget_exhausted")
+        for (const auto& m : family.metric)
+          if (m.label.size() == 1 && m.label[0].value == scope) return m.gauge.value;
+    return -1.0;
+  };
+  auto judged = [](const LlmJudge& j, const std::string& id) {
+    Event e = event();
+    e.id = id;
+    return j.judge(e);
+  };
+  auto s = fx.settings();
+  s.global_daily_limit_eur = 0.000001;  // less than one call's worst case
+  auto old_judge = std::make_unique<LlmJudge>(s, fx.services.calls);
+  CHECK(judged(*old_judge, "before").outcome == Outcome::kSkippedBudget);
+  CHECK(exhausted("global") == 1.0);
+  // The ledger thread is held while a call of the old judge waits for its reservation, and the
+  // reload builds the new judge (cap EUR 5) before the store refuses that call.
+  std::promise<void> gate;
+  auto opened = gate.get_future().share();
+  fx.services.calls.ledger().run([opened](BudgetStore&) { opened.wait(); });
+  std::promise<Verdict> late;
+  Event e = event();
+  e.id = "late";
+  old_judge->judgeAsync(e, [&late](Verdict v) { late.set_value(std::move(v)); });
+  LlmJudge new_judge(fx.settings(), fx.services.calls);
+  gate.set_value();
+  CHECK(late.get_future().get().outcome == Outcome::kSkippedBudget);
+  CHECK(exhausted("global") == 0.0);
+  CHECK(judged(new_judge, "after").outcome == Outcome::kOk);
+  // A refusal under the scope's current cap still marks it.
+  s.global_daily_limit_eur = 5.0;
+  s.daily_limit_eur = 0.000001;
+  LlmJudge capped(s, fx.services.calls);
+  CHECK(judged(capped, "capped").outcome == Outcome::kSkippedBudget);
+  CHECK(exhausted("judge:faithfulness_llm") == 1.0);
+  CHECK(exhausted("global") == 0.0);
+}
+
 TEST_CASE("truncated and usage-less replies are still charged") {
   Fixture fx;
   LlmJudge j(fx.settings(), fx.services.calls);
