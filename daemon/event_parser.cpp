@@ -1,12 +1,11 @@
 #include "daemon/event_parser.hpp"
 
 #include <rapidjson/document.h>
-#include <rapidjson/encodings.h>
 #include <rapidjson/error/en.h>
-#include <rapidjson/memorystream.h>
 #include <rapidjson/pointer.h>
 
 #include "judges/json_limits.hpp"
+#include "judges/utf8.hpp"
 
 namespace assay {
 
@@ -39,17 +38,6 @@ struct FieldError {
   InvalidReason reason;
   std::string detail;
 };
-
-bool validUtf8(std::string_view s) {
-  rapidjson::MemoryStream is(s.data(), s.size());
-  struct NullOut {
-    void Put(char) {}
-  } os;
-  while (is.Tell() < s.size()) {
-    if (!rapidjson::UTF8<>::Validate(is, os)) return false;
-  }
-  return true;
-}
 
 std::string str(const Value& v) { return std::string(v.GetString(), v.GetStringLength()); }
 
@@ -164,12 +152,14 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
             std::to_string(payload.size()) + " bytes > max_event_bytes " +
                 std::to_string(max_event_bytes_)};
   }
-  if (!validUtf8(payload)) return {false, InvalidReason::kNotUtf8, "invalid UTF-8 sequence"};
-  if (const auto shape = jsonShapeProblem(payload))
+  if (const auto shape = jsonShapeProblem(payload)) {
+    using Kind = JsonShapeProblem::Kind;
     return {false,
-            shape->kind == JsonShapeProblem::Kind::kTooDeep ? InvalidReason::kTooDeep
-                                                            : InvalidReason::kNotJson,
+            shape->kind == Kind::kTooDeep   ? InvalidReason::kTooDeep
+            : shape->kind == Kind::kNotUtf8 ? InvalidReason::kNotUtf8
+                                            : InvalidReason::kNotJson,
             shape->message()};
+  }
   rapidjson::Document d;
   d.Parse(payload.data(), payload.size());
   if (d.HasParseError()) {
@@ -206,7 +196,14 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
     else
       return {false, InvalidReason::kWrongType, p_->id.path + ": expected a string or an integer"};
   }
-  if (e.id.empty()) e.id = std::string(fallback_id);
+  if (e.id.empty()) {
+    // The Kafka key is bytes, not text: as an id it leaves in every judgment and log line.
+    if (!isValidUtf8(fallback_id))
+      return {false, InvalidReason::kNotUtf8,
+              "no id field, and the message key (the id then) is not valid UTF-8 (at byte " +
+                  std::to_string(firstInvalidUtf8(fallback_id)) + ")"};
+    e.id = std::string(fallback_id);
+  }
   if (auto err = optString(p_->tenant, e.tenant)) return fail(*err);
   if (auto err = optString(p_->app, e.app)) return fail(*err);
   if (auto err = optString(p_->variant, e.variant)) return fail(*err);

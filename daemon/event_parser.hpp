@@ -1,10 +1,11 @@
 #pragma once
 /// Turns one Kafka message value into an `Event`, reading fields at the configured JSON
 /// Pointers (RFC 6901). Checks, in this order: size (`too_large`), UTF-8 validity of the whole
-/// payload (`not_utf8`), nesting depth (`too_deep`) and NUL bytes (`not_json`:
-/// judges/json_limits.hpp), JSON syntax and a top-level object (`not_json`), required fields
-/// `question`/`answer` (`missing_field`, also when null), and field types (`wrong_type`).
-/// Never throws on message content.
+/// payload (`not_utf8`), nesting depth (`too_deep`), NUL bytes and escapes of half a surrogate
+/// pair (`not_json`: judges/json_limits.hpp), JSON syntax and a top-level object (`not_json`),
+/// required fields `question`/`answer` (`missing_field`, also when null), field types
+/// (`wrong_type`), and a message key used as the id that is not UTF-8 (`not_utf8`). Never throws on
+/// message content.
 
 #include <memory>
 #include <string>

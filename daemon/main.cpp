@@ -57,6 +57,29 @@ void onSignal(int sig) {
 }
 void onHangup(int) { assay::requestReload(); }
 
+/// The signal dispositions, set before main() and every other static initializer of assayd:
+/// a SIGHUP (reload) or SIGTERM that arrives while the configuration loads, or during
+/// --check-config, is recorded for the pipeline instead of ending the process by the default
+/// action (SIGHUP's is to terminate). Only the dynamic loader runs before it.
+__attribute__((constructor(101))) void installSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;
+  sa.sa_flags = SA_RESTART;  // a read or open(2) of a FIFO in progress goes on
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  // SIGHUP reopens the JSON Lines file (logrotate) and reloads the configuration.
+  struct sigaction hup {};
+  hup.sa_handler = onHangup;
+  hup.sa_flags = SA_RESTART;
+  sigemptyset(&hup.sa_mask);
+  sigaction(SIGHUP, &hup, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  // A file size limit (ulimit -f) makes write(2) fail with EFBIG, which the sinks handle; the
+  // signal's default action would end the process.
+  std::signal(SIGXFSZ, SIG_IGN);
+}
+
 int usageError(const std::string& message) {
   std::cerr << "assayd: " << message << "\n" << kUsage;
   return 2;
@@ -119,7 +142,12 @@ int main(int argc, char** argv) {
   if (!check_path.empty() && (!config_path.empty() || !run.replay_file.empty() ||
                               !run.replay_feedback_file.empty() || run.exit_when_idle_s))
     return usageError("--check-config FILE checks a file and exits: it takes no other option");
-  if (!check_path.empty()) return assay::checkConfig(check_path, std::cout, std::cerr);
+  if (!check_path.empty()) {
+    // A check is a command, not the service: Ctrl-C and SIGTERM end it (SIGHUP stays caught).
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    return assay::checkConfig(check_path, std::cout, std::cerr);
+  }
   if (config_path.empty()) return usageError("--config FILE is required");
 
   auto res = assay::loadConfigFile(config_path);
@@ -144,22 +172,6 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(res.config.log.level));
   spdlog::set_formatter(assay::logFormatter(res.config.log.format, assay::stderrIsJournal()));
-
-  struct sigaction sa {};
-  sa.sa_handler = onSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  // SIGHUP reopens the JSON Lines file (logrotate) and reloads the configuration; its default
-  // action would end the process.
-  struct sigaction hup {};
-  hup.sa_handler = onHangup;
-  sigemptyset(&hup.sa_mask);
-  sigaction(SIGHUP, &hup, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-  // A file size limit (ulimit -f) makes write(2) fail with EFBIG, which the sinks handle; the
-  // signal's default action would end the process.
-  std::signal(SIGXFSZ, SIG_IGN);
 
   spdlog::info("assayd {} starting with {} ({} judges, sampling rate {})", assay::kAssayVersion,
                config_path, res.config.judges.size(), res.config.sampling.rate);

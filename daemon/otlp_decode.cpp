@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "judges/json_limits.hpp"
+#include "judges/utf8.hpp"
 
 namespace assay::otlp {
 
@@ -237,38 +238,7 @@ class JsonReader {
 
 // ---- protobuf wire format --------------------------------------------------------------------
 
-// proto3 `string` fields are UTF-8 (protobuf's parsers refuse anything else): well-formed
-// sequences only, no overlong forms, no surrogates, nothing above U+10FFFF.
-bool validUtf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* end = p + s.size();
-  while (p < end) {
-    if (*p < 0x80) {
-      ++p;
-      continue;
-    }
-    int n = 0;
-    std::uint32_t cp = 0;
-    if ((*p & 0xE0) == 0xC0) {
-      n = 1, cp = *p & 0x1F;
-    } else if ((*p & 0xF0) == 0xE0) {
-      n = 2, cp = *p & 0x0F;
-    } else if ((*p & 0xF8) == 0xF0) {
-      n = 3, cp = *p & 0x07;
-    } else {
-      return false;
-    }
-    if (end - p <= n) return false;
-    for (int i = 1; i <= n; ++i) {
-      if ((p[i] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    static constexpr std::uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    p += n + 1;
-  }
-  return true;
-}
+// proto3 `string` fields are UTF-8 (protobuf's parsers refuse anything else): judges/utf8.hpp.
 
 enum WireType { kVarint = 0, kFixed64 = 1, kLen = 2, kStartGroup = 3, kEndGroup = 4, kFixed32 = 5 };
 
@@ -396,7 +366,7 @@ class ProtoReader {
       Attribute a;
       if (!fields(f.bytes, f.offset, "KeyValue", [&](const Field& kv) {
             if (kv.number == 1 && kv.wire_type == kLen) {
-              if (!validUtf8(kv.bytes)) return fail("invalid UTF-8 in a key", kv.offset);
+              if (!isValidUtf8(kv.bytes)) return fail("invalid UTF-8 in a key", kv.offset);
               a.key = kv.bytes;
             }
             if (kv.number == 2 && kv.wire_type == kLen) return anyValue(kv, depth, a.value);
@@ -417,7 +387,7 @@ class ProtoReader {
       switch (f.number) {
         case 1:
           if (f.wire_type == kLen) {
-            if (!validUtf8(f.bytes)) return fail("invalid UTF-8 in a string value", f.offset);
+            if (!isValidUtf8(f.bytes)) return fail("invalid UTF-8 in a string value", f.offset);
             out.type = Value::Type::kString, out.str = f.bytes;
           }
           break;
@@ -501,7 +471,7 @@ class ProtoReader {
               break;
             case 5:
               if (f.wire_type == kLen) {
-                if (!validUtf8(f.bytes)) return fail("invalid UTF-8 in a span name", f.offset);
+                if (!isValidUtf8(f.bytes)) return fail("invalid UTF-8 in a span name", f.offset);
                 sp.name = f.bytes;
               }
               break;

@@ -5,12 +5,18 @@
 ///     the schema validator after it) would overflow the stack on a few hundred kilobytes of
 ///     `[[[[…`, a crash that repeats on every redelivery of the message;
 ///   - a NUL byte anywhere: RapidJSON treats it as the end of the text, so a message would be
-///     judged on its first part only. A message is valid JSON in its whole length or invalid.
+///     judged on its first part only. A message is valid JSON in its whole length or invalid;
+///   - bytes that are not well-formed UTF-8 (utf8.hpp), and a `\uDC00`-style escape that is not
+///     the second half of a surrogate pair (or a `\uD800`-style one not followed by its second
+///     half): RapidJSON 1.1 decodes a lone low surrogate into bytes that are not UTF-8, and the
+///     string would leave assay invalid (promtool refuses the whole /metrics page for one label).
 
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "judges/utf8.hpp"
 
 namespace assay {
 
@@ -18,27 +24,69 @@ namespace assay {
 inline constexpr int kMaxJsonDepth = 128;
 
 struct JsonShapeProblem {
-  enum class Kind { kTooDeep, kNulByte } kind;
+  enum class Kind { kTooDeep, kNulByte, kNotUtf8, kLoneSurrogate } kind;
   std::size_t offset;  ///< byte where the limit was crossed
   std::string message() const {
-    return kind == Kind::kTooDeep ? "nested deeper than " + std::to_string(kMaxJsonDepth) +
-                                        " arrays/objects (at byte " + std::to_string(offset) + ")"
-                                  : "a NUL byte at byte " + std::to_string(offset);
+    const std::string at = "at byte " + std::to_string(offset);
+    switch (kind) {
+      case Kind::kTooDeep:
+        return "nested deeper than " + std::to_string(kMaxJsonDepth) + " arrays/objects (" + at +
+               ")";
+      case Kind::kNulByte:
+        return "a NUL byte " + at;
+      case Kind::kNotUtf8:
+        return "invalid UTF-8 sequence " + at;
+      case Kind::kLoneSurrogate:
+        return "a \\u escape of half a surrogate pair " + at + " (not a character)";
+    }
+    return at;
   }
 };
 
-/// The first problem of `text`, or nullopt. Brackets inside strings (escapes included) do not
-/// count. Linear in the text, no allocation; the text need not be valid JSON otherwise.
+namespace json_limits_detail {
+/// The value of the 4 hex digits at text[at..at+3], or -1.
+inline long hex4(std::string_view text, std::size_t at) {
+  if (at + 4 > text.size()) return -1;
+  long v = 0;
+  for (std::size_t k = at; k < at + 4; ++k) {
+    const char c = text[k];
+    const int d = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+}  // namespace json_limits_detail
+
+/// The first problem of `text`, or nullopt: invalid UTF-8 first (anywhere in the text), then the
+/// first of depth, NUL byte and half a surrogate pair. Brackets inside strings (escapes included)
+/// do not count. Linear in the text, no allocation; the text need not be valid JSON otherwise.
 inline std::optional<JsonShapeProblem> jsonShapeProblem(std::string_view text) {
+  using json_limits_detail::hex4;
+  if (const auto bad = firstInvalidUtf8(text); bad < text.size())
+    return JsonShapeProblem{JsonShapeProblem::Kind::kNotUtf8, bad};
   int depth = 0;
   bool in_string = false, escaped = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '\0') return JsonShapeProblem{JsonShapeProblem::Kind::kNulByte, i};
     if (in_string) {
-      if (escaped)
+      if (escaped) {
         escaped = false;
-      else if (c == '\\')
+        const long u = c == 'u' ? hex4(text, i + 1) : -1;
+        if (u >= 0xDC00 && u <= 0xDFFF)  // a second half with no first half before it
+          return JsonShapeProblem{JsonShapeProblem::Kind::kLoneSurrogate, i - 1};
+        if (u >= 0xD800 && u <= 0xDBFF) {  // a first half: its second half must follow
+          const bool next = i + 6 < text.size() && text[i + 5] == '\\' && text[i + 6] == 'u';
+          const long low = next ? hex4(text, i + 7) : -1;
+          if (low < 0xDC00 || low > 0xDFFF)
+            return JsonShapeProblem{JsonShapeProblem::Kind::kLoneSurrogate, i - 1};
+          i += 10;  // past both escapes' digits
+        }
+      } else if (c == '\\')
         escaped = true;
       else if (c == '"')
         in_string = false;

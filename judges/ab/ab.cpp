@@ -15,6 +15,7 @@
 
 #include "judges/llm/budget.hpp"
 #include "judges/tracking/sequential.hpp"
+#include "judges/utf8.hpp"
 
 namespace assay::ab {
 namespace {
@@ -454,6 +455,9 @@ std::pair<int, std::string> AbService::route(std::string_view query) {
   const auto unit = queryParam(query, "unit");
   if (!name || name->empty() || !unit || unit->empty() || unit->size() > 256)
     return {400, json({{"error", "expected ?experiment=NAME&unit=ID (unit: 1 to 256 bytes)"}}, {})};
+  // Percent-decoding makes bytes, not text: the answer (and the store's keys) are UTF-8 only.
+  if (!isValidUtf8(*name) || !isValidUtf8(*unit))
+    return {400, json({{"error", "experiment and unit must be UTF-8 once percent-decoded"}}, {})};
   const AbExperiment* e = find(*name);
   if (!e)
     return {404, json({{"error", "unknown experiment '" + *name + "' (ab.experiments)"}}, {})};

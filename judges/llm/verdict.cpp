@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "judges/json_limits.hpp"
+#include "judges/utf8.hpp"
 
 namespace assay::llm {
 namespace {
@@ -129,13 +130,9 @@ bool noClaim(std::string_view c) {
                            lower == "none." || lower == "nothing");
 }
 
-/// At most kMaxJustificationBytes, cut on a UTF-8 character boundary, "…" added when cut.
-std::string capped(std::string_view text) {
-  if (text.size() <= kMaxJustificationBytes) return std::string(text);
-  std::size_t n = kMaxJustificationBytes;
-  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
-  return std::string(text.substr(0, n)) + "\xE2\x80\xA6";
-}
+/// At most kMaxJustificationBytes of valid UTF-8, cut on a character boundary, "…" added when
+/// cut.
+std::string capped(std::string_view text) { return utf8Clean(text, kMaxJustificationBytes); }
 
 LlmVerdict fail(Outcome o, std::string why) {
   LlmVerdict v;
@@ -203,7 +200,7 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
     if (problem == "reply is not a JSON object") {
       const std::string_view body = stripFence(stripPreamble(content));
       if (body.find("\"score\"") == std::string_view::npos && looksLikeRefusal(body))
-        return fail(Outcome::kRefused, std::string(body.substr(0, 200)));
+        return fail(Outcome::kRefused, utf8Clean(body, 200));
     }
     if (d.IsObject() && objectRefuses(d))
       return fail(Outcome::kRefused, "the verdict object declines to judge");

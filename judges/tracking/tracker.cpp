@@ -15,6 +15,7 @@
 #include "config/rfc3339.hpp"
 #include "judges/json_limits.hpp"
 #include "judges/tracking/stats.hpp"
+#include "judges/utf8.hpp"
 
 namespace assay {
 namespace {
@@ -167,6 +168,10 @@ std::optional<Feedback> parseFeedback(std::string_view payload, std::string_view
   f.kind = k == "rating" ? Feedback::Kind::kRating : Feedback::Kind::kAnnotation;
   if (!str("id", f.id)) {
     if (!error.empty()) return std::nullopt;
+    if (!isValidUtf8(fallback_id)) {  // the key is bytes, not text: it would leave as the id
+      error = "/id: missing, and the message key is not valid UTF-8";
+      return std::nullopt;
+    }
     f.id = std::string(fallback_id);
   }
   if (f.id.empty()) {

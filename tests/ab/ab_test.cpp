@@ -183,6 +183,12 @@ TEST_CASE("the router: one unit one arm on 100 calls, errors, and the winner onc
   for (int i = 0; i < 100; ++i)
     CHECK(armOf(service.route("unit=user-7&experiment=answer-style").second) == arm);
   CHECK(service.route("experiment=answer-style").first == 400);
+  // Issue 28: %FF was reflected as a raw byte, an answer that is not UTF-8.
+  const auto [bad_status, bad_body] = service.route("experiment=answer-style&unit=u%FF");
+  CHECK(bad_status == 400);
+  CHECK(bad_body == "{\"error\":\"experiment and unit must be UTF-8 once percent-decoded\"}\n");
+  CHECK(service.route("experiment=%ED%A0%80&unit=u").first == 400);
+  CHECK(service.route("experiment=answer-style&unit=caf%C3%A9").first == 200);
   CHECK(service.route("experiment=nope&unit=u").first == 404);
   // Ratings: by arm name, or by the unit the router served; an unknown arm is counted apart.
   const auto* e = service.find("answer-style");

@@ -87,6 +87,31 @@ TEST_CASE("each invalid message lands in its reason") {
   CHECK(r.detail == "/contexts/0/text: expected a string");
 }
 
+TEST_CASE("every string of an event is UTF-8: escapes of half a surrogate pair, the key as id") {
+  // Issue 28: "acme\udc00" in a tenant reached /metrics as bytes ED B0 80 and promtool refused
+  // the whole page; a raw non-UTF-8 Kafka key became the judgment id.
+  Event e;
+  for (const char* field : {"tenant", "variant", "app", "model", "id", "question", "answer"}) {
+    const std::string one =
+        std::string(R"({"question":"q","answer":"a",")") + field + R"(":"acme\udc00"})";
+    const auto r = parse(one, e);
+    CHECK_MESSAGE(r.reason == InvalidReason::kNotJson, field);
+    CHECK_MESSAGE(r.detail.find("half a surrogate pair") != std::string::npos, field);
+  }
+  CHECK(
+      parse(R"({"question":"q","answer":"a","contexts":[{"text":"t","id":"\ud800"}]})", e).reason ==
+      InvalidReason::kNotJson);
+  REQUIRE(parse(R"({"question":"q","answer":"\ud83d\ude00 ok"})", e).ok);  // a pair is fine
+  CHECK(e.answer == "\xf0\x9f\x98\x80 ok");
+  const EventParser parser({}, 4096);
+  const auto keyed = parser.parse(R"({"question":"q","answer":"a"})", "key-\xff\xfe", e);
+  CHECK(keyed.reason == InvalidReason::kNotUtf8);
+  CHECK(keyed.detail ==
+        "no id field, and the message key (the id then) is not valid UTF-8 (at byte 4)");
+  // With an id field, the key is not the id: the event is judged.
+  CHECK(parser.parse(R"({"id":"r","question":"q","answer":"a"})", "key-\xff", e).ok);
+}
+
 TEST_CASE("extractId reads the id for replay keys") {
   EventParser p({}, 4096);
   CHECK(p.extractId(R"({"id":"abc","question":"q"})") == "abc");

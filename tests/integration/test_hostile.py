@@ -7,7 +7,8 @@ the repository): invalid and overlong UTF-8, surrogates, a 1.5 MB value (the moc
 loses a message of 4 MB or more), JSON nested 100,000 deep
 (arrays and objects), 1e400, NUL and raw control characters, duplicate keys, a BOM, 10,000
 contexts, an answer that instructs the judge, label values with quotes, backslashes and
-newlines, ANSI escapes in keys, a 200 KB citation-pattern trap, 300,000 '[' for json_valid,
+newlines, ANSI escapes in keys, escapes of half a surrogate pair, a key that is not UTF-8 as
+the id, a 200 KB citation-pattern trap, 300,000 '[' for json_valid,
 50,000-token ROUGE-L inputs, then --variants distinct variants (20,000 in CI; the issue's figure
 is 1,000,000), and on the feedback topic: invalid and deep JSON, NUL, out-of-range values,
 1,000 annotators of one event, 5,000 criteria, labels with quotes and newlines.
@@ -22,7 +23,8 @@ topic. Asserts:
   - /metrics passes `promtool check metrics` (label values with quotes and newlines escaped),
     and the variant label is folded to at most tracking.max_label_values values + "other";
   - the peak RSS (VmHWM) stays under 600 MB;
-  - no log line carries a raw ESC byte or a raw newline from an event (a forged log line);
+  - no log line carries a raw ESC byte or a raw newline from an event (a forged log line), and
+    every log line is UTF-8;
   - every JSON Lines record is valid UTF-8 JSON.
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
@@ -105,6 +107,12 @@ def corpus():
     add("timestamp not a time", ev(38, timestamp="yesterday-ish"))
     add("expected_format unknown", ev(39, expected_format="xml"), "wrong_type")
     add("whitespace only", b"   \n\t  ", "not_json")
+    # Issue 28: RapidJSON decodes a lone second half into bytes that are not UTF-8; the tenant
+    # became a label promtool refused (the whole page), and the key an id of raw bytes.
+    add("half a surrogate pair in the tenant",
+        b'{"id": "h-41", "question": "q?", "answer": "a", "tenant": "acme\\udc00"}', "not_json")
+    add("a key that is not UTF-8 as the id", b'{"question": "q?", "answer": "a"}', "not_utf8",
+        key=b"h-42\xff\xfe")
     fb = []
     addf = lambda name, value, key=b"h-21": fb.append((name, key, value))  # noqa: E731
     addf("feedback not JSON", b"stars: five")
@@ -117,6 +125,11 @@ def corpus():
     addf("annotator with quotes and newlines",
          json.dumps({"id": "h-22", "kind": "annotation", "criterion": "faithfulness",
                      "value": 3, "annotator": 'ann"}\n{x="y'}).encode(), b"h-22")
+    addf("rating naming an experiment with half a surrogate pair",
+         b'{"id": "h-21", "kind": "rating", "value": 4, "experiment": "x\\udc00"}')
+    addf("annotation whose annotator is not UTF-8",
+         b'{"id": "h-22", "kind": "annotation", "criterion": "faithfulness", "value": 3, '
+         b'"annotator": "a\xff"}', b"h-22")
     addf("feedback for an unknown id", b'{"id": "nobody", "kind": "rating", "value": 3}', b"nobody")
     for n in range(1000):
         addf(f"annotator {n} of one event",
@@ -281,6 +294,16 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
         forged = [l for l in raw.split(b"\n") if l and not re.match(rb"^\d{4}-\d\d-\d\dT", l)
                   and not l.startswith(b"%")]
         checks.eq("log lines that do not start with a timestamp (forged)", [], forged[:3])
+
+        def not_utf8(line):
+            try:
+                line.decode("utf-8")
+                return False
+            except UnicodeDecodeError:
+                return True
+
+        checks.eq("log lines that are not UTF-8", [],
+                  [l[:120] for l in raw.split(b"\n") if not_utf8(l)][:3])
         bad = 0
         with open(jsonl, "rb") as f:
             for line in f:

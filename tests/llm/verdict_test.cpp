@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "judges/utf8.hpp"
+
 using namespace assay;
 using namespace assay::llm;
 
@@ -106,6 +108,14 @@ TEST_CASE("refusals") {
     CAPTURE(text);
     CHECK(parse(text).outcome == Outcome::kRefused);
   }
+  // The refusal's text is kept, cut at 200 bytes between characters (issue 28: a cut inside "é"
+  // wrote a justification that is not UTF-8 into JSON Lines).
+  std::string long_refusal = "Je ne peux pas juger ";
+  for (int i = 0; i < 150; ++i) long_refusal += "\xC3\xA9";
+  const auto cut = parse(long_refusal);
+  CHECK(cut.outcome == Outcome::kRefused);
+  CHECK(isValidUtf8(cut.justification));
+  CHECK(cut.justification.size() == 21 + 2 * 89 + 3);  // 21 + 89 × "é" ≤ 200, then "…"
   // A refusal inside an object without a score.
   CHECK(parse(R"({"refusal": "I can't evaluate this."})").outcome == Outcome::kRefused);
   CHECK(parse(R"({"justification": "Je ne peux pas juger ce contenu."})").outcome ==

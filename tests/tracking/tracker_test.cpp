@@ -390,6 +390,8 @@ TEST_CASE("feedback parsing: valid events, and errors that say what is wrong") {
   REQUIRE(f);
   CHECK(f->id == "key-7");
   CHECK(f->annotator == "unknown");
+  CHECK_FALSE(parseFeedback(R"({"kind":"rating","value":4})", "key-\xff", error, kind));
+  CHECK(error == "/id: missing, and the message key is not valid UTF-8");
   const std::vector<std::pair<const char*, const char*>> bad = {
       {"{", "not JSON"},
       {"[1]", "not a JSON object"},
@@ -401,6 +403,13 @@ TEST_CASE("feedback parsing: valid events, and errors that say what is wrong") {
       {R"({"kind":"rating","value":4})", "/id: missing"},
       {R"({"id":7,"kind":"rating","value":4})", "/id: expected a string"},
       {R"({"id":"a","kind":"annotation","value":4})", "/criterion: missing"},
+      // Issue 28: one rating naming such an experiment made promtool refuse all of /metrics.
+      {R"({"id":"a","kind":"rating","value":4,"experiment":"x\udc00"})", "half a surrogate"},
+      {R"({"id":"a","kind":"annotation","criterion":"c\ud800","value":4})", "half a surrogate"},
+      {R"({"id":"a","kind":"annotation","criterion":"c","annotator":"\udfff","value":4})",
+       "half a surrogate"},
+      {"{\"id\":\"a\",\"kind\":\"rating\",\"value\":4,\"experiment\":\"x\xff\"}",
+       "invalid UTF-8 sequence at byte"},
   };
   for (const auto& item : bad) {
     const auto& payload = item.first;  // a named variable: clang 14 cannot capture a binding
