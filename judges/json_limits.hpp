@@ -27,7 +27,7 @@ struct JsonShapeProblem {
   enum class Kind { kTooDeep, kNulByte, kNotUtf8, kLoneSurrogate } kind;
   std::size_t offset;  ///< byte where the limit was crossed
   std::string message() const {
-    const std::string at = "at byte " + std::to_string(offset);
+    std::string at = "at byte " + std::to_string(offset);
     switch (kind) {
       case Kind::kTooDeep:
         return "nested deeper than " + std::to_string(kMaxJsonDepth) + " arrays/objects (" + at +

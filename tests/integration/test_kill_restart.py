@@ -8,7 +8,7 @@
      every call after --latency-ms and writes its own call log (one line per billed reply);
   3. assayd (context_overlap + an LLM judge, 8 calls in flight) is killed with SIGKILL --kills
      times at random points (the first one while calls are in flight), restarted each time, and
-     finally runs to the end (--exit-when-idle).
+     finally runs until every sampled event is judged (deadline 300 s), then stops on SIGTERM.
 
 Asserts:
   - lost: every sampled event (python3-xxhash, docs/configuration.md "Sampling") has a judgment
@@ -208,9 +208,44 @@ def run(args, workdir, checks):
                    f"{running} call(s) in flight, {len(stored_at_kill[-1])} verdicts stored")
         checks.true("one kill fell while calls were in flight", max(in_flight_at_kill) > 0,
                     in_flight_at_kill)
-        daemon = start("--exit-when-idle", "8")
-        rc = daemon.wait(timeout=600)
-        checks.eq("the last run exits by itself, code 0", 0, rc)
+        # The last run goes until every sampled event is judged, then stops on SIGTERM. (It
+        # used to stop when idle for 8 s: in one CI run under ASan it stopped with 177 events
+        # unjudged and no call made, as if partitions were still held by a killed member whose
+        # session had not expired; waiting for the outcome itself tells a late rebalance from a
+        # lost event, which still fails here, and the log's kafka lines are printed.)
+        log_start = os.path.getsize(log_path)
+        daemon = start()
+
+        def unjudged():
+            overlap, llm = set(), set()
+            if os.path.exists(jsonl):
+                with open(jsonl) as f:
+                    for line in f:
+                        try:
+                            j = json.loads(line)
+                        except ValueError:
+                            continue  # a line being written
+                        for v in j["verdicts"]:
+                            if v["judge"] == "context_overlap":
+                                overlap.add(j["id"])
+                            elif v["judge"] == JUDGE and (v.get("error", "ok") == "ok" or (
+                                    v.get("error") == "no_context" and j["id"] not in with_contexts)):
+                                llm.add(j["id"])
+            return len(expected - (overlap & llm))
+
+        try:
+            tp.wait_for("the last run: every sampled event judged", lambda: unjudged() == 0, 300,
+                        step=0.5)
+        except tp.TestFailure:
+            with open(log_path, errors="replace") as f:
+                f.seek(log_start)
+                tail = [l for l in f if "kafka" in l or "idle" in l or "stop" in l]
+            print(f"{unjudged()} sampled events unjudged; the last run's kafka lines:\n" +
+                  "".join(tail[-40:]))
+            raise
+        daemon.send_signal(signal.SIGTERM)
+        rc = daemon.wait(timeout=120)
+        checks.eq("the last run stops on SIGTERM, code 0", 0, rc)
 
         # ---- What the sinks hold.
         lines = []
