@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "config/rfc3339.hpp"
+#include "config/yaml_load.hpp"
 #include "judges/edit_distance.hpp"
 #include "judges/llm/budget.hpp"
 #include "judges/secrets.hpp"
@@ -1126,12 +1127,11 @@ std::string ConfigError::format() const {
 LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   LoadResult res;
   res.config.file = file;
+  res.config.text = yaml;
   Reader r(file, res.errors, res.warnings, res.service_errors);
   YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::ParserException& e) {
-    r.error(e.mark, "", "YAML syntax error: " + e.msg);
+  if (const auto problem = loadYaml(yaml, root)) {
+    res.errors.push_back(ConfigError{file, problem->line, problem->column, "", problem->message});
     return res;
   }
   checkDuplicates(r, root, "");
@@ -1184,24 +1184,14 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
 }
 
 LoadResult loadConfigFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
+  std::string text;
+  if (auto problem = readYamlFile(path, text)) {
     LoadResult res;
     res.config.file = path;
-    res.errors.push_back(ConfigError{path, 0, 0, "", "is a directory, not a configuration file"});
+    res.errors.push_back(ConfigError{path, 0, 0, "", std::move(problem->message)});
     return res;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    LoadResult res;
-    res.config.file = path;
-    res.errors.push_back(
-        ConfigError{path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno)});
-    return res;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return loadConfigString(ss.str(), path);
+  return loadConfigString(text, path);
 }
 
 }  // namespace assay

@@ -191,6 +191,7 @@ struct AbOptions {
 
 struct Config {
   std::string file;  ///< path it was loaded from
+  std::string text;  ///< the file's text as loaded (a SIGHUP reload diffs against it)
   KafkaOptions kafka;
   EventFieldOptions events;
   OtlpOptions otlp;

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "config/yaml_load.hpp"
+
 namespace assay {
 namespace {
 
@@ -97,10 +99,7 @@ void diffJudges(const YAML::Node& a, const YAML::Node& b, ReloadDiff& d) {
 ReloadDiff diffConfigs(const std::string& running_yaml, const std::string& new_yaml) {
   ReloadDiff d;
   YAML::Node loaded_a, loaded_b;
-  try {
-    loaded_a = YAML::Load(running_yaml);
-    loaded_b = YAML::Load(new_yaml);
-  } catch (const YAML::Exception&) {
+  if (loadYaml(running_yaml, loaded_a) || loadYaml(new_yaml, loaded_b)) {
     d.restart.push_back("the whole file");
     return d;
   }

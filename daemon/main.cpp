@@ -57,11 +57,14 @@ void onSignal(int sig) {
 }
 void onHangup(int) { assay::requestReload(); }
 
-/// The signal dispositions, set before main() and every other static initializer of assayd:
-/// a SIGHUP (reload) or SIGTERM that arrives while the configuration loads, or during
-/// --check-config, is recorded for the pipeline instead of ending the process by the default
-/// action (SIGHUP's is to terminate). Only the dynamic loader runs before it.
-__attribute__((constructor(101))) void installSignalHandlers() {
+/// The signal dispositions, set from the executable's .preinit_array: after the dynamic loader
+/// has mapped and relocated the shared libraries (about 2 ms), before any of their static
+/// initializers and before main(). A SIGHUP (reload) or SIGTERM that arrives while the
+/// configuration loads, or during --check-config, is recorded for the pipeline instead of
+/// ending the process by the default action (SIGHUP's is to terminate). A signal sent in the
+/// first milliseconds after execve(2), before this runs, still takes the default action: under
+/// systemd that cannot happen (Type=notify: `systemctl reload` waits for READY=1).
+void installSignalHandlers() {
   struct sigaction sa {};
   sa.sa_handler = onSignal;
   sa.sa_flags = SA_RESTART;  // a read or open(2) of a FIFO in progress goes on
@@ -79,6 +82,10 @@ __attribute__((constructor(101))) void installSignalHandlers() {
   // signal's default action would end the process.
   std::signal(SIGXFSZ, SIG_IGN);
 }
+// Only an executable may have a .preinit_array (the ELF gABI); glibc calls it before the
+// shared libraries' initializers (a constructor, even at priority 101, runs after them).
+__attribute__((section(".preinit_array"), used)) void (*const kPreinitSignals)() =
+    installSignalHandlers;
 
 int usageError(const std::string& message) {
   std::cerr << "assayd: " << message << "\n" << kUsage;

@@ -12,6 +12,7 @@
 
 #include "config/loader.hpp"
 #include "config/reload.hpp"
+#include "config/yaml_load.hpp"
 #include "daemon/check_config.hpp"
 #include "daemon/log_setup.hpp"
 #include "daemon/service_notify.hpp"
@@ -122,8 +123,7 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
   if (otlp_) consumer_.onRevoke([this](const std::vector<std::int32_t>& p) { otlp_->forget(p); });
   connectAb(config);
   registerReloadMetrics();
-  if (std::ifstream in(config.file, std::ios::binary); in)
-    start_text_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  start_text_ = config.text;
   applied_text_ = start_text_;
   for (const auto& [key, value] : config.kafka.properties)  // checked by the loader
     if (key == "max.poll.interval.ms")
@@ -546,10 +546,10 @@ void Pipeline::reloadConfig() {
     reload_ok_->Set(rejected ? 0 : 1);
     if (!rejected) restart_needed_->Set(std::string_view(result) == "restart_needed" ? 1 : 0);
   };
-  std::ifstream in(config_.file, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  LoadResult res = in ? loadConfigString(text, config_.file) : LoadResult{};
-  if (!in) res.errors.push_back({config_.file, 0, 0, "", "cannot read file"});
+  std::string text;
+  const auto unreadable = readYamlFile(config_.file, text);
+  LoadResult res = unreadable ? LoadResult{} : loadConfigString(text, config_.file);
+  if (unreadable) res.errors.push_back({config_.file, 0, 0, "", unreadable->message});
   for (auto& e : res.service_errors) res.errors.push_back(std::move(e));
   if (res.errors.empty())
     for (auto& e : startupErrors(res.config)) res.errors.push_back(std::move(e));

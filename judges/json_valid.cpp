@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "judges/bounded_file.hpp"
 #include "judges/json_limits.hpp"
 
 namespace assay {
@@ -36,16 +37,20 @@ const JudgeDescriptor JsonValidJudge::kDescriptor{
     CostClass::kCpuMicroseconds,
     "for expected_format json: the answer parses as JSON (and satisfies schema_file)"};
 
+namespace {
+/// Largest schema_file read: 1 MiB (a schema is a few KiB).
+constexpr std::size_t kMaxSchemaBytes = std::size_t{1} << 20;
+}  // namespace
+
 JsonValidJudge::JsonValidJudge(const JsonValidOptions& o) {
   if (o.schema_file.empty()) return;
-  std::ifstream in(o.schema_file, std::ios::binary);
-  if (!in)
-    throw OptionError("schema_file",
-                      "cannot read '" + o.schema_file + "': " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text;
+  if (const auto why = readRegularFile(o.schema_file, kMaxSchemaBytes, text); !why.empty())
+    throw OptionError("schema_file", "'" + o.schema_file + "' " + why);
+  if (const auto shape = jsonShapeProblem(text))
+    throw OptionError("schema_file", "'" + o.schema_file + "': " + shape->message());
   rapidjson::Document d;
-  d.Parse(ss.str().c_str());
+  d.Parse(text.c_str());
   if (d.HasParseError()) {
     throw OptionError("schema_file", "'" + o.schema_file + "' is not JSON (offset " +
                                          std::to_string(d.GetErrorOffset()) + ": " +

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "judges/bounded_file.hpp"
+
 namespace assay {
 
 std::string secretFilePath(const std::string& path) {
@@ -28,17 +30,9 @@ std::string readSecretFile(const std::string& path) {
   const auto absolute = std::filesystem::absolute(secretFilePath(path), ec);
   const std::string resolved = ec ? secretFilePath(path) : absolute.string();
   // A regular file only: a FIFO or a device (/dev/stdin) would block or never end.
-  if (const auto st = std::filesystem::status(resolved, ec);
-      !ec && st.type() != std::filesystem::file_type::regular)
-    throw std::runtime_error("'" + resolved + "' is not a regular file");
-  std::ifstream in(resolved, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read '" + resolved + "': " + std::strerror(errno));
-  std::string s(kMaxSecretBytes + 1, '\0');
-  in.read(s.data(), static_cast<std::streamsize>(s.size()));
-  s.resize(static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) throw std::runtime_error("cannot read '" + resolved + "': I/O error");
-  if (s.size() > kMaxSecretBytes)
-    throw std::runtime_error("'" + resolved + "' is larger than 64 KiB");
+  std::string s;
+  if (const auto why = readRegularFile(resolved, kMaxSecretBytes, s); !why.empty())
+    throw std::runtime_error("'" + resolved + "' " + why);
   while (!s.empty() &&
          (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
     s.pop_back();

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/yaml_load.hpp"
 #include "judges/edit_distance.hpp"
 #include "judges/json_limits.hpp"
 #include "judges/llm/llm_judge.hpp"
@@ -432,8 +433,13 @@ BakeoffLoad loadBakeoffString(const std::string& yaml, const std::string& file,
   out.config.file = file;
   out.config.name = fs::path(file).stem().string();
   Reader r(out, base_dir);
+  YAML::Node root;
+  if (const auto problem = loadYaml(yaml, root)) {
+    out.errors.push_back(ConfigError{file, problem->line, problem->column, "", problem->message});
+    return out;
+  }
   try {
-    r.read(YAML::Load(yaml));
+    r.read(root);
   } catch (const YAML::Exception& e) {
     out.errors.push_back(ConfigError{file, e.mark.is_null() ? 0 : e.mark.line + 1,
                                      e.mark.is_null() ? 0 : e.mark.column + 1, "", e.msg});
@@ -442,15 +448,13 @@ BakeoffLoad loadBakeoffString(const std::string& yaml, const std::string& file,
 }
 
 BakeoffLoad loadBakeoff(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
+  std::string text;
+  if (auto problem = readYamlFile(path, text)) {
     BakeoffLoad out;
-    out.errors.push_back(ConfigError{path, 0, 0, "", "cannot read the file"});
+    out.errors.push_back(ConfigError{path, 0, 0, "", std::move(problem->message)});
     return out;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return loadBakeoffString(text.str(), path, fs::path(path).parent_path().string());
+  return loadBakeoffString(text, path, fs::path(path).parent_path().string());
 }
 
 std::string render(const std::string& tmpl, const Event& input, const std::string& previous) {

@@ -32,6 +32,7 @@
 #include "judges/llm/llm_call.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/log_text.hpp"
+#include "judges/utf8.hpp"
 
 namespace assay::llm {
 
@@ -72,7 +73,7 @@ std::string createdId(const HttpResponse& r) {
 
 std::string why(const HttpResponse& r) {
   return r.status == 0 ? r.error
-                       : "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 300);
+                       : "HTTP " + std::to_string(r.status) + ": " + utf8Clean(r.body, 300);
 }
 
 // The leases: a batch's poller renews it every poll; another instance takes a batch over once

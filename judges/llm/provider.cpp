@@ -29,6 +29,10 @@ constexpr std::size_t kMaxErrorMessage = 300;
 constexpr std::size_t kMaxStreamEvents = 200'000;
 
 /// `s` cut to at most `max` bytes, never inside a UTF-8 sequence.
+/// Longest error type kept: the APIs' longest is under 40 bytes ("invalid_request_error/
+/// context_length_exceeded" is 45).
+constexpr std::size_t kMaxErrorType = 80;
+
 std::string clip(std::string s, std::size_t max = kMaxErrorMessage) {
   if (s.size() <= max) return s;
   std::size_t n = max;
@@ -95,6 +99,7 @@ bool readError(const rapidjson::Value& d, ProviderReply& out) {
   out.error_type = !type.empty() ? type : code;
   if (!type.empty() && !code.empty() && code != type) out.error_type += "/" + code;
   if (out.error_type.empty()) out.error_type = "error";
+  out.error_type = clip(out.error_type, kMaxErrorType);
   out.error_message = clip(message);
   return true;
 }

@@ -159,7 +159,7 @@ std::string parseSchemaObject(std::string_view content, const std::string& schem
   }
   if (const auto key = duplicateKey(out); !key.empty()) {
     out.SetNull();
-    return "the key \"" + key.substr(0, 60) + "\" occurs twice in one object";
+    return "the key \"" + utf8Clean(key, 60) + "\" occurs twice in one object";
   }
   rapidjson::Document schema_doc;
   schema_doc.Parse(schema.c_str());

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 
 #include "config/reload.hpp"
 #include "config/rfc3339.hpp"
+#include "config/yaml_load.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "tests/test_paths.hpp"
 
@@ -107,7 +109,67 @@ TEST_CASE("YAML syntax errors and unreadable files are errors, not exceptions") 
   const auto missing = loadConfigFile("/nonexistent/assay.yaml");
   REQUIRE(missing.errors.size() == 1);
   CHECK(missing.errors[0].format() ==
-        "/nonexistent/assay.yaml: cannot read file: No such file or directory");
+        "/nonexistent/assay.yaml: cannot be opened: No such file or directory");
+}
+
+TEST_CASE("a configuration file is a regular UTF-8 file of at most 1 MiB, its aliases bounded") {
+  const std::string dir = std::filesystem::temp_directory_path() / "assay-config-files";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // A FIFO with no writer: refused at once (opening it blocked start-up, --check-config, reload).
+  REQUIRE(::mkfifo((dir + "/fifo").c_str(), 0600) == 0);
+  const auto fifo = loadConfigFile(dir + "/fifo");
+  REQUIRE(fifo.errors.size() == 1);
+  CHECK(fifo.errors[0].format() == dir + "/fifo: is a FIFO, not a regular file");
+  // A device that never ends (it aborted with exit 134 reading all of it).
+  const auto zero = loadConfigFile("/dev/zero");
+  REQUIRE(zero.errors.size() == 1);
+  CHECK(zero.errors[0].message == "is a character device, not a regular file");
+  // Over the size cap.
+  {
+    std::ofstream big(dir + "/big.yaml");
+    big << std::string(kMaxConfigBytes + 1, '#');
+  }
+  const auto big = loadConfigFile(dir + "/big.yaml");
+  REQUIRE(big.errors.size() == 1);
+  CHECK(big.errors[0].message == "is 1.0 MiB, over the 1 MiB limit");
+  std::filesystem::remove_all(dir);
+
+  // A byte that is not UTF-8: refused with its line and column, wherever it is (a judge name
+  // here reached /metrics, JSON Lines and /v1/route, and --check-config said OK).
+  const auto raw = load(std::string(kJudge) + "tracking: {}\n# comment \xC3\x28 is fine? no\n");
+  REQUIRE(raw.errors.size() == 1);
+  CHECK(raw.errors[0].format() ==
+        "t.yaml:4:11: not UTF-8: byte \\xC3 does not start a well-formed character (a "
+        "configuration file is UTF-8)");
+  const auto name = load("judges:\n  - {name: \"ok\xFF\", kind: lexical, metric: rouge_l}\n");
+  REQUIRE(name.errors.size() == 1);
+  CHECK(name.errors[0].line == 2);
+  CHECK(name.errors[0].column == 15);
+  // An escape of half a surrogate pair: yaml-cpp refuses it (and, a yaml-cpp limitation, a
+  // whole escaped pair too: write the character or \U0001F600).
+  const auto lone = load("judges:\n  - {name: \"a\\udc00\", kind: lexical, metric: rouge_l}\n");
+  REQUIRE(lone.errors.size() == 1);
+  CHECK(lone.errors[0].message.find("YAML syntax error: invalid unicode") == 0);
+
+  // A "billion laughs" of 1 KiB: refused before any tree is walked, at the alias that passes
+  // the bound (under an unknown key, it was walked in full: over 60 s).
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i)
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + [&] {
+      std::string s;
+      for (int k = 0; k < 10; ++k) s += (k ? ", *a" : "*a") + std::to_string(i - 1);
+      return s;
+    }() + "]\n";
+  const auto start = std::chrono::steady_clock::now();
+  const auto laughs = load(std::string(kJudge) + bomb);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(laughs.errors.size() == 1);
+  CHECK(laughs.errors[0].message ==
+        "more than 100000 YAML nodes once aliases are expanded (an alias bomb?)");
+  CHECK(laughs.errors[0].line == 7);  // a4 (111,111 nodes) is the first to pass 100,000
+  CHECK(seconds < 5.0);               // measured 0.01 s; the unbounded walk took over 60 s
 }
 
 TEST_CASE("kafka.brokers entries are HOST[:PORT]; a percentage gets a hint") {
@@ -175,7 +237,7 @@ TEST_CASE("judge options reach the typed option values") {
 TEST_CASE("a directory, an empty file and a bad port are errors; inert keys are warnings") {
   const auto dir = loadConfigFile("/tmp");
   REQUIRE(dir.errors.size() == 1);
-  CHECK(dir.errors[0].message == "is a directory, not a configuration file");
+  CHECK(dir.errors[0].message == "is a directory, not a regular file");
   const auto empty = load("");
   REQUIRE(empty.errors.size() == 1);
   CHECK(empty.errors[0].format() ==
@@ -582,16 +644,16 @@ TEST_CASE("secrets from files and variables: Kafka properties, the Redis passwor
   REQUIRE(bad.service_errors.size() == 3);
   CHECK(bad.service_errors[0].message == "'" + dir + "/empty' is empty");
   CHECK(bad.service_errors[1].message ==
-        "cannot read '" + dir + "/missing': No such file or directory");
+        "'" + dir + "/missing' cannot be opened: No such file or directory");
   CHECK(bad.service_errors[2].message == "environment variable ASSAY_TEST_UNSET is not set");
   CHECK(property(bad, "sasl.password") == "unresolved");  // --check-config still builds clients
-  // A FIFO or a device is refused before it is opened (it would block start-up).
+  // A FIFO or a device is refused, and opening it does not block start-up.
   REQUIRE(::mkfifo((dir + "/fifo").c_str(), 0600) == 0);
   for (const std::string& device : {dir + "/fifo", std::string("/dev/null"), std::string("/dev")}) {
     const auto r2 = load(std::string(kJudge) + "budget: {password_file: \"" + device + "\"}\n");
     REQUIRE(r2.service_errors.size() == 1);
     CAPTURE(r2.service_errors[0].message);
-    CHECK(r2.service_errors[0].message.find("is not a regular file") != std::string::npos);
+    CHECK(r2.service_errors[0].message.find(", not a regular file") != std::string::npos);
   }
 
   // Given twice, or both a file and a variable: errors.

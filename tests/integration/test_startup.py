@@ -16,6 +16,8 @@ Each case is a configuration the loader accepts (or a run-time condition) that c
      --check-config reports it at the key's line.
   6. an LLM judge's ca_file that does not exist, or is not PEM: --check-config and start-up
      exit 2 naming judges[1].ca_file (start-up used to exit 1 with "asio.ssl error").
+  7. the configuration file is a FIFO, /dev/zero, or holds a byte that is not UTF-8: exit 2 at
+     once, naming the file (and the line and column of the byte).
 --check-config also refuses a JSON Lines path that is a folder and an admin host that does not
 resolve. Last, /readyz says why it answers 503: an LLM judge whose budget store does not answer.
 Each run uses the embedded broker, so a case takes well under a second; every case must print
@@ -251,6 +253,24 @@ def run(args, workdir, checks):
         checks.true(f"{argv[0]}: sinks.jsonl.path (line 5) before sampling.rat (line 6)",
                     len(lines) == 2 and ":5:23: sinks.jsonl.path: " in lines[0]
                     and ":6:12: sampling.rat: unknown key" in lines[1], lines)
+
+    # 8c. The file itself is hostile (docs/configuration.md): a FIFO with no writer (it hung
+    #     --check-config and start-up), /dev/zero (exit 134), a raw non-UTF-8 byte in a judge
+    #     name (accepted: it reached /metrics, which promtool then refused).
+    fifo = os.path.join(workdir, "fifo.yaml")
+    os.mkfifo(fifo)
+    raw = os.path.join(workdir, "raw.yaml")
+    with open(raw, "wb") as f:
+        f.write(b"judges:\n  - {name: \"ok\xff\", kind: lexical, metric: rouge_l}\n")
+    for label, path, says in (("a FIFO", fifo, f"{fifo}: is a FIFO, not a regular file"),
+                              ("/dev/zero", "/dev/zero",
+                               "/dev/zero: is a character device, not a regular file"),
+                              ("a non-UTF-8 byte", raw,
+                               f"{raw}:2:15: not UTF-8: byte \\xFF does not start")):
+        for flag in ("--check-config", "--config"):
+            rc, _, err = run_assayd(args, flag, path, timeout=30)
+            checks.eq(f"{flag} {label}: exit", 2, rc)
+            checks.true(f"{flag} {label}: says why", says in err, err[-300:])
 
     # 9. Readiness says why: an LLM judge whose budget store does not answer.
     admin = tp.free_loopback_port()

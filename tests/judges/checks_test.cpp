@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "judges/json_valid.hpp"
 #include "tests/test_paths.hpp"
 
@@ -290,6 +293,22 @@ TEST_CASE("json_valid: an unreadable or non-JSON schema_file is an OptionError")
         "schema_file");
   CHECK(optionErrorKey<JsonValidJudge>({{"schema_file", kDataDir + "/not_json_schema.txt"}}) ==
         "schema_file");
+  // A device or a FIFO is refused without blocking; a schema nested past the JSON depth bound
+  // is refused before RapidJSON's recursive parser sees it.
+  const auto message = [](const std::string& file) {
+    try {
+      JsonValidJudge j(JsonValidOptions{file});
+    } catch (const OptionError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(message("/dev/zero").find("'/dev/zero' is a character device, not a regular file") !=
+        std::string::npos);
+  const std::string deep = std::filesystem::temp_directory_path() / "assay-deep-schema.json";
+  std::ofstream(deep) << std::string(100'000, '[') << std::string(100'000, ']');
+  CHECK(message(deep).find("nested deeper than 128") != std::string::npos);
+  std::filesystem::remove(deep);
 }
 
 TEST_CASE("refusal: upper-case French is recognised") {

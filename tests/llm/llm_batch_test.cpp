@@ -16,6 +16,7 @@
 #include "judges/llm/llm_judge.hpp"
 #include "judges/llm/pricing.hpp"
 #include "judges/llm/rubric.hpp"
+#include "judges/utf8.hpp"
 #include "tests/wait.hpp"
 
 using namespace assay;
@@ -173,6 +174,24 @@ TEST_CASE("a batch the provider refuses: every request provider_error, released,
     fx.calls.ledger().sync();
     return fx.calls.ledger().store().batchRecords("faithfulness_batch")->empty();
   }));
+}
+
+TEST_CASE("a refused batch's justification is UTF-8, cut between characters") {
+  // The fake's 404 body quotes the path; 'é' from byte 47 on puts byte 299, where the body
+  // used to be cut (substr(0, 300)), on the first byte of a character.
+  BatchFixture fx;
+  auto s = fx.settings(Provider::kOpenAi, 2);
+  std::string path = "/v2/x";
+  for (int i = 0; i < 200; ++i) path += "\xC3\xA9";
+  s.endpoint = fx.server.url(path);
+  LlmJudge j(s, fx.calls);
+  for (const auto& r : runAll(j, 2)) {
+    CHECK(r.verdict.outcome == Outcome::kProviderError);
+    CAPTURE(r.verdict.justification);
+    CHECK(r.verdict.justification.find("HTTP 404") != std::string::npos);
+    CHECK(r.verdict.justification.find("\xC3\xA9\xE2\x80\xA6") != std::string::npos);  // "é…"
+    CHECK(isValidUtf8(r.verdict.justification));
+  }
 }
 
 // ---- Taking over a batch whose instance died at each step of its submission: its record

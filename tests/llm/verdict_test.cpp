@@ -163,6 +163,11 @@ TEST_CASE("reasoning preambles, duplicate keys, claim lists and none, capped jus
   const auto twice = parse(R"({"score": 1, "justification": "x", "score": 4})");
   CHECK(twice.outcome == Outcome::kSchemaError);
   CHECK(twice.justification == "the key \"score\" occurs twice in one object");
+  // A long key is cut between characters: 59 'k' then 'é' put byte 60 inside the 'é'.
+  const auto long_key = parse("{\"score\": 1, \"" + std::string(59, 'k') + "\xC3\xA9\": 1, \"" +
+                              std::string(59, 'k') + "\xC3\xA9\": 2}");
+  CHECK(long_key.justification ==
+        "the key \"" + std::string(59, 'k') + "\xE2\x80\xA6\" occurs twice in one object");
   // unsupported_claim: a list is joined; "", "None", "null", "N/A" mean none.
   const auto list = parse(
       R"({"score": 2, "justification": "x", "unsupported_claim": ["50 GB", "None", "in 1987"]})");
