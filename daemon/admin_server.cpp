@@ -2,17 +2,27 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <optional>
 #include <thread>
 #include <utility>  // before boost/asio: asio::awaitable needs it on g++ 12
+
+// g++ 12 reports -Wmismatched-new-delete on the coroutine frame of session() (Asio's
+// awaitable_frame_base, whose operator new and operator delete are a matching pair): a false
+// positive of its inliner, which clang-14 (the sanitizer build) does not report.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 
 namespace assay {
 
@@ -21,13 +31,54 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+/// Request line and headers: a longer one is answered 431 (a 100 KB /v1/route query used to
+/// get its connection closed with no answer).
+constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
+/// A request body (none of the endpoints reads one): a longer one is answered 413.
+constexpr std::uint64_t kMaxBodyBytes = 64 * 1024;
+/// /v1/route requests waiting for the route thread at once; more are answered 503 at once.
+constexpr int kMaxRoutesWaiting = 256;
+
+using Routed = std::pair<int, std::string>;
+
+bool isRoute(const http::request<http::string_body>& req) {
+  const std::string_view target(req.target().data(), req.target().size());
+  return target.substr(0, target.find('?')) == "/v1/route" &&
+         (req.method() == http::verb::get || req.method() == http::verb::head);
+}
+
 struct AdminServer::Impl {
   Handlers handlers;
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
   std::thread thread;
+  /// /v1/route's handler may wait on Redis (the shared A/B tables): it runs here, never on the
+  /// thread that answers /metrics, /healthz and /readyz from memory.
+  asio::thread_pool route_pool{1};
+  int routes_waiting = 0;  // on the io thread only
 
-  http::response<http::string_body> respond(const http::request<http::string_body>& req) {
+  asio::awaitable<Routed> callRoute(std::string query) { co_return handlers.route(query); }
+
+  /// The reply to a /v1/route request, computed on route_pool. 503 when kMaxRoutesWaiting are
+  /// already waiting (Redis hangs), 500 when the handler throws.
+  asio::awaitable<Routed> route(std::string query) {
+    if (routes_waiting >= kMaxRoutesWaiting)
+      co_return Routed{503, R"({"error":"busy: too many /v1/route requests waiting"})"};
+    ++routes_waiting;
+    Routed out;
+    try {
+      out = co_await asio::co_spawn(route_pool, callRoute(std::move(query)), asio::use_awaitable);
+    } catch (const std::exception& e) {
+      out = {500, R"({"error":"internal error"})"};
+      spdlog::error("admin: /v1/route failed: {}", e.what());
+    }
+    --routes_waiting;
+    co_return out;
+  }
+
+  /// The reply to `req`; `routed` is the route handler's answer when `req` is for /v1/route.
+  http::response<http::string_body> respond(const http::request<http::string_body>& req,
+                                            Routed* routed = nullptr) {
     http::response<http::string_body> res;
     res.version(req.version());
     res.keep_alive(req.keep_alive());
@@ -50,10 +101,8 @@ struct AdminServer::Impl {
       const std::string why = handlers.not_ready();
       res.result(why.empty() ? http::status::ok : http::status::service_unavailable);
       res.body() = why.empty() ? "ready\n" : "not ready: " + why + "\n";
-    } else if (path == "/v1/route" && handlers.route) {
-      const auto q = target.find('?');
-      auto [status, body] =
-          handlers.route(q == std::string_view::npos ? std::string_view() : target.substr(q + 1));
+    } else if (path == "/v1/route" && routed) {
+      auto& [status, body] = *routed;
       res.result(static_cast<unsigned>(status));
       res.set(http::field::content_type, "application/json");
       res.set(http::field::cache_control, "no-store");
@@ -82,12 +131,46 @@ struct AdminServer::Impl {
     beast::error_code ec;
     for (;;) {
       stream.expires_after(std::chrono::seconds(30));
-      http::request<http::string_body> req;
-      co_await http::async_read(stream, buffer, req, asio::redirect_error(asio::use_awaitable, ec));
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(kMaxHeaderBytes);
+      parser.body_limit(kMaxBodyBytes);
+      co_await http::async_read(stream, buffer, parser,
+                                asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == http::error::header_limit || ec == http::error::body_limit) {
+        const bool header = ec == http::error::header_limit;
+        http::response<http::string_body> res{header ? http::status::request_header_fields_too_large
+                                                     : http::status::payload_too_large,
+                                              11};
+        res.set(http::field::server, "assayd");
+        res.set(http::field::content_type, "text/plain; charset=utf-8");
+        res.keep_alive(false);
+        res.body() = header ? "request line and headers over 16 KiB\n" : "body over 64 KiB\n";
+        res.prepare_payload();
+        stream.expires_after(std::chrono::seconds(30));
+        co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+        // A lingering close: what the client is still sending is read and dropped (at most
+        // 1 MiB, 2 s) so that closing with unread bytes does not reset the connection before
+        // the client has read the answer.
+        stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+        stream.expires_after(std::chrono::seconds(2));
+        std::array<char, 16 * 1024> scratch;
+        for (std::size_t dropped = 0; !ec && dropped < (1u << 20);)
+          dropped += co_await stream.async_read_some(asio::buffer(scratch),
+                                                     asio::redirect_error(asio::use_awaitable, ec));
+        co_return;
+      }
       if (ec) break;
+      http::request<http::string_body> req = parser.release();
+      std::optional<Routed> routed;
+      if (handlers.route && isRoute(req)) {
+        const std::string_view target(req.target().data(), req.target().size());
+        const auto q = target.find('?');
+        routed = co_await route(
+            std::string(q == std::string_view::npos ? std::string_view() : target.substr(q + 1)));
+      }
       http::response<http::string_body> res;
       try {
-        res = respond(req);
+        res = respond(req, routed ? &*routed : nullptr);
       } catch (const std::exception& e) {  // a handler failed (out of memory…): say so
         res = {http::status::internal_server_error, req.version()};
         res.body() = std::string("internal error: ") + e.what() + "\n";
@@ -163,6 +246,7 @@ AdminServer::AdminServer(const std::string& listen, Handlers handlers)
 AdminServer::~AdminServer() {
   impl_->io.stop();
   if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->route_pool.join();  // a route under way finishes (bounded by the Redis timeout)
 }
 
 unsigned short AdminServer::port() const { return impl_->acceptor.local_endpoint().port(); }

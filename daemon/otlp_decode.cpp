@@ -366,7 +366,8 @@ class ProtoReader {
       Attribute a;
       if (!fields(f.bytes, f.offset, "KeyValue", [&](const Field& kv) {
             if (kv.number == 1 && kv.wire_type == kLen) {
-              if (!isValidUtf8(kv.bytes)) return fail("invalid UTF-8 in a key", kv.offset);
+              if (!isValidUtf8(kv.bytes))
+                return fail("not UTF-8: invalid UTF-8 in a key", kv.offset);
               a.key = kv.bytes;
             }
             if (kv.number == 2 && kv.wire_type == kLen) return anyValue(kv, depth, a.value);
@@ -387,7 +388,8 @@ class ProtoReader {
       switch (f.number) {
         case 1:
           if (f.wire_type == kLen) {
-            if (!isValidUtf8(f.bytes)) return fail("invalid UTF-8 in a string value", f.offset);
+            if (!isValidUtf8(f.bytes))
+              return fail("not UTF-8: invalid UTF-8 in a string value", f.offset);
             out.type = Value::Type::kString, out.str = f.bytes;
           }
           break;
@@ -471,7 +473,8 @@ class ProtoReader {
               break;
             case 5:
               if (f.wire_type == kLen) {
-                if (!isValidUtf8(f.bytes)) return fail("invalid UTF-8 in a span name", f.offset);
+                if (!isValidUtf8(f.bytes))
+                  return fail("not UTF-8: invalid UTF-8 in a span name", f.offset);
                 sp.name = f.bytes;
               }
               break;
@@ -614,7 +617,8 @@ std::string encodeValue(const Batch& b, const Value& v) {
 bool decodeJson(std::string_view payload, Batch& out, std::string& error) {
   out.clear();
   if (const auto problem = jsonShapeProblem(payload)) {
-    error = problem->message();
+    error = (problem->kind == JsonShapeProblem::Kind::kNotUtf8 ? "not UTF-8: " : "") +
+            problem->message();
     return false;
   }
   auto doc = std::make_shared<rapidjson::Document>();

@@ -78,6 +78,15 @@ OtlpSource::OtlpSource(const Config& config, prometheus::Registry& registry)
   }
 }
 
+InvalidReason otlpInvalidReason(EventFormat format, std::string_view error) {
+  if (error.find("nested deeper") != std::string_view::npos) return InvalidReason::kTooDeep;
+  if (error.rfind("not UTF-8", 0) == 0) return InvalidReason::kNotUtf8;
+  if (format == EventFormat::kOtlpJson &&
+      (error.rfind("not JSON", 0) == 0 || error.find("surrogate") != std::string_view::npos))
+    return InvalidReason::kNotJson;
+  return InvalidReason::kWrongType;
+}
+
 OtlpSource::Read OtlpSource::add(std::string_view payload, MessageRef at,
                                  const std::function<bool(const std::string&)>& keep,
                                  std::vector<FinishedTrace>& done) {
@@ -88,15 +97,10 @@ OtlpSource::Read OtlpSource::add(std::string_view payload, MessageRef at,
                            : otlp::decodeJson(payload, batch_, error);
   if (!decoded) {
     r.ok = false;
-    r.invalid =
-        ParseOutcome{false,
-                     error.find("nested deeper") != std::string::npos ? InvalidReason::kTooDeep
-                     : format_ == EventFormat::kOtlpJson && error.rfind("not JSON", 0) == 0
-                         ? InvalidReason::kNotJson
-                         : InvalidReason::kWrongType,
-                     (format_ == EventFormat::kOtlpProto ? "not an OTLP protobuf request: "
-                                                         : "not an OTLP/JSON request: ") +
-                         error};
+    r.invalid = ParseOutcome{false, otlpInvalidReason(format_, error),
+                             (format_ == EventFormat::kOtlpProto ? "not an OTLP protobuf request: "
+                                                                 : "not an OTLP/JSON request: ") +
+                                 error};
     return r;
   }
   invalid_.Increment(static_cast<double>(batch_.invalid_spans));

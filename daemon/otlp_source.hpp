@@ -40,6 +40,12 @@ namespace assay {
 /// The join's options from the configuration (mapping with its overrides, bounds).
 TraceJoinOptions traceJoinOptions(const OtlpOptions& o);
 
+/// The reason an OTLP message that `format`'s decoder refused with `error` is counted under
+/// (docs/events.md, "Invalid messages"): too_deep, not_utf8 (a string field or JSON text that
+/// is not UTF-8), not_json (otlp_json text that does not parse, or an escape of half a
+/// surrogate pair), else wrong_type.
+InvalidReason otlpInvalidReason(EventFormat format, std::string_view error);
+
 class OtlpSource {
  public:
   OtlpSource(const Config& config, prometheus::Registry& registry);

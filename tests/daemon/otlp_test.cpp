@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "daemon/otlp_decode.hpp"
+#include "daemon/otlp_source.hpp"
 #include "daemon/trace_join.hpp"
 #include "judges/registry.hpp"
 #include "tests/test_paths.hpp"
@@ -426,6 +427,14 @@ TEST_CASE("hostile payloads: errors, never a crash") {
       34);  // a span with a trace id and one attribute k = "\xff"
   CHECK_FALSE(otlp::decodeProto(bad_utf8, b, error));
   CHECK(error.find("invalid UTF-8") != std::string::npos);
+  // Counted as not_utf8, as an event would be (it was wrong_type), in both encodings.
+  CHECK(otlpInvalidReason(EventFormat::kOtlpProto, error) == InvalidReason::kNotUtf8);
+  CHECK_FALSE(otlp::decodeJson("{\"resourceSpans\": [\"\xC0\xAF\"]}", b, error));
+  CHECK(otlpInvalidReason(EventFormat::kOtlpJson, error) == InvalidReason::kNotUtf8);
+  CHECK_FALSE(otlp::decodeJson(R"({"resourceSpans": ["\udc00"]})", b, error));
+  CHECK(otlpInvalidReason(EventFormat::kOtlpJson, error) == InvalidReason::kNotJson);
+  CHECK_FALSE(otlp::decodeJson(R"({"resourceSpans": 1})", b, error));
+  CHECK(otlpInvalidReason(EventFormat::kOtlpJson, error) == InvalidReason::kWrongType);
   const std::string pb = readFile("three_traces.pb");
   for (std::size_t cut = 0; cut < pb.size(); cut += 7) {  // every prefix: error or fewer spans
     otlp::decodeProto(std::string_view(pb).substr(0, cut), b, error);
