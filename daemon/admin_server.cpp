@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -55,7 +56,7 @@ struct AdminServer::Impl {
   /// /v1/route's handler may wait on Redis (the shared A/B tables): it runs here, never on the
   /// thread that answers /metrics, /healthz and /readyz from memory.
   asio::thread_pool route_pool{1};
-  int routes_waiting = 0;  // on the io thread only
+  std::atomic<int> routes_waiting{0};  // changed on the io thread only
 
   asio::awaitable<Routed> callRoute(std::string query) { co_return handlers.route(query); }
 
@@ -250,5 +251,7 @@ AdminServer::~AdminServer() {
 }
 
 unsigned short AdminServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+int AdminServer::routesWaiting() const { return impl_->routes_waiting.load(); }
 
 }  // namespace assay

@@ -32,6 +32,9 @@ class AdminServer {
   ~AdminServer();  ///< stops the thread
   /// The bound port (useful with port 0).
   unsigned short port() const;
+  /// /v1/route requests received and not yet answered (0 to 256; beyond, 503): those waiting
+  /// on the route thread, e.g. on a Redis that does not answer. Any thread.
+  int routesWaiting() const;
 
  private:
   struct Impl;

@@ -87,8 +87,11 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                                         : std::make_unique<ab::AbService>(
                                               config.ab, ab::makeStore(config.budget), *registry_)),
       admin_(config.admin.listen,
-             {[this] { return serializeMetrics(*registry_); }, [this] { return notReady(); },
-              [this] { return unhealthy(); },
+             {[this] {
+                if (routes_waiting_) routes_waiting_->Set(admin_.routesWaiting());
+                return serializeMetrics(*registry_);
+              },
+              [this] { return notReady(); }, [this] { return unhealthy(); },
               [this](std::string_view query) {
                 return ab_ ? ab_->route(query)
                            : std::pair<int, std::string>{
@@ -122,6 +125,14 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
   connectRedaction(config);
   if (otlp_) consumer_.onRevoke([this](const std::vector<std::int32_t>& p) { otlp_->forget(p); });
   connectAb(config);
+  if (ab_)
+    routes_waiting_ = &prometheus::BuildGauge()
+                           .Name("assay_ab_route_requests_waiting")
+                           .Help(
+                               "/v1/route requests received and not yet answered (at most 256; "
+                               "more are answered 503): a rising value is a slow Redis")
+                           .Register(*registry_)
+                           .Add({});
   registerReloadMetrics();
   start_text_ = config.text;
   applied_text_ = start_text_;

@@ -16,6 +16,8 @@ Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
 import json
+import signal
+import threading
 import os
 import random
 import subprocess
@@ -59,7 +61,9 @@ def write_config(path, bootstrap, group, port, redis_port):
 sampling: {{rate: 0.05}}
 judges:
   - {{name: overlap, kind: lexical, metric: context_overlap}}
-budget: {{store: "redis://127.0.0.1:{redis_port}/0"}}
+# A command timeout far longer than any wait below: while Redis is stopped (part 4), a route
+# waits on it for 30 s, long enough to show that nothing else waits with it.
+budget: {{store: "redis://127.0.0.1:{redis_port}/0?command_timeout_ms=30000"}}
 ab:
   # The decision this test checks is the chi-square's (p 0.27, deterministic). The anytime-valid
   # p depends on the order the ratings reach the store, which the two consumers interleave:
@@ -196,6 +200,28 @@ def run(args, workdir, checks):
                   {a: by_unit_arms.count(a) for a in ("left", "right")},
                   {a: int(tp.metric(m, "assay_ab_ratings", experiment="by-unit", variant=a))
                    for a in ("left", "right")})
+        # 4. Redis hangs (SIGSTOP): a route waits on it, /healthz, /readyz and /metrics do not
+        #    (they shared the admin thread with it: 30 s each behind a hung Redis). Their
+        #    10 s client timeout is over 1,000 times what they take; the route cannot end before
+        #    SIGCONT (30 s command timeout), so the order is not a race.
+        os.kill(redis.pid, signal.SIGSTOP)
+        try:
+            pending = {}
+            waiter = threading.Thread(target=lambda: pending.update(
+                r=tp.http_get(f"http://127.0.0.1:{ports[1]}/v1/route?experiment={EXPERIMENT}"
+                              "&unit=fresh-unit", timeout=60)))
+            waiter.start()
+            tp.wait_for("the route to reach the stopped Redis", lambda: (tp.metric(
+                metrics(ports[1]), "assay_ab_route_requests_waiting") or 0) >= 1, 30)
+            for path in ("/healthz", "/readyz", "/metrics"):
+                status, _ = tp.http_get(f"http://127.0.0.1:{ports[1]}{path}", timeout=10)
+                checks.true(f"Redis stopped, a route waiting on it: {path} answers", status in
+                            (200, 503), status)
+            checks.true("the route still waits", waiter.is_alive())
+        finally:
+            os.kill(redis.pid, signal.SIGCONT)
+        waiter.join(60)
+        checks.eq("Redis back: the route answers", 200, pending.get("r", (0,))[0])
         tp.log(f"A/B: p {pa} on both instances (scipy {p}), anytime-valid p {aa}; ratings "
                f"consumed {joined}")
         return f"router and shared A/B table: p {pa:.4f} on both instances"
