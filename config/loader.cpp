@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -62,6 +63,9 @@ std::string formatNumber(double v) {
 /// entry and then waits forever for a broker ("No brokers configured"). "" when valid.
 std::string brokersProblem(const std::string& brokers) {
   if (brokers == "embedded" || brokers.empty()) return "";
+  if (brokers.find('@') != std::string::npos)  // not quoted: it would show the password
+    return "an entry holds '@': credentials do not go in kafka.brokers (set sasl.username and "
+           "sasl.password through kafka.secret_files or kafka.secret_env)";
   std::stringstream list(brokers);
   for (std::string entry; std::getline(list, entry, ',');) {
     entry.erase(0, entry.find_first_not_of(" \t"));
@@ -141,9 +145,15 @@ class Reader {
       }
     }
     if (env.empty()) return std::nullopt;
+    if (!isVariableName(env)) {  // a secret pasted where its variable's name goes: never echoed
+      error(node, path,
+            "expected the name of an environment variable (letters, digits and _); this value "
+            "is not one (it is not printed: it may be the secret itself)");
+      return std::nullopt;
+    }
     const char* value = std::getenv(env.c_str());
     if (value && *value) return std::string(value);
-    serviceError(node, path, "environment variable " + env + " is not set");
+    serviceError(node, path, "environment variable " + variableShown(env) + " is not set");
     return std::nullopt;
   }
 

@@ -36,7 +36,7 @@ using tcp = asio::ip::tcp;
 /// get its connection closed with no answer).
 constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
 /// A request body (none of the endpoints reads one): a longer one is answered 413.
-constexpr std::uint64_t kMaxBodyBytes = 64 * 1024;
+constexpr std::uint64_t kMaxBodyBytes = std::uint64_t{64} * 1024;
 /// /v1/route requests waiting for the route thread at once; more are answered 503 at once.
 constexpr int kMaxRoutesWaiting = 256;
 

@@ -37,7 +37,8 @@ std::string formatBytes(std::size_t bytes) {
   if (kib < 1024)
     std::snprintf(buf, sizeof buf, bytes % 1024 ? "%.1f KiB" : "%.0f KiB", kib);
   else
-    std::snprintf(buf, sizeof buf, bytes % (1024 * 1024) ? "%.1f MiB" : "%.0f MiB", kib / 1024.0);
+    std::snprintf(buf, sizeof buf, bytes % (std::size_t{1} << 20) ? "%.1f MiB" : "%.0f MiB",
+                  kib / 1024.0);
   return buf;
 }
 

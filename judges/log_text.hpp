@@ -59,4 +59,43 @@ inline std::string logText(std::string_view text, std::size_t max_bytes = 200) {
   return out;
 }
 
+/// `url` fit to print in a log line, a judgment or /readyz: credentials in it are masked.
+/// "user:password@" before the host becomes "***@"; every query parameter's value becomes
+/// "***" (an endpoint may carry ?api-key=, Azure OpenAI's style). The rest passes through
+/// logText(). Example: "https://u:p@h/v1?api-key=k&x=1" -> "https://***@h/v1?api-key=***&x=***".
+inline std::string safeUrl(std::string_view url, std::size_t max_bytes = 200) {
+  std::string out;
+  const std::size_t scheme = url.find("://");
+  const std::size_t authority = scheme == std::string_view::npos ? 0 : scheme + 3;
+  const std::size_t path = url.find_first_of("/?#", authority);
+  const std::string_view host = url.substr(
+      authority, path == std::string_view::npos ? std::string_view::npos : path - authority);
+  out.append(url.substr(0, authority));
+  if (const std::size_t at = host.rfind('@'); at != std::string_view::npos) {
+    out += "***@";
+    out.append(host.substr(at + 1));
+  } else {
+    out.append(host);
+  }
+  if (path == std::string_view::npos) return logText(out, max_bytes);
+  std::string_view rest = url.substr(path);
+  const std::size_t q = rest.find('?');
+  out.append(rest.substr(0, q));
+  if (q != std::string_view::npos) {
+    std::string_view query = rest.substr(q + 1);
+    const std::size_t hash = query.find('#');
+    query = query.substr(0, hash);
+    out += '?';
+    for (bool first = true; !query.empty(); first = false) {
+      const std::size_t amp = query.find('&');
+      const std::string_view param = query.substr(0, amp);
+      if (!first) out += '&';
+      out.append(param.substr(0, param.find('=')));
+      if (param.find('=') != std::string_view::npos) out += "=***";
+      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    }
+  }
+  return logText(out, max_bytes);
+}
+
 }  // namespace assay

@@ -1,5 +1,7 @@
 #include "judges/secrets.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +20,24 @@ std::string secretFilePath(const std::string& path) {
   std::string out(dir);
   if (out.back() != '/') out.push_back('/');
   return out + path;
+}
+
+bool isVariableName(std::string_view name) {
+  return !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+         });
+}
+
+std::string variableShown(std::string_view name) {
+  const bool conventional =
+      isVariableName(name) && std::none_of(name.begin(), name.end(), [](char c) {
+        return std::islower(static_cast<unsigned char>(c));
+      });
+  return conventional ? std::string(name)
+                      : std::string(
+                            "named here (not printed: not in the upper-case form of a "
+                            "variable name, it may be the secret itself)");
 }
 
 bool secretFileDeferred(const std::string& path) {

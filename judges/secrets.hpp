@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace assay {
 
@@ -20,6 +21,15 @@ std::string secretFilePath(const std::string& path);
 bool secretFileDeferred(const std::string& path);
 
 /// The largest secret read: 64 KiB.
+/// True when `name` can name an environment variable: a letter or '_', then letters, digits
+/// and '_'. A value that cannot (an API key pasted in its place: "sk-…") is refused unprinted.
+bool isVariableName(std::string_view name);
+
+/// `name` as an error message may show it: itself in the conventional form (upper-case
+/// letters, digits, '_': ASSAY_OPENAI_KEY), else "named here" with no text of it, since a
+/// password pasted in its place can be a valid name ("Hunter2").
+std::string variableShown(std::string_view name);
+
 inline constexpr std::size_t kMaxSecretBytes = std::size_t{64} * 1024;
 
 /// The secret in the file at secretFilePath(`path`): its content without trailing CR, LF,

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "judges/llm/budget.hpp"
+#include "judges/log_text.hpp"
 
 namespace assay::llm {
 
@@ -197,16 +198,17 @@ int hexValue(char c) {
       "&connect_timeout_ms=N])");
 }
 
-std::string percentDecode(std::string_view s) {
+/// `s` with its %-escapes decoded; `what` names it in an error, which never quotes it.
+std::string percentDecode(std::string_view s, const char* what) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] != '%') {
       out.push_back(s[i]);
       continue;
     }
-    if (i + 2 >= s.size()) badUrl("truncated %-escape");
+    if (i + 2 >= s.size()) badUrl(std::string("truncated %-escape in ") + what);
     const int hi = hexValue(s[i + 1]), lo = hexValue(s[i + 2]);
-    if (hi < 0 || lo < 0) badUrl("bad %-escape");
+    if (hi < 0 || lo < 0) badUrl(std::string("bad %-escape in ") + what);
     out.push_back(static_cast<char>(hi * 16 + lo));
     i += 2;
   }
@@ -240,10 +242,21 @@ std::string endpoint(const RedisOptions& o) {
 RedisOptions parseRedisUrl(std::string_view url) {
   constexpr std::string_view kScheme = "redis://";
   if (url.starts_with("rediss://")) badUrl("TLS (rediss://) is not supported yet");
-  if (!url.starts_with(kScheme)) badUrl("'" + std::string(url) + "' is not a redis:// URL");
+  if (!url.starts_with(kScheme)) badUrl("'" + safeUrl(url) + "' is not a redis:// URL");
   std::string_view rest = url.substr(kScheme.size());
-  if (rest.find('#') != std::string_view::npos) badUrl("a fragment is not supported");
   RedisOptions o;
+  // The credentials first, up to the last '@' (a password may hold '/', '?', '#' or '@'
+  // unescaped): no message below can quote a part of them.
+  if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view userinfo = rest.substr(0, at);
+    const std::size_t colon = userinfo.find(':');
+    if (colon == std::string_view::npos)
+      badUrl("credentials need ':password@' or 'user:password@'");
+    o.username = percentDecode(userinfo.substr(0, colon), "the user name");
+    o.password = percentDecode(userinfo.substr(colon + 1), "the password");
+    rest = rest.substr(at + 1);
+  }
+  if (rest.find('#') != std::string_view::npos) badUrl("a fragment is not supported");
   if (const std::size_t q = rest.find('?'); q != std::string_view::npos) {
     std::string_view query = rest.substr(q + 1);
     rest = rest.substr(0, q);
@@ -270,15 +283,6 @@ RedisOptions parseRedisUrl(std::string_view url) {
   if (slash != std::string_view::npos) {
     const std::string_view path = rest.substr(slash + 1);
     if (!path.empty()) o.db = parseNumber(path, 0, 1'000'000, "database number");
-  }
-  if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
-    const std::string_view userinfo = authority.substr(0, at);
-    const std::size_t colon = userinfo.find(':');
-    if (colon == std::string_view::npos)
-      badUrl("credentials need ':password@' or 'user:password@'");
-    o.username = percentDecode(userinfo.substr(0, colon));
-    o.password = percentDecode(userinfo.substr(colon + 1));
-    authority = authority.substr(at + 1);
   }
   std::string_view port;
   if (authority.starts_with('[')) {  // [IPv6]:port

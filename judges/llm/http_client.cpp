@@ -22,6 +22,8 @@
 #include <unordered_map>
 #include <utility>  // before boost/asio: asio::awaitable needs it on g++ 12
 
+#include "judges/log_text.hpp"
+
 namespace assay::llm {
 
 namespace asio = boost::asio;
@@ -66,6 +68,14 @@ bool parseUrl(const std::string& url, Url& u) {
   if (u.port.empty()) u.port = u.tls ? "443" : "80";
   return !u.host.empty();
 }
+
+/// Largest reply body read (16 MiB): a provider's reply is a few KiB, a batch's results file
+/// is read in parts of this size at most.
+constexpr std::uint64_t kMaxReplyBytes = 16u << 20;
+/// Unparsed bytes held at once while reading a reply (http::error::buffer_overflow beyond).
+constexpr std::size_t kMaxReadBuffer = 1u << 20;
+/// Interim 1xx responses skipped before one final response; more is an error.
+constexpr int kMaxInterim = 16;
 
 struct Conn {
   std::unique_ptr<beast::tcp_stream> tcp;                     // plain HTTP
@@ -116,26 +126,64 @@ struct HttpClient::Impl {
     co_return conn;
   }
 
+  /// Reads one response into `parser`, step by step, so that the body cap holds whatever the
+  /// framing (Content-Length, chunked, until the end of the connection): counted here as well
+  /// as by the parser's own body_limit.
+  template <typename Stream>
+  asio::awaitable<void> readCapped(Stream& stream, beast::flat_buffer& buffer,
+                                   http::response_parser<http::string_body>& parser) {
+    parser.body_limit(kMaxReplyBytes);
+    while (!parser.is_done()) {
+      co_await http::async_read_some(stream, buffer, parser, asio::use_awaitable);
+      if (parser.is_header_done() && parser.get().body().size() > kMaxReplyBytes)
+        throw boost::system::system_error(http::error::body_limit);
+    }
+  }
+
+  /// Writes `req` and reads its final response into `res`. Interim 1xx responses (100
+  /// Continue, 102 Processing, 103 Early Hints: RFC 9110, section 15.2) are skipped, at most
+  /// kMaxInterim; 101 is an error (no upgrade was asked for). True when the connection may
+  /// carry the next request: the server keeps it alive and nothing follows the response, in
+  /// the read buffer, in TLS's buffer or in the socket; a byte there is a response to no
+  /// request, which the next call would read as its own.
   template <typename Stream>
   asio::awaitable<bool> exchange(Stream& stream, Conn& conn, http::request<http::string_body>& req,
                                  HttpResponse& res, Steady::time_point deadline) {
     conn.lowest().expires_at(deadline);
     co_await http::async_write(stream, req, asio::use_awaitable);
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(16u << 20);
-    conn.lowest().expires_at(deadline);
-    co_await http::async_read(stream, buffer, parser, asio::use_awaitable);
-    auto& msg = parser.get();
-    res.status = static_cast<int>(msg.result_int());
-    res.body = std::move(msg.body());
-    for (const auto& f : msg) {
-      std::string name(f.name_string());
-      std::transform(name.begin(), name.end(), name.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      res.headers[name] = std::string(f.value());
+    // Bounded: the parser moves body bytes out as they come, but keeps a header or a chunk's
+    // header line (its extensions) whole until its end; Beast 1.74 bounds the first only.
+    beast::flat_buffer buffer(kMaxReadBuffer);
+    for (int interim = 0;; ++interim) {
+      http::response_parser<http::string_body> parser;
+      co_await readCapped(stream, buffer, parser);
+      auto& msg = parser.get();
+      const int status = static_cast<int>(msg.result_int());
+      if (status == 101)
+        throw boost::system::system_error(http::error::bad_status, "101 without an upgrade");
+      if (status >= 100 && status < 200) {
+        if (interim == kMaxInterim)
+          throw boost::system::system_error(http::error::bad_status,
+                                            "more than 16 interim 1xx responses");
+        continue;
+      }
+      res.status = status;
+      res.body = std::move(msg.body());
+      for (const auto& f : msg) {
+        std::string name(f.name_string());
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        res.headers[name] = std::string(f.value());
+      }
+      co_return msg.keep_alive() && buffer.size() == 0 && nothingPending(conn);
     }
-    co_return msg.keep_alive();
+  }
+
+  /// True when no byte waits on `conn` (the socket, and OpenSSL's decrypted buffer).
+  static bool nothingPending(Conn& conn) {
+    boost::system::error_code ec;
+    const auto in_socket = conn.lowest().socket().available(ec);
+    return !ec && in_socket == 0 && (!conn.tls || SSL_pending(conn.tls->native_handle()) == 0);
   }
 
   asio::awaitable<HttpResponse> run(HttpRequest request) {
@@ -144,7 +192,7 @@ struct HttpClient::Impl {
     HttpResponse res;
     Url u;
     if (!parseUrl(request.url, u)) {
-      res.error = "invalid URL '" + request.url + "'";
+      res.error = "invalid URL '" + safeUrl(request.url) + "'";
       co_return res;
     }
     http::request<http::string_body> req{http::string_to_verb(request.method), u.target, 11};
@@ -152,7 +200,15 @@ struct HttpClient::Impl {
     req.set(http::field::host, default_port ? u.host : u.host + ":" + u.port);
     req.set(http::field::user_agent, "assayd");
     req.set(http::field::content_type, "application/json");
-    for (const auto& [k, v] : request.headers) req.set(k, v);
+    for (const auto& [k, v] : request.headers) {
+      // A line break in a header (an API key variable with a pasted newline) would end the
+      // header there and inject the rest as headers of its own: refused, never sent.
+      if ((k + v).find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+        res.error = "header '" + logText(k, 40) + "' holds a CR, LF or NUL byte: not sent";
+        co_return res;
+      }
+      req.set(k, v);
+    }
     req.body() = std::move(request.body);
     req.keep_alive(true);
     req.prepare_payload();
@@ -161,9 +217,10 @@ struct HttpClient::Impl {
     for (int attempt = 0; attempt < 2; ++attempt) {
       std::unique_ptr<Conn> conn;
       auto& pool = idle[key];
-      if (!pool.empty()) {
+      while (!pool.empty() && !conn) {
         conn = std::move(pool.back());
         pool.pop_back();
+        if (!nothingPending(*conn)) conn.reset();  // bytes came while idle: never a reply
       }
       const bool reused = conn != nullptr;
       try {
@@ -180,7 +237,7 @@ struct HttpClient::Impl {
       } catch (const boost::system::system_error& e) {
         res.timed_out = e.code() == beast::error::timeout ||
                         (e.code() == asio::error::operation_aborted && Steady::now() >= deadline);
-        res.error = e.code().message();
+        res.error = e.what();  // the code's message, after what a step added ("101 without…")
         res.status = 0;
         // A pooled connection the server closed meanwhile fails at once: try a fresh one.
         if (reused && !res.timed_out && Steady::now() < deadline) continue;

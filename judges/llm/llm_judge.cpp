@@ -124,6 +124,7 @@ LlmCallResult storedResult(const std::string& json, Steady::time_point started) 
 
 LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
     : settings_(std::move(settings)),
+      endpoint_shown_(safeUrl(settings_.endpoint)),
       format_(replyFormatOf(settings_)),
       services_(services),
       client_(services.client(settings_.ca_file)),
@@ -146,7 +147,7 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
   if (isPlainRemoteHttp(settings_.endpoint))
     spdlog::warn(
         "llm judge '{}': insecure_http: the API key and the events' text go to {} unencrypted",
-        settings_.name, settings_.endpoint);
+        settings_.name, endpoint_shown_);
   if (settings_.requests_per_minute > 0)
     rpm_.emplace(settings_.requests_per_minute, std::max(1.0, settings_.requests_per_minute / 6),
                  Steady::now());
@@ -158,7 +159,7 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
     services.addScope("judge:" + settings_.name, settings_.daily_limit_eur);
   services.addJudge(this);
   spdlog::info("llm judge '{}': {} {} via {} ({}), {} in flight at most", settings_.name,
-               settings_.rubric.criterion, settings_.model, settings_.endpoint,
+               settings_.rubric.criterion, settings_.model, endpoint_shown_,
                settings_.provider == Provider::kAnthropic ? "anthropic" : "openai",
                settings_.max_in_flight);
 }
@@ -492,7 +493,7 @@ void LlmJudge::attempt(const std::shared_ptr<Call>& c) const {
   if (open) {
     LlmVerdict v;
     v.outcome = Outcome::kProviderError;
-    v.justification = "circuit breaker open: " + settings_.endpoint + " keeps failing";
+    v.justification = "circuit breaker open: " + endpoint_shown_ + " keeps failing";
     return finish(c, std::move(v), std::nullopt);
   }
   if (wait > Millis{0}) {
@@ -516,7 +517,7 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
     }
     if (was_open)
       spdlog::info("llm judge '{}': {} answers again; circuit breaker closed", settings_.name,
-                   settings_.endpoint);
+                   endpoint_shown_);
     auto v = parseVerdict(reply.content, reply.finish, settings_.rubric.minScore(),
                           settings_.rubric.maxScore());
     flagTrimmed(c->prompt, v);
@@ -546,7 +547,7 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
     if (ar.status > 0 && ar.status < 500) {
       if (breaker_.state(Steady::now()) != CircuitBreaker::State::kClosed)
         spdlog::info("llm judge '{}': {} answers again (HTTP {}); circuit breaker closed",
-                     settings_.name, settings_.endpoint, res.status);
+                     settings_.name, endpoint_shown_, res.status);
       breaker_.onSuccess();
     } else {
       const auto now = Steady::now();
@@ -556,7 +557,7 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
         spdlog::warn(
             "llm judge '{}': {} failed {} times in a row (last: {}); circuit breaker open for "
             "{} s (calls meanwhile end as provider_error)",
-            settings_.name, settings_.endpoint, settings_.breaker_failures, failureText(res, reply),
+            settings_.name, endpoint_shown_, settings_.breaker_failures, failureText(res, reply),
             settings_.breaker_open.count() / 1000);
     }
     d = policy_.decide(c->attempts, ar);
@@ -601,9 +602,9 @@ void LlmJudge::logFailure(Outcome outcome, const std::string& why) const {
     spdlog::error(
         "llm judge '{}': {} refused the API key: {} (check api_key_env / api_key_file; calls "
         "end as auth_error){}",
-        settings_.name, settings_.endpoint, logText(why, 300), RateLimitedLog::note(suppressed));
+        settings_.name, endpoint_shown_, logText(why, 300), RateLimitedLog::note(suppressed));
   else
-    spdlog::warn("llm judge '{}': call to {} failed: {}: {}{}", settings_.name, settings_.endpoint,
+    spdlog::warn("llm judge '{}': call to {} failed: {}: {}{}", settings_.name, endpoint_shown_,
                  outcomeName(outcome), logText(why, 300), RateLimitedLog::note(suppressed));
 }
 

@@ -273,6 +273,7 @@ class LlmJudge final : public Judge {
   void warnSelfJudging(const Event& event) const;
 
   const LlmJudgeSettings settings_;
+  const std::string endpoint_shown_;  ///< settings_.endpoint for logs and judgments (safeUrl)
   const ReplyFormat format_;  ///< the reply format sent with every call (settings_.reply_format)
   CallServices& services_;
   HttpClient& client_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "judges/budget_options.hpp"
@@ -328,24 +329,31 @@ void readApiKey(const JudgeOptionValues& values, const JudgeContext& ctx, LlmJud
   }
   if (!file.empty()) return readApiKeyFile(file, ctx, s, errors);
   if (env.empty()) return;
-  const bool name = (std::isalpha(static_cast<unsigned char>(env[0])) || env[0] == '_') &&
-                    std::all_of(env.begin(), env.end(), [](char c) {
-                      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-                    });
-  if (!name) {  // a key pasted where its variable's name goes: never echo it
+  if (!isVariableName(env)) {  // a key pasted where its variable's name goes: never echo it
     errors.add("api_key_env",
                "expected the name of an environment variable (letters, digits and _); this "
                "value is not one (it is not printed: it may be the key itself)");
     return;
   }
   const char* key = std::getenv(env.c_str());
-  if (key && *key) {
+  const bool control = key && std::any_of(key, key + std::strlen(key), [](char c) {
+                         return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+                       });
+  if (control) {  // a CR/LF would inject request headers (http_client refuses to send it)
+    const std::string why = "environment variable " + variableShown(env) +
+                            " holds a line break or another control character: an API key is "
+                            "one line (the value is not printed)";
+    if (ctx.services)
+      errors.add("api_key_env", why);
+    else if (ctx.warn)
+      ctx.warn("api_key_env", why);
+  } else if (key && *key) {
     s.api_key = key;
   } else if (ctx.services) {
-    errors.add("api_key_env",
-               "environment variable " + env + " is not set (judge '" + ctx.name + "')");
+    errors.add("api_key_env", "environment variable " + variableShown(env) +
+                                  " is not set (judge '" + ctx.name + "')");
   } else if (ctx.warn) {
-    ctx.warn("api_key_env", env +
+    ctx.warn("api_key_env", variableShown(env) +
                                 " is not set in this environment; assayd refuses to start "
                                 "without it");
   }

@@ -550,6 +550,38 @@ TEST_CASE("no configuration value that can be a secret is echoed; every number i
                                           "judges[1].number_weight",
                                           "kafka.properties.ssl.endpoint.identification.algorithm",
                                           "tracking.drift_alpha"});
+  // A secret pasted where a variable's name goes (secret_env, password_env), or a password that
+  // happens to be a valid name; credentials in kafka.brokers (/readyz quoted them).
+  ::unsetenv("Hunter2");
+  const auto pasted = load(std::string(kJudge) +
+                           "kafka:\n  brokers: \"svc:Passw0rd-43@kafka-1:9092\"\n"
+                           "  secret_env: {sasl.password: \"Passw0rd-44!\"}\n"
+                           "budget: {store: \"redis://127.0.0.1:6379\", password_env: Hunter2}\n");
+  std::string said;
+  for (const auto& list : {pasted.errors, pasted.service_errors, pasted.warnings})
+    for (const auto& e : list) said += e.format() + "\n";
+  INFO(said);
+  CHECK(said.find("Passw0rd") == std::string::npos);
+  CHECK(said.find("Hunter2") == std::string::npos);
+  CHECK(said.find("kafka.brokers: an entry holds '@'") != std::string::npos);
+  CHECK(said.find("kafka.secret_env.sasl.password: expected the name of an environment variable") !=
+        std::string::npos);
+  CHECK(said.find("budget.password_env: environment variable named here (not printed") !=
+        std::string::npos);
+  // An API key variable holding a line break (it injected request headers): refused, unprinted.
+  ::setenv("ASSAY_TEST_CRLF_KEY", "sk-x\r\nX-Injected: 1", 1);
+  const auto crlf = loadConfigString(
+      "judges:\n  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
+      "api_key_env: ASSAY_TEST_CRLF_KEY}\n",
+      "t.yaml");
+  std::string crlf_said;
+  for (const auto& list : {crlf.errors, crlf.warnings})
+    for (const auto& e : list) crlf_said += e.format();
+  INFO(crlf_said);
+  CHECK(crlf_said.find("ASSAY_TEST_CRLF_KEY holds a line break") != std::string::npos);
+  CHECK(crlf_said.find("Injected") == std::string::npos);
+  ::unsetenv("ASSAY_TEST_CRLF_KEY");
+
   // The ledger holds at most 10^6 euros: a larger cap is refused at load, not at the first call.
   const auto big = load(std::string(kJudge) + "budget: {daily_limit_eur: 2000000}\n");
   REQUIRE(big.errors.size() == 1);

@@ -16,3 +16,15 @@ TEST_CASE("logText: an event cannot forge a log line or repaint a terminal") {
   for (int i = 0; i < 30; ++i) euros += "\u20ac";  // 3 bytes each: cut at 63, not inside one
   CHECK(logText(euros, 64) == euros.substr(0, 63) + "…");
 }
+
+TEST_CASE("safeUrl: no credentials from a URL reach a log line") {
+  CHECK(safeUrl("https://api.openai.com/v1") == "https://api.openai.com/v1");
+  CHECK(safeUrl("https://u:p4ss@h.example/v1?api-key=k3y&api-version=2024-06-01") ==
+        "https://***@h.example/v1?api-key=***&api-version=***");
+  CHECK(safeUrl("http://h:8080/openai/deployments/x?flag") ==
+        "http://h:8080/openai/deployments/x?flag");
+  CHECK(safeUrl("http://tok3n@h") == "http://***@h");
+  CHECK(safeUrl("user:pw@broker:9092") == "***@broker:9092");
+  CHECK(safeUrl("https://h/v1?key=a\nb") == "https://h/v1?key=***");
+  CHECK(safeUrl("https://h/p\x1b[31m") == "https://h/p\\x1b[31m");  // logText's escapes
+}

@@ -231,6 +231,27 @@ TEST_CASE("budget.store URLs") {
       CHECK_THROWS_AS(parseRedisUrl(bad), std::invalid_argument);
     }
     CHECK_THROWS_WITH(parseRedisUrl("rediss://h"), doctest::Contains("TLS"));
+    // No message quotes the password, whatever the mistake (each of these echoed it, or a part
+    // of it: a '/' in an unescaped password made the rest "the database number").
+    for (const char* bad :
+         {"http://:hunter2@h:6379", "redis://:hun/ter2@h:6379/x", "redis://:hunter2@h:port",
+          "redis://:hunter2@h:99999", "redis://:h%4unter2@h", "redis://:hunter2@h#frag",
+          "redis://u:hunter2@[::1"}) {
+      CAPTURE(bad);
+      try {
+        parseRedisUrl(bad);
+        FAIL("accepted");
+      } catch (const std::invalid_argument& e) {
+        const std::string m = e.what();
+        CAPTURE(m);
+        CHECK(m.find("hunter2") == std::string::npos);
+        CHECK(m.find("hun") == std::string::npos);
+        CHECK(m.find("ter2") == std::string::npos);
+      }
+    }
+    // An unescaped '/' or '?' in the password is read as the password (up to the last '@').
+    CHECK(parseRedisUrl("redis://:hun/ter2@h:6379/3").password == "hun/ter2");
+    CHECK(parseRedisUrl("redis://:hun/ter2@h:6379/3").db == 3);
   }
   SUBCASE("the factory") {
     const auto memory = makeBudgetStore("memory");

@@ -1,9 +1,17 @@
 #include "judges/llm/http_client.hpp"
 
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <functional>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "fake_server.hpp"
 #include "tests/wait.hpp"
@@ -112,4 +120,237 @@ TEST_CASE("many concurrent requests on one client") {
   }
   CHECK(assay::test::waitUntil("64 replies", [&] { return done == 64; }));
   CHECK(ok == 64);
+}
+
+// ---- HTTP/1.1 as a hostile or broken server speaks it (issue 28, item 3): a scripted server on
+// ---- a raw socket writes exactly the bytes each case needs.
+
+namespace {
+
+/// Listens on a loopback port; for the n-th request it reads (whatever the connection), writes
+/// replies[n] (the last one again when there are fewer), then `after(n, fd)` may write more.
+/// Counts connections and requests.
+class ScriptedServer {
+ public:
+  explicit ScriptedServer(std::vector<std::string> replies,
+                          std::function<void(int, int)> after = nullptr)
+      : replies_(std::move(replies)), after_(std::move(after)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(fd_, 16) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~ScriptedServer() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    {
+      std::lock_guard lock(mu_);
+      for (const int c : open_) ::shutdown(c, SHUT_RDWR);  // a client may still keep one open
+    }
+    for (auto& t : conns_) t.join();
+    ::close(fd_);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1/x"; }
+  int connections() const { return connections_.load(); }
+  int requests() const { return requests_.load(); }
+  /// Bytes written in all, including the replies cut short by the client.
+  std::size_t written() const { return written_.load(); }
+
+  /// Writes all of `bytes` to `fd` (false once the client is gone).
+  bool write(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+      const auto n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      written_ += static_cast<std::size_t>(n);
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+
+ private:
+  void serve() {
+    for (;;) {
+      const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0 || stop_) {
+        if (c >= 0) ::close(c);
+        return;
+      }
+      ++connections_;
+      {
+        std::lock_guard lock(mu_);
+        open_.push_back(c);
+      }
+      conns_.emplace_back([this, c] { connection(c); });
+    }
+  }
+  void connection(int c) {
+    std::string in;
+    char buf[4096];
+    for (;;) {
+      std::size_t end;
+      while ((end = in.find("\r\n\r\n")) == std::string::npos) {
+        const auto n = ::recv(c, buf, sizeof buf, 0);
+        if (n <= 0) return (void)::close(c);
+        in.append(buf, static_cast<std::size_t>(n));
+      }
+      std::size_t length = 0;
+      if (const auto at = in.find("Content-Length: "); at != std::string::npos && at < end)
+        length = std::stoul(in.substr(at + 16));
+      while (in.size() < end + 4 + length) {
+        const auto n = ::recv(c, buf, sizeof buf, 0);
+        if (n <= 0) return (void)::close(c);
+        in.append(buf, static_cast<std::size_t>(n));
+      }
+      in.erase(0, end + 4 + length);
+      const int k = requests_++;
+      const auto& reply = replies_[std::min<std::size_t>(k, replies_.size() - 1)];
+      if (!write(c, reply)) return (void)::close(c);
+      if (after_) after_(k, c);
+    }
+  }
+
+  std::vector<std::string> replies_;
+  std::function<void(int, int)> after_;
+  int fd_ = -1;
+  unsigned short port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0}, requests_{0};
+  std::atomic<std::size_t> written_{0};
+  std::thread thread_;
+  std::vector<std::thread> conns_;
+  std::mutex mu_;
+  std::vector<int> open_;  // accepted sockets (closed by their thread, shut down at the end)
+};
+
+std::string ok(const std::string& body) {
+  return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+}  // namespace
+
+TEST_CASE("interim 1xx replies are skipped: each call gets its own final reply") {
+  // A 100 Continue (and a 103 Early Hints with headers) before the real reply was taken as the
+  // reply, and the connection reused: the next call read the previous call's 200.
+  ScriptedServer server({"HTTP/1.1 100 Continue\r\n\r\n" + ok("first"),
+                         "HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"
+                         "HTTP/1.1 102 Processing\r\n\r\n" +
+                             ok("second"),
+                         ok("third")});
+  HttpClient client;
+  const auto a = client.send(chat(server.url()));
+  const auto b = client.send(chat(server.url()));
+  const auto c = client.send(chat(server.url()));
+  CHECK(a.status == 200);
+  CHECK(a.body == "first");
+  CHECK(b.status == 200);
+  CHECK(b.body == "second");
+  CHECK(b.headers.count("link") == 0);  // an interim reply's headers are not the reply's
+  CHECK(c.body == "third");
+  CHECK(server.connections() == 1);  // a clean exchange keeps the connection
+  // Endless interim replies: an error once 16 have come, never a hang until the deadline.
+  std::string flood;
+  for (int i = 0; i < 40; ++i) flood += "HTTP/1.1 102 Processing\r\n\r\n";
+  ScriptedServer flooding({flood + ok("late")});
+  const auto f = client.send(chat(flooding.url()));
+  CHECK(f.status == 0);
+  CHECK(f.error.find("interim") != std::string::npos);
+  // 101 Switching Protocols to a request that asked for no upgrade: an error.
+  ScriptedServer switching({"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n"});
+  const auto s = client.send(chat(switching.url()));
+  CHECK(s.status == 0);
+  CHECK_FALSE(s.error.empty());
+}
+
+TEST_CASE("a reply followed by bytes nobody asked for: the connection is closed, never reused") {
+  // The extra reply in the same segment as the first (it sat in the read buffer)…
+  ScriptedServer same({ok("first") + ok("EXTRA"), ok("second")});
+  HttpClient client;
+  CHECK(client.send(chat(same.url())).body == "first");
+  const auto b = client.send(chat(same.url()));
+  CHECK(b.body == "second");
+  CHECK_FALSE(b.reused_connection);
+  CHECK(same.connections() == 2);
+  // …and written after it, once the call is over (it waited in the socket for the next call).
+  std::atomic<bool> extra_sent{false};
+  ScriptedServer* late_ptr = nullptr;
+  ScriptedServer late({ok("first"), ok("second")}, [&](int k, int fd) {
+    if (k == 0) {
+      late_ptr->write(fd, ok("EXTRA"));  // on loopback, in the client's socket once written
+      extra_sent = true;
+    }
+  });
+  late_ptr = &late;
+  CHECK(client.send(chat(late.url())).body == "first");
+  REQUIRE(assay::test::waitUntil("the extra reply written", [&] { return extra_sent.load(); }));
+  const auto d = client.send(chat(late.url()));
+  CHECK(d.body == "second");
+  CHECK_FALSE(d.reused_connection);
+  CHECK(late.connections() == 2);
+}
+
+TEST_CASE("the 16 MiB reply cap holds whatever the framing") {
+  HttpClient client;
+  const std::string mib(1 << 20, 'x');
+  // Announced: refused at the header.
+  ScriptedServer announced({"HTTP/1.1 200 OK\r\nContent-Length: 400000000\r\n\r\n"});
+  const auto a = client.send(chat(announced.url()));
+  CHECK(a.status == 0);
+  CHECK(a.error.find("body limit") != std::string::npos);
+  // Chunked, 1 MiB a chunk, 40 chunks; and until the end of the connection, 40 MiB.
+  std::string chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string to_eof = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n";
+  for (int i = 0; i < 40; ++i) {
+    chunked += "100000\r\n" + mib + "\r\n";
+    to_eof += mib;
+  }
+  for (const auto& [label, reply] : {std::pair{"chunked", chunked}, std::pair{"to EOF", to_eof}}) {
+    CAPTURE(label);
+    ScriptedServer big({reply});
+    const auto r = client.send(chat(big.url()));
+    CHECK(r.status == 0);
+    CHECK(r.error.find("body limit") != std::string::npos);
+    CHECK(r.body.empty());
+  }
+  // Bytes that are not body: a chunk extension of 40 MiB (the parser buffers a chunk's header
+  // line whole), and a header over the parser's 8 KiB limit.
+  {
+    ScriptedServer ext({"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;x=" +
+                        std::string(40u << 20, 'e') + "\r\nz\r\n0\r\n\r\n"});
+    const auto r = client.send(chat(ext.url()));
+    CHECK(r.status == 0);
+    CHECK_FALSE(r.error.empty());
+    CHECK(ext.written() < (20u << 20));  // given up long before the end
+    ScriptedServer header({"HTTP/1.1 200 OK\r\nX-Big: " + std::string(1 << 20, 'h') +
+                           "\r\nContent-Length: 0\r\n\r\n"});
+    const auto h = client.send(chat(header.url()));
+    CHECK(h.status == 0);
+    CHECK(h.error.find("header limit") != std::string::npos);
+  }
+  // 16 MiB exactly is a reply.
+  ScriptedServer at_cap({ok(std::string(16u << 20, 'y'))});
+  const auto c = client.send(chat(at_cap.url()));
+  CHECK(c.status == 200);
+  CHECK(c.body.size() == (16u << 20));
+}
+
+TEST_CASE("a header value with CR or LF is never sent (no header injection)") {
+  ScriptedServer server({ok("fine")});
+  HttpClient client;
+  auto r = chat(server.url());
+  r.headers.push_back({"Authorization", "Bearer sk-x\r\nX-Injected: 1"});
+  const auto res = client.send(r);
+  CHECK(res.status == 0);
+  CHECK(res.error == "header 'Authorization' holds a CR, LF or NUL byte: not sent");
+  CHECK(server.requests() == 0);
+  // The URL's credentials never reach an error text.
+  auto bad = chat("ftp://user:hunter2@h/v1?api-key=k3y");
+  const auto e = client.send(bad);
+  CHECK(e.error == "invalid URL 'ftp://***@h/v1?api-key=***'");
 }
