@@ -11,6 +11,7 @@
 namespace assay::otlp {
 
 void Batch::clear() {
+  index_.clear();
   spans.clear();
   attributes.clear();
   values.clear();
@@ -20,9 +21,19 @@ void Batch::clear() {
 }
 
 const Value* Batch::find(AttributeRange range, std::string_view key) const {
-  for (std::uint32_t i = range.first; i < range.first + range.count; ++i)
-    if (attributes[i].key == key) return &attributes[i].value;
-  return nullptr;
+  if (range.count <= kIndexedRange) {
+    for (std::uint32_t i = range.first; i < range.first + range.count; ++i)
+      if (attributes[i].key == key) return &attributes[i].value;
+    return nullptr;
+  }
+  auto [it, fresh] = index_.try_emplace(range.first);
+  if (fresh) {
+    it->second.reserve(range.count);
+    for (std::uint32_t i = range.first; i < range.first + range.count; ++i)
+      it->second.try_emplace(attributes[i].key, i);  // the first one wins
+  }
+  const auto found = it->second.find(key);
+  return found == it->second.end() ? nullptr : &attributes[found->second].value;
 }
 
 std::string hex(const std::uint8_t* bytes, std::size_t n) {

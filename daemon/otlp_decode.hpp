@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace assay::otlp {
@@ -78,8 +79,19 @@ struct Batch {
   std::shared_ptr<void> storage;          ///< the JSON document the views point into
 
   void clear();
-  /// The attribute `key` of `range`, or nullptr (the first one when a key repeats).
+  /// The attribute `key` of `range`, or nullptr (the first one when a key repeats). A range of
+  /// more than kIndexedRange attributes is indexed on its first lookup, so that the cost of a
+  /// message stays linear in its size when many spans look up one large resource (8,000
+  /// spans × 8,000 resource attributes took 4.3 s under ASan by scanning).
   const Value* find(AttributeRange range, std::string_view key) const;
+
+  static constexpr std::uint32_t kIndexedRange = 32;
+
+ private:
+  /// Indexes of the large ranges looked up so far, by the range's first attribute: key ->
+  /// position in `attributes` (positions, so that a copy of the Batch stays right).
+  mutable std::unordered_map<std::uint32_t, std::unordered_map<std::string_view, std::uint32_t>>
+      index_;
 };
 
 /// Decodes an OTLP/JSON `ExportTraceServiceRequest` into `out` (cleared first). False with

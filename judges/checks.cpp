@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "judges/tokenizer.hpp"
+#include "judges/user_regex.hpp"
 
 namespace assay {
 namespace {
@@ -67,12 +68,12 @@ constexpr std::array<std::string_view, 44> kRefusalPhrases = {
 
 Patterns compilePatterns(const std::vector<std::string>& patterns, const std::string& key) {
   Patterns out;
-  re2::RE2::Options options;
+  re2::RE2::Options options = userRegexOptions();
   options.set_case_sensitive(false);
-  options.set_log_errors(false);
   for (const auto& p : patterns) {
     auto re = std::make_shared<const re2::RE2>(p, options);
-    if (!re->ok()) throw OptionError(key, "invalid regex '" + p + "': " + re->error());
+    if (const auto why = userRegexProblem(*re); !why.empty())
+      throw OptionError(key, "pattern '" + p + "': " + why);
     out.push_back(std::move(re));
   }
   return out;
@@ -130,9 +131,10 @@ Verdict CitesSourceJudge::judge(const Event& e) const {
   // Bracketed markers: [1], [1, 3], [doc-7]; adjacent brackets are scanned one by one.
   for (std::size_t open = a.find('['); open != std::string_view::npos;
        open = a.find('[', open + 1)) {
-    const std::size_t close = a.find(']', open + 1);
-    if (close == std::string_view::npos) break;
-    if (close - open > 80) continue;
+    // Within 80 bytes (the longest marker read), never to the end: linear in the answer.
+    const std::size_t window = a.substr(open + 1, 80).find(']');
+    if (window == std::string_view::npos) continue;
+    const std::size_t close = open + 1 + window;
     std::string_view inside = a.substr(open + 1, close - open - 1);
     std::size_t start = 0;
     while (start <= inside.size()) {

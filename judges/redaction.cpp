@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "judges/user_regex.hpp"
+
 namespace assay {
 
 bool luhnValid(std::string_view digits) {
@@ -267,10 +269,10 @@ Redactor::Redactor(const RedactOptions& options) : options_(options) {
     d->type = name;
     std::transform(d->type.begin(), d->type.end(), d->type.begin(),
                    [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-    d->re = std::make_unique<re2::RE2>(regex, o);
+    d->re = std::make_unique<re2::RE2>(regex, userRegexOptions());
     d->check = checkAny;
-    if (!d->re->ok())
-      throw std::invalid_argument("pattern '" + name + "': invalid RE2 regex: " + d->re->error());
+    if (const auto why = userRegexProblem(*d->re); !why.empty())
+      throw std::invalid_argument("pattern '" + name + "': " + why);
     if (re2::RE2::FullMatch("", *d->re))
       throw std::invalid_argument("pattern '" + name + "' matches the empty string");
     labels_.push_back(name);

@@ -335,8 +335,11 @@ std::string toLowerUtf8(std::string_view text) {
 
 std::size_t citationMarkerLength(std::string_view text, std::size_t at) {
   if (at >= text.size() || text[at] != '[') return 0;
-  const std::size_t close = text.find(']', at + 1);
-  if (close == std::string_view::npos || close - at > 24 || close == at + 1) return 0;
+  // Looked for within the 24 bytes a marker may span, never to the end of the text: a text of
+  // 900 KB of '[' cost 15 s across three judges when every '[' searched to the end.
+  const std::size_t window = text.substr(at + 1, 24).find(']');
+  if (window == std::string_view::npos || window == 0) return 0;
+  const std::size_t close = at + 1 + window;
   const std::string_view inside = text.substr(at + 1, close - at - 1);
   const bool marker = inside.find_first_not_of(
                           "0123456789, ;-_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") ==

@@ -311,6 +311,20 @@ TEST_CASE("json_valid: an unreadable or non-JSON schema_file is an OptionError")
   std::filesystem::remove(deep);
 }
 
+TEST_CASE("a user's pattern whose RE2 program is over 1,000 instructions is refused at load") {
+  CHECK(optionErrorKey<CitesSourceJudge>({{"patterns", Strings{R"(\pL{100}z)"}}}) == "patterns");
+  CHECK(optionErrorKey<RefusalJudge>({{"patterns", Strings{R"((\w+\s+){200}x)"}}}) == "patterns");
+  try {
+    make<CitesSourceJudge>({{"patterns", Strings{R"(\pL{100}z)"}}});
+    FAIL("accepted");
+  } catch (const OptionError& e) {
+    CHECK(std::string(e.what()).find("over the 1000 allowed") != std::string::npos);
+  }
+  // Typical patterns stay well under it.
+  CHECK(make<CitesSourceJudge>(
+            {{"patterns", Strings{R"(Source:\s*\w+)", R"((?i)according to .{0,40})"}}}) != nullptr);
+}
+
 TEST_CASE("refusal: upper-case French is recognised") {
   const auto j = RefusalJudge::create(JudgeOptionValues{});
   Event e;

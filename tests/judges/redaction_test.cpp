@@ -107,6 +107,9 @@ TEST_CASE("user patterns (RE2) and bad options") {
   bad.patterns = {{"x", "(unclosed"}};
   CHECK_THROWS_WITH_AS(Redactor{bad}, doctest::Contains("pattern 'x': invalid RE2 regex"),
                        std::invalid_argument);
+  bad.patterns = {{"x", R"(\pL{100}z)"}};  // 119,405 RE2 instructions
+  CHECK_THROWS_WITH_AS(Redactor{bad}, doctest::Contains("over the 1000 allowed"),
+                       std::invalid_argument);
   bad.patterns = {{"has space", "a"}};
   CHECK_THROWS_AS(Redactor{bad}, std::invalid_argument);
   bad.patterns = {{"backref", R"((a)\1)"}};  // RE2 has no backreferences: refused, not slow

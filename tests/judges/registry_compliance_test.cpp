@@ -3,6 +3,7 @@
 #include <prometheus/registry.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <future>
 #include <set>
@@ -237,6 +238,53 @@ TEST_CASE("registry: every judge survives an empty event and hostile input") {
       Verdict v;
       CHECK_NOTHROW(v = j->judge(*ev));
       checkVerdictShape(d, v);
+    }
+  }
+}
+
+TEST_CASE("registry: no local judge does more than linear work on a worst-case answer") {
+  // 900 KB answers (about the largest event accepted): the shapes that were quadratic (every
+  // '[' searched to the end of the text for its ']': 15 s across three judges) against a
+  // typical answer of the same size. A linear judge's ratio is near 1; the quadratic scan's
+  // was over 1,000. The bound (20 ×, plus 50 ms for a scheduler hiccup on a shared 2-core
+  // machine) is far from both; each time is the best of two runs.
+  const std::size_t n = 900'000;
+  const auto fill = [n](std::string_view unit) {
+    std::string s;
+    while (s.size() < n) s += unit;
+    return s;
+  };
+  Event typical = fixtureEvent();
+  typical.answer = fill("The warranty lasts two years [1] and covers parts. ");
+  std::vector<std::pair<const char*, Event>> worst;
+  for (const char* unit : {"[", "[1", "[a ", "[[1]", "Source: "}) {
+    Event e = fixtureEvent();
+    e.answer = fill(unit);
+    worst.emplace_back(unit, std::move(e));
+  }
+  Setup setup;
+  const auto seconds = [](const Judge& j, const Event& e) {
+    double best = 1e9;
+    for (int k = 0; k < 2; ++k) {
+      const auto t = std::chrono::steady_clock::now();
+      (void)j.judge(e);
+      best = std::min(best,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+    }
+    return best;
+  };
+  for (const auto& f : judgeRegistry()) {
+    const auto& d = *f.descriptor;
+    if (d.cost == CostClass::kRemoteCall) continue;
+    CAPTURE(label(d));
+    const auto j = setup.create(f);
+    const double base = seconds(*j, typical);
+    for (const auto& [unit, e] : worst) {
+      CAPTURE(unit);
+      const double t = seconds(*j, e);
+      CAPTURE(base);
+      CAPTURE(t);
+      CHECK(t <= 20 * base + 0.05);
     }
   }
 }
