@@ -437,9 +437,9 @@ void loadEvents(Reader& r, const YAML::Node& n, EventFieldOptions& o) {
 
 void loadOtlp(Reader& r, const YAML::Node& n, OtlpOptions& o) {
   const std::string p = "otlp";
-  if (!r.checkMap(
-          n, p,
-          {"mapping", "attributes", "join_timeout_ms", "max_traces", "max_bytes", "incomplete"}))
+  if (!r.checkMap(n, p,
+                  {"mapping", "attributes", "join_timeout_ms", "max_trace_age_ms", "max_traces",
+                   "max_bytes", "incomplete"}))
     return;
   r.get(n, "mapping", p, o.mapping);
   if (o.mapping != "openinference" && o.mapping != "gen_ai")
@@ -469,6 +469,10 @@ void loadOtlp(Reader& r, const YAML::Node& n, OtlpOptions& o) {
     }
   }
   r.getRange(n, "join_timeout_ms", p, o.join_timeout_ms, 1, 3'600'000);
+  r.getRange(n, "max_trace_age_ms", p, o.max_trace_age_ms, 1, 86'400'000);
+  if (o.max_trace_age_ms < o.join_timeout_ms)
+    r.error(n["max_trace_age_ms"] ? n["max_trace_age_ms"] : n, p + ".max_trace_age_ms",
+            "must be at least join_timeout_ms (" + std::to_string(o.join_timeout_ms) + ")");
   r.getRange<std::size_t>(n, "max_traces", p, o.max_traces, 1, 10'000'000);
   r.getRange<std::size_t>(n, "max_bytes", p, o.max_bytes, 1u << 20, std::size_t{16} << 30);
   if (const auto inc = n["incomplete"]) {

@@ -69,7 +69,11 @@ struct OtlpOptions {
   /// Attribute names over the mapping's, key by key (daemon/trace_mapping.hpp keys), in file
   /// order.
   std::vector<std::pair<std::string, std::string>> attributes;
-  int join_timeout_ms = 30'000;       ///< a trace waits this long after its last span, 1..3,600,000
+  int join_timeout_ms = 30'000;  ///< a trace waits this long after its last span, 1..3,600,000
+  /// A trace leaves the join this long after its first span whatever keeps arriving (a
+  /// trickle of spans would otherwise hold its messages' offsets forever), ms,
+  /// join_timeout_ms..86,400,000.
+  int max_trace_age_ms = 300'000;
   std::size_t max_traces = 10'000;    ///< traces waiting at once, 1..10,000,000
   std::size_t max_bytes = 64u << 20;  ///< text they hold, bytes, 1 MiB..16 GiB
   bool judge_incomplete = true;       ///< incomplete: judge (true) | count (false)

@@ -84,8 +84,8 @@ void installSignalHandlers() {
 }
 // Only an executable may have a .preinit_array (the ELF gABI); glibc calls it before the
 // shared libraries' initializers (a constructor, even at priority 101, runs after them).
-__attribute__((section(".preinit_array"), used)) void (*const kPreinitSignals)() =
-    installSignalHandlers;
+__attribute__((section(".preinit_array"),
+               used)) void (*const kPreinitSignals)() = installSignalHandlers;
 
 int usageError(const std::string& message) {
   std::cerr << "assayd: " << message << "\n" << kUsage;

@@ -10,6 +10,7 @@ TraceJoinOptions traceJoinOptions(const OtlpOptions& o) {
   j.mapping = builtinTraceMapping(o.mapping).value_or(TraceMapping{});  // the loader checked it
   for (const auto& [key, value] : o.attributes) overrideTraceMapping(j.mapping, key, value);
   j.timeout = std::chrono::milliseconds(o.join_timeout_ms);
+  j.max_age = std::chrono::milliseconds(o.max_trace_age_ms);
   j.max_traces = o.max_traces;
   j.max_bytes = o.max_bytes;
   j.judge_incomplete = o.judge_incomplete;
@@ -52,6 +53,10 @@ OtlpSource::OtlpSource(const Config& config, prometheus::Registry& registry)
       evicted_(counter(registry, "assay_otlp_traces_evicted_total",
                        "Waiting traces dropped to stay under otlp.max_traces or otlp.max_bytes "
                        "(the oldest last span first); never judged")),
+      aged_out_(counter(registry, "assay_otlp_traces_aged_out_total",
+                        "Traces that reached otlp.max_trace_age_ms after their first span while "
+                        "spans kept coming: they left as incomplete (judged with what they had, "
+                        "or counted, as after a timeout), so that their offsets move on")),
       incomplete_family_(
           prometheus::BuildCounter()
               .Name("assay_otlp_traces_incomplete_total")
@@ -143,6 +148,7 @@ void OtlpSource::count(const std::vector<FinishedTrace>& done, std::size_t from)
         evicted_.Increment();
         break;
       case FinishedTrace::How::kIncomplete: {
+        if (f.aged_out) aged_out_.Increment();
         long suppressed = 0;
         if (!f.any_role && no_role_log_.allow(suppressed))
           spdlog::warn(

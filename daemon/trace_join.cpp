@@ -136,6 +136,7 @@ FinishedTrace TraceJoin::finish(List::iterator it, FinishedTrace::How how, Clock
   remember(p.key);
   bytes_ -= p.bytes;
   index_.erase(p.key);
+  born_.erase(p.born);
   lru_.erase(it);
   return f;
 }
@@ -173,6 +174,8 @@ TraceJoin::Added TraceJoin::add(const otlp::Batch& batch, MessageRef at,
       p.first = now;
       lru_.push_back(std::move(p));
       found = index_.emplace(key, std::prev(lru_.end())).first;
+      born_.push_back(found->second);
+      found->second->born = std::prev(born_.end());
     } else {
       lru_.splice(lru_.end(), lru_, found->second);  // most recently updated last
     }
@@ -201,6 +204,10 @@ TraceJoin::Added TraceJoin::add(const otlp::Batch& batch, MessageRef at,
 void TraceJoin::expire(std::vector<FinishedTrace>& done, Clock::time_point now) {
   while (!lru_.empty() && now - lru_.front().last >= o_.timeout)
     done.push_back(finish(lru_.begin(), FinishedTrace::How::kIncomplete, now));
+  while (!born_.empty() && now - born_.front()->first >= o_.max_age) {
+    done.push_back(finish(born_.front(), FinishedTrace::How::kIncomplete, now));
+    done.back().aged_out = true;
+  }
 }
 
 void TraceJoin::forget(const std::vector<std::int32_t>& partitions) {
@@ -211,6 +218,7 @@ void TraceJoin::forget(const std::vector<std::int32_t>& partitions) {
     if (revoked(it->key.partition)) {
       bytes_ -= it->bytes;
       index_.erase(it->key);
+      born_.erase(it->born);
       it = lru_.erase(it);
     } else {
       ++it;

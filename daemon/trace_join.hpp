@@ -66,6 +66,7 @@ class MessageRefs {
 struct TraceJoinOptions {
   TraceMapping mapping;
   std::chrono::milliseconds timeout{30'000};
+  std::chrono::milliseconds max_age{300'000};  ///< after the first span, whatever arrives
   std::size_t max_traces = 10'000;
   std::size_t max_bytes = 64u << 20;
   bool judge_incomplete = true;
@@ -87,6 +88,7 @@ struct FinishedTrace {
   double wait_s = 0;                 ///< first span → leaving the join, seconds
   bool any_role = false;             ///< some span was a retrieval or LLM span under the mapping
   std::string trace_id;              ///< lower-case hex (for logs)
+  bool aged_out = false;             ///< kIncomplete because max_age passed while spans kept coming
 };
 
 class TraceJoin {
@@ -107,7 +109,8 @@ class TraceJoin {
   Added add(const otlp::Batch& batch, MessageRef at,
             const std::function<bool(const std::string&)>& keep, std::vector<FinishedTrace>& done,
             Clock::time_point now = Clock::now());
-  /// Traces whose last span is older than the timeout leave (incomplete), oldest first.
+  /// Traces whose last span is older than the timeout leave (incomplete), oldest first; so do
+  /// traces whose first span is older than max_age, however recent their last (aged_out).
   void expire(std::vector<FinishedTrace>& done, Clock::time_point now = Clock::now());
   /// Drops the waiting traces of revoked partitions (their messages are read again by the
   /// partition's next owner).
@@ -142,6 +145,7 @@ class TraceJoin {
     std::vector<MessageRef> messages;
     std::size_t bytes = 0;
     Clock::time_point first, last;
+    std::list<std::list<Pending>::iterator>::iterator born;  // its place in born_
   };
   using List = std::list<Pending>;
 
@@ -152,6 +156,8 @@ class TraceJoin {
   TraceJoinOptions o_;
   List lru_;  // least recently updated first
   std::unordered_map<Key, List::iterator, KeyHash> index_;
+  /// The waiting traces in the order they came in (by first span): what max_age looks at.
+  std::list<List::iterator> born_;
   std::size_t bytes_ = 0;
   std::vector<List::iterator> touched_;  // add(): the traces the message fed, in order
   // Recently finished traces per partition, to drop their late spans (bounded FIFO).

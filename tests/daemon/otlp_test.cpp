@@ -542,3 +542,47 @@ TEST_CASE("a message of many spans under one large resource costs linear time") 
 }
 
 }  // namespace assay
+
+namespace assay {
+
+TEST_CASE("a trace that never completes leaves the join at max_age, however its spans trickle") {
+  // One LLM span every 1.5 s (never a retrieval span): each span reset the 30 s timeout, so the
+  // trace, and the offsets of every message that fed it, waited for as long as it trickled.
+  TraceJoinOptions o = options();
+  o.timeout = std::chrono::seconds(30);
+  o.max_age = std::chrono::seconds(300);
+  TraceJoin join(o);
+  const auto t0 = TraceJoin::Clock::time_point{} + std::chrono::hours(1);
+  std::vector<FinishedTrace> done;
+  otlp::Batch b;
+  std::string error;
+  int fed = 0, late = 0;
+  std::optional<double> left_at;
+  for (int k = 0; k < 300; ++k) {  // 450 s of trickle
+    char id[17];
+    std::snprintf(id, sizeof id, "%016x", k + 1);
+    const std::string message =
+        std::string(
+            R"({"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8aa5a2d2c872e8321cf37308d69df2","spanId":")") +
+        id +
+        R"(","parentSpanId":"00f067aa0ba902b7","name":"llm","attributes":[{"key":"openinference.span.kind","value":{"stringValue":"LLM"}},{"key":"output.value","value":{"stringValue":"an answer"}}]}]}]}]})";
+    REQUIRE(otlp::decodeJson(message, b, error));
+    const auto now = t0 + std::chrono::milliseconds(1500 * k);
+    const auto added = join.add(b, MessageRef{0, k}, kKeepAll, done, now);
+    fed += added.traces > 0;
+    late += static_cast<int>(added.late);
+    join.expire(done, now);
+    if (!done.empty() && !left_at) left_at = 1.5 * k;
+  }
+  REQUIRE(done.size() == 1);
+  CHECK(*left_at == 300.0);  // the first expire at or past 300 s after the first span
+  CHECK(done[0].how == FinishedTrace::How::kIncomplete);
+  CHECK(done[0].aged_out);
+  CHECK(done[0].messages.size() == 201);  // offsets 0..200: each is released with it
+  CHECK(done[0].wait_s == doctest::Approx(300.0));
+  CHECK(fed == 201);
+  CHECK(late == 99);  // its later spans are late: dropped, never a second trace
+  CHECK(join.traces() == 0);
+}
+
+}  // namespace assay
