@@ -310,9 +310,9 @@ TEST_CASE("the 16 MiB reply cap holds whatever the framing") {
     chunked += "100000\r\n" + mib + "\r\n";
     to_eof += mib;
   }
-  for (const auto& [label, reply] : {std::pair{"chunked", chunked}, std::pair{"to EOF", to_eof}}) {
-    CAPTURE(label);
-    ScriptedServer big({reply});
+  for (const auto& framing : {std::pair{"chunked", chunked}, std::pair{"to EOF", to_eof}}) {
+    CAPTURE(framing.first);  // not a structured binding: CAPTURE is a lambda (clang)
+    ScriptedServer big({framing.second});
     const auto r = client.send(chat(big.url()));
     CHECK(r.status == 0);
     CHECK(r.error.find("body limit") != std::string::npos);
