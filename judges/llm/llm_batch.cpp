@@ -129,7 +129,7 @@ std::string LlmJudge::batchRecord(const Batch& b) {
 HttpRequest LlmJudge::batchRequest(const std::string& method, const std::string& path) const {
   HttpRequest r;
   r.method = method;
-  r.url = path.rfind("http", 0) == 0 ? path : settings_.endpoint + path;
+  r.url = path.rfind("http", 0) == 0 ? path : endpointUrl(settings_.endpoint, path);
   for (const auto& h : batch_headers_)
     if (h.first != "content-type" && h.first != "Content-Type") r.headers.push_back(h);
   r.timeout = std::max(settings_.timeout, Millis{60'000});  // an upload of many requests

@@ -25,6 +25,22 @@ std::string trimSlash(std::string s) {
   return s;
 }
 
+}  // namespace
+
+std::string endpointUrl(std::string_view endpoint, std::string_view path) {
+  const std::size_t q = endpoint.find('?');
+  const std::string base = trimSlash(std::string(endpoint.substr(0, q)));
+  const std::string query = q == std::string_view::npos ? "" : std::string(endpoint.substr(q));
+  if (path == "/messages")  // Anthropic: "/v1/messages" unless the endpoint ends in /v1
+    return (base.size() >= 3 && base.compare(base.size() - 3, 3, "/v1") == 0
+                ? base + "/messages"
+                : base + "/v1/messages") +
+           query;
+  return base + std::string(path) + query;
+}
+
+namespace {
+
 constexpr std::size_t kMaxErrorMessage = 300;
 constexpr std::size_t kMaxStreamEvents = 200'000;
 
@@ -485,7 +501,7 @@ HttpRequest buildRequest(Provider provider, const std::string& endpoint, const s
   w.Key(reasoning ? "max_completion_tokens" : "max_tokens");
   w.Int(max_tokens);
   if (provider == Provider::kOpenAi) {
-    r.url = trimSlash(endpoint) + "/chat/completions";
+    r.url = endpointUrl(endpoint, "/chat/completions");
     r.headers.emplace_back("Authorization", "Bearer " + api_key);
     writeResponseFormat(w, format, schema);
     w.Key("messages");
@@ -500,10 +516,7 @@ HttpRequest buildRequest(Provider provider, const std::string& endpoint, const s
     w.EndObject();
     w.EndArray();
   } else {
-    const std::string base = trimSlash(endpoint);
-    r.url = base.size() >= 3 && base.compare(base.size() - 3, 3, "/v1") == 0
-                ? base + "/messages"
-                : base + "/v1/messages";
+    r.url = endpointUrl(endpoint, "/messages");
     r.headers.emplace_back("x-api-key", api_key);
     r.headers.emplace_back("anthropic-version", "2023-06-01");
     if (format.kind == ReplyFormat::Kind::kJsonSchema) writeForcedTool(w, format, schema);

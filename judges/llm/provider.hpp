@@ -52,6 +52,13 @@ bool isReasoningModel(std::string_view model);
 /// `format` (default: a JSON object at temperature 0): `response_format` for OpenAI, the forced
 /// tool for Anthropic's kJsonSchema (its kJsonObject and kText send nothing: the system prompt
 /// says what to write). The temperature goes to both APIs, except to a reasoning model.
+/// The URL of `path` ("/chat/completions", "/files", "/messages"…) under `endpoint`: the path
+/// goes before the endpoint's query, which is kept (an Azure or gateway endpoint may carry
+/// "?api-version=…" or "?api-key=…"). "/messages" (Anthropic) becomes "/v1/messages" unless the
+/// endpoint ends in "/v1". Example: ("https://h/v1?api-key=k", "/chat/completions") ->
+/// "https://h/v1/chat/completions?api-key=k".
+std::string endpointUrl(std::string_view endpoint, std::string_view path);
+
 HttpRequest buildRequest(Provider provider, const std::string& endpoint, const std::string& api_key,
                          const std::string& model, const Prompt& prompt, int max_tokens,
                          const ReplyFormat& format = {});

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <future>
 #include <set>
 #include <string>
@@ -245,9 +246,10 @@ TEST_CASE("registry: every judge survives an empty event and hostile input") {
 TEST_CASE("registry: no local judge does more than linear work on a worst-case answer") {
   // 900 KB answers (about the largest event accepted): the shapes that were quadratic (every
   // '[' searched to the end of the text for its ']': 15 s across three judges) against a
-  // typical answer of the same size. A linear judge's ratio is near 1; the quadratic scan's
-  // was over 1,000. The bound (20 ×, plus 50 ms for a scheduler hiccup on a shared 2-core
-  // machine) is far from both; each time is the best of two runs.
+  // typical answer of the same size. A linear judge's ratio is near 1 (the largest measured:
+  // 1.4, claim_support); the quadratic scan's was over 1,000 (3.0 s against 3 ms). The bound,
+  // 20 × plus 0.1 s of CPU (cites_source's typical answer matches at its first marker, its
+  // worst scans 900 KB: 6 ms, about 20 under ASan), is far from both; best of three runs.
   const std::size_t n = 900'000;
   const auto fill = [n](std::string_view unit) {
     std::string s;
@@ -263,13 +265,20 @@ TEST_CASE("registry: no local judge does more than linear work on a worst-case a
     worst.emplace_back(unit, std::move(e));
   }
   Setup setup;
+  // CPU seconds of this thread, not wall time: another process on the 2 cores (CI runs a
+  // build beside the tests) must not count (a trial saw 0.39 s of wall time where the judge
+  // needed 0.03).
   const auto seconds = [](const Judge& j, const Event& e) {
+    const auto cpu = [] {
+      timespec ts{};
+      ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+    };
     double best = 1e9;
-    for (int k = 0; k < 2; ++k) {
-      const auto t = std::chrono::steady_clock::now();
+    for (int k = 0; k < 3; ++k) {
+      const double t = cpu();
       (void)j.judge(e);
-      best = std::min(best,
-                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+      best = std::min(best, cpu() - t);
     }
     return best;
   };
@@ -280,12 +289,13 @@ TEST_CASE("registry: no local judge does more than linear work on a worst-case a
     const auto j = setup.create(f);
     const double base = seconds(*j, typical);
     for (const auto& shape : worst) {  // not a structured binding: CAPTURE is a lambda (clang)
-      const char* unit = shape.first;
+      const std::string unit = shape.first;
       CAPTURE(unit);
       const double t = seconds(*j, shape.second);
       CAPTURE(base);
       CAPTURE(t);
-      CHECK(t <= 20 * base + 0.05);
+      INFO(label(d) << " on '" << unit << "'…: " << t << " s, typical " << base << " s");
+      CHECK(t <= 20 * base + 0.1);
     }
   }
 }

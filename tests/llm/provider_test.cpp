@@ -399,3 +399,18 @@ TEST_CASE("Anthropic tool_use replies: the input is the content, whole or stream
   CHECK(s.content == R"({"justification": "ok", "score": 4})");
   CHECK(s.usage->completion_tokens == 12);
 }
+
+TEST_CASE("an endpoint's query stays after the path it is given") {
+  // "/v1?api-key=xyz" + "/chat/completions" was "/v1?api-key=xyz/chat/completions": the path
+  // was /v1 and the key "xyz/chat/completions" (a new-user trial).
+  using assay::llm::endpointUrl;
+  CHECK(endpointUrl("https://h/v1?api-key=xyz", "/chat/completions") ==
+        "https://h/v1/chat/completions?api-key=xyz");
+  CHECK(
+      endpointUrl("https://h/openai/deployments/d/?api-version=2024-06-01", "/chat/completions") ==
+      "https://h/openai/deployments/d/chat/completions?api-version=2024-06-01");
+  CHECK(endpointUrl("https://api.openai.com/v1/", "/files") == "https://api.openai.com/v1/files");
+  CHECK(endpointUrl("https://api.anthropic.com", "/messages") ==
+        "https://api.anthropic.com/v1/messages");
+  CHECK(endpointUrl("https://gw/v1?k=1", "/messages") == "https://gw/v1/messages?k=1");
+}
