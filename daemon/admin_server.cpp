@@ -65,7 +65,7 @@ struct AdminServer::Impl {
   asio::awaitable<Routed> route(std::string query) {
     if (routes_waiting >= kMaxRoutesWaiting)
       co_return Routed{503, R"({"error":"busy: too many /v1/route requests waiting"})"};
-    ++routes_waiting;
+    if (handlers.routes_waiting) handlers.routes_waiting(++routes_waiting);
     Routed out;
     try {
       out = co_await asio::co_spawn(route_pool, callRoute(std::move(query)), asio::use_awaitable);
@@ -73,7 +73,7 @@ struct AdminServer::Impl {
       out = {500, R"({"error":"internal error"})"};
       spdlog::error("admin: /v1/route failed: {}", e.what());
     }
-    --routes_waiting;
+    if (handlers.routes_waiting) handlers.routes_waiting(--routes_waiting);
     co_return out;
   }
 

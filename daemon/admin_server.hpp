@@ -25,6 +25,9 @@ class AdminServer {
     /// `GET /v1/route?QUERY` (the A/B router, judges/ab/ab.hpp): (HTTP status, JSON body) from
     /// the query string; empty = 404 like any unknown path.
     std::function<std::pair<int, std::string>(std::string_view query)> route;
+    /// Called on the admin thread with the number of /v1/route requests waiting each time it
+    /// changes (a gauge); may be empty.
+    std::function<void(int waiting)> routes_waiting;
   };
   /// Binds `listen` ("host:port", port 0 = any free port) and starts serving.
   /// Throws std::runtime_error naming the address when it cannot bind (start-up only).

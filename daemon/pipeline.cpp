@@ -23,6 +23,18 @@
 namespace assay {
 namespace {
 
+/// assay_ab_route_requests_waiting, when experiments are configured (else nullptr).
+prometheus::Gauge* routesWaitingGauge(const Config& config, prometheus::Registry& registry) {
+  if (config.ab.experiments.empty()) return nullptr;
+  return &prometheus::BuildGauge()
+              .Name("assay_ab_route_requests_waiting")
+              .Help(
+                  "/v1/route requests received and not yet answered (at most 256; more are "
+                  "answered 503): a rising value is a slow Redis")
+              .Register(registry)
+              .Add({});
+}
+
 using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_stop{false};
@@ -87,16 +99,18 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
                                         : std::make_unique<ab::AbService>(
                                               config.ab, ab::makeStore(config.budget), *registry_)),
       admin_(config.admin.listen,
-             {[this] {
-                if (routes_waiting_) routes_waiting_->Set(admin_.routesWaiting());
-                return serializeMetrics(*registry_);
-              },
-              [this] { return notReady(); }, [this] { return unhealthy(); },
+             {[this] { return serializeMetrics(*registry_); }, [this] { return notReady(); },
+              [this] { return unhealthy(); },
               [this](std::string_view query) {
                 return ab_ ? ab_->route(query)
                            : std::pair<int, std::string>{
                                  404,
                                  "{\"error\":\"no experiment is configured (ab.experiments)\"}\n"};
+              },
+              // The gauge exists before the server starts: this runs on the admin thread,
+              // which must not read the Pipeline's members still being constructed.
+              [gauge = routesWaitingGauge(config, *registry_)](int waiting) {
+                if (gauge) gauge->Set(waiting);
               }}),
       broker_(embeddedBroker(config.kafka)),
       bootstrap_(broker_ ? broker_->bootstrapServers() : config.kafka.brokers),
@@ -125,14 +139,6 @@ Pipeline::Pipeline(const Config& config, RunOptions run)
   connectRedaction(config);
   if (otlp_) consumer_.onRevoke([this](const std::vector<std::int32_t>& p) { otlp_->forget(p); });
   connectAb(config);
-  if (ab_)
-    routes_waiting_ = &prometheus::BuildGauge()
-                           .Name("assay_ab_route_requests_waiting")
-                           .Help(
-                               "/v1/route requests received and not yet answered (at most 256; "
-                               "more are answered 503): a rising value is a slow Redis")
-                           .Register(*registry_)
-                           .Add({});
   registerReloadMetrics();
   start_text_ = config.text;
   applied_text_ = start_text_;

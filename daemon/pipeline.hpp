@@ -253,7 +253,6 @@ class Pipeline {
   prometheus::Family<prometheus::Counter>* reloads_ = nullptr;
   prometheus::Gauge* reload_ok_ = nullptr;       // assay_config_last_reload_successful
   prometheus::Gauge* restart_needed_ = nullptr;  // assay_config_restart_needed
-  prometheus::Gauge* routes_waiting_ = nullptr;  // assay_ab_route_requests_waiting (A/B only)
   std::chrono::steady_clock::time_point status_at_{};
   double status_consumed_ = 0, status_judged_ = 0;
 };
