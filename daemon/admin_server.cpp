@@ -65,7 +65,8 @@ struct AdminServer::Impl {
   asio::awaitable<Routed> route(std::string query) {
     if (routes_waiting >= kMaxRoutesWaiting)
       co_return Routed{503, R"({"error":"busy: too many /v1/route requests waiting"})"};
-    if (handlers.routes_waiting) handlers.routes_waiting(++routes_waiting);
+    const int waiting = ++routes_waiting;
+    if (handlers.routes_waiting) handlers.routes_waiting(waiting);
     Routed out;
     try {
       out = co_await asio::co_spawn(route_pool, callRoute(std::move(query)), asio::use_awaitable);
@@ -73,7 +74,8 @@ struct AdminServer::Impl {
       out = {500, R"({"error":"internal error"})"};
       spdlog::error("admin: /v1/route failed: {}", e.what());
     }
-    if (handlers.routes_waiting) handlers.routes_waiting(--routes_waiting);
+    const int left = --routes_waiting;
+    if (handlers.routes_waiting) handlers.routes_waiting(left);
     co_return out;
   }
 
@@ -128,7 +130,9 @@ struct AdminServer::Impl {
   /// nothing needs memory or descriptors when the process is out of them.
   asio::awaitable<void> session(tcp::socket socket) {
     beast::tcp_stream stream(std::move(socket));
-    beast::flat_buffer buffer;
+    // Bounded: the parser keeps a chunk's header line (its extensions) whole, which Beast 1.74
+    // does not count against either limit (300 MiB of extension was buffered).
+    beast::flat_buffer buffer(std::size_t{1} << 20);
     beast::error_code ec;
     for (;;) {
       stream.expires_after(std::chrono::seconds(30));
@@ -137,6 +141,7 @@ struct AdminServer::Impl {
       parser.body_limit(kMaxBodyBytes);
       co_await http::async_read(stream, buffer, parser,
                                 asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == http::error::buffer_overflow) ec = http::error::body_limit;
       if (ec == http::error::header_limit || ec == http::error::body_limit) {
         const bool header = ec == http::error::header_limit;
         http::response<http::string_body> res{header ? http::status::request_header_fields_too_large

@@ -2,6 +2,7 @@
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
+#include <rapidjson/pointer.h>
 #include <rapidjson/schema.h>
 #include <rapidjson/stringbuffer.h>
 
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "judges/bounded_file.hpp"
 #include "judges/json_limits.hpp"
@@ -38,6 +40,36 @@ const JudgeDescriptor JsonValidJudge::kDescriptor{
     "for expected_format json: the answer parses as JSON (and satisfies schema_file)"};
 
 namespace {
+/// A "$ref" that leads, through "$ref"s only, back to itself ({"$ref": "#"}, or a -> b -> a
+/// through definitions): RapidJSON's SchemaDocument follows it until the stack runs out
+/// (SIGSEGV at start-up or on a SIGHUP reload). "" when there is none. Local refs ("#…") only;
+/// a recursive schema whose ref sits inside properties is fine and is not refused.
+std::string refCycle(const rapidjson::Value& root) {
+  std::vector<const rapidjson::Value*> stack{&root};
+  while (!stack.empty()) {
+    const rapidjson::Value* v = stack.back();
+    stack.pop_back();
+    if (v->IsArray())
+      for (const auto& e : v->GetArray()) stack.push_back(&e);
+    if (!v->IsObject()) continue;
+    for (const auto& m : v->GetObject()) stack.push_back(&m.value);
+    const rapidjson::Value* at = v;
+    for (int hops = 0; hops <= 64; ++hops) {
+      const auto ref = at->FindMember("$ref");
+      if (ref == at->MemberEnd() || !ref->value.IsString()) break;
+      const std::string target = ref->value.GetString();
+      if (target.empty() || target[0] != '#') break;
+      const rapidjson::Pointer pointer(target.substr(1).c_str());
+      const rapidjson::Value* next = pointer.IsValid() ? pointer.Get(root) : nullptr;
+      if (!next || !next->IsObject()) break;
+      if (next == v || hops == 64)
+        return "\"$ref\": \"" + target + "\" leads back to itself through $ref only (a cycle)";
+      at = next;
+    }
+  }
+  return "";
+}
+
 /// Largest schema_file read: 1 MiB (a schema is a few KiB).
 constexpr std::size_t kMaxSchemaBytes = std::size_t{1} << 20;
 }  // namespace
@@ -56,6 +88,8 @@ JsonValidJudge::JsonValidJudge(const JsonValidOptions& o) {
                                          std::to_string(d.GetErrorOffset()) + ": " +
                                          rapidjson::GetParseError_En(d.GetParseError()) + ")");
   }
+  if (const auto cycle = refCycle(d); !cycle.empty())
+    throw OptionError("schema_file", "'" + o.schema_file + "': " + cycle);
   schema_ = std::make_unique<Schema>(d);
 }
 

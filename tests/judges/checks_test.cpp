@@ -308,6 +308,16 @@ TEST_CASE("json_valid: an unreadable or non-JSON schema_file is an OptionError")
   const std::string deep = std::filesystem::temp_directory_path() / "assay-deep-schema.json";
   std::ofstream(deep) << std::string(100'000, '[') << std::string(100'000, ']');
   CHECK(message(deep).find("nested deeper than 128") != std::string::npos);
+  // A $ref cycle through $ref only: RapidJSON recursed until SIGSEGV (start-up, SIGHUP).
+  for (const char* cycle : {R"({"$ref": "#"})",
+                            R"({"definitions": {"a": {"$ref": "#/definitions/b"},
+                                "b": {"$ref": "#/definitions/a"}}, "$ref": "#/definitions/a"})"}) {
+    std::ofstream(deep) << cycle;
+    CHECK(message(deep).find("leads back to itself") != std::string::npos);
+  }
+  // A recursive schema (a tree) is not a cycle of refs: accepted.
+  std::ofstream(deep) << R"({"type": "object", "properties": {"child": {"$ref": "#"}}})";
+  CHECK(message(deep) == "no error");
   std::filesystem::remove(deep);
 }
 
