@@ -21,6 +21,7 @@
 #include "daemon/trace_join.hpp"
 #include "judges/registry.hpp"
 #include "tests/test_paths.hpp"
+#include "tests/wait.hpp"
 
 namespace assay {
 namespace {
@@ -511,20 +512,11 @@ TEST_CASE("a message of many spans under one large resource costs linear time") 
     }
     return m + "]}]}]}";
   };
-  const auto seconds = [](const std::string& payload) {  // CPU seconds of this thread
-    const auto cpu = [] {
-      timespec ts{};
-      ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-      return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-    };
-    double best = 1e9;
-    for (int k = 0; k < 3; ++k) {
-      const double t = cpu();
+  const auto seconds = [](const std::string& payload) {
+    return test::threadCpuSeconds([&] {
       TraceJoin join(options());
       joinAll(join, {payload});
-      best = std::min(best, cpu() - t);
-    }
-    return best;
+    });
   };
   const double base = seconds(message(1));
   const double large = seconds(message(8000));

@@ -15,6 +15,7 @@
 #include "judges/registry.hpp"
 #include "judges/services.hpp"
 #include "judges/tokenizer.hpp"
+#include "tests/wait.hpp"
 
 namespace assay {
 namespace {
@@ -269,18 +270,7 @@ TEST_CASE("registry: no local judge does more than linear work on a worst-case a
   // build beside the tests) must not count (a trial saw 0.39 s of wall time where the judge
   // needed 0.03).
   const auto seconds = [](const Judge& j, const Event& e) {
-    const auto cpu = [] {
-      timespec ts{};
-      ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-      return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-    };
-    double best = 1e9;
-    for (int k = 0; k < 3; ++k) {
-      const double t = cpu();
-      (void)j.judge(e);
-      best = std::min(best, cpu() - t);
-    }
-    return best;
+    return test::threadCpuSeconds([&] { (void)j.judge(e); });
   };
   for (const auto& f : judgeRegistry()) {
     const auto& d = *f.descriptor;
