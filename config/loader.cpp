@@ -858,6 +858,7 @@ void checkJudgeOptions(Reader& r, const YAML::Node& j, const std::string& jp, co
   ctx.name = jc.name;
   ctx.budget = &config.budget;
   ctx.max_waiting = judgeBacklog(config.limits);
+  ctx.hold_when_open = config.limits.when_full == LimitsOptions::WhenFull::kBlock;
   ctx.warn = [&](const std::string& key, const std::string& message) {
     r.warn(nodeAt(j, key), jp + "." + key, message);
   };

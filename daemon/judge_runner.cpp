@@ -52,6 +52,7 @@ std::vector<RunnableJudge> buildJudges(const Config& config, JudgeServices& serv
     ctx.name = jc.name;
     ctx.budget = &config.budget;
     ctx.max_waiting = judgeBacklog(config.limits);
+    ctx.hold_when_open = config.limits.when_full == LimitsOptions::WhenFull::kBlock;
     ctx.services = &services;
     const std::string where = "judges[" + std::to_string(i) + "]";
     try {

@@ -150,6 +150,9 @@ struct JudgeContext {
   std::string name;  ///< the configured judge name (budget scope "judge:<name>", log lines)
   const BudgetOptions* budget = nullptr;  ///< prices, caps, time zone, ledger store (never null)
   std::size_t max_waiting = 10000;  ///< calls a judge may queue locally (limits.queue_capacity)
+  /// limits.when_full is block: nothing may be dropped, so an LLM judge's open circuit breaker
+  /// holds its calls (up to its breaker_max_hold_ms) instead of ending them as provider_error.
+  bool hold_when_open = true;
   /// Shared resources of asynchronous judges (HTTP clients, budget ledger). nullptr while the
   /// configuration is only being checked: a factory that needs them checks its options and
   /// returns nullptr.

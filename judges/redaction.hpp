@@ -1,17 +1,29 @@
 #pragma once
 /// Redaction of personal data and secrets before text leaves for a judge provider
-/// (docs/configuration.md, "redact"). Detectors, each on by name:
-///   email  addresses (local@domain.tld)
+/// (docs/configuration.md, "redact", with a table of what each detector covers and does not).
+/// Detectors, each on by name:
+///   email  addresses (local@domain.tld), internationalized ones included
 ///   phone  E.164 (+ and 8–15 digits, separators allowed) and national forms with a trunk 0
-///          ("020 7946 0958", "06 12 34 56 78") or the NANP shape ("(555) 123-4567")
+///          ("020 7946 0958", "06 12 34 56 78") or the NANP shape ("(555) 123-4567");
+///          separators: spaces, dots, dashes, slashes, doubled
 ///   card   payment card numbers: 13–19 digits, spaces or dashes between, Luhn-checked
 ///          (ISO/IEC 7812-1 Annex B)
-///   iban   IBANs: country, check digits, 11–30 alphanumerics, ISO 13616 mod-97 == 1
-///   ip     IPv4 dotted quads and IPv6 addresses (checked with inet_pton)
-///   token  bearer tokens and common API-key shapes (OpenAI sk-…, Anthropic sk-ant-…, AWS
-///          AKIA…, GitHub gh?_…, Slack xox?-…, Google AIza…, GitLab glpat-…, JWTs)
+///   iban   IBANs: country, check digits, 11–30 alphanumerics grouped by spaces, dots or
+///          dashes, ISO 13616 mod-97 == 1
+///   ip     IPv4 dotted quads (leading zeros allowed), IPv6 addresses and IPv4-mapped IPv6
+///          (checked with inet_pton)
+///   token  bearer tokens, credential headers and keys (Authorization, X-Api-Key, api_key,
+///          access_token, client_secret: the value after the name, to the end of the line
+///          or the closing quote), PEM private keys, and common API-key shapes (OpenAI
+///          sk-…, Anthropic sk-ant-…, Stripe sk_live_…, AWS AKIA…/ASIA…, GitHub gh?_… and
+///          github_pat_…, Slack xox?-… and xapp-…, Google AIza… and ya29.…, GitLab glpat-…,
+///          Hugging Face hf_…, npm npm_…, SendGrid SG.…, JWTs)
 /// plus user patterns (name → RE2 regex). Matching is RE2 only (linear in the text whatever
-/// the pattern, no backtracking); validators run on the match alone.
+/// the pattern, no backtracking); validators run on the match alone. The built-in detectors
+/// match a normalized copy of the text (digits of every script as ASCII digits, every space
+/// separator as a space, every dash as '-', full-width ASCII as ASCII, format characters such
+/// as zero-width joiners and soft hyphens removed) and replace the original bytes the match
+/// covers; user patterns match the text as written.
 ///
 /// A match becomes a typed, numbered placeholder, `[EMAIL_1]`, `[PHONE_2]`, `[CARD_1]`,
 /// `[IBAN_1]`, `[IP_1]`, `[TOKEN_1]`, `[NAME_1]` for a user pattern `name`. Numbers are

@@ -76,6 +76,19 @@ constexpr std::uint64_t kMaxReplyBytes = 16u << 20;
 constexpr std::size_t kMaxReadBuffer = 1u << 20;
 /// Interim 1xx responses skipped before one final response; more is an error.
 constexpr int kMaxInterim = 16;
+/// Reply bodies being read, all calls together (64 calls at the 16 MiB cap would hold 1 GiB,
+/// past the unit's MemoryMax): a call whose bytes would go past it fails.
+constexpr std::size_t kMaxReadingBytes = 64u << 20;
+/// After a host sent a response to no request, its connections are not reused for this long:
+/// each call opens its own, so that no reply can be taken for another's.
+constexpr std::chrono::minutes kNoReuseAfterStray{10};
+
+/// What may follow an exchange on its connection.
+enum class After {
+  kReuse,  // the server keeps it alive and nothing follows the reply
+  kClose,  // the server closes it (or asked to)
+  kStray,  // bytes follow the reply: a response to no request
+};
 
 struct Conn {
   std::unique_ptr<beast::tcp_stream> tcp;                     // plain HTTP
@@ -92,6 +105,10 @@ struct HttpClient::Impl {
   asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
   ssl::context ssl_ctx{ssl::context::tls_client};
   std::unordered_map<std::string, std::deque<std::unique_ptr<Conn>>> idle;  // io thread only
+  // io thread only: hosts that sent a response to no request (kNoReuseAfterStray), and the
+  // reply bytes being read by every call (kMaxReadingBytes).
+  std::unordered_map<std::string, Steady::time_point> no_reuse_until;
+  std::size_t reading_bytes = 0;
   std::thread thread;
 
   asio::awaitable<std::unique_ptr<Conn>> connect(const Url& u, Steady::time_point deadline) {
@@ -133,22 +150,33 @@ struct HttpClient::Impl {
   asio::awaitable<void> readCapped(Stream& stream, beast::flat_buffer& buffer,
                                    http::response_parser<http::string_body>& parser) {
     parser.body_limit(kMaxReplyBytes);
+    struct Counted {  // this call's share of reading_bytes, given back however the read ends
+      std::size_t& total;
+      std::size_t mine = 0;
+      ~Counted() { total -= mine; }
+    } counted{reading_bytes};
     while (!parser.is_done()) {
       co_await http::async_read_some(stream, buffer, parser, asio::use_awaitable);
-      if (parser.is_header_done() && parser.get().body().size() > kMaxReplyBytes)
-        throw boost::system::system_error(http::error::body_limit);
+      if (!parser.is_header_done()) continue;
+      const std::size_t size = parser.get().body().size();
+      if (size > kMaxReplyBytes) throw boost::system::system_error(http::error::body_limit);
+      reading_bytes += size - counted.mine;
+      counted.mine = size;
+      if (reading_bytes > kMaxReadingBytes)
+        throw boost::system::system_error(http::error::body_limit,
+                                          "the replies being read hold 64 MiB");
     }
   }
 
   /// Writes `req` and reads its final response into `res`. Interim 1xx responses (100
   /// Continue, 102 Processing, 103 Early Hints: RFC 9110, section 15.2) are skipped, at most
-  /// kMaxInterim; 101 is an error (no upgrade was asked for). True when the connection may
+  /// kMaxInterim; 101 is an error (no upgrade was asked for). Says whether the connection may
   /// carry the next request: the server keeps it alive and nothing follows the response, in
   /// the read buffer, in TLS's buffer or in the socket; a byte there is a response to no
-  /// request, which the next call would read as its own.
+  /// request (kStray), which the next call would read as its own.
   template <typename Stream>
-  asio::awaitable<bool> exchange(Stream& stream, Conn& conn, http::request<http::string_body>& req,
-                                 HttpResponse& res, Steady::time_point deadline) {
+  asio::awaitable<After> exchange(Stream& stream, Conn& conn, http::request<http::string_body>& req,
+                                  HttpResponse& res, Steady::time_point deadline) {
     conn.lowest().expires_at(deadline);
     co_await http::async_write(stream, req, asio::use_awaitable);
     // Bounded: the parser moves body bytes out as they come, but keeps a header or a chunk's
@@ -175,7 +203,8 @@ struct HttpClient::Impl {
                        [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
         res.headers[name] = std::string(f.value());
       }
-      co_return msg.keep_alive() && buffer.size() == 0 && nothingPending(conn);
+      if (buffer.size() != 0 || !nothingPending(conn)) co_return After::kStray;
+      co_return msg.keep_alive() ? After::kReuse : After::kClose;
     }
   }
 
@@ -214,22 +243,47 @@ struct HttpClient::Impl {
     req.prepare_payload();
     const std::string key = (u.tls ? "https://" : "http://") + u.host + ":" + u.port;
 
+    const auto stray = [&] {
+      no_reuse_until[key] = Steady::now() + kNoReuseAfterStray;
+      idle[key].clear();
+    };
     for (int attempt = 0; attempt < 2; ++attempt) {
       std::unique_ptr<Conn> conn;
       auto& pool = idle[key];
       while (!pool.empty() && !conn) {
         conn = std::move(pool.back());
         pool.pop_back();
-        if (!nothingPending(*conn)) conn.reset();  // bytes came while idle: never a reply
+        if (!nothingPending(*conn)) {  // bytes came while idle: never a reply
+          conn.reset();
+          stray();
+        }
       }
       const bool reused = conn != nullptr;
       try {
         if (!conn) conn = co_await connect(u, deadline);
-        const bool keep = conn->tls ? co_await exchange(*conn->tls, *conn, req, res, deadline)
-                                    : co_await exchange(*conn->tcp, *conn, req, res, deadline);
+        const After after = conn->tls ? co_await exchange(*conn->tls, *conn, req, res, deadline)
+                                      : co_await exchange(*conn->tcp, *conn, req, res, deadline);
         res.reused_connection = reused;
         res.error.clear();
-        if (keep && idle[key].size() < max_idle.load(std::memory_order_relaxed)) {
+        if (after == After::kStray) {
+          stray();
+          if (reused) {
+            // Two responses where one was asked for: the first may be an earlier request's,
+            // sent late. Which one answers this request is unknown, so neither is taken.
+            res = HttpResponse{};
+            res.reused_connection = true;
+            res.error =
+                "a second response followed the reply on a reused connection (the server sent "
+                "a response to no request): the reply is not taken; this host's connections "
+                "are not reused for 10 minutes";
+          }
+          break;  // a fresh connection's first response answers its request
+        }
+        const auto banned = no_reuse_until.find(key);
+        if (banned != no_reuse_until.end() && Steady::now() >= banned->second)
+          no_reuse_until.erase(banned);
+        const bool reusable = after == After::kReuse && !no_reuse_until.contains(key);
+        if (reusable && idle[key].size() < max_idle.load(std::memory_order_relaxed)) {
           conn->lowest().expires_never();
           idle[key].push_back(std::move(conn));
         }

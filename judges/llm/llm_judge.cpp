@@ -221,8 +221,8 @@ std::optional<std::chrono::seconds> LlmJudge::maxSilence() const {
            std::chrono::hours(25);
   }
   const int attempts = std::max(s.retry.max_attempts, 1);
-  const Millis longest =
-      s.timeout * attempts + s.retry.max_retry_wait * (attempts - 1) + kMaxBudgetWait;
+  const Millis longest = s.timeout * attempts + s.retry.max_retry_wait * (attempts - 1) +
+                         kMaxBudgetWait + s.breaker_hold;
   return std::max(seconds(300), std::chrono::duration_cast<seconds>(2 * longest));
 }
 
@@ -335,10 +335,12 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   // Unique across calls, restarts and instances: it is also the call's lease token.
   c->reservation_id = event.id + "/" + settings_.name + "/" + processNonce() + "/" +
                       std::to_string(now_ms) + "/" + std::to_string(sequence_++);
-  // The lease lasts as long as the call can (every attempt and the longest pauses) plus 10 s;
-  // the reservation another minute, so that a late settlement still finds it.
+  // The lease lasts as long as the call can (every attempt, the longest pauses and an open
+  // breaker's hold) plus 10 s; the reservation another minute, so that a late settlement
+  // still finds it.
   c->lease_ms = settings_.timeout.count() * (settings_.retry.max_attempts + 1) +
-                settings_.retry.max_retry_wait.count() * settings_.retry.max_attempts + 10'000;
+                settings_.retry.max_retry_wait.count() * settings_.retry.max_attempts +
+                settings_.breaker_hold.count() + 10'000;
   // A batch request waits for its batch (batch_max_wait) with a short hold; submitBatch()
   // extends it to the provider's 24 h window when the batch leaves.
   if (c->batched) c->lease_ms = settings_.batch_max_wait.count() + 30'000;
@@ -475,15 +477,18 @@ void LlmJudge::start(const std::shared_ptr<Call>& c) const { attempt(c); }
 void LlmJudge::attempt(const std::shared_ptr<Call>& c) const {
   Millis wait{0};
   bool open = false;
+  std::string last_failure;
   {
     std::lock_guard lock(mu_);
     const auto now = Steady::now();
     if (!breaker_.allow(now)) {
       // Half-open: the probe call is in flight; wait for its answer rather than fail.
-      if (breaker_.state(now) == CircuitBreaker::State::kHalfOpen)
+      if (breaker_.state(now) == CircuitBreaker::State::kHalfOpen) {
         wait = Millis{100};
-      else
+      } else {
         open = true;
+        last_failure = last_failure_;
+      }
     } else {
       if (rpm_) wait = std::max(wait, rpm_->take(1, now));
       if (tpm_ && wait == Millis{0})
@@ -491,17 +496,71 @@ void LlmJudge::attempt(const std::shared_ptr<Call>& c) const {
     }
   }
   if (open) {
+    if (const auto hold = holdFor(c)) {
+      client_.schedule(*hold, [this, c] { attempt(c); });
+      return;
+    }
     LlmVerdict v;
     v.outcome = Outcome::kProviderError;
-    v.justification = "circuit breaker open: " + endpoint_shown_ + " keeps failing";
+    v.justification =
+        "circuit breaker open: " + endpoint_shown_ + " keeps failing (last: " + last_failure + ")";
+    if (settings_.breaker_hold > Millis{0} && !c->batched) {
+      const auto held_s =
+          std::chrono::duration_cast<std::chrono::seconds>(Steady::now() - c->started).count();
+      v.justification += "; held " + std::to_string(held_s) + " s, breaker_max_hold_ms passed";
+      logFailure(v.outcome, v.justification);
+    }
     return finish(c, std::move(v), std::nullopt);
   }
   if (wait > Millis{0}) {
     client_.schedule(wait, [this, c] { attempt(c); });
     return;
   }
+  if (c->held) {  // the breaker lets it through (closed, or this call is the probe)
+    std::lock_guard lock(mu_);
+    c->held = false;
+    --held_;
+    stats_.held->Decrement();
+    stats_.holds_released->Increment();
+  }
   ++c->attempts;
   client_.submit(c->request, [this, c](HttpResponse res) { onResponse(c, std::move(res)); });
+}
+
+std::optional<Millis> LlmJudge::holdFor(const std::shared_ptr<Call>& c) const {
+  if (settings_.breaker_hold <= Millis{0} || c->batched) return std::nullopt;
+  bool first = false;
+  Millis wait{0};
+  {
+    std::lock_guard lock(mu_);
+    const auto now = Steady::now();
+    const auto deadline = c->started + settings_.breaker_hold;
+    if (now >= deadline) {
+      if (c->held) {
+        c->held = false;
+        --held_;
+        stats_.held->Decrement();
+        stats_.holds_gave_up->Increment();
+      }
+      return std::nullopt;
+    }
+    if (!c->held) {
+      c->held = true;
+      first = held_++ == 0;
+      stats_.held->Increment();
+    }
+    // Looked at again when the breaker lets a probe through (another held call may be the
+    // probe: then this one waits for its answer, 100 ms at a time), or at the deadline.
+    wait = std::min(std::max(breaker_.reopensIn(now), Millis{100}),
+                    std::chrono::ceil<Millis>(deadline - now));
+  }
+  if (first)
+    spdlog::warn(
+        "llm judge '{}': circuit breaker open: calls are held until {} answers again, each for "
+        "at most {:g} s from its start (breaker_max_hold_ms; limits.when_full: block)",
+        settings_.name, endpoint_shown_,
+        static_cast<double>(settings_.breaker_hold.count()) / 1000);
+  return wait;
 }
 
 void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) const {
@@ -540,6 +599,8 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
   if (auto it = res.headers.find("retry-after"); it != res.headers.end())
     ar.retry_after = parseRetryAfter(it->second, std::chrono::system_clock::now());
   RetryDecision d;
+  const bool endpoint_failure = !(ar.status > 0 && ar.status < 500);
+  bool hold = false;
   {
     std::lock_guard lock(mu_);
     // 4xx (429 included) is an answer, not an endpoint down: only 5xx and no-response count,
@@ -553,15 +614,23 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
       const auto now = Steady::now();
       const bool was_open = breaker_.state(now) != CircuitBreaker::State::kClosed;
       breaker_.onFailure(now);
+      last_failure_ = failureText(res, reply);
       if (!was_open && breaker_.state(now) == CircuitBreaker::State::kOpen)
         spdlog::warn(
             "llm judge '{}': {} failed {} times in a row (last: {}); circuit breaker open for "
-            "{} s (calls meanwhile end as provider_error)",
-            settings_.name, endpoint_shown_, settings_.breaker_failures, failureText(res, reply),
-            settings_.breaker_open.count() / 1000);
+            "{:g} s (calls meanwhile {})",
+            settings_.name, endpoint_shown_, settings_.breaker_failures, last_failure_,
+            static_cast<double>(settings_.breaker_open.count()) / 1000,
+            settings_.breaker_hold > Millis{0} ? "are held" : "end as provider_error");
     }
     d = policy_.decide(c->attempts, ar);
+    // Its retries spent on an endpoint that now has an open breaker: held like the calls that
+    // meet the open breaker (breaker_hold), so that an outage loses nothing it may wait out.
+    hold = !d.retry && endpoint_failure && !billed && !reply.refused &&
+           settings_.breaker_hold > Millis{0} && !c->batched &&
+           breaker_.state(Steady::now()) == CircuitBreaker::State::kOpen;
   }
+  if (hold) return attempt(c);
   if (d.retry) {
     client_.schedule(d.wait, [this, c] { attempt(c); });
     return;

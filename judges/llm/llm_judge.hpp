@@ -91,6 +91,12 @@ struct LlmJudgeSettings {
   RetryOptions retry;
   int breaker_failures = 5;
   Millis breaker_open{30'000};
+  /// How long an open breaker holds a call (counted from the call's start) before ending it as
+  /// provider_error; 0 = no hold (calls end at once). The option `breaker_max_hold_ms`
+  /// (default 300 s) under limits.when_full: block; always 0 under drop_newest. A held call
+  /// keeps its max_in_flight slot; the calls behind it wait for a slot, and give up at once
+  /// when their own hold time has passed.
+  Millis breaker_hold{0};
   /// `batch: true`: calls go through the provider's batch API (llm_batch.cpp) at the batch
   /// price (kBatchPriceShare of the list price): collected until batch_max_requests or
   /// batch_max_wait after the first, submitted, polled every batch_poll, settled per result.
@@ -179,7 +185,8 @@ class LlmJudge final : public Judge {
 
   /// How long the judge may go without a verdict while calls are outstanding, when it works:
   /// twice the longest call (timeout × max_attempts + max_retry_wait × (max_attempts − 1) +
-  /// the 60 s budget wait), at least 5 minutes (720 s with the defaults); with `batch: true`,
+  /// the 60 s budget wait + breaker_hold), at least 5 minutes (1,320 s with the defaults, 720 s
+  /// without a hold); with `batch: true`,
   /// batch_max_wait + the providers' 24 h completion window + two polls + 1 hour.
   std::optional<std::chrono::seconds> maxSilence() const override;
 
@@ -210,6 +217,10 @@ class LlmJudge final : public Judge {
                    std::string scope = {}, bool store_unavailable = false) const;
   void start(const std::shared_ptr<Call>& call) const;
   void attempt(const std::shared_ptr<Call>& call) const;
+  /// With the breaker open: how long to hold `call` before its next attempt (it becomes held),
+  /// or nullopt when it may not be held (no breaker_hold, a batch call, its hold time passed:
+  /// then it is no longer held and counted gave_up). Takes mu_.
+  std::optional<Millis> holdFor(const std::shared_ptr<Call>& call) const;
   void onResponse(const std::shared_ptr<Call>& call, HttpResponse response) const;
   /// "HTTP 401 type/code: message" (the key redacted) or the connection error.
   std::string failureText(const HttpResponse& res, const ProviderReply& reply) const;
@@ -286,7 +297,9 @@ class LlmJudge final : public Judge {
   mutable RateLimitedLog failure_log_;
   mutable std::optional<TokenBucket> rpm_, tpm_;
   mutable int in_flight_ = 0;
-  mutable std::deque<std::shared_ptr<Call>> waiting_;         // reserved, waiting for a slot
+  mutable int held_ = 0;                               // calls an open breaker holds (breaker_hold)
+  mutable std::string last_failure_;                   // the endpoint's last failure (failureText)
+  mutable std::deque<std::shared_ptr<Call>> waiting_;  // reserved, waiting for a slot
   mutable std::deque<std::shared_ptr<Call>> budget_waiting_;  // "busy": retried as calls finish
   mutable std::set<std::shared_ptr<Call>> reserved_;          // hold a reservation, not yet settled
   mutable std::atomic<std::uint64_t> sequence_{0};

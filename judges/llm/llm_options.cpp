@@ -42,6 +42,10 @@ const OptionSpec kOptions[] = {
     {"max_retries", OptionType::kInt, "after the first attempt, 0..10 (default 3)"},
     {"max_retry_wait_ms", OptionType::kInt,
      "a longer Retry-After gives up as rate_limited, 0..3600000 (default 60000)"},
+    {"breaker_max_hold_ms", OptionType::kInt,
+     "under limits.when_full: block, how long an open circuit breaker holds a call before it "
+     "ends as provider_error, counted from the call's start, 0..3600000 (default 300000; 0 = "
+     "no hold)"},
     {"ca_file", OptionType::kString, "PEM bundle of a private CA (default: the system store)"},
     {"insecure_http", OptionType::kBool,
      "true allows a plain http:// endpoint on a host other than loopback (key and event text "
@@ -375,6 +379,8 @@ void readLimits(const JudgeOptionValues& v, LlmJudgeSettings& s, Errors& errors)
     s.retry.max_retry_wait = Millis{v.getIntIn("max_retry_wait_ms", 60000, 0, 3'600'000)};
   });
   errors.check([&] { s.score_trimmed = v.getBool("score_trimmed", false); });
+  errors.check(
+      [&] { s.breaker_hold = Millis{v.getIntIn("breaker_max_hold_ms", 300000, 0, 3'600'000)}; });
   errors.check([&] { s.batch = v.getBool("batch", false); });
   errors.check([&] {
     s.batch_max_requests =
@@ -439,6 +445,7 @@ LlmJudgeSettings llmSettingsFrom(const JudgeOptionValues& values, const JudgeCon
   s.global_daily_limit_eur = ctx.budget->daily_limit_eur;
   s.timezone = ctx.budget->timezone;
   s.max_waiting = ctx.max_waiting;
+  if (!ctx.hold_when_open) s.breaker_hold = Millis{0};
   return s;
 }
 

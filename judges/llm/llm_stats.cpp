@@ -28,6 +28,11 @@ LlmStats::LlmStats(prometheus::Registry& r)
       stored(counter(r, "assay_judge_stored_verdicts_total",
                      "Verdicts of redelivered events re-emitted from the verdict store (no call, "
                      "no charge)")),
+      breaker_holds(counter(r, "assay_judge_breaker_holds_total",
+                            "LLM calls held by an open circuit breaker (limits.when_full: "
+                            "block), by result: released, gave_up")),
+      breaker_held(
+          gauge(r, "assay_judge_breaker_held", "LLM calls an open circuit breaker holds now")),
       batches(counter(r, "assay_judge_batches_total",
                       "Provider batches of batch: true LLM judges, by status: submitted, "
                       "completed, expired, failed")),
@@ -59,7 +64,10 @@ LlmStats::Judge LlmStats::forJudge(const std::string& judge, const std::string& 
                &cost.Add({{"judge", judge}, {"model", model}}),
                &usage_missing.Add({{"judge", judge}}),
                &self_judging.Add({{"judge", judge}}),
-               &stored.Add({{"judge", judge}})};
+               &stored.Add({{"judge", judge}}),
+               &breaker_holds.Add({{"judge", judge}, {"result", "released"}}),
+               &breaker_holds.Add({{"judge", judge}, {"result", "gave_up"}}),
+               &breaker_held.Add({{"judge", judge}})};
 }
 
 LlmStats::Batch LlmStats::forBatch(const std::string& judge) {

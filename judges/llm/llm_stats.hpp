@@ -28,6 +28,11 @@ struct LlmStats {
     /// assay_judge_stored_verdicts_total{judge}: verdicts of redelivered events re-emitted
     /// from the verdict store (no call, no charge; their outcome is counted in runs_total too).
     prometheus::Counter* stored;
+    /// assay_judge_breaker_holds_total{judge,result}: calls an open circuit breaker held
+    /// (limits.when_full: block), by how their hold ended: released (the breaker let them
+    /// through), gave_up (breaker_max_hold_ms passed: provider_error).
+    prometheus::Counter *holds_released, *holds_gave_up;
+    prometheus::Gauge* held;  ///< assay_judge_breaker_held{judge}: calls held now
   };
   Judge forJudge(const std::string& judge, const std::string& model);
   /// A `batch: true` judge's batch series.
@@ -49,6 +54,8 @@ struct LlmStats {
   prometheus::Family<prometheus::Counter>& usage_missing;
   prometheus::Family<prometheus::Counter>& self_judging;
   prometheus::Family<prometheus::Counter>& stored;
+  prometheus::Family<prometheus::Counter>& breaker_holds;
+  prometheus::Family<prometheus::Gauge>& breaker_held;
   prometheus::Family<prometheus::Counter>& batches;
   prometheus::Family<prometheus::Histogram>& batch_requests;
   prometheus::Family<prometheus::Histogram>& batch_latency;

@@ -175,6 +175,11 @@ CircuitBreaker::State CircuitBreaker::state(Instant now) const {
   return (now < open_until_ && !probe_in_flight_) ? State::kOpen : State::kHalfOpen;
 }
 
+Millis CircuitBreaker::reopensIn(Instant now) const {
+  if (!open_ || probe_in_flight_ || now >= open_until_) return Millis{0};
+  return std::chrono::ceil<Millis>(open_until_ - now);
+}
+
 TokenBucket::TokenBucket(double per_minute, double burst, Instant now)
     : per_ms_(per_minute / 60000.0), burst_(burst), level_(burst), last_(now) {}
 

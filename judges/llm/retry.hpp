@@ -83,6 +83,8 @@ class CircuitBreaker {
   void onSuccess();
   void onFailure(Instant now);
   State state(Instant now) const;
+  /// Open: how long until a probe may go (0 once it may, or when closed or half-open).
+  Millis reopensIn(Instant now) const;
 
  private:
   int threshold_;

@@ -6,10 +6,15 @@ an LLM judge (the fake provider, 20 ms a call, 4 in flight, max_retries 1) with 
 The dev events are produced in three parts: the first is judged normally; the provider then
 answers 503 (OpenAI's error body) for --outage-s seconds (8 in CI; the issue's figure is a
 minute) while the second part is produced; once the circuit breaker has opened, the outage has
-ended and its 30 s pause has passed, the third part is produced. Asserts:
-  - the log says the circuit breaker opened, then that it closed (the probe call succeeded);
+ended and its 30 s pause has passed, the third part is produced. Under limits.when_full: block
+(the default) the open breaker holds the calls (issue 28, "Provider outages": nothing lost).
+Asserts:
+  - the log says the circuit breaker opened and that calls are held, then that it closed (the
+    probe call succeeded);
   - assayd stops cleanly on SIGTERM (exit code 0);
-  - calls during the outage end as provider_error and cost nothing (cost_eur 0, no tokens);
+  - no call ends as provider_error: every event with contexts is scored, in every part; the
+    held calls are counted released (assay_judge_breaker_holds_total), none gave up, and none
+    is held at the end;
   - the third part is scored (ok) after the circuit closed; the cheap judge judged everything;
   - the euros in the JSON Lines equal the cost of the billed replies (the scored verdicts).
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
@@ -96,6 +101,14 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
         produce(parts[2])
         tp.wait_for("the circuit breaker to close", lambda: log_has("circuit breaker closed"), 60)
         tp.wait_for("the third part judged", lambda: lines() == len(events), 60)
+        checks.true("the log says calls are held", log_has("calls meanwhile are held"))
+        status, text = tp.http_get(f"http://127.0.0.1:{admin}/metrics")
+        samples = tp.parse_metrics(text) if status == 200 else []
+        released = tp.metric(samples, "assay_judge_breaker_holds_total", judge="f", result="released")
+        checks.true("held calls were released", (released or 0) > 0, released)
+        checks.eq("held calls that gave up", 0,
+                  tp.metric(samples, "assay_judge_breaker_holds_total", judge="f", result="gave_up"))
+        checks.eq("calls held at the end", 0, tp.metric(samples, "assay_judge_breaker_held", judge="f"))
         daemon.send_signal(signal.SIGTERM)
         rc = daemon.wait(timeout=60)
         checks.eq("exit code after SIGTERM", 0, rc)
@@ -118,8 +131,11 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
                         unpaid.append(j["id"])
         tp.log(f"LLM outcomes by part: {by_part}")
         checks.eq("the cheap judge judged every event", len(events), overlap)
-        checks.true("the outage's calls end as provider_error", by_part[1].get("provider_error", 0) > 0,
-                    by_part[1])
+        checks.eq("calls that ended as provider_error (the breaker holds them)", [0, 0, 0],
+                  [d.get("provider_error", 0) for d in by_part])
+        for i, part in enumerate(parts):
+            checks.eq(f"part {i + 1}: every event with contexts scored",
+                      len(part) - by_part[i].get("no_context", 0), by_part[i].get("ok", 0))
         checks.eq("provider_error verdicts charged", [], unpaid)
         # Calls that arrive while the probe is in flight (half-open) wait for its answer.
         checks.eq("the third part is scored after the circuit closed (every event with contexts)",

@@ -206,3 +206,85 @@ TEST_CASE("a 1 MB adversarial input is redacted in linear time") {
 }
 
 }  // namespace assay
+
+namespace assay {
+
+TEST_CASE("redaction covers how people really write: separators, scripts, format characters") {
+  const Redactor r(all());
+  // Separators other than an ASCII space or dash: no-break (U+00A0) and narrow no-break
+  // (U+202F) spaces, en dashes (U+2013), dots, slashes, doubled spaces.
+  CHECK(redact(r, "call +44\u00a020\u00a07946\u00a00958 now") == "call [PHONE_1] now");
+  CHECK(redact(r, "card 4111\u202f1111\u202f1111\u202f1111.") == "card [CARD_1].");
+  CHECK(redact(r, "card 4111\u20131111\u20131111\u20131111") == "card [CARD_1]");
+  CHECK(redact(r, "card 4111  1111  1111  1111") == "card [CARD_1]");
+  CHECK(redact(r, "tel 06.12.34.56.78 or 020/7946/0958") == "tel [PHONE_1] or [PHONE_2]");
+  // Digits that are not ASCII: full-width, Arabic-Indic; the same number is one placeholder.
+  CHECK(redact(r,
+               "tel \uff10\uff16 \uff11\uff12 \uff13\uff14 \uff15\uff16 \uff17\uff18, "
+               "06 12 34 56 78") == "tel [PHONE_1], [PHONE_1]");
+  CHECK(redact(r, "\u0660\u0666\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668") == "[PHONE_1]");
+  // Format characters inside a value: zero-width joiner, soft hyphen, zero-width space.
+  CHECK(redact(r, "mail jane\u200d.doe@example.org") == "mail [EMAIL_1]");
+  CHECK(redact(r, "card 4111\u00ad1111 1111 1111") == "card [CARD_1]");
+  CHECK(redact(r, "key sk-proj-AbCdEfGh\u200bIjKlMnOpQrStUvWx12") == "key [TOKEN_1]");
+  // Internationalized and full-width e-mail addresses, compared in lower case in any script.
+  CHECK(redact(r, "jürgen@münchen.de, Jürgen@München.de, jane\uff20example\uff0eorg") ==
+        "[EMAIL_1], [EMAIL_1], [EMAIL_2]");
+  // IBANs grouped by dots or hyphens are the same IBAN as grouped by spaces.
+  CHECK(redact(r,
+               "GB82.WEST.1234.5698.7654.32 = GB82-WEST-1234-5698-7654-32 = "
+               "GB82 WEST 1234 5698 7654 32") == "[IBAN_1] = [IBAN_1] = [IBAN_1]");
+  // IPv4 with leading zeros or full-width and ideographic dots; IPv4-mapped IPv6.
+  CHECK(redact(r, "from 192.168.001.020, 192.168.1.20 and 192\u3002168\u30021\u300220") ==
+        "from [IP_1], [IP_1] and [IP_1]");
+  CHECK(redact(r, "peer ::ffff:192.0.2.1 and 64:ff9b::192.0.2.33 ok") ==
+        "peer [IP_1] and [IP_2] ok");
+  CHECK(redact(r, "not 192.168.001.256") == "not 192.168.001.256");
+  // Dates are not phone numbers, whatever their separator; a phone after a date is found.
+  CHECK(redact(r, "on 01/02/2024, 15.01.24 or 2024-01-15") ==
+        "on 01/02/2024, 15.01.24 or 2024-01-15");
+  CHECK(redact(r, "due 01/02/2024 020 7946 0958") == "due 01/02/2024 [PHONE_1]");
+}
+
+TEST_CASE("secrets of major providers and HTTP credentials, as headers, JSON, code and PEM") {
+  const Redactor r(all());
+  CHECK(redact(r, "stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc ok") == "stripe [TOKEN_1] ok");
+  CHECK(redact(r, "pat github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ") ==
+        "pat [TOKEN_1]");
+  CHECK(redact(r, "hf hf_abcdefghijklmnopqrstuvwxyzABCDEFGH x") == "hf [TOKEN_1] x");
+  CHECK(redact(r, "slack xapp-1-A0123456789-abcdef") == "slack [TOKEN_1]");
+  CHECK(redact(r, "oauth ya29.a0AfH6SMBxabcdefghijklmnop x") == "oauth [TOKEN_1] x");
+  CHECK(redact(r, "sg SG.abcdefghijklmnopqr.stuvwxyz0123456789AB") == "sg [TOKEN_1]");
+  CHECK(redact(r, "aws ASIAIOSFODNN7EXAMPLE") == "aws [TOKEN_1]");
+  // Credential headers keep their name; the value goes to the end of its line.
+  CHECK(redact(r, "Authorization: Basic dXNlcjpwYXNzd29yZA==\nHost: x") ==
+        "Authorization: [TOKEN_1]\nHost: x");
+  CHECK(redact(r, "X-Api-Key: 0123456789abcdef\r\n") == "X-Api-Key: [TOKEN_1]\r\n");
+  // As JSON, a Python dict, YAML or a query: the value up to its closing quote.
+  CHECK(redact(r, R"({"Authorization": "Basic dXNlcjpwYXNzd29yZA==", "x": 1})") ==
+        R"({"Authorization": "[TOKEN_1]", "x": 1})");
+  CHECK(redact(r, R"(headers={'X-Api-Key': 'abcd1234efgh5678'})") ==
+        R"(headers={'X-Api-Key': '[TOKEN_1]'})");
+  CHECK(redact(r, R"({"api_key": "abcd1234efgh5678"})") == R"({"api_key": "[TOKEN_1]"})");
+  CHECK(redact(r, "client_secret: s3cr3t-value-42") == "client_secret: [TOKEN_1]");
+  CHECK(redact(r, "?access_token=abcdefgh12345678&x=1") == "?access_token=[TOKEN_1]&x=1");
+  CHECK(redact(r, "the api key is short") == "the api key is short");
+  // PEM private keys: with newlines, inside a JSON string (literal \n), encrypted (headers),
+  // and cut before their END line.
+  const std::string body = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n4lgOEePzNm0tRgeLezV6ffAt\nAb=";
+  CHECK(redact(r, "k -----BEGIN RSA PRIVATE KEY-----\n" + body +
+                      "\n-----END RSA PRIVATE KEY----- done") == "k [TOKEN_1] done");
+  CHECK(
+      redact(
+          r,
+          R"({"pem": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\nAQ==\n-----END PRIVATE KEY-----\n"})") ==
+      R"({"pem": "[TOKEN_1]\n"})");
+  CHECK(redact(r,
+               "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: "
+               "AES-128-CBC,0123456789ABCDEF\n\n" +
+                   body + "\n-----END RSA PRIVATE KEY-----") == "[TOKEN_1]");
+  CHECK(redact(r, "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAA\n(cut)") ==
+        "[TOKEN_1]\n(cut)");
+}
+
+}  // namespace assay

@@ -295,6 +295,71 @@ TEST_CASE("a reply followed by bytes nobody asked for: the connection is closed,
   CHECK(late.connections() == 2);
 }
 
+TEST_CASE("a second response on a reused connection fails the call; the host's connections go") {
+  // The second request's connection carries a stale response (an earlier request's, sent late)
+  // and then the real one: which answers the request is unknown, so neither is taken.
+  ScriptedServer server({ok("first"), ok("STALE") + ok("second"), ok("third")});
+  HttpClient client;
+  CHECK(client.send(chat(server.url())).body == "first");
+  const auto b = client.send(chat(server.url()));
+  CHECK(b.status == 0);
+  CHECK(b.body.empty());
+  CHECK(b.reused_connection);
+  CHECK(b.error.find("a second response followed the reply") != std::string::npos);
+  // From then on each call has a connection of its own: no reply can be another call's.
+  const auto c = client.send(chat(server.url()));
+  CHECK(c.body == "third");
+  CHECK_FALSE(c.reused_connection);
+  const auto d = client.send(chat(server.url()));
+  CHECK(d.body == "third");
+  CHECK_FALSE(d.reused_connection);
+  CHECK(server.connections() == 3);
+}
+
+TEST_CASE("reply bodies being read hold at most 64 MiB, all calls together") {
+  // Eight replies of 15 MiB (each under the 16 MiB cap), every one held one byte short of its
+  // end until the test lets them finish: 120 MiB would be held at once without the cap.
+  constexpr std::size_t kBody = 15u << 20;
+  const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(kBody) +
+                           "\r\n\r\n" + std::string(kBody - 1, 'b');
+  std::atomic<bool> release{false};
+  ScriptedServer* server_ptr = nullptr;
+  ScriptedServer server({head}, [&](int, int fd) {
+    (void)assay::test::waitUntil("the test's release", [&] { return release.load(); });
+    server_ptr->write(fd, "z");
+  });
+  server_ptr = &server;
+  HttpClient client;
+  std::atomic<int> done{0}, failed{0}, whole{0};
+  std::mutex mu;
+  std::string error;
+  for (int i = 0; i < 8; ++i)
+    client.submit(chat(server.url()), [&](HttpResponse r) {
+      if (r.status == 200 && r.body.size() == kBody) ++whole;
+      if (r.status == 0) {
+        std::lock_guard lock(mu);
+        error = r.error;
+        ++failed;
+      }
+      ++done;
+    });
+  // While none may finish, calls fail until the rest fit: 64 MiB hold four bodies of 15 MiB.
+  CHECK(
+      assay::test::waitUntil("four calls refused by the cap", [&] { return failed.load() >= 4; }));
+  release = true;
+  REQUIRE(assay::test::waitUntil("every call ended", [&] { return done.load() == 8; }));
+  CHECK(whole.load() >= 1);
+  CHECK(whole.load() + failed.load() == 8);
+  {
+    std::lock_guard lock(mu);
+    CHECK(error.find("64 MiB") != std::string::npos);
+  }
+  // What the finished and failed calls held is given back: one more reply is read whole.
+  const auto again = client.send(chat(server.url()));
+  CHECK(again.status == 200);
+  CHECK(again.body.size() == kBody);
+}
+
 TEST_CASE("the 16 MiB reply cap holds whatever the framing") {
   HttpClient client;
   const std::string mib(1 << 20, 'x');

@@ -496,6 +496,89 @@ TEST_CASE("circuit breaker: a 4xx probe answer closes it; calls during the probe
   CHECK(waited.verdict.score == 4);
 }
 
+namespace {
+/// A series of the fixture's registry: assay_judge_breaker_holds_total{result} or, with an
+/// empty result, assay_judge_breaker_held.
+double holds(Fixture& fx, const std::string& result) {
+  const std::string name =
+      result.empty() ? "assay_judge_breaker_held" : "assay_judge_breaker_holds_total";
+  for (const auto& family : fx.services.registry.Collect())
+    if (family.name == name)
+      for (const auto& m : family.metric)
+        for (const auto& l : m.label)
+          if (result.empty() ? l.name == "judge" : (l.name == "result" && l.value == result))
+            return result.empty() ? m.gauge.value : m.counter.value;
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("limits.when_full: block: an open breaker holds calls until the endpoint answers") {
+  Fixture fx;
+  auto s = fx.settings();
+  s.breaker_failures = 2;
+  s.breaker_open = 300ms;
+  s.breaker_hold = 20s;
+  s.retry.max_attempts = 1;
+  LlmJudge j(s, fx.services.calls);
+  // Two failures in a row: the first ends (the breaker is still closed), the second opens the
+  // breaker and is held instead of ending as provider_error; so is a call made while it is
+  // open, without a request. Both are judged once the probe is answered.
+  fx.script(R"([{"status": 500}, {"status": 503}, {"score": 2}, {"score": 3}])");
+  CHECK(run(j).verdict.outcome == Outcome::kProviderError);
+  std::promise<LlmCallResult> p1, p2;
+  Event e1 = event(), e2 = event();
+  e1.id = "held-1";
+  e2.id = "held-2";
+  j.call(e1, [&](LlmCallResult r) { p1.set_value(std::move(r)); });
+  REQUIRE(test::waitUntil("the failed call held", [&] { return holds(fx, "") == 1; }));
+  const long requests = fx.requests();
+  j.call(e2, [&](LlmCallResult r) { p2.set_value(std::move(r)); });
+  REQUIRE(test::waitUntil("the new call held", [&] { return holds(fx, "") == 2; }));
+  CHECK(fx.requests() == requests);  // nothing sent while the breaker is open
+  const auto r1 = p1.get_future().get(), r2 = p2.get_future().get();
+  CHECK(r1.verdict.outcome == Outcome::kOk);
+  CHECK(r2.verdict.outcome == Outcome::kOk);
+  CHECK(r1.attempts == 2);
+  CHECK(r2.attempts == 1);
+  CHECK(holds(fx, "released") == 2);
+  CHECK(holds(fx, "gave_up") == 0);
+  CHECK(holds(fx, "") == 0);
+  CHECK(j.inFlight() == 0);
+}
+
+TEST_CASE("an open breaker holds a call at most breaker_hold from its start, then gives up") {
+  Fixture fx;
+  auto s = fx.settings();
+  s.breaker_failures = 1;
+  s.breaker_open = 60s;
+  s.breaker_hold = 400ms;
+  s.retry.max_attempts = 1;
+  LlmJudge j(s, fx.services.calls);
+  fx.script(R"([{"status": 502}])");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run(j);  // fails, opens the breaker, is held, gives up
+  CHECK(std::chrono::steady_clock::now() - t0 >= 400ms);
+  CHECK(r.verdict.outcome == Outcome::kProviderError);
+  CHECK(r.verdict.justification.find("circuit breaker open") == 0);
+  CHECK(r.verdict.justification.find("last: HTTP 502") != std::string::npos);
+  CHECK(r.verdict.justification.find("breaker_max_hold_ms passed") != std::string::npos);
+  CHECK(r.cost_eur == 0.0);
+  CHECK(holds(fx, "gave_up") == 1);
+  CHECK(holds(fx, "released") == 0);
+  CHECK(holds(fx, "") == 0);
+  // Without a hold (limits.when_full: drop_newest) a call meeting the open breaker ends at once.
+  s.breaker_hold = 0ms;
+  s.name = "no_hold";
+  LlmJudge k(s, fx.services.calls);
+  fx.script(R"([{"status": 500}])");
+  CHECK(run(k).verdict.outcome == Outcome::kProviderError);
+  const auto t1 = std::chrono::steady_clock::now();
+  const auto at_once = run(k);
+  CHECK(at_once.verdict.outcome == Outcome::kProviderError);
+  CHECK(at_once.attempts == 0);
+  CHECK(std::chrono::steady_clock::now() - t1 < 5s);
+}
+
 TEST_CASE("the reply side as a whole: every failure shape gets its outcome, retry and charge") {
   Fixture fx;
   for (Provider p : {Provider::kOpenAi, Provider::kAnthropic}) {
