@@ -321,14 +321,13 @@ bool checkToken(std::string_view text, std::size_t& begin, std::size_t& end, std
            (text[after] == ' ' || text[after] == '\t' || text[after] == '"' || text[after] == '\''))
       ++after;
     begin = after;
-    while (end > begin && (text[end - 1] == '"' || text[end - 1] == '\'' || text[end - 1] == ' ' ||
-                           text[end - 1] == '\r'))
-      --end;
-  } else {
-    // A sentence's final period or a closing bracket is not part of the token.
-    while (end > begin && (text[end - 1] == '.' || text[end - 1] == ',' || text[end - 1] == ')'))
-      --end;
   }
+  // A closing quote, a sentence's final period or a closing bracket is not part of the token.
+  const auto trailing = [](char c) {
+    return c == '"' || c == '\'' || c == ' ' || c == '\t' || c == '\r' || c == '.' || c == ',' ||
+           c == ';' || c == ')';
+  };
+  while (end > begin && trailing(text[end - 1])) --end;
   std::string_view t = text.substr(begin, end - begin);
   if (t.size() > 7 &&
       (t.substr(0, 6) == "Bearer" || t.substr(0, 6) == "bearer" || t.substr(0, 6) == "BEARER")) {
@@ -360,8 +359,12 @@ constexpr Builtin kBuiltins[] = {
     {"card", "CARD", R"(\b[0-9](?:[ \-]{0,2}[0-9]){12,18}\b)", checkCard},
     {"iban", "IBAN", R"((?i:\b[A-Z]{2}[0-9]{2}(?:[ .\-]?[A-Z0-9]){11,30}\b))", checkIban},
     {"token", "TOKEN",
-     // A credential header or key, to the end of its line or its closing quote.
-     R"((?i:["']?\b(?:proxy-)?authorization["']?[ \t]*:[ \t]*(?:"[^"\r\n]{8,}"?|'[^'\r\n]{8,}'?|[^\r\n"']{8,})))"
+     // A credential header or key, up to its closing quote, or unquoted, an Authorization
+     // header's scheme, its credentials (token68) and any auth-params after them (RFC 9110,
+     // section 11.4), another key's one word.
+     R"((?i:["']?\b(?:proxy-)?authorization["']?[ \t]*:[ \t]*(?:"[^"\r\n]{8,}"?|'[^'\r\n]{8,}'?)"
+     R"(|(?:[A-Za-z][A-Za-z0-9\-]*[ \t]+)?[A-Za-z0-9\-._~+/]{8,}=*)"
+     R"((?:,?[ \t]*[A-Za-z0-9_\-]+[ \t]*=[ \t]*(?:"[^"\r\n]*"|[^\s,"]+))*)))"
      R"(|(?i:["']?\b(?:x-api-key|api[_\-]?key|x-auth-token|access[_\-]?token|client[_\-]?secret)["']?[ \t]*[:=][ \t]*(?:"[^"\r\n]{8,}"?|'[^'\r\n]{8,}'?|[^\s"',;&]{8,})))"
      R"(|(?i:\bbearer\s+[A-Za-z0-9\-._~+/]{16,}=*))"
      R"(|\bsk-(?:proj-|ant-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,})"

@@ -13,9 +13,9 @@
 ///   ip     IPv4 dotted quads (leading zeros allowed), IPv6 addresses and IPv4-mapped IPv6
 ///          (checked with inet_pton)
 ///   token  bearer tokens, credential headers and keys (Authorization, X-Api-Key, api_key,
-///          access_token, client_secret: the value after the name, to the end of the line
-///          or the closing quote), PEM private keys, and common API-key shapes (OpenAI
-///          sk-…, Anthropic sk-ant-…, Stripe sk_live_…, AWS AKIA…/ASIA…, GitHub gh?_… and
+///          access_token, client_secret: the value after the name, its scheme and
+///          credentials or up to the closing quote), PEM private keys, and common API-key shapes
+///          (OpenAI sk-…, Anthropic sk-ant-…, Stripe sk_live_…, AWS AKIA…/ASIA…, GitHub gh?_… and
 ///          github_pat_…, Slack xox?-… and xapp-…, Google AIza… and ya29.…, GitLab glpat-…,
 ///          Hugging Face hf_…, npm npm_…, SendGrid SG.…, JWTs)
 /// plus user patterns (name → RE2 regex). Matching is RE2 only (linear in the text whatever

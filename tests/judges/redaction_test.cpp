@@ -288,3 +288,13 @@ TEST_CASE("secrets of major providers and HTTP credentials, as headers, JSON, co
 }
 
 }  // namespace assay
+
+namespace assay {
+TEST_CASE("a header's token and the same token alone are one placeholder") {
+  const Redactor r(all());
+  CHECK(redact(r,
+               "Send Authorization: Bearer eyJhbGciOiJIUzI1NiJ9abcdefgh. Then Bearer "
+               "eyJhbGciOiJIUzI1NiJ9abcdefgh.") ==
+        "Send Authorization: [TOKEN_1]. Then [TOKEN_1].");
+}
+}  // namespace assay
