@@ -1,12 +1,14 @@
 // libFuzzer target: every built-in redaction detector and a user pattern over arbitrary text
-// (judges/redaction.hpp). Nothing may crash, and an event redacted twice through one session
-// keeps its numbering (the same value gives the same placeholder both times).
+// (judges/redaction.hpp). Nothing may crash, an event redacted twice through one session
+// keeps its numbering (the same value gives the same placeholder both times), and valid UTF-8
+// stays valid (a match mapped back from the normalized copy never splits a character).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "judges/redaction.hpp"
+#include "judges/utf8.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const assay::Redactor redactor([] {
@@ -20,5 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string once = s.apply(text);
   const std::string twice = s.apply(text);
   if (once != twice) __builtin_trap();
+  if (assay::firstInvalidUtf8(text) == text.size() && assay::firstInvalidUtf8(once) != once.size())
+    __builtin_trap();
   return 0;
 }

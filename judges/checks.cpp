@@ -68,6 +68,8 @@ constexpr std::array<std::string_view, 44> kRefusalPhrases = {
 
 Patterns compilePatterns(const std::vector<std::string>& patterns, const std::string& key) {
   Patterns out;
+  if (const auto why = userPatternCountProblem(patterns.size()); !why.empty())
+    throw OptionError(key, why);
   re2::RE2::Options options = userRegexOptions();
   options.set_case_sensitive(false);
   for (const auto& p : patterns) {

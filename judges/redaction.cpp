@@ -434,6 +434,8 @@ Redactor::Redactor(const RedactOptions& options) : options_(options) {
     labels_.push_back(name);
     detectors_.push_back(std::move(d));
   }
+  if (const auto why = userPatternCountProblem(options.patterns.size()); !why.empty())
+    throw std::invalid_argument("patterns: " + why);
   for (const auto& [name, regex] : options.patterns) {
     if (!validName(name))
       throw std::invalid_argument("pattern name '" + name +

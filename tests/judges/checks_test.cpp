@@ -135,6 +135,14 @@ TEST_CASE("cites_source: configured patterns") {
   CHECK(j->judge(e).evidence == "matches a citation pattern");
   CHECK_FALSE(passes(*j, withContexts("The warranty lasts five years.", 2)));
   CHECK(optionErrorKey<CitesSourceJudge>({{"patterns", Strings{"(unclosed"}}}) == "patterns");
+  // At most 32 patterns (each scans the whole answer), for cites_source and refusal alike.
+  Strings many;
+  for (int i = 0; i < 33; ++i) many.push_back("cite" + std::to_string(i));
+  CHECK(optionErrorKey<CitesSourceJudge>({{"patterns", many}}) == "patterns");
+  CHECK(optionErrorKey<RefusalJudge>({{"patterns", many}}) == "patterns");
+  many.pop_back();
+  CHECK(passes(*make<CitesSourceJudge>({{"patterns", many}}),
+               withContexts("The warranty lasts five years (cite31).", 2)));
 }
 
 TEST_CASE("cites_source: no contexts is no_context") {

@@ -128,6 +128,14 @@ TEST_CASE("user patterns (RE2) and bad options") {
                        std::invalid_argument);
   bad.patterns = {{"opt", "x*"}};
   CHECK_THROWS_AS(Redactor{bad}, std::invalid_argument);
+  // At most 32 patterns: each one scans the whole text.
+  bad.patterns.clear();
+  for (int i = 0; i < 33; ++i)
+    bad.patterns.emplace_back("p" + std::to_string(i), "x" + std::to_string(i));
+  CHECK_THROWS_WITH_AS(Redactor{bad}, doctest::Contains("33 patterns, at most 32"),
+                       std::invalid_argument);
+  bad.patterns.pop_back();
+  CHECK_NOTHROW(Redactor{bad});
 }
 
 TEST_CASE("a card number beside other numbers is still found") {
