@@ -6,6 +6,7 @@
 /// (utf8.hpp) become `\xNN` too, so a log line is always valid UTF-8 (journald and log
 /// shippers drop or mangle lines that are not). Valid UTF-8 passes through otherwise.
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -60,9 +61,11 @@ inline std::string logText(std::string_view text, std::size_t max_bytes = 200) {
 }
 
 /// `url` fit to print in a log line, a judgment or /readyz: credentials in it are masked.
-/// "user:password@" before the host becomes "***@"; every query parameter's value becomes
-/// "***" (an endpoint may carry ?api-key=, Azure OpenAI's style). The rest passes through
-/// logText(). Example: "https://u:p@h/v1?api-key=k&x=1" -> "https://***@h/v1?api-key=***&x=***".
+/// "user:password@" before the host becomes "***@"; a port that is not a number becomes "***"
+/// (a key pasted where the port goes); every query parameter's value becomes "***" (an
+/// endpoint may carry ?api-key=, Azure OpenAI's style), and so does a parameter without a value
+/// of 16 characters or more (a key pasted after '?'). The rest passes through logText().
+/// Example: "https://u:p@h/v1?api-key=k&x=1" -> "https://***@h/v1?api-key=***&x=***".
 inline std::string safeUrl(std::string_view url, std::size_t max_bytes = 200) {
   std::string out;
   const std::size_t scheme = url.find("://");
@@ -71,11 +74,23 @@ inline std::string safeUrl(std::string_view url, std::size_t max_bytes = 200) {
   const std::string_view host = url.substr(
       authority, path == std::string_view::npos ? std::string_view::npos : path - authority);
   out.append(url.substr(0, authority));
+  std::string_view shown = host;
   if (const std::size_t at = host.rfind('@'); at != std::string_view::npos) {
     out += "***@";
-    out.append(host.substr(at + 1));
+    shown = host.substr(at + 1);
+  }
+  const std::size_t colon = shown.rfind(':');
+  const std::size_t bracket = shown.rfind(']');  // [::1]:8080
+  if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket) &&
+      (shown.front() == '[' || shown.find(':') == colon)) {
+    const std::string_view port = shown.substr(colon + 1);
+    out.append(shown.substr(0, colon + 1));
+    if (std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      out.append(port);
+    else
+      out += "***";
   } else {
-    out.append(host);
+    out.append(shown);
   }
   if (path == std::string_view::npos) return logText(out, max_bytes);
   std::string_view rest = url.substr(path);
@@ -90,8 +105,10 @@ inline std::string safeUrl(std::string_view url, std::size_t max_bytes = 200) {
       const std::size_t amp = query.find('&');
       const std::string_view param = query.substr(0, amp);
       if (!first) out += '&';
-      out.append(param.substr(0, param.find('=')));
-      if (param.find('=') != std::string_view::npos) out += "=***";
+      if (param.find('=') != std::string_view::npos)
+        out.append(param.substr(0, param.find('='))).append("=***");
+      else
+        out.append(param.size() >= 16 ? std::string_view("***") : param);
       query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     }
   }

@@ -449,9 +449,9 @@ void LlmJudge::settleResults(const std::shared_ptr<Batch>& b, const std::string&
         reply.usage && (reply.usage->prompt_tokens > 0 || reply.usage->completion_tokens > 0);
     c->answered = billed;
     finish(c,
-           failed(Outcome::kProviderError, "HTTP " + std::to_string(status) + " " +
-                                               reply.error_type + ": " +
-                                               redactKey(reply.error_message, settings_.api_key)),
+           failed(Outcome::kProviderError,
+                  "HTTP " + std::to_string(status) + " " + reply.error_type + ": " +
+                      redactSecrets(reply.error_message, settings_.api_key, settings_.endpoint)),
            billed ? reply.usage : std::optional<TokenUsage>{TokenUsage{}});
   }
   // Requests the results do not mention: expired in the provider's window.

@@ -9,11 +9,15 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "judges/event.hpp"
 #include "judges/llm/http_client.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/llm/prompt.hpp"
+#include "judges/redaction.hpp"
 
 namespace assay::llm {
 
@@ -48,6 +52,46 @@ inline std::string redactKey(std::string text, const std::string& key) {
   for (std::size_t at; (at = text.find(key)) != std::string::npos;)
     text.replace(at, key.size(), "[redacted]");
   return text;
+}
+
+/// A provider's error message fit for judgments and logs: the API key (redactKey), the
+/// endpoint's credentials (the userinfo before '@' and every query parameter's value, of 4
+/// bytes or more) and anything the `token` redaction detector knows (other keys, bearer
+/// tokens, credential headers: judges/redaction.hpp) are replaced.
+inline std::string redactSecrets(std::string text, const std::string& key,
+                                 std::string_view endpoint) {
+  text = redactKey(std::move(text), key);
+  std::vector<std::string> secrets;
+  const auto scheme = endpoint.find("://");
+  const auto authority = scheme == std::string_view::npos ? 0 : scheme + 3;
+  const auto path = endpoint.find_first_of("/?#", authority);
+  const auto host = endpoint.substr(
+      authority, path == std::string_view::npos ? std::string_view::npos : path - authority);
+  if (const auto at = host.rfind('@'); at != std::string_view::npos) {
+    const auto userinfo = host.substr(0, at);
+    const auto colon = userinfo.find(':');
+    secrets.emplace_back(userinfo.substr(0, colon));
+    if (colon != std::string_view::npos) secrets.emplace_back(userinfo.substr(colon + 1));
+  }
+  if (const auto q = endpoint.find('?'); q != std::string_view::npos) {
+    std::string_view query = endpoint.substr(q + 1);
+    query = query.substr(0, query.find('#'));
+    while (!query.empty()) {
+      const auto amp = query.find('&');
+      const auto param = query.substr(0, amp);
+      const auto eq = param.find('=');
+      secrets.emplace_back(eq == std::string_view::npos ? param : param.substr(eq + 1));
+      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    }
+  }
+  for (const auto& s : secrets) text = redactKey(std::move(text), s);
+  static const Redactor tokens([] {
+    RedactOptions o;
+    o.detectors = {"token"};
+    return o;
+  }());
+  Redactor::Session session(tokens);
+  return session.apply(text);
 }
 
 struct LlmJudge::Call {

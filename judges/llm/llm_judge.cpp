@@ -660,7 +660,7 @@ std::string LlmJudge::failureText(const HttpResponse& res, const ProviderReply& 
   std::string text = "HTTP " + std::to_string(res.status);
   if (!reply.error_type.empty()) text += " " + reply.error_type;
   if (!reply.error_message.empty())
-    text += ": " + redactKey(reply.error_message, settings_.api_key);
+    text += ": " + redactSecrets(reply.error_message, settings_.api_key, settings_.endpoint);
   return text;
 }
 

@@ -27,4 +27,12 @@ TEST_CASE("safeUrl: no credentials from a URL reach a log line") {
   CHECK(safeUrl("user:pw@broker:9092") == "***@broker:9092");
   CHECK(safeUrl("https://h/v1?key=a\nb") == "https://h/v1?key=***");
   CHECK(safeUrl("https://h/p\x1b[31m") == "https://h/p\\x1b[31m");  // logText's escapes
+  // A key pasted where the port goes, or after '?' without a name, is masked; ports and short
+  // flags are not.
+  CHECK(safeUrl("https://api.openai.com:sk-proj-abc123/v1") == "https://api.openai.com:***/v1");
+  CHECK(safeUrl("https://h:443/v1") == "https://h:443/v1");
+  CHECK(safeUrl("http://[::1]:8080/v1") == "http://[::1]:8080/v1");
+  CHECK(safeUrl("http://[2001:db8::1]/v1") == "http://[2001:db8::1]/v1");
+  CHECK(safeUrl("https://u:p@h:s3cret") == "https://***@h:***");
+  CHECK(safeUrl("https://h/v1?sk-proj-0123456789abcdef&x") == "https://h/v1?***&x");
 }

@@ -13,6 +13,7 @@
 
 #include "fake_server.hpp"
 #include "judges/budget_options.hpp"
+#include "judges/llm/llm_call.hpp"
 #include "tests/wait.hpp"
 
 using namespace assay;
@@ -669,6 +670,20 @@ TEST_CASE("a provider error message that quotes the key is redacted") {
   CHECK(r.verdict.justification ==
         "HTTP 401 invalid_request_error/invalid_api_key: Incorrect API key provided: "
         "[redacted].");
+}
+
+TEST_CASE("a provider's error message loses every secret, not only the exact key") {
+  const std::string endpoint = "https://bob:pw-1234567@gw.example/v1?api-key=azk3y0123&v=2";
+  const std::string message =
+      "Key sk-mine-0123456789abcdefghij refused for azk3y0123 (user bob, pw-1234567); a proxy "
+      "echoed Authorization: Bearer abcdefghijklmnopqrstuvwxyz and sk-proj-OtherKey0123456789AB.";
+  CHECK(redactSecrets(message, "sk-mine-0123456789abcdefghij", endpoint) ==
+        "Key [redacted] refused for [redacted] (user bob, [redacted]); a proxy echoed "
+        "Authorization: [TOKEN_1] and [TOKEN_2].");
+  // A user name under 4 bytes stays (it would mask every "bob" of the text); nothing secret:
+  // the text as it came.
+  CHECK(redactSecrets("The server is overloaded.", "sk-x-0123456789", "https://h/v1") ==
+        "The server is overloaded.");
 }
 
 TEST_CASE("model families for the self-judging count") {
