@@ -254,6 +254,38 @@ bool isPlainRemoteHttp(std::string_view endpoint) {
 
 namespace {
 
+/// What is wrong with an http(s):// endpoint's authority ("" when nothing), never quoting it
+/// (it may hold a secret): credentials before the host, a port that is not 1-65535.
+std::string endpointProblem(std::string_view url) {
+  const auto start = url.find("://") + 3;
+  const auto end = url.find_first_of("/?#", start);
+  std::string_view authority = url.substr(start, end == std::string_view::npos ? end : end - start);
+  if (authority.find('@') != std::string_view::npos)
+    return "holds credentials before the host (user:password@): they would be sent to no API "
+           "and shown in logs; the API key goes in api_key_env or api_key_file";
+  std::string_view port;
+  if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos || close == 1) return "has no host";
+    const auto rest = authority.substr(close + 1);
+    if (rest.empty()) return "";
+    if (rest.front() != ':') return "has characters after the IPv6 address";
+    port = rest.substr(1);
+  } else {
+    const auto colon = authority.find(':');
+    if (colon != authority.rfind(':'))
+      return "has more than one ':' in its host (an IPv6 address goes in brackets: [::1]:8080)";
+    if (colon == 0 || authority.empty()) return "has no host";
+    if (colon == std::string_view::npos) return "";
+    port = authority.substr(colon + 1);
+  }
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      std::stoi(std::string(port)) < 1 || std::stoi(std::string(port)) > 65535)
+    return "has a port that is not a number from 1 to 65535";
+  return "";
+}
+
 void readEndpoint(const JudgeOptionValues& values, LlmJudgeSettings& s, Errors& errors) {
   std::string provider = "openai";
   errors.check([&] { provider = values.getString("provider", "openai"); });
@@ -266,6 +298,8 @@ void readEndpoint(const JudgeOptionValues& values, LlmJudgeSettings& s, Errors& 
         provider == "anthropic" ? "https://api.anthropic.com" : "https://api.openai.com/v1";
   if (s.endpoint.rfind("https://", 0) != 0 && s.endpoint.rfind("http://", 0) != 0)
     errors.add("endpoint", "expected an http:// or https:// URL");
+  else if (const auto why = endpointProblem(s.endpoint); !why.empty())
+    errors.add("endpoint", why);
   errors.check([&] { s.insecure_http = values.getBool("insecure_http", false); });
   if (isPlainRemoteHttp(s.endpoint) && !s.insecure_http)
     errors.add("endpoint",

@@ -612,7 +612,7 @@ TEST_CASE("a plain http:// endpoint is refused off loopback unless insecure_http
   };
   for (const char* ok :
        {"http://127.0.0.1:8000/v1", "http://localhost:11434/v1", "http://[::1]:8080/v1",
-        "https://llm.internal.example/v1", "http://user@127.0.0.2/v1"}) {
+        "https://llm.internal.example/v1", "http://127.0.0.2:65535/v1?api-version=1"}) {
     CAPTURE(ok);
     CHECK(judge(ok).ok());
   }
@@ -624,6 +624,20 @@ TEST_CASE("a plain http:// endpoint is refused off loopback unless insecure_http
   CHECK_FALSE(judge("http://[2001:db8::1]/v1").ok());
   CHECK_FALSE(judge("http://127.0.0.1.evil.example/v1").ok());
   CHECK(judge("http://llm.internal.example:8000/v1", ", insecure_http: true").ok());
+  // Credentials before the host, or a port that is not one, are refused without quoting the
+  // endpoint (it may hold a secret).
+  for (const char* bad :
+       {"https://user:sk-s3cret@api.example/v1", "https://api.example:sk-s3cret/v1",
+        "https://api.example:0/v1", "https://api.example:65536", "https://a:b:c/v1",
+        "https://[::1/v1", "https://:8080/v1"}) {
+    CAPTURE(bad);
+    const auto r = judge(bad);
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].path == "judges[0].endpoint");
+    CHECK(r.errors[0].format().find("s3cret") == std::string::npos);
+  }
+  CHECK(judge("https://u:p@h.example/v1").errors[0].message.find("credentials") !=
+        std::string::npos);
   CHECK(assay::llm::isPlainRemoteHttp("http://llm.internal.example/v1"));
   CHECK_FALSE(assay::llm::isPlainRemoteHttp("https://api.openai.com/v1"));
 }
