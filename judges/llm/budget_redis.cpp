@@ -219,8 +219,9 @@ int parseNumber(std::string_view s, int min, int max, const char* what) {
   int v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < min || v > max) {
-    badUrl(std::string(what) + " '" + std::string(s) + "' is not an integer in [" +
-           std::to_string(min) + ", " + std::to_string(max) + "]");
+    // Never quoted: a password pasted without its '@' reads as a port.
+    badUrl(std::string("the ") + what + " is not an integer in [" + std::to_string(min) + ", " +
+           std::to_string(max) + "]");
   }
   return v;
 }
@@ -242,7 +243,7 @@ std::string endpoint(const RedisOptions& o) {
 RedisOptions parseRedisUrl(std::string_view url) {
   constexpr std::string_view kScheme = "redis://";
   if (url.starts_with("rediss://")) badUrl("TLS (rediss://) is not supported yet");
-  if (!url.starts_with(kScheme)) badUrl("'" + safeUrl(url) + "' is not a redis:// URL");
+  if (!url.starts_with(kScheme)) badUrl("not a redis:// URL");  // unquoted: it may hold secrets
   std::string_view rest = url.substr(kScheme.size());
   RedisOptions o;
   // The credentials first, up to the last '@' (a password may hold '/', '?', '#' or '@'
@@ -273,8 +274,7 @@ RedisOptions parseRedisUrl(std::string_view url) {
       else if (key == "connect_timeout_ms")
         o.connect_timeout_ms = parseNumber(value, 1, 600'000, "connect_timeout_ms");
       else
-        badUrl("unknown parameter '" + std::string(key) +
-               "' (command_timeout_ms, connect_timeout_ms)");
+        badUrl("unknown parameter (known: command_timeout_ms, connect_timeout_ms)");
     }
   }
 
@@ -304,7 +304,7 @@ RedisOptions parseRedisUrl(std::string_view url) {
     }
     o.host = std::string(authority.substr(0, colon));
   }
-  if (o.host.empty()) badUrl("no host in '" + std::string(url) + "'");
+  if (o.host.empty()) badUrl("no host");  // unquoted: the URL may hold a password
   if (!port.empty()) o.port = parseNumber(port, 1, 65535, "port");
   return o;
 }

@@ -236,7 +236,8 @@ TEST_CASE("budget.store URLs") {
     for (const char* bad :
          {"http://:hunter2@h:6379", "redis://:hun/ter2@h:6379/x", "redis://:hunter2@h:port",
           "redis://:hunter2@h:99999", "redis://:h%4unter2@h", "redis://:hunter2@h#frag",
-          "redis://u:hunter2@[::1"}) {
+          "redis://u:hunter2@[::1", "redis://:hunter2", "redis:/:hunter2@h", "redis://h?hunter2=1",
+          "redis://h:6379?command_timeout_ms=hunter2"}) {
       CAPTURE(bad);
       try {
         parseRedisUrl(bad);
