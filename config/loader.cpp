@@ -1,5 +1,6 @@
 #include "config/loader.hpp"
 
+#include <arpa/inet.h>
 #include <librdkafka/rdkafka.h>
 #include <yaml-cpp/yaml.h>
 
@@ -60,36 +61,47 @@ std::string formatNumber(double v) {
 /// kafka.brokers: "embedded", or comma-separated HOST[:PORT] entries, each optionally prefixed
 /// by one of the security protocols librdkafka accepts there (plaintext://, ssl://,
 /// sasl_plaintext://, sasl_ssl://); PORT from 1 to 65535. librdkafka itself only logs a bad
-/// entry and then waits forever for a broker ("No brokers configured"). "" when valid.
+/// entry and then waits forever for a broker ("No brokers configured"). "" when valid. A
+/// message names the entry by its number and quotes its host at most: a password pasted in
+/// the list must not reach a log.
 std::string brokersProblem(const std::string& brokers) {
   if (brokers == "embedded" || brokers.empty()) return "";
   if (brokers.find('@') != std::string::npos)  // not quoted: it would show the password
     return "an entry holds '@': credentials do not go in kafka.brokers (set sasl.username and "
            "sasl.password through kafka.secret_files or kafka.secret_env)";
   std::stringstream list(brokers);
+  int number = 0;
   for (std::string entry; std::getline(list, entry, ',');) {
+    const std::string which = "entry " + std::to_string(++number);
     entry.erase(0, entry.find_first_not_of(" \t"));
     entry.erase(entry.find_last_not_of(" \t") + 1);
-    if (entry.empty()) return "an empty entry in '" + brokers + "' (a stray comma?)";
+    if (entry.empty()) return which + " is empty (a stray comma?)";
     if (const auto scheme = entry.find("://"); scheme != std::string::npos) {
       std::string proto = entry.substr(0, scheme);
       for (char& c : proto) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       if (proto != "plaintext" && proto != "ssl" && proto != "sasl_plaintext" &&
           proto != "sasl_ssl")
-        return "'" + entry + "': expected HOST:PORT (no URL scheme; librdkafka knows only " +
+        return which + ": expected HOST:PORT (no URL scheme; librdkafka knows only " +
                "plaintext://, ssl://, sasl_plaintext:// and sasl_ssl://, and the protocol is " +
                "set by kafka.properties security.protocol)";
       entry.erase(0, scheme + 3);
     }
     const auto colon = entry.rfind(':');
-    const bool v6 = entry.find(':') != colon && entry.front() != '[';  // a bare IPv6 address
-    if (colon == std::string::npos || v6) continue;                    // no port: librdkafka's 9092
+    if (entry.find(':') != colon && entry.front() != '[') {  // a bare IPv6 address, no port
+      unsigned char buf[16];
+      if (inet_pton(AF_INET6, entry.c_str(), buf) != 1)
+        return which + ": more than one ':' and not an IPv6 address (an IPv6 address with a " +
+               "port goes in brackets: [::1]:9092)";
+      continue;
+    }
+    if (colon == std::string::npos) continue;  // no port: librdkafka's 9092
     const std::string port = entry.substr(colon + 1);
     const bool digits = !port.empty() && port.size() <= 5 &&
                         port.find_first_not_of("0123456789") == std::string::npos;
+    if (colon == 0) return which + ": no host before the port";
     if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535)
-      return "'" + entry + "': the port must be a number from 1 to 65535";
-    if (colon == 0) return "'" + entry + "': no host before the port";
+      return which + " (host '" + entry.substr(0, colon) +
+             "'): the port must be a number from 1 to 65535";
   }
   return "";
 }

@@ -185,14 +185,22 @@ TEST_CASE("kafka.brokers entries are HOST[:PORT]; a percentage gets a hint") {
   CHECK(brokers("[::1]:9092") == "");
   CHECK(brokers("::1") == "");
   CHECK(brokers("http://kafka-1:9092") ==
-        "t.yaml:1:18: kafka.brokers: 'http://kafka-1:9092': expected HOST:PORT (no URL scheme; "
+        "t.yaml:1:18: kafka.brokers: entry 1: expected HOST:PORT (no URL scheme; "
         "librdkafka knows only plaintext://, ssl://, sasl_plaintext:// and sasl_ssl://, and the "
         "protocol is set by kafka.properties security.protocol)");
   CHECK(brokers("kafka-1:99999") ==
-        "t.yaml:1:18: kafka.brokers: 'kafka-1:99999': the port must be a number from 1 to 65535");
-  CHECK(brokers("a:1,,b:2") ==
-        "t.yaml:1:18: kafka.brokers: an empty entry in 'a:1,,b:2' (a stray comma?)");
-  CHECK(brokers(":9092") == "t.yaml:1:18: kafka.brokers: ':9092': no host before the port");
+        "t.yaml:1:18: kafka.brokers: entry 1 (host 'kafka-1'): the port must be a number from 1 "
+        "to 65535");
+  CHECK(brokers("a:1,,b:2") == "t.yaml:1:18: kafka.brokers: entry 2 is empty (a stray comma?)");
+  CHECK(brokers("a:1, :9092") == "t.yaml:1:18: kafka.brokers: entry 2: no host before the port");
+  // A password pasted in the list is never quoted: as a port, or after a second colon.
+  CHECK(brokers("kafka-1:9092,kafka-2:hunter2") ==
+        "t.yaml:1:18: kafka.brokers: entry 2 (host 'kafka-2'): the port must be a number from 1 "
+        "to 65535");
+  CHECK(brokers("kafka-1:svc:hunter2") ==
+        "t.yaml:1:18: kafka.brokers: entry 1: more than one ':' and not an IPv6 address (an IPv6 "
+        "address with a port goes in brackets: [::1]:9092)");
+  CHECK(brokers("2001:db8::7") == "");
   const auto pct = load("sampling: {rate: 5%}\n");
   REQUIRE_FALSE(pct.errors.empty());
   CHECK(pct.errors[0].format() ==
