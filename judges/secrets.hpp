@@ -35,7 +35,8 @@ inline constexpr std::size_t kMaxSecretBytes = std::size_t{64} * 1024;
 /// The secret in the file at secretFilePath(`path`): its content without trailing CR, LF,
 /// spaces and tabs. Throws std::runtime_error naming the resolved path: "cannot read 'P': <errno
 /// text>", "'P' is not a regular file" (a FIFO or a device would block), "'P' is empty", "'P'
-/// is larger than 64 KiB", "'P' holds more than one line".
+/// is larger than 64 KiB", "'P' holds more than one line", "'P' holds a control character"
+/// (below U+0020 but a tab, or DEL).
 std::string readSecretFile(const std::string& path);
 
 }  // namespace assay

@@ -709,6 +709,11 @@ TEST_CASE("secrets from files and variables: Kafka properties, the Redis passwor
     CAPTURE(r2.service_errors[0].message);
     CHECK(r2.service_errors[0].message.find(", not a regular file") != std::string::npos);
   }
+  // A control character in a secret file (an escape sequence, a NUL) is refused, unquoted.
+  std::ofstream(dir + "/escape") << "s3cret\x1b[0mkey\n";
+  const auto ctl = load(std::string(kJudge) + "budget: {password_file: \"" + dir + "/escape\"}\n");
+  REQUIRE(ctl.service_errors.size() == 1);
+  CHECK(ctl.service_errors[0].message == "'" + dir + "/escape' holds a control character");
 
   // Given twice, or both a file and a variable: errors.
   const auto twice = load(std::string(kJudge) +
