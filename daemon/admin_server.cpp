@@ -39,6 +39,11 @@ constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
 constexpr std::uint64_t kMaxBodyBytes = std::uint64_t{64} * 1024;
 /// /v1/route requests waiting for the route thread at once; more are answered 503 at once.
 constexpr int kMaxRoutesWaiting = 256;
+/// Unparsed bytes held per connection.
+constexpr std::size_t kMaxConnectionBuffer = std::size_t{128} * 1024;
+/// Connections served at once; one more is closed at once (a scraper or a health check needs
+/// one each; thousands are a leak or an attack, and each holds a buffer and a descriptor).
+constexpr int kMaxSessions = 1024;
 
 using Routed = std::pair<int, std::string>;
 
@@ -52,6 +57,7 @@ struct AdminServer::Impl {
   Handlers handlers;
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
+  int sessions = 0;  // connections being served (io thread only)
   std::thread thread;
   /// /v1/route's handler may wait on Redis (the shared A/B tables): it runs here, never on the
   /// thread that answers /metrics, /healthz and /readyz from memory.
@@ -132,7 +138,9 @@ struct AdminServer::Impl {
     beast::tcp_stream stream(std::move(socket));
     // Bounded: the parser keeps a chunk's header line (its extensions) whole, which Beast 1.74
     // does not count against either limit (300 MiB of extension was buffered).
-    beast::flat_buffer buffer(std::size_t{1} << 20);
+    // 128 KiB: the 16 KiB of header and the 64 KiB of body with room; a longer chunk line is
+    // answered 413. With kMaxSessions connections, 128 MiB at most.
+    beast::flat_buffer buffer(kMaxConnectionBuffer);
     beast::error_code ec;
     for (;;) {
       stream.expires_after(std::chrono::seconds(30));
@@ -142,15 +150,25 @@ struct AdminServer::Impl {
       co_await http::async_read(stream, buffer, parser,
                                 asio::redirect_error(asio::use_awaitable, ec));
       if (ec == http::error::buffer_overflow) ec = http::error::body_limit;
-      if (ec == http::error::header_limit || ec == http::error::body_limit) {
+      // A request the parser refuses (a bad method, target, version, header or chunk) is
+      // answered 400; a client that closed mid-request is not answered.
+      const bool malformed =
+          ec && ec.category() == http::make_error_code(http::error::bad_target).category() &&
+          ec != http::error::end_of_stream && ec != http::error::partial_message &&
+          ec != http::error::header_limit && ec != http::error::body_limit;
+      if (ec == http::error::header_limit || ec == http::error::body_limit || malformed) {
         const bool header = ec == http::error::header_limit;
-        http::response<http::string_body> res{header ? http::status::request_header_fields_too_large
-                                                     : http::status::payload_too_large,
+        http::response<http::string_body> res{malformed ? http::status::bad_request
+                                              : header
+                                                  ? http::status::request_header_fields_too_large
+                                                  : http::status::payload_too_large,
                                               11};
         res.set(http::field::server, "assayd");
         res.set(http::field::content_type, "text/plain; charset=utf-8");
         res.keep_alive(false);
-        res.body() = header ? "request line and headers over 16 KiB\n" : "body over 64 KiB\n";
+        res.body() = malformed ? "malformed HTTP request: " + ec.message() + "\n"
+                     : header  ? "request line and headers over 16 KiB\n"
+                               : "body over 64 KiB\n";
         res.prepare_payload();
         stream.expires_after(std::chrono::seconds(30));
         co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
@@ -202,7 +220,12 @@ struct AdminServer::Impl {
           co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
       if (!ec) {
         pause = std::chrono::milliseconds(10);
-        asio::co_spawn(io, session(std::move(socket)), asio::detached);
+        if (sessions >= kMaxSessions) {  // closed unanswered: the client sees a reset or EOF
+          socket.close(ec);
+          continue;
+        }
+        ++sessions;
+        asio::co_spawn(io, session(std::move(socket)), [this](std::exception_ptr) { --sessions; });
         continue;
       }
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;

@@ -6,10 +6,12 @@
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <memory>
@@ -162,6 +164,50 @@ TEST_CASE("too many routes waiting: 503 at once; a request too large: 431 or 413
                           std::string(1u << 20, 'e'));
   CHECK(statusLine(extension) == "HTTP/1.1 413 Payload Too Large");
   CHECK(statusLine(get(port, "/healthz")) == "HTTP/1.1 200 OK");  // still serving
+}
+
+TEST_CASE("a malformed request is answered 400; connections beyond 1,024 are closed at once") {
+  AdminServer::Handlers h;
+  h.metrics = [] { return std::string("m 1\n"); };
+  h.not_ready = [] { return std::string(); };
+  AdminServer server("127.0.0.1:0", h);
+  const auto port = server.port();
+  // The parser's refusals: a bad request line, a bad header, a bad chunk size. Each used to be
+  // a silent hang-up.
+  for (const std::string bad :
+       {"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n", "GET /healthz HTTP/1.1\r\nBad Header\r\n\r\n",
+        "POST /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}) {
+    CAPTURE(bad);
+    const auto reply = roundTrip(port, bad);
+    CHECK(statusLine(reply) == "HTTP/1.1 400 Bad Request");
+    CHECK(reply.find("malformed HTTP request") != std::string::npos);
+  }
+  // 1,024 idle connections are served (they hold a session each); the next is closed unanswered
+  // at once, and answers come again once some of the others close. Client and server ends are
+  // in this process: 2,100 descriptors at least.
+  rlimit files{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = std::max<rlim_t>(files.rlim_cur, std::min<rlim_t>(files.rlim_max, 4096));
+  ::setrlimit(RLIMIT_NOFILE, &files);
+  REQUIRE_MESSAGE(files.rlim_cur >= 2100, "RLIMIT_NOFILE's hard limit is under 2,100");
+  std::vector<int> idle;
+  const auto connect = [&] {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    return fd;
+  };
+  for (int i = 0; i < 1024; ++i) idle.push_back(connect());
+  // Every idle connection has been accepted once /healthz on a new one is refused.
+  CHECK(test::waitUntil("the 1,025th connection closed unanswered",
+                        [&] { return get(port, "/healthz").empty(); }));
+  for (int i = 0; i < 8; ++i) ::close(idle[static_cast<std::size_t>(i)]);
+  CHECK(test::waitUntil("answers again",
+                        [&] { return statusLine(get(port, "/healthz")) == "HTTP/1.1 200 OK"; }));
+  for (std::size_t i = 8; i < idle.size(); ++i) ::close(idle[i]);
 }
 
 }  // namespace assay
