@@ -20,6 +20,9 @@ namespace assay {
 /// over the 1 MiB limit".
 std::string readRegularFile(const std::string& path, std::size_t max_bytes, std::string& out);
 
+/// Largest data file a tool reads whole (bakeoff inputs, recorded outputs, usage history).
+inline constexpr std::size_t kMaxDataFileBytes = std::size_t{256} << 20;
+
 /// `bytes` for a message: "512 B", "64 KiB", "1.5 MiB".
 std::string formatBytes(std::size_t bytes);
 

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "config/yaml_load.hpp"
+#include "judges/bounded_file.hpp"
 #include "judges/edit_distance.hpp"
 #include "judges/json_limits.hpp"
 #include "judges/llm/llm_judge.hpp"
@@ -262,11 +263,13 @@ class Reader {
 
   void readInputs(const YAML::Node& n, std::size_t limit) {
     auto& c = out_.config;
-    std::ifstream in(c.inputs_file);
-    if (!in) {
-      error(n, "inputs.file", "cannot read " + c.inputs_file);
+    // A regular file of bounded size: a FIFO or a device would block or never end.
+    std::string content;
+    if (const auto why = readRegularFile(c.inputs_file, kMaxDataFileBytes, content); !why.empty()) {
+      error(n, "inputs.file", c.inputs_file + " " + why);
       return;
     }
+    std::istringstream in(std::move(content));
     std::string line;
     for (int no = 1; c.inputs.size() < limit && std::getline(in, line); ++no) {
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -483,8 +486,10 @@ std::string render(const std::string& tmpl, const Event& input, const std::strin
 }
 
 std::vector<std::string> readRecorded(const Arm& arm, const std::vector<Event>& inputs) {
-  std::ifstream in(arm.recorded_file);
-  if (!in) throw std::runtime_error("cannot read " + arm.recorded_file);
+  std::string content;
+  if (const auto why = readRegularFile(arm.recorded_file, kMaxDataFileBytes, content); !why.empty())
+    throw std::runtime_error(arm.recorded_file + " " + why);
+  std::istringstream in(std::move(content));
   std::map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < inputs.size(); ++i) index.emplace(inputs[i].id, i);
   std::vector<std::optional<std::string>> found(inputs.size());

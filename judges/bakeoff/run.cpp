@@ -11,9 +11,11 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
+#include "judges/bounded_file.hpp"
 #include "judges/llm/prompt.hpp"
 #include "judges/llm/provider.hpp"
 #include "judges/llm/retry.hpp"
@@ -247,7 +249,9 @@ std::string parseListwise(const std::string& content, std::size_t arms,
 
 UsageHistory UsageHistory::load(const std::string& path) {
   UsageHistory h;
-  std::ifstream in(path);
+  std::string content;  // a history that cannot be read (none yet, a FIFO…) is an empty one
+  if (!readRegularFile(path, kMaxDataFileBytes, content).empty()) return h;
+  std::istringstream in(std::move(content));
   std::string line;
   while (std::getline(in, line)) {
     rapidjson::Document d;

@@ -1,6 +1,7 @@
 #include "judges/bakeoff/config.hpp"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -291,4 +292,19 @@ TEST_CASE("bakeoff file errors at their key: sizes, a key pasted as a variable, 
                kJudges);
   CHECK(errors(l).find("'{{question}': a placeholder opened with {{ is not closed") !=
         std::string::npos);
+}
+
+TEST_CASE("bakeoff data files are regular files: a FIFO or a directory is an error at its key") {
+  Dir d(2, 2);
+  REQUIRE(::mkfifo((d.path / "fifo.jsonl").c_str(), 0600) == 0);
+  fs::create_directories(d.path / "dir.jsonl");
+  for (const char* name : {"fifo.jsonl", "dir.jsonl", "missing.jsonl"}) {
+    CAPTURE(name);
+    // Would block forever on the FIFO (no writer) before: opened without blocking, refused.
+    const auto l = load(d, std::string("inputs: {file: ") + name + "}\n" + armsYaml(2) + kJudges);
+    const auto all = errors(l);
+    CAPTURE(all);
+    CHECK(all.find("b.yaml:1:16: inputs.file: ") != std::string::npos);
+    CHECK(all.find(name) != std::string::npos);
+  }
 }
