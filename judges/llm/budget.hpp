@@ -456,6 +456,7 @@ class RedisBudgetStore final : public BudgetStore {
   std::chrono::steady_clock::time_point next_connect_attempt_{};
   std::string last_error_;      // why the last connection attempt failed
   bool reported_down_ = false;  // an outage is logged once, and its end once
+  bool timed_out_ = false;      // the last command timed out (a hung server: no retry)
   Script reserve_script_, settle_script_, release_script_, snapshot_script_, claim_script_,
       unclaim_script_, reassert_script_;
   const std::string instance_;  // random: this store object's field in by_instance

@@ -4,10 +4,12 @@
 #include <spdlog/spdlog.h>
 #include <sys/time.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <random>
 #include <stdexcept>
+#include <string_view>
 
 #include "judges/llm/budget.hpp"
 #include "judges/log_text.hpp"
@@ -368,11 +370,27 @@ RedisBudgetStore::Reply RedisBudgetStore::commandLocked(const std::vector<std::s
   }
   void* raw =
       redisCommandArgv(context_.get(), static_cast<int>(argv.size()), ptrs.data(), lens.data());
+  timed_out_ = false;
   if (raw == nullptr) {
     // An I/O error or timeout leaves the context unusable: drop it, the next call reconnects.
+    // A timeout is a server that accepts and does not answer (stopped, swapping, a long
+    // script): reconnecting at once would cost every call another command timeout on the
+    // ledger's thread, so the reconnect back-off starts.
+    const int io_errno = errno;
+    // hiredis 0.14 reports a read timeout as an I/O error with errno EAGAIN.
+    timed_out_ = context_->err == REDIS_ERR_IO &&
+                 (io_errno == EAGAIN || io_errno == EWOULDBLOCK ||
+                  std::string_view(context_->errstr).find("temporarily unavailable") !=
+                      std::string_view::npos);
     error = "redis " + endpoint(options_) + ": " +
-            (context_->errstr[0] != '\0' ? context_->errstr : "I/O error");
-    dropConnectionLocked();
+            (timed_out_ ? "no answer within command_timeout_ms (" +
+                              std::to_string(options_.command_timeout_ms) + " ms)"
+             : context_->errstr[0] != '\0' ? std::string(context_->errstr)
+                                           : std::string("I/O error"));
+    if (timed_out_)
+      connectFailedLocked(std::string(error), error);
+    else
+      dropConnectionLocked();
   }
   return Reply(raw);
 }
@@ -492,7 +510,8 @@ RedisBudgetStore::Reply RedisBudgetStore::runLocked(std::vector<std::string>& ar
     }
     // An I/O failure on a connection made earlier (the server restarted, an idle connection was
     // cut) deserves one fresh connection; every command here is idempotent, so a retry is safe.
-    if (!reused) return nullptr;
+    // Not a timeout: the server is there and does not answer.
+    if (!reused || timed_out_) return nullptr;
   }
   return nullptr;
 }

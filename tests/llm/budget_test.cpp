@@ -738,6 +738,49 @@ TEST_CASE("redis: a restarted Redis is reconnected to") {
   checkSnapshot(store, "global", kDay, 0, 100'000'000);
 }
 
+TEST_CASE("redis: a Redis that does not answer costs one command timeout, then the back-off") {
+  RedisServer server;
+  RedisOptions options = parseRedisUrl(server.url());
+  options.command_timeout_ms = 300;
+  options.reconnect_backoff_ms = 60'000;
+  RedisBudgetStore store(options);
+  REQUIRE(store.reserve(globalOnly(1.0), 0.1, kDay, "h1", kLongTtl).ok());
+  // Connections the server accepted so far (redis-cli's own included), from INFO.
+  const auto connections = [&] {
+    const std::string cmd =
+        "redis-cli -p " + server.url().substr(server.url().rfind(':') + 1) + " INFO stats";
+    std::string out;
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+      char buf[4096];
+      for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+      ::pclose(p);
+    }
+    const auto at = out.find("total_connections_received:");
+    return at == std::string::npos ? -1 : std::stol(out.substr(at + 27));
+  };
+  const long before = connections();
+  REQUIRE(before > 0);
+  server.signal(SIGSTOP);  // accepts connections (the kernel does), answers nothing
+  struct Resume {
+    RedisServer& s;
+    ~Resume() { s.signal(SIGCONT); }
+  } resume{server};
+  const auto first = store.reserve(globalOnly(1.0), 0.1, kDay, "h2", kLongTtl);
+  CHECK(first.status == ReserveStatus::kUnavailable);
+  CHECK(first.error.find("no answer within command_timeout_ms (300 ms)") != std::string::npos);
+  // The next calls fail at once during the back-off (each used to reconnect and wait out
+  // another command timeout on the ledger's thread).
+  for (int i = 0; i < 5; ++i) {
+    const auto next = store.reserve(globalOnly(1.0), 0.1, kDay, "h3", kLongTtl);
+    CHECK(next.status == ReserveStatus::kUnavailable);
+    CHECK(next.error.find("next attempt within 60000 ms") != std::string::npos);
+  }
+  server.signal(SIGCONT);
+  // No connection was made after the timeout (a retry on a fresh one used to double it): the
+  // only new one is redis-cli's.
+  CHECK(connections() == before + 1);
+}
+
 TEST_CASE(
     "redis: a Redis that comes back empty does not reset the day (each instance re-asserts)") {
   RedisServer server;

@@ -109,6 +109,12 @@ class RedisServer {
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
 
+  /// Sends `sig` to the server (SIGSTOP: a hung Redis; SIGCONT: back).
+  void signal(int sig) {
+    REQUIRE(pid_ != 0);
+    ::kill(pid_, sig);
+  }
+
   /// Starts the server on port() and waits until it answers PING (10 s at most).
   void start() {
     REQUIRE(pid_ == 0);
