@@ -277,6 +277,15 @@ bool checkPhone(std::string_view text, std::size_t& begin, std::size_t& end, std
   // A date is no phone number; one right before a number is left out of it ("due 01/02/2024
   // 020 7946 0958").
   if (looksLikeDate(text.substr(begin, end - begin))) return false;
+  // Digits joined to it by a dash, dot or slash make it part of a longer code: an invoice or
+  // order number ("2026-0812-0900"), a version, a reference.
+  const auto joined = [&](std::size_t sep, std::size_t digit) {
+    return (text[sep] == '-' || text[sep] == '.' || text[sep] == '/') && text[digit] >= '0' &&
+           text[digit] <= '9';
+  };
+  if ((begin >= 2 && joined(begin - 1, begin - 2)) ||
+      (end + 1 < text.size() && joined(end, end + 1)))
+    return false;
   if (const auto space = text.substr(begin, end - begin).find(' ');
       space != std::string_view::npos && looksLikeDate(text.substr(begin, space))) {
     begin += space;

@@ -252,6 +252,10 @@ TEST_CASE("redaction covers how people really write: separators, scripts, format
   CHECK(redact(r, "on 01/02/2024, 15.01.24 or 2024-01-15") ==
         "on 01/02/2024, 15.01.24 or 2024-01-15");
   CHECK(redact(r, "due 01/02/2024 020 7946 0958") == "due 01/02/2024 [PHONE_1]");
+  // Invoice and order numbers are not phone numbers (issue 29: "2026-[PHONE_1]").
+  CHECK(redact(r, "invoice 2026-0812-0900, version 2.0812.0900") ==
+        "invoice 2026-0812-0900, version 2.0812.0900");
+  CHECK(redact(r, "call 0812 0900 12, ref 2026-0812-0900") == "call [PHONE_1], ref 2026-0812-0900");
 }
 
 TEST_CASE("secrets of major providers and HTTP credentials, as headers, JSON, code and PEM") {
