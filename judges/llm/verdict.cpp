@@ -9,6 +9,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <set>
 #include <stdexcept>
 
@@ -29,13 +30,20 @@ std::string_view trim(std::string_view s) {
 
 /// Removes what reasoning models and some gateways put before the object: a UTF-8 byte-order
 /// mark, and one leading `<think>…</think>` block (DeepSeek-R1, Qwen3 and other open reasoning
-/// models through OpenAI-compatible servers), with the white space after it.
+/// models through OpenAI-compatible servers), with the white space after it; or, when the chat
+/// template opened the block itself so that the reply holds only its end ("…reasoning…\n
+/// </think>\n{verdict}", DeepSeek-R1, QwQ and Qwen3 served that way), the reasoning up to the
+/// first `</think>` of a reply that does not start with the object.
 std::string_view stripPreamble(std::string_view s) {
   if (s.substr(0, 3) == "\xEF\xBB\xBF") s.remove_prefix(3);
   const std::string_view t = trim(s);
   if (t.substr(0, 7) == "<think>") {
     const auto end = t.find("</think>");
     if (end != std::string_view::npos) return trim(t.substr(end + 8));
+  } else if (!t.empty() && t.front() != '{' && t.front() != '`') {
+    const auto end = t.find("</think>");
+    if (end != std::string_view::npos && t.substr(0, end).find("<think>") == std::string_view::npos)
+      return trim(t.substr(end + 8));
   }
   return s;
 }
@@ -181,8 +189,10 @@ std::string verdictSchema(int min_score, int max_score) {
   return R"({"type":"object",)"
          R"("required":["score","justification"],)"
          R"("properties":{)"
-         R"("score":{"oneOf":[{"type":"integer","minimum":)" +
-         lo + R"(,"maximum":)" + hi +
+         // A whole number written as a float ("score": 2.0) is that integer.
+         R"("score":{"anyOf":[{"type":"integer","minimum":)" +
+         lo + R"(,"maximum":)" + hi + R"(},{"type":"number","multipleOf":1,"minimum":)" + lo +
+         R"(,"maximum":)" + hi +
          R"(},{"type":"string","pattern":"^[0-9]{1,6}$"},{"type":"null"}]},)"
          R"("justification":{"type":"string"},)"
          R"("unsupported_claim":{"oneOf":[{"type":["string","null"]},)"
@@ -218,8 +228,10 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
   if (s.IsString()) {
     const std::string_view digits(s.GetString(), s.GetStringLength());
     std::from_chars(digits.data(), digits.data() + digits.size(), score);
-  } else {
+  } else if (s.IsInt64()) {
     score = static_cast<long>(s.GetInt64());
+  } else {  // a whole float within the scale (the schema checked both)
+    score = static_cast<long>(std::llround(s.GetDouble()));
   }
   if (score < min_score || score > max_score) {
     return fail(Outcome::kSchemaError, "score " + std::to_string(score) + " outside " +

@@ -50,17 +50,35 @@ TEST_CASE("a score of digits in a string is read; anything else is schema_error"
   const auto v = parse(R"({"score": "3", "justification": "x"})");
   REQUIRE(v.outcome == Outcome::kOk);
   CHECK(v.score == 3);
-  for (const char* bad :
-       {R"({"score": "3/4", "justification": "x"})", R"({"score": "three", "justification": "x"})",
-        R"({"score": 0.8, "justification": "x"})", R"({"score": 3.0, "justification": "x"})",
-        R"({"score": 7.5e30, "justification": "x"})", R"({"score": 5, "justification": "x"})",
-        R"({"score": 0, "justification": "x"})", R"({"score": "9", "justification": "x"})",
-        R"({"score": -1, "justification": "x"})", R"({"score": " 3", "justification": "x"})",
-        R"({"score": true, "justification": "x"})", R"({"score": 3})", R"({"justification": "x"})",
-        R"({"score": 3, "justification": 7})",
-        R"({"score": 3, "justification": "x", "unsupported_claim": 5})",
-        R"([{"score": 3, "justification": "x"}])", R"({"score": 3, "justification": "x")", "",
-        "   \n"}) {
+  // A whole number written as a float is that integer (issue 29: "score": 2.0 was schema_error).
+  for (const char* whole :
+       {R"({"score": 2.0, "justification": "x"})", R"({"score": 2e0, "justification": "x"})"}) {
+    CAPTURE(whole);
+    const auto f = parse(whole);
+    REQUIRE(f.outcome == Outcome::kOk);
+    CHECK(f.score == 2);
+  }
+  for (const char* bad : {R"({"score": "3/4", "justification": "x"})",
+                          R"({"score": "three", "justification": "x"})",
+                          R"({"score": 0.8, "justification": "x"})",
+                          R"({"score": 3.5, "justification": "x"})",
+                          R"({"score": 5.0, "justification": "x"})",
+                          R"({"score": -0.0, "justification": "x"})",
+                          R"({"score": 7.5e30, "justification": "x"})",
+                          R"({"score": 5, "justification": "x"})",
+                          R"({"score": 0, "justification": "x"})",
+                          R"({"score": "9", "justification": "x"})",
+                          R"({"score": -1, "justification": "x"})",
+                          R"({"score": " 3", "justification": "x"})",
+                          R"({"score": true, "justification": "x"})",
+                          R"({"score": 3})",
+                          R"({"justification": "x"})",
+                          R"({"score": 3, "justification": 7})",
+                          R"({"score": 3, "justification": "x", "unsupported_claim": 5})",
+                          R"([{"score": 3, "justification": "x"}])",
+                          R"({"score": 3, "justification": "x")",
+                          "",
+                          "   \n"}) {
     CAPTURE(bad);
     const auto r = parse(bad);
     CHECK(r.outcome == Outcome::kSchemaError);
@@ -157,6 +175,15 @@ TEST_CASE("reasoning preambles, duplicate keys, claim lists and none, capped jus
       "{\"score\": 1, \"justification\": \"50 GB contradicts 5 GB.\"}");
   REQUIRE(thought.outcome == Outcome::kOk);
   CHECK(thought.score == 1);  // the verdict after the block, not the score inside it
+  // Only the block's end: the chat template opened it (DeepSeek-R1, QwQ, Qwen3 served that way).
+  const auto closing = parse(
+      "The answer says 50 GB; the context says 5 GB, so {\"score\": 4} is wrong.\n</think>\n\n"
+      "{\"score\": 1, \"justification\": \"50 GB contradicts 5 GB.\"}");
+  REQUIRE(closing.outcome == Outcome::kOk);
+  CHECK(closing.score == 1);
+  CHECK(
+      parse("reasoning </think> more </think> {\"score\": 1, \"justification\": \"x\"}").outcome ==
+      Outcome::kSchemaError);  // two ends: text before the object
   // Thinking without a reply after it is no verdict (what the model thought is not its answer).
   CHECK(parse("<think>I can't evaluate this.</think>").justification == "empty reply");
   // Which score did the model mean? Neither.
