@@ -394,6 +394,10 @@ bool assembleStream(Provider provider, const std::string& body, ProviderReply& o
   if (failed) {
     out.effective_status = 0;
     classifyError(out);
+    // An error event before any content (Anthropic's overloaded_error right after
+    // message_start, whose usage counts the input): the request produced nothing, is not
+    // billed and may be retried; with content, what the stream reported is charged.
+    if (st.text.empty() && st.tool_json.empty() && !st.tool) out.usage.reset();
     return false;
   }
   if (!within || broken) {

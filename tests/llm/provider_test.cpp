@@ -318,6 +318,19 @@ TEST_CASE("server-sent-event streams are assembled into the reply they stand for
   CHECK_FALSE(a_err.ok);
   CHECK(a_err.overloaded);
   CHECK(a_err.effective_status == 529);
+  // Before any content (right after message_start): nothing was produced, nothing is charged,
+  // so the call is retried (issue 29: it was charged message_start's input and not retried).
+  CHECK_FALSE(a_err.usage.has_value());
+  // After content, what the stream reported stands.
+  const std::string overloaded =
+      "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+      "\"message\":\"Overloaded\"}}\n\n";
+  const auto late_err =
+      parseReply(Provider::kAnthropic, 200,
+                 anthropic.substr(0, anthropic.find("event: message_delta")) + overloaded);
+  CHECK_FALSE(late_err.ok);
+  REQUIRE(late_err.usage.has_value());
+  CHECK(late_err.usage->prompt_tokens == 8025);
   // A stream event that is not JSON, or nested beyond the bound.
   CHECK(parseReply(Provider::kOpenAi, 200, "data: {oops\n\n").error_type == "bad_response");
   CHECK(parseReply(Provider::kOpenAi, 200, "data: " + std::string(100'000, '[') + "\n\n")
