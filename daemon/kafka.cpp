@@ -706,6 +706,9 @@ void KafkaConsumer::errorCb(rd_kafka_t*, int err, const char* reason, void* opaq
     spdlog::critical("kafka: fatal error: {}", why);
     return;
   }
+  // A failed connection or name lookup: librdkafka's log callback has said it (FAIL, ERROR),
+  // and assay_kafka_brokers_reachable and /readyz carry the state; one line, not two.
+  if (err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__RESOLVE) return;
   long suppressed = 0;
   if (g_kafka_error_log.allow(suppressed))
     spdlog::warn("kafka: {}: {}{}", rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)),

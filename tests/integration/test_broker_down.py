@@ -11,7 +11,8 @@ the second half is produced. Asserts:
   - nothing is lost: every event is judged exactly once (no crash, no restart), in the JSON
     Lines file and in the results topic (the producer reconnects too);
   - assayd stops by itself (--exit-when-idle) with exit code 0, and the group's committed
-    offsets reach the end of every partition.
+    offsets reach the end of every partition;
+  - each failed connection is one log line (librdkafka's), not repeated by the error callback.
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
@@ -37,7 +38,7 @@ def run(args, workdir, checks):
             tp.produce_keyed(bootstrap, tp.EVENTS_TOPIC, batch)
 
         group = f"down-{os.getpid()}"
-        daemon, url, jsonl, _ = tp.start_overlap_daemon(
+        daemon, url, jsonl, log_path = tp.start_overlap_daemon(
             args.assayd, workdir, bootstrap, group, {"results_topic": tp.RESULTS_TOPIC},
             ["--exit-when-idle", "10"])  # > kcat's reconnect after "up"
         procs.append((daemon, "assayd"))
@@ -76,6 +77,14 @@ def run(args, workdir, checks):
         # The producer reconnected too: every judgment reached the results topic.
         results = collections.Counter(k.decode() for k, _, _ in tp.read_topic(bootstrap, tp.RESULTS_TOPIC))
         checks.eq("judgments in the results topic (each event once)", len(events), len(results))
+        # A failed connection is one log line (librdkafka's), not two (issue 29: its error
+        # callback repeated each one as "kafka: _TRANSPORT: …").
+        with open(log_path, errors="replace") as f:
+            log_lines = f.read().splitlines()
+        fails = [l for l in log_lines if "librdkafka" in l and ("FAIL" in l or "ERROR" in l)]
+        repeats = [l for l in log_lines if "kafka: _TRANSPORT" in l or "kafka: _RESOLVE" in l]
+        checks.true("failed connections are logged", len(fails) > 0, len(fails))
+        checks.eq("failed connections logged a second time by the error callback", [], repeats[:3])
         return f"broker down {args.down_s:.0f} s: {len(ids)} events judged once, readyz 503 then 200"
     finally:
         for p, name in reversed(procs):
