@@ -157,7 +157,15 @@ void CallServices::onCall(const std::string& judge_scope, double cost_eur,
   if (!exhausted_scope.empty()) {
     auto it = scopes_.find(exhausted_scope);
     if (it != scopes_.end() && exhausted_cap_eur >= it->second.cap) {
-      it->second.refused_day = budgetDay(budget_.timezone, t);
+      const std::string day = budgetDay(budget_.timezone, t);
+      // One line a day and scope when the cap first refuses a call (the calls after it are
+      // counted, as skipped_budget, in assay_judge_runs_total).
+      if (it->second.refused_day != day)
+        spdlog::warn(
+            "budget {}: the daily cap of €{} is reached for {} ({}): LLM calls of this scope end "
+            "as skipped_budget until the day ends",
+            exhausted_scope, it->second.cap, day, budget_.timezone);
+      it->second.refused_day = day;
       it->second.gauges.exhausted->Set(1);
     }
   }

@@ -152,6 +152,11 @@ def main():
         checks.true("some events got an LLM score", len(ok) > 10, len(ok))
         checks.true("the budget ran out part-way (skipped_budget)", len(skipped) > 50, len(skipped))
         checks.true("scores are within the rubric", all(1 <= v["score"] <= 4 for v in ok))
+        # One log line when the cap is reached (issue 29: none said so), not one per refusal.
+        with open(os.path.join(workdir, "a.log"), errors="replace") as f:
+            cap_lines = [l for l in f if "the daily cap of" in l and "is reached" in l]
+        checks.eq("log lines saying the global cap is reached", 1,
+                  sum(1 for l in cap_lines if "budget global:" in l))
         jsonl_cost = sum(v.get("cost_eur", 0) for v in verdicts)
         spent = redis_spent(redis_port)
         worst = max(v["cost_eur"] for v in ok) * 3 if ok else 0  # a generous one-call worst case
