@@ -239,12 +239,18 @@ std::size_t KafkaProducer::replay(
 
 bool KafkaProducer::produceDeadLetter(const std::string& topic, const void* payload,
                                       std::size_t len, const void* key, std::size_t key_len,
-                                      std::string_view reason, prometheus::Counter& ok,
-                                      prometheus::Counter& errors) {
+                                      std::string_view reason, const Source& source,
+                                      prometheus::Counter& ok, prometheus::Counter& errors) {
   const bool cut = len > kMaxDeadLetterBytes;
-  rd_kafka_headers_t* headers = rd_kafka_headers_new(2);
+  rd_kafka_headers_t* headers = rd_kafka_headers_new(5);
   rd_kafka_header_add(headers, "assay-invalid-reason", -1, reason.data(),
                       static_cast<ssize_t>(reason.size()));
+  rd_kafka_header_add(headers, "assay-source-topic", -1, source.topic.data(),
+                      static_cast<ssize_t>(source.topic.size()));
+  rd_kafka_header_add(headers, "assay-source-partition", -1,
+                      std::to_string(source.partition).c_str(), -1);
+  rd_kafka_header_add(headers, "assay-source-offset", -1, std::to_string(source.offset).c_str(),
+                      -1);
   if (cut)
     rd_kafka_header_add(headers, "assay-original-bytes", -1, std::to_string(len).c_str(), -1);
   void* opaque = KafkaResultsSink::deliveryOpaque(&ok, &errors);

@@ -79,14 +79,22 @@ class KafkaProducer {
   /// The largest value copied to the dead-letter topic whole: 900,000 bytes, under the
   /// producer's `message.max.bytes` default (1,000,000) with room for key and headers.
   static constexpr std::size_t kMaxDeadLetterBytes = 900'000;
-  /// Copies an invalid message to the dead-letter topic with header `assay-invalid-reason`.
-  /// A larger message is copied cut to its first kMaxDeadLetterBytes bytes, with header
-  /// `assay-original-bytes` giving its size. `ok` is incremented once the broker acknowledges
-  /// the copy, `errors` when it is refused at once or its delivery fails (then false is
-  /// returned, or the delivery report counts it); both must outlive the producer.
+  /// Where a dead letter came from: its headers assay-source-topic, assay-source-partition,
+  /// assay-source-offset (decimal), so that an operator can find the original.
+  struct Source {
+    std::string_view topic;
+    std::int32_t partition = 0;
+    std::int64_t offset = 0;
+  };
+  /// Copies an invalid message to the dead-letter topic with header `assay-invalid-reason` and
+  /// its Source's headers. A larger message is copied cut to its first kMaxDeadLetterBytes
+  /// bytes, with header `assay-original-bytes` giving its size. `ok` is incremented once the
+  /// broker acknowledges the copy, `errors` when it is refused at once or its delivery fails
+  /// (then false is returned, or the delivery report counts it); both must outlive the producer.
   bool produceDeadLetter(const std::string& topic, const void* payload, std::size_t len,
                          const void* key, std::size_t key_len, std::string_view reason,
-                         prometheus::Counter& ok, prometheus::Counter& errors);
+                         const Source& source, prometheus::Counter& ok,
+                         prometheus::Counter& errors);
 
   void poll() { rd_kafka_poll(rk_, 0); }  ///< serves delivery reports
   void flush(int timeout_ms) { rd_kafka_flush(rk_, timeout_ms); }

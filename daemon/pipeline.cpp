@@ -490,10 +490,14 @@ void Pipeline::finishInvalid(const rd_kafka_message_t* m, const ParseOutcome& po
         m->partition, m->offset, key.empty() ? "" : fmt::format(" (key '{}')", logText(key, 64)),
         invalidReasonName(po.reason), logText(po.detail), RateLimitedLog::note(suppressed));
   }
-  if (!config_.kafka.dead_letter_topic.empty())
+  // A backfill reads messages the daemon already consumed, and dead-lettered then: not again.
+  if (!config_.kafka.dead_letter_topic.empty() && !run_.backfill) {
+    const KafkaProducer::Source source{m->rkt ? rd_kafka_topic_name(m->rkt) : "", m->partition,
+                                       m->offset};
     producer_.produceDeadLetter(config_.kafka.dead_letter_topic, m->payload, m->len, m->key,
-                                m->key_len, invalidReasonName(po.reason),
+                                m->key_len, invalidReasonName(po.reason), source,
                                 consumer_stats_.dead_lettered, consumer_stats_.dead_letter_errors);
+  }
   offsets_.skip(m->partition, m->offset);
 }
 

@@ -11,10 +11,12 @@
      with exit 2, judging nothing;
   3. the same with --yes against the fake provider, --output FILE.
 
+Three invalid messages are in the range, and the configuration has a dead-letter topic.
 Asserts: the estimate's figures; exit 2 and no output file on the refusal; on the run, one
 judgment per sampled event (python3-xxhash: XXH3_64(id) < 0.1 x 2^64), each with
 "backfill": true and an LLM verdict; the fake provider answered one call per sampled event
-with contexts (the others are no_context, no call); the
+with contexts (the others are no_context, no call); the dead-letter topic stays empty (the live
+daemon dead-lettered the invalid messages when it consumed them); the
 group of the configuration has no committed offset afterwards (the backfill joined no group).
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
@@ -27,7 +29,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_pipeline as tp  # noqa: E402
 
-TOPIC, PARTITIONS = "backfill.events", 8
+TOPIC, PARTITIONS, DLQ = "backfill.events", 8, "backfill.dlq"
+INVALID = 3  # invalid messages in the range: the live daemon dead-lettered them, not the backfill
 GROUP = "assay-live-group"
 N = 5000
 
@@ -44,14 +47,16 @@ def run(args, workdir, checks):
             events.append(dict(e, id=f"{e['id']}~bf{k}"))
         k += 1
     sampled = [e["id"] for e in events if tp.sampled(e["id"], 0.1)]
-    broker, bootstrap = tp.start_broker(args.mock_broker, workdir, [f"{TOPIC}:{PARTITIONS}"])
+    broker, bootstrap = tp.start_broker(args.mock_broker, workdir,
+                                        [f"{TOPIC}:{PARTITIONS}", f"{DLQ}:1"])
     fake = None
     try:
-        tp.produce_keyed(bootstrap, TOPIC, [(e["id"], json.dumps(e).encode()) for e in events])
+        tp.produce_keyed(bootstrap, TOPIC, [(e["id"], json.dumps(e).encode()) for e in events] +
+                         [(f"not-json-{i}", b"{not json") for i in range(INVALID)])
         fake, port = tp.start_fake_provider(args.assayd)
         cfg = os.path.join(workdir, "c.yaml")
         with open(cfg, "w") as f:
-            f.write(f"""kafka: {{brokers: "{bootstrap}", topic: {TOPIC}, group_id: {GROUP}}}
+            f.write(f"""kafka: {{brokers: "{bootstrap}", topic: {TOPIC}, group_id: {GROUP}, dead_letter_topic: {DLQ}}}
 sampling: {{rate: 0.05}}
 budget: {{daily_limit_eur: 5, store: memory}}
 judges:
@@ -73,7 +78,7 @@ sinks: {{jsonl: {{path: {json.dumps(os.path.join(workdir, "live.jsonl"))}}}}}
         log(refused.stdout + refused.stderr)
         checks.eq("--max-cost-eur 0.10 below the estimate: exit code", 2, refused.returncode)
         text = refused.stdout
-        checks.true("the estimate prints the events in range", "events in range: 5,000" in text,
+        checks.true("the estimate prints the events in range", "events in range: 5,003" in text,
                     text[:400])
         checks.true("about 500 calls for faithfulness_llm", "about 500" in text, text[:600])
         checks.true("EUR 0.11 at synchronous prices, EUR 0.06 at batch prices",
@@ -98,8 +103,11 @@ sinks: {{jsonl: {{path: {json.dumps(os.path.join(workdir, "live.jsonl"))}}}}}
         checks.eq("calls the provider answered (sampled events with contexts; the others are "
                   "no_context without a call)", len(set(sampled) & with_contexts),
                   json.loads(calls)["requests"])
-        checks.true("a progress summary", "backfill: 5,000 of 5,000 events read" in ran.stdout,
+        checks.true("a progress summary", "backfill: 5,003 of 5,003 events read" in ran.stdout,
                     ran.stdout[-300:])
+        # Invalid messages are not dead-lettered again (issue 29: the backfill re-sent them).
+        checks.eq("messages the backfill put in the dead-letter topic", 0,
+                  len(tp.read_topic(bootstrap, DLQ)))
         committed = tp.committed_vs_end(bootstrap, GROUP, TOPIC)
         checks.eq("the live group's committed offsets (none: the backfill commits nothing)",
                   {p: -1001 for p in committed}, {p: c for p, (c, e) in committed.items()})

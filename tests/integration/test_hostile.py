@@ -262,6 +262,13 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
                if h.get("assay-invalid-reason") == b"too_large"]
         checks.eq("the 1.5 MB message in the dead-letter topic: cut, original size in a header",
                   [(900_000, str(len(big)).encode())], [(n, o) for n, o in cut if n > 1000])
+        # Each dead letter says where it came from (issue 29): topic, partition and offset.
+        sources = {(h.get("assay-source-topic"), h.get("assay-source-partition"),
+                    h.get("assay-source-offset")) for _, _, h in dlq}
+        checks.true("every dead letter names its source topic, partition and offset",
+                    all(t == EVENTS.encode() and p is not None and p.isdigit() and o is not None
+                        and o.isdigit() for t, p, o in sources), list(sources)[:3])
+        checks.eq("dead letters with distinct sources", len(dlq), len(sources))
         fb = {}
         for name, labels, v in s:
             if name == "assay_feedback_events_total" and v:
