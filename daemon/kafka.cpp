@@ -529,7 +529,14 @@ KafkaConsumer::~KafkaConsumer() {
       return;
     }
   }
-  rd_kafka_destroy(rk_);
+  // A consumer that could not leave its group (no broker answers) would try again inside
+  // rd_kafka_destroy(), without a bound (a stop with Kafka down hung there for 10 minutes,
+  // until systemd's SIGKILL): close() already waited its time, so destroy skips it. librdkafka
+  // still waits for its requests in flight (up to socket.timeout.ms): main() bounds the stop.
+  if (subscribed_ && !rd_kafka_consumer_closed(rk_))
+    rd_kafka_destroy_flags(rk_, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+  else
+    rd_kafka_destroy(rk_);
 }
 
 rd_kafka_message_t* KafkaConsumer::poll(int timeout_ms) {
@@ -639,12 +646,18 @@ bool KafkaConsumer::close(std::chrono::milliseconds timeout) {
   // Leave the group. The revoke it serves commits nothing more (closing_), and librdkafka's own
   // final auto-commit finds nothing newer than what was just committed.
   closing_ = true;
+  // The coordinator did not answer the commit: it will not answer the leave either; a short
+  // wait, so that the whole stop stays well within systemd's TimeoutStopSec.
+  const auto leave_timeout = err == RD_KAFKA_RESP_ERR__TIMED_OUT
+                                 ? std::min(timeout, std::chrono::milliseconds(2000))
+                                 : timeout;
   if (rd_kafka_error_t* e = rd_kafka_consumer_close_queue(rk_, q)) {
     spdlog::warn("kafka: leaving the consumer group: {}", rd_kafka_error_string(e));
     rd_kafka_error_destroy(e);
   } else {
     serveUntil(
-        q, timeout, "leaving the consumer group", [this] { return rd_kafka_consumer_closed(rk_); },
+        q, leave_timeout, "leaving the consumer group",
+        [this] { return rd_kafka_consumer_closed(rk_); },
         [this](rd_kafka_event_t* ev) {
           if (rd_kafka_event_type(ev) != RD_KAFKA_EVENT_REBALANCE) return;
           onRebalance(rd_kafka_event_error(ev), const_cast<rd_kafka_topic_partition_list_t*>(
@@ -654,7 +667,7 @@ bool KafkaConsumer::close(std::chrono::milliseconds timeout) {
       spdlog::warn(
           "kafka: did not leave the consumer group within {} s; the group rebalances after "
           "session.timeout.ms",
-          timeout.count() / 1000);
+          leave_timeout.count() / 1000);
   }
   rd_kafka_queue_destroy(q);
   close_result_ = !err || err == RD_KAFKA_RESP_ERR__NO_OFFSET;

@@ -4,12 +4,16 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "config/loader.hpp"
 #include "daemon/check_config.hpp"
@@ -41,8 +45,9 @@ signals: SIGTERM/SIGINT stop cleanly (a second one ends assayd at once, exit 128
          SIGHUP reopens the JSON Lines file (logrotate) and reloads the configuration
          (sampling, log and judges' rates apply at once; the rest needs a restart)
 exit codes: 0 clean stop, 1 runtime failure, 2 bad configuration or arguments,
-            3 stopped, but the final offset commit failed (events since the last commit
-              are consumed again)
+            3 stopped, but the final offset commit failed or the stop did not end within
+              limits.drain_timeout_ms + 35 s (events since the last commit are consumed
+              again)
 )";
 
 /// The first SIGTERM/SIGINT stops cleanly; a second one ends the process at once (exit code
@@ -95,6 +100,56 @@ int usageError(const std::string& message) {
 struct Arguments {
   std::string config_path, check_path;
   assay::RunOptions run;
+};
+
+/// Bounds a stop: once a stop is requested (or the pipeline's run ended by itself), the process
+/// exits within `bound` whatever hangs (a Kafka client waiting for a coordinator that does not
+/// answer held it for 10 minutes), with exit code 3: the final offset commit is not known to
+/// have happened, so the events since the last commit are consumed again. The bound is
+/// limits.drain_timeout_ms + 35 s, within the unit's TimeoutStopSec=60 with the default 10 s.
+class StopBound {
+ public:
+  explicit StopBound(std::chrono::milliseconds bound)
+      : bound_(bound), thread_([this] { watch(); }) {}
+  ~StopBound() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  StopBound(const StopBound&) = delete;
+  StopBound& operator=(const StopBound&) = delete;
+  /// The run ended without a stop request (--exit-when-idle, a fatal Kafka error).
+  void ended() {
+    {
+      std::lock_guard lock(mu_);
+      ended_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void watch() {
+    std::unique_lock lock(mu_);
+    while (!done_ && !ended_ && !assay::stopRequested())
+      cv_.wait_for(lock, std::chrono::milliseconds(200));
+    if (cv_.wait_for(lock, bound_, [this] { return done_; })) return;
+    spdlog::critical(
+        "shutdown did not finish within {} s of the stop (a Kafka broker or the budget store "
+        "does not answer?): exiting now with code 3; the events since the last commit are "
+        "consumed again",
+        bound_.count() / 1000);
+    spdlog::default_logger()->flush();
+    ::_exit(3);
+  }
+
+  const std::chrono::milliseconds bound_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false, ended_ = false;
+  std::thread thread_;  // last: started once the members it reads exist
 };
 
 /// Parses the command line into `out`; returns an exit code when assayd must stop now
@@ -197,8 +252,12 @@ int main(int argc, char** argv) {
   // option that only the service's environment can tell (an unset API key variable, an
   // unreadable key file) is a configuration error: exit 2.
   try {
-    assay::Pipeline pipeline(res.config, run);
-    return pipeline.run();
+    StopBound bound(std::chrono::milliseconds(res.config.limits.drain_timeout_ms) +
+                    std::chrono::seconds(35));
+    assay::Pipeline pipeline(res.config, run);  // destroyed before `bound`
+    const int rc = pipeline.run();
+    bound.ended();
+    return rc;
   } catch (const assay::ConfigurationError& e) {
     spdlog::critical("configuration error: {}", e.what());
     return 2;

@@ -83,6 +83,7 @@ std::string_view payloadOf(const rd_kafka_message_t* m) {
 }  // namespace
 
 bool requestStop() { return g_stop.exchange(true); }
+bool stopRequested() { return g_stop.load(); }
 void requestReload() { g_reopen.store(true); }
 
 Pipeline::Pipeline(const Config& config, RunOptions run)

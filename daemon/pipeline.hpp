@@ -68,6 +68,8 @@ struct RunOptions {
 /// Asks a running pipeline to stop (async-signal-safe: one atomic exchange). Returns true if a
 /// stop was requested before (a second SIGTERM ends the process at once).
 bool requestStop();
+/// Whether a stop was requested (any thread).
+bool stopRequested();
 /// SIGHUP: asks a running pipeline, on its next turn, to reopen its sinks' files (logrotate)
 /// and to reload its configuration file (reloadConfig). Async-signal-safe: one atomic store.
 void requestReload();
