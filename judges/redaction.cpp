@@ -206,7 +206,7 @@ bool checkIban(std::string_view text, std::size_t& begin, std::size_t& end, std:
   // Case-insensitive, grouped by spaces, dots or hyphens; the match may run on into the next
   // words ("GB82 WEST … 32 please"): the longest prefix ending at a separator (or at the
   // match's end) that passes mod 97 wins.
-  const auto separator = [](char c) { return c == ' ' || c == '.' || c == '-'; };
+  const auto separator = [](char c) { return c == ' ' || c == '.' || c == '-' || c == '/'; };
   for (std::size_t e = end; e > begin; --e) {
     if (e != end && !separator(text[e])) continue;
     if (separator(text[e - 1])) continue;
@@ -286,12 +286,15 @@ bool checkPhone(std::string_view text, std::size_t& begin, std::size_t& end, std
   if ((begin >= 2 && joined(begin - 1, begin - 2)) ||
       (end + 1 < text.size() && joined(end, end + 1)))
     return false;
-  if (const auto space = text.substr(begin, end - begin).find(' ');
-      space != std::string_view::npos && looksLikeDate(text.substr(begin, space))) {
+  // Dates one after another ("01.02.2024 03.04.2024") are all left.
+  for (std::size_t space;
+       (space = text.substr(begin, end - begin).find(' ')) != std::string_view::npos &&
+       looksLikeDate(text.substr(begin, space));) {
     begin += space;
     while (begin < end && text[begin] == ' ') ++begin;
     if (begin == end || text[begin] < '0' || text[begin] > '9') return false;
   }
+  if (looksLikeDate(text.substr(begin, end - begin))) return false;
   // 8–15 digits (E.164 allows at most 15). A match that ran into a following number is cut back
   // at the last separator that leaves at most 15 digits.
   std::size_t digits = 0, cut = end;
@@ -313,30 +316,88 @@ bool checkPhone(std::string_view text, std::size_t& begin, std::size_t& end, std
   return n >= 8 && n <= 15 && notInsideWord(text, begin, end);
 }
 
+/// A PEM block that starts at `begin` with its BEGIN line ending at `end`: extended over the
+/// block to its END line (headers such as Proc-Type included; lines broken by newlines or by a
+/// JSON string's \n), or, when no END line follows before anything else, over the lines of
+/// base64 after the BEGIN line only. Linear: the scan stops at the next "-----" (an END line
+/// or the next block's BEGIN) or at the first character no block holds.
+std::size_t pemEnd(std::string_view text, std::size_t end) {
+  const auto escape = [&](std::size_t i) {
+    return text[i] == '\\' && i + 1 < text.size() && (text[i + 1] == 'n' || text[i + 1] == 'r');
+  };
+  const auto base64 = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' || c == '=';
+  };
+  std::size_t i = end;
+  while (i < text.size() && text.compare(i, 5, "-----") != 0) {
+    const char c = text[i];
+    if (escape(i)) {
+      i += 2;
+    } else if (base64(c) || c == ':' || c == ',' || c == ' ' || c == '\t' || c == '\r' ||
+               c == '\n' || c == '-') {
+      ++i;
+    } else {
+      break;
+    }
+  }
+  if (text.compare(i, 9, "-----END ") == 0) {
+    const auto close = text.find("-----", i + 9);
+    if (close != std::string_view::npos && close - i < 64) return close + 5;
+  }
+  // No END line: the base64 lines after the BEGIN line, each whole (a line of prose is kept).
+  std::size_t at = end;
+  for (;;) {
+    std::size_t k = at, breaks = 0;
+    while (k < text.size() &&
+           (text[k] == ' ' || text[k] == '\t' || text[k] == '\r' || text[k] == '\n' || escape(k))) {
+      if (text[k] == '\n' || escape(k)) ++breaks;
+      k += escape(k) ? 2 : 1;
+    }
+    if (breaks == 0) return at;
+    std::size_t line = k;
+    while (line < text.size() && base64(text[line])) ++line;
+    const bool whole = line > k && (line == text.size() || text[line] == '\n' ||
+                                    text[line] == '\r' || escape(line) || text[line] == '"');
+    if (!whole) return at;
+    at = line;
+  }
+}
+
 bool checkToken(std::string_view text, std::size_t& begin, std::size_t& end, std::string& value) {
-  // A credential header or key ("Authorization: Basic …", "\"x-api-key\": \"…\"") keeps its
-  // name: the value starts after the colon or equals sign and its quote, and ends before its
-  // closing quote.
+  if (text.compare(begin, 10, "-----BEGIN") == 0) {
+    end = pemEnd(text, end);
+    value.assign(text.substr(begin, end - begin));
+    return true;
+  }
+  // A credential header or key ("Authorization: Basic …", "\"x-api-key\": \"…\"",
+  // "OPENAI_API_KEY=…", "apiKey := \"…\"", "'api_key' => '…'") keeps its name: the value
+  // starts after the separator and its quote, and ends before its closing quote.
   std::size_t sep = begin;
-  while (sep < end && (std::isalnum(static_cast<unsigned char>(text[sep])) || text[sep] == '-' ||
-                       text[sep] == '_' || text[sep] == '"' || text[sep] == '\''))
+  while (sep < end &&
+         (std::isalnum(static_cast<unsigned char>(text[sep])) || text[sep] == '-' ||
+          text[sep] == '_' || text[sep] == '"' || text[sep] == '\'' || text[sep] == '\\'))
     ++sep;
   std::size_t after = sep;
   while (after < end && (text[after] == ' ' || text[after] == '\t')) ++after;
   const bool named = sep > begin && after < end && (text[after] == ':' || text[after] == '=');
+  char quote = 0;
   if (named) {
     ++after;
-    while (after < end &&
-           (text[after] == ' ' || text[after] == '\t' || text[after] == '"' || text[after] == '\''))
-      ++after;
+    if (after < end && (text[after] == '=' || text[after] == '>')) ++after;  // := =>
+    while (after < end && (text[after] == ' ' || text[after] == '\t')) ++after;
+    if (after < end && text[after] == '\\') ++after;
+    if (after < end && (text[after] == '"' || text[after] == '\'')) quote = text[after++];
     begin = after;
   }
-  // A closing quote, a sentence's final period or a closing bracket is not part of the token.
-  const auto trailing = [](char c) {
-    return c == '"' || c == '\'' || c == ' ' || c == '\t' || c == '\r' || c == '.' || c == ',' ||
-           c == ';' || c == ')';
-  };
-  while (end > begin && trailing(text[end - 1])) --end;
+  if (quote != 0) {  // up to its closing quote (escaped or not)
+    if (end > begin && text[end - 1] == quote) --end;
+    if (end > begin && text[end - 1] == '\\') --end;
+  } else {
+    // A sentence's final period or a closing bracket is not part of the token.
+    while (end > begin && (text[end - 1] == '.' || text[end - 1] == ',' || text[end - 1] == ';' ||
+                           text[end - 1] == ')' || text[end - 1] == ' ' || text[end - 1] == '\r'))
+      --end;
+  }
   std::string_view t = text.substr(begin, end - begin);
   if (t.size() > 7 &&
       (t.substr(0, 6) == "Bearer" || t.substr(0, 6) == "bearer" || t.substr(0, 6) == "BEARER")) {
@@ -366,15 +427,21 @@ constexpr Builtin kBuiltins[] = {
      R"((?:\.[A-Za-z0-9\x01](?:[A-Za-z0-9\x01\-]{0,62}[A-Za-z0-9\x01])?)*\.[A-Za-z\x01]{2,24})",
      checkEmail},
     {"card", "CARD", R"(\b[0-9](?:[ \-]{0,2}[0-9]){12,18}\b)", checkCard},
-    {"iban", "IBAN", R"((?i:\b[A-Z]{2}[0-9]{2}(?:[ .\-]?[A-Z0-9]){11,30}\b))", checkIban},
+    {"iban", "IBAN", R"((?i:\b[A-Z]{2}[0-9]{2}(?:[ .\-/]{0,2}[A-Z0-9]){11,30}\b))", checkIban},
     {"token", "TOKEN",
      // A credential header or key, up to its closing quote, or unquoted, an Authorization
-     // header's scheme, its credentials (token68) and any auth-params after them (RFC 9110,
-     // section 11.4), another key's one word.
-     R"((?i:["']?\b(?:proxy-)?authorization["']?[ \t]*:[ \t]*(?:"[^"\r\n]{8,}"?|'[^'\r\n]{8,}'?)"
+     // header's scheme and its credentials (token68) or auth-params (RFC 9110, section
+     // 11.4), another key's one word; the name may be quoted (escaped too: JSON inside a
+     // string), prefixed (OPENAI_API_KEY) and followed by ':', '=', ':=' or '=>'.
+     R"((?i:(?:\\?["'])?\b(?:proxy-)?authorization(?:\\?["'])?[ \t]*(?::=|=>|[:=])[ \t]*)"
+     R"((?:\\?"[^"\\\r\n]{8,}(?:\\?")?|'[^'\r\n]{8,}'?)"
+     R"(|[A-Za-z][A-Za-z0-9\-]*[ \t]+[A-Za-z0-9_\-]+[ \t]*=[ \t]*(?:"[^"\r\n]*"|[^\s,"]+))"
+     R"((?:[ \t]*,[ \t]*[A-Za-z0-9_\-]+[ \t]*=[ \t]*(?:"[^"\r\n]*"|[^\s,"]+))*)"
      R"(|(?:[A-Za-z][A-Za-z0-9\-]*[ \t]+)?[A-Za-z0-9\-._~+/]{8,}=*)"
-     R"((?:,?[ \t]*[A-Za-z0-9_\-]+[ \t]*=[ \t]*(?:"[^"\r\n]*"|[^\s,"]+))*)))"
-     R"(|(?i:["']?\b(?:x-api-key|api[_\-]?key|x-auth-token|access[_\-]?token|client[_\-]?secret)["']?[ \t]*[:=][ \t]*(?:"[^"\r\n]{8,}"?|'[^'\r\n]{8,}'?|[^\s"',;&]{8,})))"
+     R"((?:[ \t]*,[ \t]*[A-Za-z0-9_\-]+[ \t]*=[ \t]*(?:"[^"\r\n]*"|[^\s,"]+))*)))"
+     R"(|(?i:(?:\\?["'])?[A-Za-z0-9_\-]*(?:x-api-key|api[_\-]?key|x-auth-token|auth[_\-]?token)"
+     R"(|access[_\-]?token|client[_\-]?secret|secret[_\-]?key)(?:\\?["'])?[ \t]*(?::=|=>|[:=]))"
+     R"([ \t]*(?:\\?["'])?[^\s"'\\,;&]{8,}(?:\\?["'])?))"
      R"(|(?i:\bbearer\s+[A-Za-z0-9\-._~+/]{16,}=*))"
      R"(|\bsk-(?:proj-|ant-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,})"
      R"(|\b[spr]k_(?:live|test)_[A-Za-z0-9]{16,})"
@@ -385,11 +452,8 @@ constexpr Builtin kBuiltins[] = {
      R"(|\bglpat-[A-Za-z0-9_\-]{20,}|\bhf_[A-Za-z0-9]{30,}|\bnpm_[A-Za-z0-9]{36})"
      R"(|\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,})"
      R"(|\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})"
-     // A PEM private key: the whole block (headers such as Proc-Type included; lines broken
-     // by newlines or by a JSON string's \n), or without its END line, the BEGIN line and the
-     // base64 lines after it.
-     R"(|-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----(?:[A-Za-z0-9+/=:, \t\r\n\-]|\\[nr])*-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----)"
-     R"(|-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----(?:(?:[ \t\r\n]|\\[nr])+[A-Za-z0-9+/=]+)*)",
+     // A PEM private key's BEGIN line; checkToken() extends it over its block (pemEnd()).
+     R"(|-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)",
      checkToken},
     {"ip", "IP",
      R"(\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b)"

@@ -47,10 +47,13 @@ inline const std::string& processNonce() {
 
 /// `text` with every occurrence of `key` replaced: a provider's error message may quote the
 /// key it refused, and error messages reach the judgments and the logs.
-inline std::string redactKey(std::string text, const std::string& key) {
+inline std::string redactKey(std::string text, const std::string& key,
+                             std::string_view mark = "[redacted]") {
   if (key.size() < 4) return text;
-  for (std::size_t at; (at = text.find(key)) != std::string::npos;)
-    text.replace(at, key.size(), "[redacted]");
+  // Searched on after each replacement: a key found inside "[redacted]" ("acted") would be
+  // replaced again for ever.
+  for (std::size_t at = 0; (at = text.find(key, at)) != std::string::npos; at += mark.size())
+    text.replace(at, key.size(), mark);
   return text;
 }
 
@@ -60,7 +63,11 @@ inline std::string redactKey(std::string text, const std::string& key) {
 /// tokens, credential headers: judges/redaction.hpp) are replaced.
 inline std::string redactSecrets(std::string text, const std::string& key,
                                  std::string_view endpoint) {
-  text = redactKey(std::move(text), key);
+  // Each secret becomes \x01 first (no secret holds a control character: refused at load), so
+  // that no secret is found inside another's "[redacted]".
+  constexpr std::string_view kMark = "\x01";
+  for (std::size_t at; (at = text.find(kMark)) != std::string::npos;) text.erase(at, 1);
+  text = redactKey(std::move(text), key, kMark);
   std::vector<std::string> secrets;
   const auto scheme = endpoint.find("://");
   const auto authority = scheme == std::string_view::npos ? 0 : scheme + 3;
@@ -84,7 +91,9 @@ inline std::string redactSecrets(std::string text, const std::string& key,
       query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     }
   }
-  for (const auto& s : secrets) text = redactKey(std::move(text), s);
+  for (const auto& s : secrets) text = redactKey(std::move(text), s, kMark);
+  for (std::size_t at = 0; (at = text.find(kMark, at)) != std::string::npos; at += 10)
+    text.replace(at, 1, "[redacted]");
   static const Redactor tokens([] {
     RedactOptions o;
     o.detectors = {"token"};

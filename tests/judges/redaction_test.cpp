@@ -310,3 +310,68 @@ TEST_CASE("a header's token and the same token alone are one placeholder") {
         "Send Authorization: [TOKEN_1]. Then [TOKEN_1].");
 }
 }  // namespace assay
+
+namespace assay {
+TEST_CASE("the hostile trial's redaction findings (issue 28)") {
+  const Redactor r(all());
+  // Credentials written as JSON inside a string, as prefixed variables, as code.
+  CHECK(redact(r, R"(log: {\"api_key\": \"abcdefgh12345678\"} ok)") ==
+        R"(log: {\"api_key\": \"[TOKEN_1]\"} ok)");
+  CHECK(redact(r, R"({\"Authorization\": \"Basic dXNlcjpwYXNzd29yZA==\"})") ==
+        R"({\"Authorization\": \"[TOKEN_1]\"})");
+  CHECK(redact(r, "OPENAI_API_KEY=abcdefgh12345678\nexport MY_SERVICE_API_KEY=\"s3cr3tv4lue99\"") ==
+        "OPENAI_API_KEY=[TOKEN_1]\nexport MY_SERVICE_API_KEY=\"[TOKEN_2]\"");
+  CHECK(redact(r, "GITHUB_ACCESS_TOKEN=abcdefgh12345678 oauth_client_secret=zyxwvuts9876") ==
+        "GITHUB_ACCESS_TOKEN=[TOKEN_1] oauth_client_secret=[TOKEN_2]");
+  CHECK(redact(r, R"(apiKey := "abcdefgh12345678"; 'api_key' => 'zyxwvuts98765432')") ==
+        R"(apiKey := "[TOKEN_1]"; 'api_key' => '[TOKEN_2]')");
+  CHECK(redact(r, R"(authorization = "Basic dXNlcjpwYXNzd29yZA==")") ==
+        R"(authorization = "[TOKEN_1]")");
+  // Digest: every auth-param goes; a Bearer token's params too, with their quotes.
+  CHECK(
+      redact(
+          r,
+          R"(Authorization: Digest username="bob", realm="x", nonce="dcd98b7102dd2f0e", response="6629fae49393a053" end)") ==
+      "Authorization: [TOKEN_1] end");
+  CHECK(redact(r, "Authorization: Digest username=bob, realm=x, response=6629fae49393a053 end") ==
+        "Authorization: [TOKEN_1] end");
+  CHECK(redact(r, R"(Authorization: Bearer abcdefghij1234567890, error="invalid_token" end)") ==
+        "Authorization: [TOKEN_1] end");
+  // A PEM key without its END line takes its base64 lines, not the prose after them.
+  CHECK(redact(r,
+               "key:\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\nBKcwggSjAgEA\n\nThe "
+               "answer continues here.") == "key:\n[TOKEN_1]\n\nThe answer continues here.");
+  CHECK(redact(r,
+               "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF0\n=abcd\n-----END PGP PRIVATE "
+               "KEY BLOCK-----") == "[TOKEN_1]");
+  // Dates in a row; an IBAN grouped by doubled spaces or slashes.
+  CHECK(redact(r, "dates 01.02.2024 03.04.2024 and 09/10/2023 08/11/2023") ==
+        "dates 01.02.2024 03.04.2024 and 09/10/2023 08/11/2023");
+  CHECK(redact(r, "DE89  3704  0044  0532  0130  00 / DE89/3704/0044/0532/0130/00") ==
+        "[IBAN_1] / [IBAN_1]");
+}
+
+TEST_CASE("many BEGIN lines cost linear time (the PEM scan was quadratic: 1 MB took 34 s)") {
+  const Redactor r(all());
+  std::string one, two;
+  while (one.size() < (256u << 10)) one += "-----BEGIN PRIVATE KEY-----\n";
+  two = one + one;
+  const auto cpu = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  };
+  double t1 = 1e9, t2 = 1e9;
+  for (int i = 0; i < 3; ++i) {
+    double t0 = cpu();
+    (void)redact(r, one);
+    t1 = std::min(t1, cpu() - t0);
+    t0 = cpu();
+    (void)redact(r, two);
+    t2 = std::min(t2, cpu() - t0);
+  }
+  MESSAGE(one.size() << " bytes " << t1 << " s, " << two.size() << " bytes " << t2 << " s of CPU");
+  CHECK(t2 < 3.5 * t1 + 0.05);
+  CHECK(t2 < 2.0);
+}
+}  // namespace assay

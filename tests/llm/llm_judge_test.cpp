@@ -680,6 +680,10 @@ TEST_CASE("a provider's error message loses every secret, not only the exact key
   CHECK(redactSecrets(message, "sk-mine-0123456789abcdefghij", endpoint) ==
         "Key [redacted] refused for [redacted] (user bob, [redacted]); a proxy echoed "
         "Authorization: [TOKEN_1] and [TOKEN_2].");
+  // A secret that occurs inside "[redacted]" itself is replaced once (it looped for ever).
+  CHECK(redactSecrets("key sk-abcdefgh12345678 refused", "sk-abcdefgh12345678",
+                      "https://h/v1?mode=acted") == "key [redacted] refused");
+  CHECK(redactKey("acted acted", "acted") == "[redacted] [redacted]");
   // A user name under 4 bytes stays (it would mask every "bob" of the text); nothing secret:
   // the text as it came.
   CHECK(redactSecrets("The server is overloaded.", "sk-x-0123456789", "https://h/v1") ==
