@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
@@ -14,6 +15,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <list>
 #include <optional>
 #include <thread>
 #include <utility>  // before boost/asio: asio::awaitable needs it on g++ 12
@@ -55,9 +57,18 @@ bool isRoute(const http::request<http::string_body>& req) {
 
 struct AdminServer::Impl {
   Handlers handlers;
+  // Before io: the sessions' coroutine frames, destroyed with io, still use them.
+  int sessions = 0;  // connections being served (io thread only)
+  /// The connections, least recently active first (io thread only): at kMaxSessions the
+  /// oldest one waiting for a request is closed to make room, so that idle connections never
+  /// lock /metrics and /healthz out.
+  struct Slot {
+    beast::tcp_stream* stream;
+    bool waiting = true;  // reading a request (none yet, or part of one)
+  };
+  std::list<Slot> slots;
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
-  int sessions = 0;  // connections being served (io thread only)
   std::thread thread;
   /// /v1/route's handler may wait on Redis (the shared A/B tables): it runs here, never on the
   /// thread that answers /metrics, /healthz and /readyz from memory.
@@ -142,7 +153,14 @@ struct AdminServer::Impl {
     // answered 413. With kMaxSessions connections, 128 MiB at most.
     beast::flat_buffer buffer(kMaxConnectionBuffer);
     beast::error_code ec;
+    const auto slot = slots.insert(slots.end(), Slot{&stream});
+    struct Release {
+      std::list<Slot>& list;
+      std::list<Slot>::iterator it;
+      ~Release() { list.erase(it); }
+    } release{slots, slot};
     for (;;) {
+      slot->waiting = true;
       stream.expires_after(std::chrono::seconds(30));
       http::request_parser<http::string_body> parser;
       parser.header_limit(kMaxHeaderBytes);
@@ -184,6 +202,8 @@ struct AdminServer::Impl {
         co_return;
       }
       if (ec) break;
+      slot->waiting = false;
+      slots.splice(slots.end(), slots, slot);  // the most recently active
       http::request<http::string_body> req = parser.release();
       std::optional<Routed> routed;
       if (handlers.route && isRoute(req)) {
@@ -220,9 +240,17 @@ struct AdminServer::Impl {
           co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
       if (!ec) {
         pause = std::chrono::milliseconds(10);
-        if (sessions >= kMaxSessions) {  // closed unanswered: the client sees a reset or EOF
-          socket.close(ec);
-          continue;
+        if (sessions >= kMaxSessions) {
+          // Room is made by closing the least recently active connection that waits for a
+          // request; with none (every one busy), the new one is closed unanswered.
+          const auto idle =
+              std::find_if(slots.begin(), slots.end(), [](const Slot& s) { return s.waiting; });
+          if (idle == slots.end()) {
+            socket.close(ec);
+            continue;
+          }
+          idle->waiting = false;
+          idle->stream->socket().close(ec);  // its read ends: the session unwinds
         }
         ++sessions;
         asio::co_spawn(io, session(std::move(socket)), [this](std::exception_ptr) { --sessions; });
