@@ -335,12 +335,12 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   // Unique across calls, restarts and instances: it is also the call's lease token.
   c->reservation_id = event.id + "/" + settings_.name + "/" + processNonce() + "/" +
                       std::to_string(now_ms) + "/" + std::to_string(sequence_++);
-  // The lease lasts as long as the call can (every attempt, the longest pauses and an open
-  // breaker's hold) plus 10 s; the reservation another minute, so that a late settlement
-  // still finds it.
+  // The lease lasts as long as the call can (every attempt and the longest pauses) plus 10 s;
+  // the reservation another minute, so that a late settlement still finds it. An open
+  // breaker's hold fits in it (llmSettingsFrom bounds breaker_hold): a longer lease would
+  // also delay the events whose call a crash interrupted.
   c->lease_ms = settings_.timeout.count() * (settings_.retry.max_attempts + 1) +
-                settings_.retry.max_retry_wait.count() * settings_.retry.max_attempts +
-                settings_.breaker_hold.count() + 10'000;
+                settings_.retry.max_retry_wait.count() * settings_.retry.max_attempts + 10'000;
   // A batch request waits for its batch (batch_max_wait) with a short hold; submitBatch()
   // extends it to the provider's 24 h window when the batch leaves.
   if (c->batched) c->lease_ms = settings_.batch_max_wait.count() + 30'000;
@@ -483,7 +483,10 @@ void LlmJudge::attempt(const std::shared_ptr<Call>& c) const {
     const auto now = Steady::now();
     if (!breaker_.allow(now)) {
       // Half-open: the probe call is in flight; wait for its answer rather than fail.
-      if (breaker_.state(now) == CircuitBreaker::State::kHalfOpen) {
+      // Unless its hold time has passed.
+      const bool past_hold = settings_.breaker_hold > Millis{0} && !c->batched &&
+                             now >= c->started + settings_.breaker_hold;
+      if (breaker_.state(now) == CircuitBreaker::State::kHalfOpen && !past_hold) {
         wait = Millis{100};
       } else {
         open = true;
@@ -535,13 +538,13 @@ std::optional<Millis> LlmJudge::holdFor(const std::shared_ptr<Call>& c) const {
     std::lock_guard lock(mu_);
     const auto now = Steady::now();
     const auto deadline = c->started + settings_.breaker_hold;
-    if (now >= deadline) {
+    if (now >= deadline) {  // counted whether it was held or met the breaker past its time
       if (c->held) {
         c->held = false;
         --held_;
         stats_.held->Decrement();
-        stats_.holds_gave_up->Increment();
       }
+      stats_.holds_gave_up->Increment();
       return std::nullopt;
     }
     if (!c->held) {
@@ -613,8 +616,15 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
     } else {
       const auto now = Steady::now();
       const bool was_open = breaker_.state(now) != CircuitBreaker::State::kClosed;
+      const bool probe = breaker_.state(now) == CircuitBreaker::State::kHalfOpen;
       breaker_.onFailure(now);
       last_failure_ = failureText(res, reply);
+      if (probe && breaker_.state(now) == CircuitBreaker::State::kOpen)
+        spdlog::warn(
+            "llm judge '{}': the probe call to {} failed ({}); circuit breaker open again "
+            "for {:g} s",
+            settings_.name, endpoint_shown_, last_failure_,
+            static_cast<double>(breaker_.reopensIn(now).count()) / 1000);
       if (!was_open && breaker_.state(now) == CircuitBreaker::State::kOpen)
         spdlog::warn(
             "llm judge '{}': {} failed {} times in a row (last: {}); circuit breaker open for "

@@ -93,7 +93,8 @@ struct LlmJudgeSettings {
   Millis breaker_open{30'000};
   /// How long an open breaker holds a call (counted from the call's start) before ending it as
   /// provider_error; 0 = no hold (calls end at once). The option `breaker_max_hold_ms`
-  /// (default 300 s) under limits.when_full: block; always 0 under drop_newest. A held call
+  /// (default 240 s, at most timeout + max_retry_wait × max_attempts so that a held call stays
+  /// within its lease) under limits.when_full: block; always 0 under drop_newest. A held call
   /// keeps its max_in_flight slot; the calls behind it wait for a slot, and give up at once
   /// when their own hold time has passed.
   Millis breaker_hold{0};
@@ -185,7 +186,7 @@ class LlmJudge final : public Judge {
 
   /// How long the judge may go without a verdict while calls are outstanding, when it works:
   /// twice the longest call (timeout × max_attempts + max_retry_wait × (max_attempts − 1) +
-  /// the 60 s budget wait + breaker_hold), at least 5 minutes (1,320 s with the defaults, 720 s
+  /// the 60 s budget wait + breaker_hold), at least 5 minutes (1,200 s with the defaults, 720 s
   /// without a hold); with `batch: true`,
   /// batch_max_wait + the providers' 24 h completion window + two polls + 1 hour.
   std::optional<std::chrono::seconds> maxSilence() const override;

@@ -44,8 +44,8 @@ const OptionSpec kOptions[] = {
      "a longer Retry-After gives up as rate_limited, 0..3600000 (default 60000)"},
     {"breaker_max_hold_ms", OptionType::kInt,
      "under limits.when_full: block, how long an open circuit breaker holds a call before it "
-     "ends as provider_error, counted from the call's start, 0..3600000 (default 300000; 0 = "
-     "no hold)"},
+     "ends as provider_error, counted from the call's start, 0..3600000 (default 240000; 0 = "
+     "no hold; at most timeout_ms + max_retry_wait_ms x (max_retries + 1))"},
     {"ca_file", OptionType::kString, "PEM bundle of a private CA (default: the system store)"},
     {"insecure_http", OptionType::kBool,
      "true allows a plain http:// endpoint on a host other than loopback (key and event text "
@@ -414,7 +414,7 @@ void readLimits(const JudgeOptionValues& v, LlmJudgeSettings& s, Errors& errors)
   });
   errors.check([&] { s.score_trimmed = v.getBool("score_trimmed", false); });
   errors.check(
-      [&] { s.breaker_hold = Millis{v.getIntIn("breaker_max_hold_ms", 300000, 0, 3'600'000)}; });
+      [&] { s.breaker_hold = Millis{v.getIntIn("breaker_max_hold_ms", 240000, 0, 3'600'000)}; });
   errors.check([&] { s.batch = v.getBool("batch", false); });
   errors.check([&] {
     s.batch_max_requests =
@@ -480,6 +480,11 @@ LlmJudgeSettings llmSettingsFrom(const JudgeOptionValues& values, const JudgeCon
   s.timezone = ctx.budget->timezone;
   s.max_waiting = ctx.max_waiting;
   if (!ctx.hold_when_open) s.breaker_hold = Millis{0};
+  // A held call must not outlive its lease in the verdict store (timeout × (attempts + 1) +
+  // max_retry_wait × attempts + 10 s): the hold takes the lease's slack, one timeout and the
+  // retry waits (270 s with the defaults).
+  s.breaker_hold =
+      std::min(s.breaker_hold, s.timeout + s.retry.max_retry_wait * s.retry.max_attempts);
   return s;
 }
 

@@ -500,15 +500,20 @@ TEST_CASE("circuit breaker: a 4xx probe answer closes it; calls during the probe
 namespace {
 /// A series of the fixture's registry: assay_judge_breaker_holds_total{result} or, with an
 /// empty result, assay_judge_breaker_held.
-double holds(Fixture& fx, const std::string& result) {
+double holds(Fixture& fx, const std::string& result,
+             const std::string& judge = "faithfulness_llm") {
   const std::string name =
       result.empty() ? "assay_judge_breaker_held" : "assay_judge_breaker_holds_total";
   for (const auto& family : fx.services.registry.Collect())
     if (family.name == name)
-      for (const auto& m : family.metric)
-        for (const auto& l : m.label)
-          if (result.empty() ? l.name == "judge" : (l.name == "result" && l.value == result))
-            return result.empty() ? m.gauge.value : m.counter.value;
+      for (const auto& m : family.metric) {
+        bool is_judge = false, is_result = result.empty();
+        for (const auto& l : m.label) {
+          is_judge = is_judge || (l.name == "judge" && l.value == judge);
+          is_result = is_result || (l.name == "result" && l.value == result);
+        }
+        if (is_judge && is_result) return result.empty() ? m.gauge.value : m.counter.value;
+      }
   return -1;
 }
 }  // namespace
@@ -567,6 +572,24 @@ TEST_CASE("an open breaker holds a call at most breaker_hold from its start, the
   CHECK(holds(fx, "gave_up") == 1);
   CHECK(holds(fx, "released") == 0);
   CHECK(holds(fx, "") == 0);
+  // A call that waited for a slot behind a held one meets the open breaker past its time: it
+  // gives up at once, and counts as given up too (the new-user trial saw 58 of 80 counted).
+  s.max_in_flight = 1;
+  s.name = "one_slot";
+  LlmJudge one(s, fx.services.calls);
+  std::promise<LlmCallResult> q1, q2;
+  Event f1 = event(), f2 = event();
+  f1.id = "slot-1";
+  f2.id = "slot-2";
+  fx.script(R"([{"status": 500}])");
+  one.call(f1, [&](LlmCallResult x) { q1.set_value(std::move(x)); });
+  one.call(f2, [&](LlmCallResult x) { q2.set_value(std::move(x)); });
+  CHECK(q1.get_future().get().verdict.outcome == Outcome::kProviderError);
+  const auto behind = q2.get_future().get();
+  CHECK(behind.verdict.outcome == Outcome::kProviderError);
+  CHECK(behind.verdict.justification.find("breaker_max_hold_ms passed") != std::string::npos);
+  CHECK(holds(fx, "gave_up", "one_slot") == 2);
+  CHECK(holds(fx, "", "one_slot") == 0);
   // Without a hold (limits.when_full: drop_newest) a call meeting the open breaker ends at once.
   s.breaker_hold = 0ms;
   s.name = "no_hold";
