@@ -21,6 +21,7 @@
 #include "judges/edit_distance.hpp"
 #include "judges/llm/budget.hpp"
 #include "judges/secrets.hpp"
+#include "judges/user_regex.hpp"
 
 namespace assay {
 namespace {
@@ -69,6 +70,11 @@ std::string brokersProblem(const std::string& brokers) {
   if (brokers.find('@') != std::string::npos)  // not quoted: it would show the password
     return "an entry holds '@': credentials do not go in kafka.brokers (set sasl.username and "
            "sasl.password through kafka.secret_files or kafka.secret_env)";
+  if (brokers.find(';') != std::string::npos)
+    return "entries are separated by commas, not ';' (\"kafka-1:9092,kafka-2:9092\")";
+  if (brokers.find(':') == std::string::npos && brokers.find('.') == std::string::npos &&
+      editDistance(brokers, "embedded") <= 2)
+    return "did you mean 'embedded' (librdkafka's mock cluster in this process)?";
   std::stringstream list(brokers);
   int number = 0;
   for (std::string entry; std::getline(list, entry, ',');) {
@@ -76,6 +82,10 @@ std::string brokersProblem(const std::string& brokers) {
     entry.erase(0, entry.find_first_not_of(" \t"));
     entry.erase(entry.find_last_not_of(" \t") + 1);
     if (entry.empty()) return which + " is empty (a stray comma?)";
+    if (entry.find_first_of("; \t") != std::string::npos)
+      return which +
+             " holds a space or ';': entries are separated by commas "
+             "(\"kafka-1:9092,kafka-2:9092\")";
     if (const auto scheme = entry.find("://"); scheme != std::string::npos) {
       std::string proto = entry.substr(0, scheme);
       for (char& c : proto) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -86,6 +96,10 @@ std::string brokersProblem(const std::string& brokers) {
                "set by kafka.properties security.protocol)";
       entry.erase(0, scheme + 3);
     }
+    if (entry.find('/') != std::string::npos)
+      return which +
+             ": expected HOST:PORT (a '/' is no part of one; a protocol prefix is written "
+             "SASL_SSL://HOST:PORT)";
     const auto colon = entry.rfind(':');
     if (entry.find(':') != colon && entry.front() != '[') {  // a bare IPv6 address, no port
       unsigned char buf[16];
@@ -526,6 +540,9 @@ void loadRedact(Reader& r, const YAML::Node& n, RedactOptions& o) {
   if (const auto pats = n["patterns"]) {
     if (!pats.IsMap()) {
       r.error(pats, p + ".patterns", "expected a mapping NAME: RE2_REGEX");
+      bad = true;
+    } else if (const auto why = userPatternCountProblem(pats.size()); !why.empty()) {
+      r.error(pats, p + ".patterns", why);  // once, with the count
       bad = true;
     } else {
       for (const auto& kv : pats) {

@@ -201,6 +201,13 @@ TEST_CASE("kafka.brokers entries are HOST[:PORT]; a percentage gets a hint") {
         "t.yaml:1:18: kafka.brokers: entry 1: more than one ':' and not an IPv6 address (an IPv6 "
         "address with a port goes in brackets: [::1]:9092)");
   CHECK(brokers("2001:db8::7") == "");
+  // The new-user trial's mistakes: another separator, a scheme without its colon, a typo.
+  CHECK(brokers("kafka-1:9092;kafka-2:9092").find("separated by commas") != std::string::npos);
+  CHECK(brokers("kafka-1:9092 kafka-2:9092").find("entry 1 holds a space or ';'") !=
+        std::string::npos);
+  CHECK(brokers("PLAINTEXT//kafka-1:9092").find("entry 1: expected HOST:PORT (a '/'") !=
+        std::string::npos);
+  CHECK(brokers("embeded").find("did you mean 'embedded'") != std::string::npos);
   const auto pct = load("sampling: {rate: 5%}\n");
   REQUIRE_FALSE(pct.errors.empty());
   CHECK(pct.errors[0].format() ==
@@ -874,6 +881,13 @@ TEST_CASE("redact: detectors, patterns and their errors at their key") {
   CHECK(taken.errors[1].format().find("t.yaml:3:35: redact.patterns.EMP: pattern name 'EMP' is "
                                       "taken") == 0);
   CHECK(taken.warnings.empty());  // an error said it: no "has no effect" on top
+  // 40 patterns: one error, with the count (it was one per pattern past the 32nd, each "33").
+  std::string forty = "redact:\n  patterns:\n";
+  for (int i = 0; i < 40; ++i)
+    forty += "    p" + std::to_string(i) + ": 'x" + std::to_string(i) + "'\n";
+  const auto many = load(forty + kJudge);
+  REQUIRE(many.errors.size() == 1);
+  CHECK(many.errors[0].format().find("t.yaml:3:5: redact.patterns: 40 patterns, at most 32") == 0);
   const auto only_bad = load(std::string("redact: {detectors: [ssn]}\n") + kJudge);
   CHECK(only_bad.errors.size() == 1);
   CHECK(only_bad.warnings.empty());
