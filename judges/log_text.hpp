@@ -64,21 +64,27 @@ inline std::string logText(std::string_view text, std::size_t max_bytes = 200) {
 /// "user:password@" before the host becomes "***@"; a port that is not a number becomes "***"
 /// (a key pasted where the port goes); every query parameter's value becomes "***" (an
 /// endpoint may carry ?api-key=, Azure OpenAI's style), and so does a parameter without a value
-/// of 16 characters or more (a key pasted after '?'). The rest passes through logText().
+/// of 16 characters or more (a key pasted after '?'), and a fragment ("#***"). The rest passes
+/// through logText().
 /// Example: "https://u:p@h/v1?api-key=k&x=1" -> "https://***@h/v1?api-key=***&x=***".
 inline std::string safeUrl(std::string_view url, std::size_t max_bytes = 200) {
   std::string out;
   const std::size_t scheme = url.find("://");
   const std::size_t authority = scheme == std::string_view::npos ? 0 : scheme + 3;
-  const std::size_t path = url.find_first_of("/?#", authority);
+  // Userinfo ends at the last '@' before the path, even when a password holds '?' or '#'
+  // unescaped ("https://u:ab?cd@h").
+  const std::size_t slash = url.find('/', authority);
+  const std::size_t at =
+      url.substr(authority,
+                 slash == std::string_view::npos ? std::string_view::npos : slash - authority)
+          .rfind('@');
+  const std::size_t host_start = at == std::string_view::npos ? authority : authority + at + 1;
+  const std::size_t path = url.find_first_of("/?#", host_start);
   const std::string_view host = url.substr(
-      authority, path == std::string_view::npos ? std::string_view::npos : path - authority);
+      host_start, path == std::string_view::npos ? std::string_view::npos : path - host_start);
   out.append(url.substr(0, authority));
   std::string_view shown = host;
-  if (const std::size_t at = host.rfind('@'); at != std::string_view::npos) {
-    out += "***@";
-    shown = host.substr(at + 1);
-  }
+  if (at != std::string_view::npos) out += "***@";
   const std::size_t colon = shown.rfind(':');
   const std::size_t bracket = shown.rfind(']');  // [::1]:8080
   if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket) &&
@@ -94,12 +100,13 @@ inline std::string safeUrl(std::string_view url, std::size_t max_bytes = 200) {
   }
   if (path == std::string_view::npos) return logText(out, max_bytes);
   std::string_view rest = url.substr(path);
+  const std::size_t hash = rest.find('#');  // a fragment may carry a key: never shown
+  const bool fragment = hash != std::string_view::npos;
+  rest = rest.substr(0, hash);
   const std::size_t q = rest.find('?');
   out.append(rest.substr(0, q));
   if (q != std::string_view::npos) {
     std::string_view query = rest.substr(q + 1);
-    const std::size_t hash = query.find('#');
-    query = query.substr(0, hash);
     out += '?';
     for (bool first = true; !query.empty(); first = false) {
       const std::size_t amp = query.find('&');
@@ -112,6 +119,7 @@ inline std::string safeUrl(std::string_view url, std::size_t max_bytes = 200) {
       query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     }
   }
+  if (fragment) out += "#***";
   return logText(out, max_bytes);
 }
 

@@ -35,4 +35,9 @@ TEST_CASE("safeUrl: no credentials from a URL reach a log line") {
   CHECK(safeUrl("http://[2001:db8::1]/v1") == "http://[2001:db8::1]/v1");
   CHECK(safeUrl("https://u:p@h:s3cret") == "https://***@h:***");
   CHECK(safeUrl("https://h/v1?sk-proj-0123456789abcdef&x") == "https://h/v1?***&x");
+  // A fragment, and a password holding '?' or '#' (hostile trial).
+  CHECK(safeUrl("https://h/v1#key=SECRET") == "https://h/v1#***");
+  CHECK(safeUrl("https://h/v1?a=1#SECRET") == "https://h/v1?a=***#***");
+  CHECK(safeUrl("https://u:ab?cdef@h/v1") == "https://***@h/v1");
+  CHECK(safeUrl("https://u:ab#cdef@h") == "https://***@h");
 }
