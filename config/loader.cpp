@@ -165,6 +165,9 @@ class Reader {
       }
       try {
         return readSecretFile(file);
+      } catch (const SecretContentError& e) {  // read, and wrong for the service too
+        error(node, path, e.what());
+        return std::nullopt;
       } catch (const std::exception& e) {
         serviceError(node, path, e.what());
         return std::nullopt;

@@ -56,16 +56,16 @@ std::string readSecretFile(const std::string& path) {
   while (!s.empty() &&
          (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
     s.pop_back();
-  if (s.empty()) throw std::runtime_error("'" + resolved + "' is empty");
+  if (s.empty()) throw SecretContentError("'" + resolved + "' is empty");
   if (s.find_first_of("\r\n") != std::string::npos)
-    throw std::runtime_error("'" + resolved + "' holds more than one line");
+    throw SecretContentError("'" + resolved + "' holds more than one line");
   // A control character (a NUL, an escape sequence, a BOM's neighbours from an editor) is no
   // part of a key: sent, it would be refused far from here, or end a header early.
   if (std::any_of(s.begin(), s.end(), [](char c) {
         const auto u = static_cast<unsigned char>(c);
         return (u < 0x20 && c != '\t') || u == 0x7F;
       }))
-    throw std::runtime_error("'" + resolved + "' holds a control character");
+    throw SecretContentError("'" + resolved + "' holds a control character");
   return s;
 }
 

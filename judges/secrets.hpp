@@ -6,6 +6,7 @@
 /// else from the working directory.
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -32,11 +33,17 @@ std::string variableShown(std::string_view name);
 
 inline constexpr std::size_t kMaxSecretBytes = std::size_t{64} * 1024;
 
+/// A secret file that was read and holds no usable secret (empty, several lines, a control
+/// character): wrong for every reader, unlike a file only the service can open.
+struct SecretContentError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// The secret in the file at secretFilePath(`path`): its content without trailing CR, LF,
 /// spaces and tabs. Throws std::runtime_error naming the resolved path: "cannot read 'P': <errno
 /// text>", "'P' is not a regular file" (a FIFO or a device would block), "'P' is empty", "'P'
 /// is larger than 64 KiB", "'P' holds more than one line", "'P' holds a control character"
-/// (below U+0020 but a tab, or DEL).
+/// (below U+0020 but a tab, or DEL); the last three as SecretContentError.
 std::string readSecretFile(const std::string& path);
 
 }  // namespace assay

@@ -347,6 +347,8 @@ void readApiKeyFile(const std::string& file, const JudgeContext& ctx, LlmJudgeSe
   }
   try {
     s.api_key = readSecretFile(file);
+  } catch (const SecretContentError& e) {  // read, and wrong for the service too
+    errors.add("api_key_file", std::string(e.what()) + " (judge '" + ctx.name + "')");
   } catch (const std::exception& e) {
     if (ctx.services)
       errors.add("api_key_file", std::string(e.what()) + " (judge '" + ctx.name + "')");

@@ -697,16 +697,17 @@ TEST_CASE("secrets from files and variables: Kafka properties, the Redis passwor
   CHECK(deferred.service_errors[0].message.find("CREDENTIALS_DIRECTORY") != std::string::npos);
   REQUIRE(deferred.warnings.size() == 2);  // the inert budget, and this
 
-  // Unreadable, empty, an unset variable: service errors naming the file or the variable.
+  // Unreadable, an unset variable: service errors naming the file or the variable (the service
+  // may read what this shell cannot); an empty file was read: an error for everyone.
   const auto bad = load(std::string(kJudge) + "kafka:\n  secret_files: {sasl.password: \"" + dir +
                         "/empty\", ssl.key.password: \"" + dir + "/missing\"}\n" +
                         "  secret_env: {sasl.username: ASSAY_TEST_UNSET}\n");
-  CHECK(bad.ok());
-  REQUIRE(bad.service_errors.size() == 3);
-  CHECK(bad.service_errors[0].message == "'" + dir + "/empty' is empty");
-  CHECK(bad.service_errors[1].message ==
+  REQUIRE(bad.errors.size() == 1);
+  CHECK(bad.errors[0].message == "'" + dir + "/empty' is empty");
+  REQUIRE(bad.service_errors.size() == 2);
+  CHECK(bad.service_errors[0].message ==
         "'" + dir + "/missing' cannot be opened: No such file or directory");
-  CHECK(bad.service_errors[2].message == "environment variable ASSAY_TEST_UNSET is not set");
+  CHECK(bad.service_errors[1].message == "environment variable ASSAY_TEST_UNSET is not set");
   CHECK(property(bad, "sasl.password") == "unresolved");  // --check-config still builds clients
   // A FIFO or a device is refused, and opening it does not block start-up.
   REQUIRE(::mkfifo((dir + "/fifo").c_str(), 0600) == 0);
@@ -719,8 +720,17 @@ TEST_CASE("secrets from files and variables: Kafka properties, the Redis passwor
   // A control character in a secret file (an escape sequence, a NUL) is refused, unquoted.
   std::ofstream(dir + "/escape") << "s3cret\x1b[0mkey\n";
   const auto ctl = load(std::string(kJudge) + "budget: {password_file: \"" + dir + "/escape\"}\n");
-  REQUIRE(ctl.service_errors.size() == 1);
-  CHECK(ctl.service_errors[0].message == "'" + dir + "/escape' holds a control character");
+  // An error, not a service error: --check-config fails on it as start-up does (hostile trial).
+  REQUIRE(ctl.errors.size() == 1);
+  CHECK(ctl.errors[0].message == "'" + dir + "/escape' holds a control character");
+  const auto key = load(
+      "judges:\n  - {name: f, kind: llm, criterion: faithfulness, model: "
+      "gpt-4o-mini, api_key_file: \"" +
+      dir + "/escape\"}\n");
+  REQUIRE(key.errors.size() == 1);
+  CHECK(key.errors[0].path == "judges[0].api_key_file");
+  CHECK(key.errors[0].message.find("holds a control character") != std::string::npos);
+  CHECK(key.errors[0].message.find("s3cret") == std::string::npos);
 
   // Given twice, or both a file and a variable: errors.
   const auto twice = load(std::string(kJudge) +
