@@ -41,6 +41,8 @@
 // --delay-ms N delays every unscripted reply by N ms (a marker overrides it). --call-log FILE
 // appends one line per billed (2xx) reply, the provider's own call log:
 //   <FNV-1a of the prompt, hex> <received, epoch ms> <replied, epoch ms> <input> <output tokens>
+// --request-log FILE appends every API request body, one per line (what a redaction check
+// reads when /_fake/last_request, which keeps only the last one, is not enough).
 
 #include <malloc.h>
 #include <poll.h>
