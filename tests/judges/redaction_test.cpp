@@ -213,10 +213,6 @@ TEST_CASE("a 1 MB adversarial input is redacted in linear time") {
   }
 }
 
-}  // namespace assay
-
-namespace assay {
-
 TEST_CASE("redaction covers how people really write: separators, scripts, format characters") {
   const Redactor r(all());
   // Separators other than an ASCII space or dash: no-break (U+00A0) and narrow no-break
@@ -299,9 +295,6 @@ TEST_CASE("secrets of major providers and HTTP credentials, as headers, JSON, co
         "[TOKEN_1]\n(cut)");
 }
 
-}  // namespace assay
-
-namespace assay {
 TEST_CASE("a header's token and the same token alone are one placeholder") {
   const Redactor r(all());
   CHECK(redact(r,
@@ -309,9 +302,6 @@ TEST_CASE("a header's token and the same token alone are one placeholder") {
                "eyJhbGciOiJIUzI1NiJ9abcdefgh.") ==
         "Send Authorization: [TOKEN_1]. Then [TOKEN_1].");
 }
-}  // namespace assay
-
-namespace assay {
 TEST_CASE("the hostile trial's redaction findings (issue 28)") {
   const Redactor r(all());
   // Credentials written as JSON inside a string, as prefixed variables, as code.

@@ -516,16 +516,22 @@ double holds(Fixture& fx, const std::string& result,
       }
   return -1;
 }
+
+/// One attempt a call, a breaker that opens after `failures` failures for `open`, and holds
+/// calls for `hold` (limits.when_full: block).
+LlmJudgeSettings holding(Fixture& fx, int failures, Millis open, Millis hold) {
+  auto s = fx.settings();
+  s.breaker_failures = failures;
+  s.breaker_open = open;
+  s.breaker_hold = hold;
+  s.retry.max_attempts = 1;
+  return s;
+}
 }  // namespace
 
 TEST_CASE("limits.when_full: block: an open breaker holds calls until the endpoint answers") {
   Fixture fx;
-  auto s = fx.settings();
-  s.breaker_failures = 2;
-  s.breaker_open = 300ms;
-  s.breaker_hold = 20s;
-  s.retry.max_attempts = 1;
-  LlmJudge j(s, fx.services.calls);
+  LlmJudge j(holding(fx, 2, 300ms, 20s), fx.services.calls);
   // Two failures in a row: the first ends (the breaker is still closed), the second opens the
   // breaker and is held instead of ending as provider_error; so is a call made while it is
   // open, without a request. Both are judged once the probe is answered.
@@ -554,11 +560,7 @@ TEST_CASE("limits.when_full: block: an open breaker holds calls until the endpoi
 
 TEST_CASE("an open breaker holds a call at most breaker_hold from its start, then gives up") {
   Fixture fx;
-  auto s = fx.settings();
-  s.breaker_failures = 1;
-  s.breaker_open = 60s;
-  s.breaker_hold = 400ms;
-  s.retry.max_attempts = 1;
+  auto s = holding(fx, 1, 60s, 400ms);
   LlmJudge j(s, fx.services.calls);
   fx.script(R"([{"status": 502}])");
   const auto t0 = std::chrono::steady_clock::now();
