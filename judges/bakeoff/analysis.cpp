@@ -264,7 +264,7 @@ void agreement(std::size_t arms, std::size_t inputs, const Collected& c, Analysi
             i < inputs ? std::optional<std::size_t>(i) : std::nullopt;
         const auto x = scoresOf(ja, input), y = scoresOf(jb, input);
         PairAgreement pa{ja, jb, input, stats::kendallTauB(x, y), std::nullopt, std::nullopt};
-        if (const auto rho = stats::spearman(x, y)) pa.spearman_rho = rho->coefficient;
+        pa.spearman_rho = stats::spearmanRho(x, y);  // defined over 2 arms, as Kendall's tau
         if (pa.kendall_tau_b) pa.level = levelOf(*pa.kendall_tau_b);
         a.agreement.push_back(pa);
       }

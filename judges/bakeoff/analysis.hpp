@@ -77,7 +77,7 @@ struct PairAgreement {
   std::size_t judge_a = 0, judge_b = 0;
   std::optional<std::size_t> input;     ///< nullopt: overall (the judges' mean scores per arm)
   std::optional<double> kendall_tau_b;  ///< nullopt when a judge gave every arm the same score
-  std::optional<double> spearman_rho;   ///< nullopt also below 3 arms
+  std::optional<double> spearman_rho;   ///< ±1 over 2 arms; nullopt when a judge tied every arm
   std::optional<Level> level;           ///< from tau-b
 };
 

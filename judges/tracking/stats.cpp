@@ -60,6 +60,12 @@ std::optional<Correlation> spearman(const std::vector<double>& x, const std::vec
   return Correlation{rho, std::min(1.0, p)};
 }
 
+std::optional<double> spearmanRho(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size() || x.size() < 2 || constant(x) || constant(y)) return std::nullopt;
+  if (x.size() == 2) return (x[0] < x[1]) == (y[0] < y[1]) ? 1.0 : -1.0;  // neither is tied
+  return spearman(x, y)->coefficient;
+}
+
 std::optional<double> kendallTauB(const std::vector<double>& x, const std::vector<double>& y) {
   const std::size_t n = x.size();
   if (n != y.size() || n < 2 || constant(x) || constant(y)) return std::nullopt;

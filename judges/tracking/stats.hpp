@@ -27,6 +27,11 @@ struct Correlation {
 /// sizes differ, or either vector is constant.
 std::optional<Correlation> spearman(const std::vector<double>& x, const std::vector<double>& y);
 
+/// Spearman's rho alone, defined from n = 2 (±1, as scipy.stats.spearmanr's statistic, whose
+/// p-value is then nan): a bakeoff ranks 2 to 8 arms. nullopt when n < 2, sizes differ, or
+/// either vector is constant.
+std::optional<double> spearmanRho(const std::vector<double>& x, const std::vector<double>& y);
+
 /// Kendall's tau-b (Kendall 1945): (concordant − discordant) / sqrt((n0 − n1)(n0 − n2)), with
 /// n0 = n(n−1)/2 and n1, n2 the pairs tied in x and in y; scipy.stats.kendalltau(variant="b").
 /// O(n²) (windows of a few thousand). nullopt when n < 2, sizes differ, or a vector is constant.

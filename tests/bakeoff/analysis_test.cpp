@@ -125,6 +125,16 @@ TEST_CASE("two judges with identical rankings agree (tau-b 1, high); reversed, -
     }
     CHECK_FALSE(a.agreement.back().input.has_value());  // the overall one comes last
   }
+  // Over 2 arms Spearman's rho is ±1 like Kendall's tau (it was n/a: scipy.stats.spearmanr's
+  // statistic is 1.0 there; issue 29).
+  std::vector<Call> two;
+  two.push_back(callOf(0, 0, 0, {0, 1}, {70, 40}));
+  two.push_back(callOf(1, 0, 0, {0, 1}, {40, 70}));
+  const Analysis a2 = analyze(2, 1, 2, kOne, two);
+  REQUIRE_FALSE(a2.agreement.empty());
+  REQUIRE(a2.agreement.front().spearman_rho.has_value());
+  CHECK(*a2.agreement.front().spearman_rho == -1.0);
+  CHECK(*a2.agreement.front().kendall_tau_b == doctest::Approx(-1.0));
 }
 
 TEST_CASE("consensus intervals: 80, 82, 79 vs 81, 83, 80 overlap; 60, 62, 61 vs 90, 91, 92 not") {

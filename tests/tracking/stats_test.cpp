@@ -124,7 +124,15 @@ TEST_CASE("Spearman with ties uses average ranks; constant vectors are undefined
   CHECK(std::abs(s->coefficient - (-0.575)) > 0.2);
   CHECK_FALSE(spearman({3, 3, 3}, {3, 3, 3}).has_value());
   CHECK_FALSE(spearman({1, 2, 3}, {2, 2, 2}).has_value());
-  CHECK_FALSE(spearman({1, 2}, {1, 2}).has_value());     // n < 3
+  CHECK_FALSE(spearman({1, 2}, {1, 2}).has_value());  // n < 3
+  // The coefficient alone is defined from 2 (scipy.stats.spearmanr([1, 2], [3, 4]).statistic
+  // is 1.0, [4, 3] gives -1.0; its p-value is nan): a bakeoff of 2 arms (issue 29).
+  CHECK(spearmanRho({1, 2}, {3, 4}) == 1.0);
+  CHECK(spearmanRho({1, 2}, {4, 3}) == -1.0);
+  CHECK_FALSE(spearmanRho({1, 1}, {3, 4}).has_value());
+  CHECK_FALSE(spearmanRho({1}, {3}).has_value());
+  // From 3 it is spearman()'s (scipy: 0.8660254037844387 for [1, 2, 2] and [1, 3, 2]).
+  CHECK(*spearmanRho({1, 2, 2}, {1, 3, 2}) == doctest::Approx(0.8660254037844387).epsilon(1e-12));
   CHECK_FALSE(spearman({1, 2, 3}, {1, 2}).has_value());  // sizes differ
   CHECK_FALSE(kendallTauB({1, 1, 1}, {1, 2, 3}).has_value());
   CHECK_FALSE(cohenKappa({2, 2, 2}, {2, 2, 2}).has_value());  // one category: undefined
