@@ -503,6 +503,19 @@ std::vector<RawRow> inScale(std::vector<RawRow>& rows, const CalibrateOptions& o
     d.max_score = o.max_score.value_or(hi);
   }
   const std::string scale = fmt::format("{:g}..{:g}", d.min_score, d.max_score);
+  if (o.scale_of_judge) {
+    double lo = HUGE_VAL, hi = -HUGE_VAL;
+    for (const auto& r : rows)
+      for (const auto& h : r.humans) lo = std::min(lo, h.score), hi = std::max(hi, h.score);
+    if (lo < d.min_score || hi > d.max_score)
+      throw CalibrateError(fmt::format(
+          "the human scores span {:g}..{:g}, the judge's scale is {}: one scale is needed. Map "
+          "the labels onto the judge's (from {:g}..{:g} to {}: {:g} + (x - {:g}) x {:g}), or "
+          "give the scale that holds both with --min-score and --max-score (rows outside it "
+          "are then skipped)",
+          lo, hi, scale, lo, hi, scale, d.min_score, lo,
+          hi > lo ? (d.max_score - d.min_score) / (hi - lo) : 1.0));
+  }
   std::vector<RawRow> kept;
   for (auto& r : rows) {
     std::string error;

@@ -68,6 +68,10 @@ struct CalibrateOptions {
   /// The scale; nullopt = the smallest / largest value in the file (not allowed with levels).
   /// Rows with a value outside the scale are skipped.
   std::optional<double> min_score, max_score;
+  /// Set by loadWithJudgments when the scale is the judge's own (no --min-score/--max-score):
+  /// a human score outside it is then an error saying how to map the scales, never a row
+  /// skipped (0..1 labels against a 1..4 judge kept only the rows labelled 1).
+  bool scale_of_judge = false;
   double leniency_max_ratio = 0.8;  ///< tracking.leniency_max_ratio, [0, 1]
   std::size_t min_samples = 100;    ///< tracking.min_samples: fewer items, no leniency verdict
 

@@ -268,6 +268,7 @@ CalibrationData loadWithJudgments(const CalibrateOptions& o) {
     d.scored += v && v->score ? 1 : 0;
   }
   CalibrateOptions p = o;  // the table's columns
+  p.scale_of_judge = !o.min_score || !o.max_score;
   if (!p.min_score) p.min_score = j.min;
   if (!p.max_score) p.max_score = j.max;
   if (p.min_score && p.max_score && !(*p.min_score < *p.max_score))

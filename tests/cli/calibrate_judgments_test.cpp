@@ -2,8 +2,11 @@
 // table (tests/cli/data/*_small.*). Golden values from scipy.stats / sklearn.metrics on the same
 // items (spearmanr, kendalltau, cohen_kappa_score), written next to each check.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -65,6 +68,30 @@ TEST_CASE("judgments + events: a judge's scores against numbers at JSON Pointers
                          "--events", kData + "events_small.jsonl"});
   CHECK(one.human_columns == std::vector<std::string>{"/labels/faithfulness"});
   CHECK(computeCalibration(one).annotations == 6);
+}
+
+TEST_CASE("human labels on another scale than the judge's are an error saying how to map them") {
+  // 0/1 hallucination-style labels against a 1..4 judge: every row labelled 0 was skipped as
+  // outside the scale, silently (issue 29).
+  const std::string events = "/tmp/assay_calibrate_binary_" + std::to_string(::getpid()) + ".jsonl";
+  {
+    std::ofstream f(events);
+    for (int i = 1; i <= 7; ++i)
+      f << R"({"id":"e)" << i << R"(","question":"q","answer":"a","labels":{"faithfulness":)"
+        << (i % 2) << "}}\n";
+  }
+  const std::vector<std::string> args = {
+      "--judgments", kData + "judgments_small.jsonl", "--judge", "faith_llm", "--events", events};
+  CHECK_THROWS_WITH_AS(load(args),
+                       doctest::Contains("the human scores span 0..1, the judge's scale is 1..4"),
+                       CalibrateError);
+  CHECK_THROWS_WITH_AS(load(args), doctest::Contains("1 + (x - 0) x 3"), CalibrateError);
+  // A scale given that holds both: no error, nothing skipped for its scale.
+  auto both = args;
+  both.insert(both.end(), {"--min-score", "0", "--max-score", "4"});
+  const auto d = load(both);
+  CHECK(d.rows_used == 6);  // e6 has no score (no_context)
+  std::remove(events.c_str());
 }
 
 TEST_CASE("judgments + feedback: the annotations of the judge's criterion, long format") {
