@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -260,22 +261,39 @@ UsageHistory UsageHistory::load(const std::string& path) {
         !d.HasMember("model") || !d["model"].IsString() || !d.HasMember("completion_tokens") ||
         !d["completion_tokens"].IsInt64())
       continue;
-    h.add(d["role"].GetString(), d["model"].GetString(), d["completion_tokens"].GetInt64());
+    const auto arms = d.FindMember("arms");
+    h.add(d["role"].GetString(), d["model"].GetString(), d["completion_tokens"].GetInt64(),
+          arms != d.MemberEnd() && arms->value.IsUint() && arms->value.GetUint() <= 64
+              ? arms->value.GetUint()
+              : 0);
   }
   return h;
 }
 
-void UsageHistory::add(const std::string& role, const std::string& model, std::int64_t completion) {
-  completion_[role + "\t" + model].push_back(completion);
+void UsageHistory::add(const std::string& role, const std::string& model, std::int64_t completion,
+                       std::size_t arms) {
+  completion_[role + "\t" + model].push_back({completion, arms});
 }
 
 std::optional<std::int64_t> UsageHistory::medianCompletion(const std::string& role,
-                                                           const std::string& model) const {
+                                                           const std::string& model,
+                                                           std::size_t arms) const {
   const auto it = completion_.find(role + "\t" + model);
-  if (it == completion_.end() || it->second.size() < 3) return std::nullopt;
-  auto v = it->second;
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  return v[v.size() / 2];
+  if (it == completion_.end()) return std::nullopt;
+  const auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<double> per_arm, whole;
+  for (const auto& s : it->second) {
+    whole.push_back(static_cast<double>(s.completion));
+    if (s.arms > 0)
+      per_arm.push_back(static_cast<double>(s.completion) / static_cast<double>(s.arms));
+  }
+  if (arms > 0 && per_arm.size() >= 3)
+    return static_cast<std::int64_t>(std::llround(median(per_arm) * static_cast<double>(arms)));
+  if (whole.size() < 3) return std::nullopt;
+  return static_cast<std::int64_t>(median(whole));
 }
 
 std::string defaultHistoryPath() {
@@ -302,7 +320,8 @@ Estimate estimate(const BakeoffConfig& config, const llm::PriceTable& prices, do
     return *p;
   };
   const auto completion = [&](const std::string& role, const Endpoint& at, EstimateLine& line) {
-    const auto m = history.medianCompletion(role, at.model);
+    const auto m = history.medianCompletion(role, at.model,
+                                            role == "judge" ? config.arms.size() : std::size_t{0});
     line.completion_from_history = m.has_value();
     return m ? std::min<std::int64_t>(*m, at.max_tokens) : at.max_tokens;
   };
@@ -567,6 +586,10 @@ class Run {
       w.Int64(rec.prompt_tokens);
       w.Key("completion_tokens");
       w.Int64(rec.completion_tokens);
+      if (rec.role == "judge") {  // a listwise reply grows with the arms it scores
+        w.Key("arms");
+        w.Uint64(config_.arms.size());
+      }
       w.EndObject();
       out << b.GetString() << "\n";
     }

@@ -47,19 +47,28 @@ std::string parseListwise(const std::string& content, std::size_t arms,
                           std::vector<std::vector<double>>& label_scores);
 
 /// Token counts recorded by earlier calls (the usage history file, JSON Lines of {"t", "role",
-/// "model", "prompt_tokens", "completion_tokens"}): the estimate's completion sizes.
+/// "model", "prompt_tokens", "completion_tokens", and for a judge "arms": the outputs its
+/// listwise reply scored}): the estimate's completion sizes.
 class UsageHistory {
  public:
   /// Reads `path`; a missing file is an empty history, unreadable lines are skipped.
   static UsageHistory load(const std::string& path);
   /// The median completion tokens of `role` ("generate" or "judge") on `model`, from at least
-  /// 3 records; else nullopt.
-  std::optional<std::int64_t> medianCompletion(const std::string& role,
-                                               const std::string& model) const;
-  void add(const std::string& role, const std::string& model, std::int64_t completion);
+  /// 3 records; else nullopt. With `arms` (a judge's reply scores every arm, so it grows with
+  /// them): the median per arm of the records that say their arms, times `arms` (a history of
+  /// 4-arm bakeoffs estimated an 8-arm one at half its size); records without it count whole.
+  std::optional<std::int64_t> medianCompletion(const std::string& role, const std::string& model,
+                                               std::size_t arms = 0) const;
+  /// `arms`: the outputs a judge's reply scored (0: not known).
+  void add(const std::string& role, const std::string& model, std::int64_t completion,
+           std::size_t arms = 0);
 
  private:
-  std::map<std::string, std::vector<std::int64_t>> completion_;  // role + "\t" + model
+  struct Sample {
+    std::int64_t completion;
+    std::size_t arms;
+  };
+  std::map<std::string, std::vector<Sample>> completion_;  // role + "\t" + model
 };
 
 /// The default history file: $XDG_STATE_HOME/assay/bakeoff_usage.jsonl, else

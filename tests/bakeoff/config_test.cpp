@@ -252,6 +252,16 @@ TEST_CASE("the estimate: judges × inputs × passes, max_tokens until the histor
   CHECK(e.lines[0].completion_tokens == 4 * 200);
   CHECK(e.lines[0].completion_from_history);
   CHECK(e.lines[1].completion_tokens == 4 * 1500);
+  // A listwise reply grows with the arms it scores: records that say their arms are read per
+  // arm, scaled to this bakeoff's 3 (issue 29: 4-arm history, 8-arm bakeoff, 450 vs 895 used).
+  UsageHistory per_arm;
+  per_arm.add("judge", "gpt-4o-mini", 400, 4);  // 100 an arm
+  per_arm.add("judge", "gpt-4o-mini", 480, 4);  // 120
+  per_arm.add("judge", "gpt-4o-mini", 880, 8);  // 110
+  CHECK(*per_arm.medianCompletion("judge", "gpt-4o-mini", 8) == 880);
+  CHECK(*per_arm.medianCompletion("judge", "gpt-4o-mini") == 480);  // whole, when not asked
+  e = estimate(l.config, prices, 0.5, per_arm);
+  CHECK(e.lines[0].completion_tokens == 4 * 330);  // 110 × 3 arms, 4 calls
 }
 
 TEST_CASE("bakeoff file errors at their key: sizes, a key pasted as a variable, templates") {
