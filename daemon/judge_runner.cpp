@@ -247,7 +247,10 @@ JudgedVerdict JudgeRunner::record(const Set& set, std::size_t i, const Pending& 
   auto& s = *set.stats[i];
   const auto& j = set.judges[i];
   judge_stats_.countRun(s, v.outcome);
-  s.latency->Observe(seconds);
+  // A run the budget or the prompt size stopped before any call took no judging time: its
+  // near-zero duration would pull the latency down exactly when calls are refused (issue 29).
+  if (v.outcome != Outcome::kSkippedBudget && v.outcome != Outcome::kContextTooLong)
+    s.latency->Observe(seconds);
   if (v.outcome == Outcome::kOk && v.score) {
     s.score->Observe(*v.score);
     if (listener_.scored) listener_.scored(*j.tracked, p.judgment.id, p.judgment.variant, *v.score);

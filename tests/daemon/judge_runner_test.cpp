@@ -33,6 +33,19 @@ class ThrowingJudge final : public Judge {
   }
 };
 
+/// Refused by the budget on every event whose answer contains "cap", else passes.
+class BudgetedJudge final : public Judge {
+ public:
+  Verdict judge(const Event& e) const override {
+    if (e.answer.find("cap") != std::string::npos) {
+      Verdict v;
+      v.outcome = Outcome::kSkippedBudget;
+      return v;
+    }
+    return Verdict::check(true);
+  }
+};
+
 /// An asynchronous judge: answers 1.0 when the answer has more than 20 bytes, else 0.0, from
 /// its own thread, in the order the events came.
 class RemoteJudge final : public Judge {
@@ -215,6 +228,34 @@ TEST_CASE("ten events in, every judge's verdict out; run_if admits and refuses")
                   "outcome=\"ok\"} 10") != std::string::npos);
   CHECK(text.find("assay_judge_runs_total{criterion=\"length\",judge=\"length\",outcome=\"ok\"} "
                   "5") != std::string::npos);
+}
+
+TEST_CASE("runs the budget stopped are counted, and kept out of the latency histogram") {
+  prometheus::Registry registry;
+  JudgeStats stats(registry);
+  BoundedQueue<WorkItem> queue(100);
+  Collected out;
+  std::vector<RunnableJudge> judges;
+  judges.push_back(RunnableJudge{"budgeted",
+                                 JudgeInfo{"paid", 0, 1, {0, 1}, false},
+                                 1.0,
+                                 {},
+                                 std::make_unique<BudgetedJudge>(),
+                                 false,
+                                 {},
+                                 std::nullopt});
+  JudgeRunner runner(std::move(judges), stats, queue, out.listener(), /*workers=*/1, nullptr);
+  for (int i = 0; i < 10; ++i) {
+    auto w = item(i, i < 7 ? "over the cap" : "The warranty lasts two years.");
+    REQUIRE(queue.tryPush(w));
+  }
+  REQUIRE(out.waitFor(10));
+  runner.join();
+  const auto text = serializeMetrics(registry);
+  CHECK(text.find("assay_judge_runs_total{criterion=\"paid\",judge=\"budgeted\",outcome="
+                  "\"skipped_budget\"} 7") != std::string::npos);
+  // The 3 runs that judged, not the 7 the budget refused (issue 29: they pulled it to 0).
+  CHECK(text.find("assay_judge_latency_seconds_count{judge=\"budgeted\"} 3") != std::string::npos);
 }
 
 TEST_CASE("a judge that throws gets judge_error; the worker and the other verdicts go on") {
