@@ -39,20 +39,21 @@ PriceTable pricesOf(const BudgetOptions& budget) {
 
 }  // namespace
 
-void Projection::add(std::int64_t t_ms, double eur) {
-  calls_.push_back({t_ms, eur});
-  if (calls_.size() > 200) calls_.pop_front();
+void Projection::add(std::int64_t t_ms, double spent_eur) {
+  if (!samples_.empty() && (spent_eur < samples_.back().second || t_ms < samples_.back().first))
+    samples_.clear();  // a new day (or a clock stepped back): the pace starts again
+  samples_.push_back({t_ms, spent_eur});
+  // Keep one sample at or before the window's start, so that the pace spans the whole window.
+  while (samples_.size() > 2 && samples_[1].first <= t_ms - kWindowMs) samples_.pop_front();
 }
 
-std::optional<double> Projection::daily() const {
-  if (calls_.size() < 5) return std::nullopt;
-  const double span_s = static_cast<double>(calls_.back().first - calls_.front().first) / 1000.0;
-  if (span_s < 10) return std::nullopt;
-  std::vector<double> costs;
-  for (const auto& [t, c] : calls_) costs.push_back(c);
-  std::nth_element(costs.begin(), costs.begin() + costs.size() / 2, costs.end());
-  const double rate = static_cast<double>(calls_.size() - 1) / span_s;
-  return rate * 86400.0 * costs[costs.size() / 2];
+std::optional<double> Projection::endOfDay(std::int64_t ms_left) const {
+  if (samples_.size() < 2) return std::nullopt;
+  const auto& [t0, s0] = samples_.front();
+  const auto& [t1, s1] = samples_.back();
+  if (t1 - t0 < kMinSpanMs) return std::nullopt;
+  const double pace = (s1 - s0) / static_cast<double>(t1 - t0);  // euros per millisecond
+  return s1 + pace * static_cast<double>(std::max<std::int64_t>(0, ms_left));
 }
 
 CallServices::CallServices(const BudgetOptions& budget, prometheus::Registry& registry)
@@ -146,14 +147,9 @@ void CallServices::undoAbandoned() {
         n, failed);
 }
 
-void CallServices::onCall(const std::string& judge_scope, double cost_eur,
-                          const std::string& exhausted_scope, double exhausted_cap_eur) {
+void CallServices::onCall(const std::string& exhausted_scope, double exhausted_cap_eur) {
   const auto t = nowMs();
   std::lock_guard lock(mu_);
-  if (cost_eur > 0) {
-    for (const std::string& name : {std::string("global"), judge_scope})
-      if (auto it = scopes_.find(name); it != scopes_.end()) it->second.projection.add(t, cost_eur);
-  }
   if (!exhausted_scope.empty()) {
     auto it = scopes_.find(exhausted_scope);
     if (it != scopes_.end() && exhausted_cap_eur >= it->second.cap) {
@@ -194,7 +190,9 @@ void CallServices::apply(const std::string& day, const std::vector<std::string>&
     const double spent = snaps[i].spent_eur;
     s.gauges.spent->Set(spent);
     s.gauges.exhausted->Set(s.refused_day == day ? 1 : 0);
-    const auto projected = s.projection.daily();
+    const auto now = nowMs();
+    s.projection.add(now, spent);
+    const auto projected = s.projection.endOfDay(msUntilNextDay(budget_.timezone, now));
     s.gauges.projected->Set(projected.value_or(spent));
     if (s.cap > 0 && spent >= budget_.alert_ratio * s.cap && s.alerted_day != day) {
       s.alerted_day = day;
@@ -203,8 +201,10 @@ void CallServices::apply(const std::string& day, const std::vector<std::string>&
     }
     if (projected && s.cap > 0 && *projected > s.cap && s.projection_alerted_day != day) {
       s.projection_alerted_day = day;
-      spdlog::warn("budget {}: projected €{:.4f}/day exceeds the €{} cap at the current call rate",
-                   names[i], *projected, s.cap);
+      spdlog::warn(
+          "budget {}: projected €{:.4f} at the end of the day (€{:.4f} spent, the last 15 "
+          "minutes' pace until midnight in {}) exceeds the €{} cap",
+          names[i], *projected, spent, budget_.timezone, s.cap);
     }
   }
 }

@@ -2,10 +2,10 @@
 /// What every LLM judge of the process shares (behind judges/services.hpp): HTTP clients (one
 /// per `ca_file`, each with its own thread), the budget ledger (its own thread, ledger.hpp), the
 /// price table (built-in + budget.prices), the LLM and budget series (llm_stats.hpp), and the
-/// budget scopes' bookkeeping: today's spend per scope, the projected daily spend (observed call
-/// rate × 1 day × median call cost over the last 200 calls, from at least 5 calls over 10 s),
-/// the exhausted flag, and a warning once a day when the spend reaches `alert_ratio` × the cap
-/// or the projection exceeds the cap.
+/// budget scopes' bookkeeping: today's spend per scope, the projected spend at the end of the
+/// day (Projection: the shared spend, every instance's, plus its pace over the last 15 minutes
+/// times the time left in the day), the exhausted flag, and a warning once a day when the spend
+/// reaches `alert_ratio` × the cap or the projection exceeds the cap.
 ///
 /// Judges are built on one thread at start-up (client(), ledger(), stats(), addScope() are not
 /// thread-safe); everything else is.
@@ -29,15 +29,25 @@ namespace assay::llm {
 
 class LlmJudge;
 
-/// Projected daily spend of one scope, from the cost of its last calls.
+/// The spend of one scope at the end of its day, projected from the store's shared spend (what
+/// every instance has settled, read each second): spent now + the pace of the last
+/// kWindowMs (euros per millisecond between the oldest sample in the window and now) × the
+/// milliseconds left in the day. Already spent money and other instances count; a pace that
+/// stops brings the projection down to the spend within the window (it used to be one
+/// instance's call rate × 24 h, ignoring both, and never decayed).
 class Projection {
  public:
-  void add(std::int64_t t_ms, double eur);
-  /// Euros per day at the observed call rate, or nullopt (fewer than 5 calls, or over < 10 s).
-  std::optional<double> daily() const;
+  static constexpr std::int64_t kWindowMs = 15 * 60 * 1000;  ///< the pace's window
+  static constexpr std::int64_t kMinSpanMs = 60 * 1000;      ///< less history: no projection
+  /// The scope's shared spend at `t_ms` (epoch). A spend lower than the last one is a new day:
+  /// the history starts again.
+  void add(std::int64_t t_ms, double spent_eur);
+  /// Euros at the end of the day, `ms_left` milliseconds away; nullopt with less than
+  /// kMinSpanMs of samples.
+  std::optional<double> endOfDay(std::int64_t ms_left) const;
 
  private:
-  std::deque<std::pair<std::int64_t, double>> calls_;
+  std::deque<std::pair<std::int64_t, double>> samples_;  // (epoch ms, spent euros), oldest first
 };
 
 class CallServices {
@@ -59,12 +69,11 @@ class CallServices {
   /// raised, the exhausted flag follow it.
   void addScope(const std::string& scope, double cap_eur);
 
-  /// Bookkeeping of one finished call: `cost_eur` charged to "global" and `judge_scope`,
-  /// `exhausted_scope` (when not empty) refused it today under a cap of `exhausted_cap_eur`
-  /// €/day. A refusal under a lower cap than the scope's current one (a reload raised it while
-  /// the refused call was in flight) does not mark the scope exhausted again.
-  void onCall(const std::string& judge_scope, double cost_eur, const std::string& exhausted_scope,
-              double exhausted_cap_eur);
+  /// Bookkeeping of one finished call: `exhausted_scope` (when not empty) refused it today
+  /// under a cap of `exhausted_cap_eur` €/day. A refusal under a lower cap than the scope's
+  /// current one (a reload raised it while the refused call was in flight) does not mark the
+  /// scope exhausted again. (The projection reads the store's shared spend, not the calls.)
+  void onCall(const std::string& exhausted_scope, double exhausted_cap_eur);
   /// Calls started and not yet answered (judges count them).
   std::atomic<int>& pending() { return pending_; }
   /// Judges register while they live, so that stop() can undo their abandoned calls.

@@ -286,7 +286,7 @@ void LlmJudge::judgeAsync(const Event& event, VerdictCallback done) const {
     if (!r.usage_reported) stats_.usage_missing->Increment();
     if (r.from_store) stats_.stored->Increment();
     if (r.store_unavailable) services_.stats().store_errors.Increment();
-    services_.onCall("judge:" + settings_.name, r.cost_eur, r.exhausted_scope, r.exhausted_cap_eur);
+    services_.onCall(r.exhausted_scope, r.exhausted_cap_eur);
     --services_.pending();
     done(std::move(v));
   });

@@ -94,7 +94,8 @@ BudgetStats::BudgetStats(prometheus::Registry& r)
       limit(gauge(r, "assay_budget_limit_euros", "Daily cap in euros")),
       exhausted(gauge(r, "assay_budget_exhausted", "1 once today's cap refused a call")),
       projected(gauge(r, "assay_budget_projected_daily_euros",
-                      "Observed call rate × 1 day × median call cost")) {}
+                      "Euros spent by the end of the day at the last 15 minutes' pace: the shared "
+                      "spend + its growth × the time left in the day")) {}
 
 BudgetStats::Scope BudgetStats::forScope(const std::string& scope) {
   return Scope{&spent.Add({{"scope", scope}}), &limit.Add({{"scope", scope}}),

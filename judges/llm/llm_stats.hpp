@@ -72,7 +72,8 @@ struct BudgetStats {
     prometheus::Gauge* spent;      ///< assay_budget_spent_euros{scope}, euros today
     prometheus::Gauge* limit;      ///< assay_budget_limit_euros{scope}, the daily cap
     prometheus::Gauge* exhausted;  ///< assay_budget_exhausted{scope}, 0/1
-    prometheus::Gauge* projected;  ///< assay_budget_projected_daily_euros{scope}
+    /// assay_budget_projected_daily_euros{scope}: euros at the end of the day (Projection)
+    prometheus::Gauge* projected;
   };
   Scope forScope(const std::string& scope);
 

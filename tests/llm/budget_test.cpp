@@ -936,3 +936,25 @@ TEST_CASE("ledger: every operation is answered, even one the store refuses by th
 
 }  // namespace
 }  // namespace assay::llm
+
+TEST_CASE("the projection: shared spend + the last 15 minutes' pace × the time left in the day") {
+  constexpr std::int64_t kMin = 60'000;
+  assay::llm::Projection p;
+  p.add(0, 3.00);
+  p.add(30'000, 3.02);
+  CHECK_FALSE(p.endOfDay(30 * kMin).has_value());  // under a minute of history
+  // The issue's case: two instances together at 3.40 of a 3.50 cap, 0.04 EUR a minute between
+  // them, 30 minutes before midnight. Each instance's own rate × 24 h said 2.33, and the alert
+  // stayed silent until the cap.
+  p.add(10 * kMin, 3.40);
+  REQUIRE(p.endOfDay(30 * kMin).has_value());
+  CHECK(*p.endOfDay(30 * kMin) == doctest::Approx(3.40 + 0.04 * 30));
+  CHECK(*p.endOfDay(0) == doctest::Approx(3.40));  // the day's end: what is spent
+  // No call for 16 minutes: the pace is 0, the projection what is spent (it used to stay at
+  // 46 EUR/day for 40 minutes of nothing).
+  p.add(26 * kMin, 3.40);
+  CHECK(*p.endOfDay(30 * kMin) == doctest::Approx(3.40));
+  // A new day: the spend starts again, and so does the history.
+  p.add(27 * kMin, 0.01);
+  CHECK_FALSE(p.endOfDay(60 * kMin).has_value());
+}
