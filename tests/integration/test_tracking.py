@@ -209,13 +209,21 @@ def run(args, workdir, checks):
             return sum(len(ann) for eid, ann in annotations.items() if eid in scores[judge])
 
         # The score tracker's gauges reach their final values at its first refresh (once a
-        # second) after the last judgment and feedback message: the scrape waits for them.
+        # second) after the last judgment and feedback message, the A/B table's once its store
+        # has counted every rating (its own thread; CI under ASan saw 171 of 202): the scrape
+        # waits for them.
+        rated = {"A": 0, "B": 0}
+        for eid in ratings:
+            rated["A" if variant_of[eid] == "A" else "B"] += 1
+
         def refreshed(s):
             return (tp.metric(s, "assay_judge_window_size", judge="overlap") ==
                     len(scores["overlap"]) and
                     all(tp.metric(s, "assay_judge_human_pairs", judge=judge) == human_pairs(judge)
                         for judge in JUDGES + ["faith_llm"]) and
-                    tp.metric(s, "assay_ab_p_value") is not None)
+                    tp.metric(s, "assay_ab_p_value") is not None and
+                    all(tp.metric(s, "assay_ab_ratings", experiment="qa", variant=v) == n
+                        for v, n in rated.items()))
         s, text = tp.scrape_until(base, refreshed, 30)
         assayd.send_signal(signal.SIGTERM)
         rc = assayd.wait(timeout=60)
