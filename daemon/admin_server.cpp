@@ -63,7 +63,7 @@ struct AdminServer::Impl {
   /// oldest one waiting for a request is closed to make room, so that idle connections never
   /// lock /metrics and /healthz out.
   struct Slot {
-    beast::tcp_stream* stream;
+    beast::tcp_stream* stream = nullptr;
     bool waiting = true;  // reading a request (none yet, or part of one)
   };
   std::list<Slot> slots;

@@ -4,6 +4,7 @@
 #include "judges/checks.hpp"
 #include "judges/claim_support.hpp"
 #include "judges/context_overlap.hpp"
+#include "judges/date_check.hpp"
 #include "judges/json_valid.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/retrieval.hpp"
@@ -45,6 +46,7 @@ const JudgeFactory kJudges[] = {
     entry<ContextCountJudge>(),
     entry<AnswerLengthJudge>(),
     entry<RefusalJudge>(),
+    entry<DateValidJudge>(),
     // lexical, against the reference
     entry<RougeLJudge>(),
     entry<BleuJudge>(),

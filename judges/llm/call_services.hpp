@@ -37,8 +37,8 @@ class LlmJudge;
 /// instance's call rate × 24 h, ignoring both, and never decayed).
 class Projection {
  public:
-  static constexpr std::int64_t kWindowMs = 15 * 60 * 1000;  ///< the pace's window
-  static constexpr std::int64_t kMinSpanMs = 60 * 1000;      ///< less history: no projection
+  static constexpr std::int64_t kWindowMs = std::int64_t{15} * 60 * 1000;  ///< the pace's window
+  static constexpr std::int64_t kMinSpanMs = std::int64_t{60} * 1000;      ///< less: no projection
   /// The scope's shared spend at `t_ms` (epoch). A spend lower than the last one is a new day:
   /// the history starts again.
   void add(std::int64_t t_ms, double spent_eur);

@@ -35,7 +35,8 @@ Event fixtureEvent() {
       Context{"doc-2", "Water damage is covered by the warranty.", "https://example.com/faq"},
       Context{"doc-3", "Shipping takes 3 days.", ""},
   };
-  e.answer = R"({"answer": "The laptop warranty lasts five years and covers water damage [1]."})";
+  e.answer =
+      R"({"answer": "The laptop warranty lasts five years from 2024-01-15 and covers water damage [1]."})";
   e.reference = "The warranty lasts five years and covers water damage.";
   e.relevant_context_ids = std::vector<std::string>{"doc-1", "doc-2"};
   e.expected_format = AnswerFormat::kJson;
@@ -163,6 +164,7 @@ TEST_CASE("registry: the issue's judges are all listed") {
       {JudgeKind::kCheck, "context_count"},
       {JudgeKind::kCheck, "answer_length"},
       {JudgeKind::kCheck, "refusal"},
+      {JudgeKind::kCheck, "date_valid"},
       {JudgeKind::kLexical, "rouge_l"},
       {JudgeKind::kLexical, "bleu"},
       {JudgeKind::kLexical, "token_f1"},
@@ -293,17 +295,12 @@ TEST_CASE("registry: no local judge does more than linear work on a worst-case a
 TEST_CASE("registry: an empty event yields each judge's 'cannot judge' outcome") {
   const Event empty;
   const std::pair<const char*, Outcome> expected[] = {
-      {"json_valid", Outcome::kNotApplicable},
-      {"cites_source", Outcome::kNoContext},
-      {"rouge_l", Outcome::kNoReference},
-      {"bleu", Outcome::kNoReference},
-      {"token_f1", Outcome::kNoReference},
-      {"hit_rate", Outcome::kNoGroundTruth},
-      {"mrr", Outcome::kNoGroundTruth},
-      {"ndcg", Outcome::kNoGroundTruth},
-      {"context_overlap", Outcome::kNoContext},
-      {"question_overlap", Outcome::kEmptyInput},
-      {"llm", Outcome::kNoContext},
+      {"json_valid", Outcome::kNotApplicable},  {"cites_source", Outcome::kNoContext},
+      {"rouge_l", Outcome::kNoReference},       {"bleu", Outcome::kNoReference},
+      {"token_f1", Outcome::kNoReference},      {"hit_rate", Outcome::kNoGroundTruth},
+      {"mrr", Outcome::kNoGroundTruth},         {"ndcg", Outcome::kNoGroundTruth},
+      {"context_overlap", Outcome::kNoContext}, {"question_overlap", Outcome::kEmptyInput},
+      {"date_valid", Outcome::kNotApplicable},  {"llm", Outcome::kNoContext},
   };
   Setup setup;
   for (const auto& row : expected) {
