@@ -18,6 +18,12 @@ namespace {
 struct TooManyNodes {
   YAML::Mark mark;
 };
+/// An alias inside the collection its anchor names ("a: &a [*a]"): yaml-cpp builds a cyclic
+/// node graph that every walk of the configuration would follow for ever (the fuzzer found
+/// one that took 2 GiB).
+struct CyclicAlias {
+  YAML::Mark mark;
+};
 
 /// Counts the nodes of a document as a consumer walking it would see them: an alias counts as
 /// the whole subtree of its anchor. Counts saturate: parsing stops (TooManyNodes) the moment
@@ -28,6 +34,8 @@ class NodeCounter : public YAML::EventHandler {
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor); }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    for (const auto& o : stack_)
+      if (o.anchor == anchor && anchor != YAML::NullAnchor) throw CyclicAlias{mark};
     const auto it = sizes_.find(anchor);
     add(mark, it == sizes_.end() ? 1 : it->second);
   }
@@ -110,6 +118,8 @@ std::optional<YamlProblem> loadYaml(const std::string& text, YAML::Node& root) {
   } catch (const TooManyNodes& e) {
     return at(e.mark, "more than " + std::to_string(kMaxYamlNodes) +
                           " YAML nodes once aliases are expanded (an alias bomb?)");
+  } catch (const CyclicAlias& e) {
+    return at(e.mark, "an alias inside the collection its anchor names (a cycle)");
   } catch (const YAML::Exception& e) {
     return at(e.mark, "YAML syntax error: " + e.msg);
   }

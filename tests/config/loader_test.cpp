@@ -170,6 +170,12 @@ TEST_CASE("a configuration file is a regular UTF-8 file of at most 1 MiB, its al
         "more than 100000 YAML nodes once aliases are expanded (an alias bomb?)");
   CHECK(laughs.errors[0].line == 7);  // a4 (111,111 nodes) is the first to pass 100,000
   CHECK(seconds < 5.0);               // measured 0.01 s; the unbounded walk took over 60 s
+  // An alias inside its own anchor's collection: a cyclic graph that every walk followed for
+  // ever (the configuration fuzzer's input reached 2 GiB). Refused at the alias.
+  const auto cycle = load(std::string(kJudge) + "a0: &a0 [x, y]\na1: &a1 [*a0, *a1, z]\n");
+  REQUIRE(cycle.errors.size() == 1);
+  CHECK(cycle.errors[0].message == "an alias inside the collection its anchor names (a cycle)");
+  CHECK(cycle.errors[0].line == 4);
 }
 
 TEST_CASE("kafka.brokers entries are HOST[:PORT]; a percentage gets a hint") {
