@@ -198,7 +198,9 @@ Collected collect(std::size_t arms, std::size_t inputs, std::size_t judges,
 
 /// Consensus per input and arm (the mean over judges), wins, each arm's mean and interval over
 /// the inputs, and whether every two arms' intervals overlap.
-void consensus(std::size_t arms, std::size_t inputs, const Collected& c, Analysis& a) {
+/// The consensus of the judges `use` selects.
+void consensus(std::size_t arms, std::size_t inputs, const Collected& c,
+               const std::vector<bool>& use, Analysis& a) {
   a.consensus.assign(inputs, std::vector<double>(arms, 0.0));
   a.judged.assign(inputs, false);
   a.arms.resize(arms);
@@ -207,8 +209,9 @@ void consensus(std::size_t arms, std::size_t inputs, const Collected& c, Analysi
     bool judged = true;
     for (std::size_t arm = 0; arm < arms; ++arm) {
       Mean m;
-      for (const auto& judge : c.by_judge)
-        if (const auto v = judge[i][arm].value()) m.add(*v);
+      for (std::size_t j = 0; j < c.by_judge.size(); ++j)
+        if (use[j])
+          if (const auto v = c.by_judge[j][i][arm].value()) m.add(*v);
       judged = judged && m.n > 0;
       a.consensus[i][arm] = m.value().value_or(0.0);
     }
@@ -273,10 +276,24 @@ void agreement(std::size_t arms, std::size_t inputs, const Collected& c, Analysi
 }  // namespace
 
 Analysis analyze(std::size_t arms, std::size_t inputs, std::size_t judges,
-                 const std::vector<Criterion>& criteria, const std::vector<Call>& calls) {
+                 const std::vector<Criterion>& criteria, const std::vector<Call>& calls,
+                 bool exclude_biased) {
   Analysis a;
   const Collected c = collect(arms, inputs, judges, criteria, calls, a);
-  consensus(arms, inputs, c, a);
+  std::vector<bool> all(judges, true), unflagged(judges, true);
+  for (const auto& au : a.audit) unflagged[au.judge] = !au.flagged;
+  const bool any_flagged = std::find(unflagged.begin(), unflagged.end(), false) != unflagged.end();
+  const bool any_left = std::find(unflagged.begin(), unflagged.end(), true) != unflagged.end();
+  const bool exclude = exclude_biased && any_flagged && any_left;
+  consensus(arms, inputs, c, exclude ? unflagged : all, a);
+  if (exclude)
+    for (std::size_t j = 0; j < judges; ++j)
+      if (!unflagged[j]) a.excluded.push_back(j);
+  if (any_flagged && any_left) {  // the other view, beside the main one
+    Analysis other;
+    consensus(arms, inputs, c, exclude ? all : unflagged, other);
+    a.arms_other_view = std::move(other.arms);
+  }
   agreement(arms, inputs, c, a);
   return a;
 }

@@ -110,6 +110,13 @@ struct Analysis {
   /// consensus[input][arm]: the weighted score averaged over judges and passes.
   std::vector<std::vector<double>> consensus;
   std::vector<ArmSummary> arms;
+  /// The judges the position audit flagged that the consensus leaves out (exclude_biased, and
+  /// at least one judge not flagged); empty otherwise.
+  std::vector<std::size_t> excluded;
+  /// With a flagged judge, the other view of the consensus (its arms' means and intervals):
+  /// without the flagged judges when they are in the main one, with them when they were
+  /// excluded. Empty when no judge is flagged (or every one is).
+  std::vector<ArmSummary> arms_other_view;
   std::vector<PairDifference> differences;  ///< every two arms
   std::vector<PairAgreement> agreement;     ///< every two judges, per input then overall
   std::vector<PositionAudit> audit;         ///< per judge
@@ -124,9 +131,11 @@ struct Analysis {
 };
 
 /// Everything above from the calls. Every (judge, input, pass) should have one call; a missing
-/// one (a call that failed) is left out of the averages. Throws std::invalid_argument when a
-/// call's sizes disagree with `arms` and `criteria`.
+/// one (a call that failed) is left out of the averages. `exclude_biased`: the judges the
+/// position audit flags leave the consensus (not when every judge is flagged). Throws
+/// std::invalid_argument when a call's sizes disagree with `arms` and `criteria`.
 Analysis analyze(std::size_t arms, std::size_t inputs, std::size_t judges,
-                 const std::vector<Criterion>& criteria, const std::vector<Call>& calls);
+                 const std::vector<Criterion>& criteria, const std::vector<Call>& calls,
+                 bool exclude_biased = false);
 
 }  // namespace assay::bakeoff

@@ -23,8 +23,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::set<std::string> kTopKeys = {"name",   "inputs", "criteria", "arms",
-                                        "judges", "passes", "seed",     "concurrency"};
+const std::set<std::string> kTopKeys = {"name", "inputs",      "criteria",
+                                        "arms", "judges",      "passes",
+                                        "seed", "concurrency", "exclude_biased"};
 const std::set<std::string> kEndpointKeys = {"provider", "endpoint",   "model",  "api_key_env",
                                              "ca_file",  "max_tokens", "timeout"};
 const std::set<std::string> kStepKeys = {"system", "template", "temperature"};
@@ -348,6 +349,10 @@ class Reader {
     keys(root, "", kTopKeys);
     str(root, "name", "", c.name);
     number(root, "passes", "", c.passes, 1, 2);
+    if (const auto v = root["exclude_biased"]) {
+      if (!v.IsScalar() || !YAML::convert<bool>::decode(v, c.exclude_biased))
+        error(v, "exclude_biased", "expected true or false");
+    }
     number(root, "concurrency", "", c.concurrency, 1, 32);
     if (std::uint64_t seed = 0; number(root, "seed", "", seed, std::uint64_t{0}, UINT64_MAX))
       c.seed = seed;

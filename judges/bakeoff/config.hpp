@@ -12,6 +12,8 @@
 ///             | {name, <step defaults>, steps: [{system, template, …}, …]}]  workflow
 ///   judges:   [{name, provider, endpoint, model, api_key_env, max_tokens, timeout}]  2 or 3
 ///   passes:   1 | 2 (the second with every order reversed)
+///   exclude_biased: true leaves the judges the position audit flags out of the consensus
+///             (default false: they stay in; either way the report gives the other view too)
 ///   seed:     the label orders' random seed (default: drawn, printed in the report)
 
 #include <cstdint>
@@ -73,6 +75,7 @@ struct BakeoffConfig {
   std::vector<Arm> arms;
   std::vector<Judge> judges;
   int passes = 1;
+  bool exclude_biased = false;
   std::optional<std::uint64_t> seed;
   int concurrency = 4;  ///< calls in flight at once (1–32)
 };

@@ -109,6 +109,26 @@ std::vector<std::vector<double>> criterionMeans(const ReportInput& in) {
   return sum;
 }
 
+/// With a judge the position audit flags: the consensus the other way (without it, or with it
+/// under exclude_biased), one line under the consensus table; "" otherwise.
+std::string otherView(const ReportInput& in) {
+  const auto& c = in.config;
+  const auto& a = in.result.analysis;
+  if (a.arms_other_view.empty()) return "";
+  std::ostringstream md;
+  std::string flagged;
+  for (const auto& au : a.audit)
+    if (au.flagged) flagged += (flagged.empty() ? "" : ", ") + c.judges[au.judge].name;
+  md << "**Position bias** (" << flagged << ", see the position audit): "
+     << (a.excluded.empty() ? "the consensus above includes it; without it: "
+                            : "left out of the consensus above (exclude_biased); with it: ");
+  for (std::size_t arm = 0; arm < c.arms.size(); ++arm)
+    md << (arm ? ", " : "") << c.arms[arm].name << " " << fixed(a.arms_other_view[arm].mean) << " "
+       << interval(a.arms_other_view[arm]);
+  md << ".\n\n";
+  return md.str();
+}
+
 std::string markdownReport(const ReportInput& in) {
   const auto& c = in.config;
   const auto& r = in.result;
@@ -138,6 +158,7 @@ std::string markdownReport(const ReportInput& in) {
        << interval(a.arms[arm]) << " | " << a.arms[arm].wins << " | " << a.arms[arm].ties << " |\n";
   md << "\nThe mean of each arm's weighted score (criteria weights), averaged over judges"
      << (c.passes == 2 ? " and passes" : "") << ". " << intervalNote(in) << "\n\n";
+  md << otherView(in);
   for (const auto& d : a.differences)
     md << "- " << c.arms[d.arm_a].name << " vs " << c.arms[d.arm_b].name << ": "
        << (d.overlap ? "no significant difference (the intervals overlap)"
@@ -391,6 +412,21 @@ class JsonReport {
   void consensus() {
     const auto& c = in_.config;
     const auto& a = in_.result.analysis;
+    w_.Key("excluded_judges");  // exclude_biased: the flagged judges left out of the consensus
+    w_.StartArray();
+    for (const auto j : a.excluded) s(c.judges[j].name);
+    w_.EndArray();
+    w_.Key("consensus_other_view");  // with a flagged judge: the arms' means the other way
+    if (a.arms_other_view.empty()) {
+      w_.Null();
+    } else {
+      w_.StartObject();
+      for (std::size_t arm = 0; arm < c.arms.size(); ++arm) {
+        w_.Key(c.arms[arm].name.c_str());
+        w_.Double(a.arms_other_view[arm].mean);
+      }
+      w_.EndObject();
+    }
     w_.Key("consensus");
     w_.StartArray();
     for (std::size_t i = 0; i < a.consensus.size(); ++i) {

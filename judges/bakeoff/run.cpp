@@ -455,7 +455,7 @@ class Run {
 
   RunResult finish() {
     r_.analysis = analyze(config_.arms.size(), config_.inputs.size(), config_.judges.size(),
-                          config_.criteria, r_.calls);
+                          config_.criteria, r_.calls, config_.exclude_biased);
     writeHistory();
     return std::move(r_);
   }

@@ -178,3 +178,41 @@ TEST_CASE("passes: 2 — a first place that flips with the order is position noi
   CHECK(a.consensus[0][1] == doctest::Approx((60 + 60) / 2.0));
   CHECK_THROWS_AS(analyze(2, 1, 2, kOne, {callOf(2, 0, 0, {0, 1}, {1, 2})}), std::invalid_argument);
 }
+
+TEST_CASE("a position-biased judge: the consensus with and without it, exclude_biased") {
+  // Judge 0 always prefers what it is shown first (flagged); judge 1 scores arm 0 at 80, arm 1
+  // at 40 wherever they are shown. 10 inputs, 2 arms.
+  constexpr std::size_t kArms = 2, kInputs = 10;
+  std::mt19937_64 rng(20261204);
+  std::vector<Call> calls;
+  for (std::size_t input = 0; input < kInputs; ++input) {
+    const auto biased = std::vector<std::size_t>{input % 2, 1 - input % 2};  // arm 0 first half
+    calls.push_back(Call{0, input, 0, biased, mapBack(biased, {{90}, {10}})});
+    calls.push_back(callOf(1, input, 0, randomOrder(kArms, rng), {80, 40}));
+  }
+  // Judge 0 wins with label A 10 of 10 times: flagged (binomial p ≈ 0.002 against 1/2).
+  const Analysis kept = analyze(kArms, kInputs, 2, kOne, calls);
+  REQUIRE(kept.audit[0].flagged);
+  REQUIRE_FALSE(kept.audit[1].flagged);
+  CHECK(kept.excluded.empty());
+  // In: arm 0 = mean of (90 or 10, alternating) and 80 = (50 + 80) / 2 = 65; arm 1 = 45.
+  CHECK(kept.arms[0].mean == doctest::Approx(65.0));
+  CHECK(kept.arms[1].mean == doctest::Approx(45.0));
+  // The other view, without judge 0: 80 and 40.
+  REQUIRE(kept.arms_other_view.size() == kArms);
+  CHECK(kept.arms_other_view[0].mean == doctest::Approx(80.0));
+  CHECK(kept.arms_other_view[1].mean == doctest::Approx(40.0));
+  // exclude_biased: the other way round.
+  const Analysis excluded = analyze(kArms, kInputs, 2, kOne, calls, /*exclude_biased=*/true);
+  CHECK(excluded.excluded == std::vector<std::size_t>{0});
+  CHECK(excluded.arms[0].mean == doctest::Approx(80.0));
+  CHECK(excluded.arms_other_view[0].mean == doctest::Approx(65.0));
+  // No flagged judge: no other view, nothing excluded.
+  std::vector<Call> fair;
+  for (std::size_t input = 0; input < kInputs; ++input)
+    for (std::size_t judge = 0; judge < 2; ++judge)
+      fair.push_back(callOf(judge, input, 0, randomOrder(kArms, rng), {80, 40}));
+  const Analysis none = analyze(kArms, kInputs, 2, kOne, fair, true);
+  CHECK(none.excluded.empty());
+  CHECK(none.arms_other_view.empty());
+}

@@ -73,7 +73,16 @@ TEST_CASE("a valid bakeoff file: inputs, recorded arms, default criteria, judges
   CHECK(l.config.criteria.size() == 5);  // the default preset
   CHECK(l.config.criteria[0].name == "relevance");
   CHECK(l.config.passes == 2);
+  CHECK_FALSE(l.config.exclude_biased);  // the default
   CHECK(*l.config.seed == 3);
+  const auto excl =
+      load(d, "exclude_biased: true\ninputs: {file: inputs.jsonl}\n" + armsYaml(3) + kJudges);
+  REQUIRE(excl.ok());
+  CHECK(excl.config.exclude_biased);
+  const auto bad =
+      load(d, "exclude_biased: maybe\ninputs: {file: inputs.jsonl}\n" + armsYaml(3) + kJudges);
+  CHECK(errors(bad).find("b.yaml:1:17: exclude_biased: expected true or false") !=
+        std::string::npos);
   CHECK(l.config.judges[1].at.provider == assay::llm::Provider::kAnthropic);
   CHECK(readRecorded(l.config.arms[2], l.config.inputs) ==
         std::vector<std::string>{"arm 2 answer 1", "arm 2 answer 2"});
