@@ -57,6 +57,10 @@ OtlpSource::OtlpSource(const Config& config, prometheus::Registry& registry)
                         "Traces that reached otlp.max_trace_age_ms after their first span while "
                         "spans kept coming: they left as incomplete (judged with what they had, "
                         "or counted, as after a timeout), so that their offsets move on")),
+      split_(counter(registry, "assay_otlp_traces_split_total",
+                     "Traces whose spans came on two partitions (a Collector's Kafka exporter "
+                     "without partition_traces_by_id): each part is joined apart, the answer "
+                     "without its retrieval")),
       incomplete_family_(
           prometheus::BuildCounter()
               .Name("assay_otlp_traces_incomplete_total")
@@ -113,6 +117,17 @@ OtlpSource::Read OtlpSource::add(std::string_view payload, MessageRef at,
   const auto added = join_.add(batch_, at, keep, done);
   sampled_out_.Increment(static_cast<double>(added.sampled_out));
   late_.Increment(static_cast<double>(added.late));
+  if (added.split > 0) {
+    split_.Increment(static_cast<double>(added.split));
+    long suppressed = 0;
+    if (split_log_.allow(suppressed))
+      spdlog::warn(
+          "otlp: {} trace(s) of the message at partition {} offset {} have spans on another "
+          "partition too: they are joined in parts, and an answer may be judged without its "
+          "retrieval (no_context). The OpenTelemetry Collector's kafka exporter keeps a "
+          "trace's spans on one partition with partition_traces_by_id: true{}",
+          added.split, at.partition, at.offset, RateLimitedLog::note(suppressed));
+  }
   kept_.Increment(static_cast<double>(added.spans - added.sampled_out - added.late));
   r.traces = added.traces;
   if (r.traces > 0) refs_.hold(at, r.traces);

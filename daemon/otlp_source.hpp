@@ -79,7 +79,8 @@ class OtlpSource {
   MessageRefs refs_;
   otlp::Batch batch_;  // reused: its vectors keep their capacity
   prometheus::Counter &kept_, &sampled_out_, &late_, &invalid_;
-  prometheus::Counter &assembled_, &evicted_, &aged_out_;
+  prometheus::Counter &assembled_, &evicted_, &aged_out_, &split_;
+  RateLimitedLog split_log_;
   prometheus::Family<prometheus::Counter>& incomplete_family_;
   // [missing: no_answer, no_question, no_retrieval][action: counted, judged]; null if impossible
   std::array<std::array<prometheus::Counter*, 2>, 3> incomplete_{};

@@ -169,6 +169,17 @@ TraceJoin::Added TraceJoin::add(const otlp::Batch& batch, MessageRef at,
         any_rejected = true;
         continue;
       }
+      // The same trace id waiting, or just finished, in another partition: split.
+      partitions_.insert(at.partition);
+      for (const std::int32_t other : partitions_) {
+        if (other == at.partition) continue;
+        const Key there{other, span.trace_id};
+        const auto rec = recent_.find(other);
+        if (index_.count(there) || (rec != recent_.end() && rec->second.set.count(there))) {
+          ++r.split;
+          break;
+        }
+      }
       Pending p;
       p.key = key;
       p.first = now;

@@ -34,6 +34,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -101,6 +102,10 @@ class TraceJoin {
     std::size_t sampled_out = 0;  ///< of them, of traces the sampler rejects: not kept
     std::size_t late = 0;         ///< of them, of traces already finished: dropped
     std::size_t traces = 0;       ///< distinct waiting traces the message now feeds
+    /// Traces new in this message's partition whose id waits, or just finished, in another
+    /// partition: one trace split across partitions (a Collector's Kafka exporter without
+    /// partition_traces_by_id), judged in halves.
+    std::size_t split = 0;
   };
   /// Adds the spans of the message at (partition, offset). `keep(trace_id_hex)` is the
   /// sampler's screen. Traces that completed are appended to `done`, so are the ones evicted
@@ -166,6 +171,7 @@ class TraceJoin {
     std::deque<Key> order;
   };
   std::unordered_map<std::int32_t, Recent> recent_;
+  std::set<std::int32_t> partitions_;  // partitions that have had a trace (split detection)
 };
 
 }  // namespace assay
