@@ -113,6 +113,13 @@ RunnableJudge remoteRunnable(std::unique_ptr<RemoteJudge> judge) {
                        std::nullopt};
 }
 
+/// A synchronous pass/fail judge of criterion `criterion` (0..1, not graded), every event.
+RunnableJudge passFail(const char* name, const char* criterion, std::unique_ptr<Judge> judge) {
+  return RunnableJudge{
+      name,        JudgeInfo{criterion, 0, 1, {0, 1}, false}, 1.0, {}, std::move(judge), false, {},
+      std::nullopt};
+}
+
 RunnableJudge local(const char* name, JudgeKind kind, const char* type, double rate = 1.0,
                     std::vector<RunIfCondition> run_if = {}) {
   const auto* f = findJudgeFactory(kind, type);
@@ -236,14 +243,7 @@ TEST_CASE("runs the budget stopped are counted, and kept out of the latency hist
   BoundedQueue<WorkItem> queue(100);
   Collected out;
   std::vector<RunnableJudge> judges;
-  judges.push_back(RunnableJudge{"budgeted",
-                                 JudgeInfo{"paid", 0, 1, {0, 1}, false},
-                                 1.0,
-                                 {},
-                                 std::make_unique<BudgetedJudge>(),
-                                 false,
-                                 {},
-                                 std::nullopt});
+  judges.push_back(passFail("budgeted", "paid", std::make_unique<BudgetedJudge>()));
   JudgeRunner runner(std::move(judges), stats, queue, out.listener(), /*workers=*/1, nullptr);
   for (int i = 0; i < 10; ++i) {
     auto w = item(i, i < 7 ? "over the cap" : "The warranty lasts two years.");
@@ -264,14 +264,7 @@ TEST_CASE("a judge that throws gets judge_error; the worker and the other verdic
   BoundedQueue<WorkItem> queue(100);
   Collected out;
   std::vector<RunnableJudge> judges;
-  judges.push_back(RunnableJudge{"thrower",
-                                 JudgeInfo{"explodes", 0, 1, {0, 1}, false},
-                                 1.0,
-                                 {},
-                                 std::make_unique<ThrowingJudge>(),
-                                 false,
-                                 {},
-                                 std::nullopt});
+  judges.push_back(passFail("thrower", "explodes", std::make_unique<ThrowingJudge>()));
   judges.push_back(local("overlap", JudgeKind::kLexical, "context_overlap"));
   JudgeRunner runner(std::move(judges), stats, queue, out.listener(), /*workers=*/2, nullptr);
   for (int i = 0; i < 10; ++i) {
