@@ -905,6 +905,21 @@ void checkJudgeOptions(Reader& r, const YAML::Node& j, const std::string& jp, co
   }
 }
 
+/// The JSON Pointers a judge reads from the event message (a custom rubric's inputs) join the
+/// parser's extra fields; traces have no event message to read them from.
+void gatherEventFields(Reader& r, const YAML::Node& j, const std::string& jp, const JudgeConfig& jc,
+                       Config& config) {
+  const auto fields = jc.factory->info(jc.values).event_fields;
+  if (!fields.empty() && config.kafka.format != EventFormat::kAssayJson)
+    r.warn(nodeAt(j, "rubric.inputs"), jp + ".rubric.inputs",
+           "kafka.format reads OpenTelemetry traces, which have no event message for the JSON "
+           "Pointer inputs (" +
+               fields.front() + "): every event would be not_applicable");
+  auto& extra = config.events.extra;
+  for (const auto& f : fields)
+    if (std::find(extra.begin(), extra.end(), f) == extra.end()) extra.push_back(f);
+}
+
 void loadJudges(Reader& r, const YAML::Node& n, Config& config) {
   auto& out = config.judges;
   const std::string p = "judges";
@@ -941,6 +956,7 @@ void loadJudges(Reader& r, const YAML::Node& n, Config& config) {
     loadJudgeOptions(r, j, jp, jc);
     checkJudgeOptions(r, j, jp, jc, config);
     loadRunIf(r, j, jp, jc, out);
+    gatherEventFields(r, j, jp, jc, config);
     out.push_back(std::move(jc));
   }
 }

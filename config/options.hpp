@@ -54,6 +54,9 @@ struct EventFieldOptions {
               variant = "/variant", model = "/model", question = "/question",
               contexts = "/contexts", answer = "/answer", reference = "/reference",
               relevant_context_ids = "/relevant_context_ids", expected_format = "/expected_format";
+  /// Further JSON Pointers whose values go to Event::fields: those the custom LLM rubrics name
+  /// in `rubric.inputs` (gathered from the judges, not a configuration key).
+  std::vector<std::string> extra;
 };
 
 /// otlp: RAG events assembled from OpenTelemetry traces (kafka.format otlp_json | otlp_proto;

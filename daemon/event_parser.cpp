@@ -3,6 +3,8 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/pointer.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include "judges/json_limits.hpp"
 #include "judges/utf8.hpp"
@@ -124,9 +126,13 @@ struct EventParser::Pointers {
         answer(f.answer),
         reference(f.reference),
         relevant(f.relevant_context_ids),
-        expected_format(f.expected_format) {}
+        expected_format(f.expected_format) {
+    for (const auto& x : f.extra)
+      if (!x.empty()) extra.emplace_back(x);
+  }
   Field id, timestamp, tenant, app, variant, model, question, contexts, answer, reference, relevant,
       expected_format;
+  std::vector<Field> extra;
 };
 
 EventParser::EventParser(const EventFieldOptions& fields, std::size_t max_event_bytes)
@@ -229,6 +235,18 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
     if (auto err = readContexts(*v, p_->contexts.path, e.contexts)) return *err;
   if (const Value* v = p_->relevant.get(d))
     if (auto err = readIds(*v, p_->relevant.path, e.relevant_context_ids)) return *err;
+  for (const auto& f : p_->extra) {
+    const Value* v = f.get(d);
+    if (!v) continue;
+    if (v->IsString()) {
+      e.fields.emplace_back(f.path, str(*v));
+      continue;
+    }
+    rapidjson::StringBuffer buf;  // bounded by the payload, already at most max_event_bytes
+    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+    v->Accept(w);
+    e.fields.emplace_back(f.path, std::string(buf.GetString(), buf.GetSize()));
+  }
   out = std::move(e);
   return {true, InvalidReason::kNotJson, {}};
 }

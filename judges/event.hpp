@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace assay {
@@ -29,6 +30,17 @@ struct Event {
   std::optional<std::string> reference;                          ///< ground-truth answer
   std::optional<std::vector<std::string>> relevant_context_ids;  ///< retrieval ground truth
   AnswerFormat expected_format = AnswerFormat::kText;
+  /// Values at the extra JSON Pointers that custom LLM rubrics read (`rubric.inputs`,
+  /// EventFieldOptions::extra): pointer → text (a JSON string's value; any other non-null value
+  /// as compact JSON). Only the pointers with a value, in the order of `extra`.
+  std::vector<std::pair<std::string, std::string>> fields;
+
+  /// The value at `pointer` in `fields`, or nullptr.
+  const std::string* field(const std::string& pointer) const {
+    for (const auto& [p, v] : fields)
+      if (p == pointer) return &v;
+    return nullptr;
+  }
 };
 
 }  // namespace assay

@@ -82,6 +82,9 @@ struct JudgeInfo {
   std::vector<double> buckets;  ///< histogram upper bounds, ascending, the last = max_score
   /// false for pass/fail checks: a check that almost always passes is healthy, not lenient.
   bool graded = true;
+  /// JSON Pointers into the event message whose values the judge reads (Event::fields): a
+  /// custom LLM rubric's `rubric.inputs`. The event parser extracts their union.
+  std::vector<std::string> event_fields{};
 };
 
 /// The descriptor's criterion and scale (for types whose options do not change them).

@@ -617,6 +617,7 @@ Event Redactor::redact(const Event& e, Session& s) const {
   }
   out.answer = s.apply(e.answer);
   if (e.reference) out.reference = s.apply(*e.reference);
+  for (auto& f : out.fields) f.second = s.apply(f.second);  // custom rubrics' inputs
   return out;
 }
 

@@ -97,8 +97,9 @@ class Redactor {
     std::vector<std::size_t> next_;  // per label: the last number given
   };
 
-  /// The event's question, contexts (text and source), answer and reference through one
-  /// session, in that order (numbers are given in reading order).
+  /// The event's question, contexts (id, text and source), answer, reference and the custom
+  /// rubrics' input fields through one session, in that order (numbers are given in reading
+  /// order).
   Event redact(const Event& e, Session& s) const;
 
  private:

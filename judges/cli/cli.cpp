@@ -12,6 +12,7 @@
 #include "judges/cli/cli_text.hpp"
 #include "judges/cli/estimate.hpp"
 #include "judges/cli/report.hpp"
+#include "judges/cli/show_prompt.hpp"
 
 namespace assay::cli {
 
@@ -35,6 +36,7 @@ constexpr std::string_view kOverview =
        assay bakeoff --config BAKEOFF.yaml [--json FILE] [--html FILE] [options]
        assay backfill --config ASSAYD.yaml --from TIME [--to TIME] [--judge NAME]... [--rate R]
                       [--yes | --max-cost-eur X] [options]
+       assay prompt --config ASSAYD.yaml [--judge NAME]... [--events FILE [--id ID]] [--body]
        assay --version
        assay COMMAND --help     that command's usage and options
 
@@ -49,6 +51,8 @@ backfill  judge past traffic: the events topic between two times, the estimate f
 bakeoff   compare prompts, models or workflows on the same inputs with 2 or 3 LLM judges
           scoring side by side: consensus with 95 % intervals, judges' agreement, position
           audit (docs/bakeoff.md)
+prompt    the request each LLM judge of assayd's configuration sends for one event (a custom
+          criterion's rubric as the model reads it), without calling the provider
 Each command's usage and options follow; `assay COMMAND --help` prints one of them.
 )";
 
@@ -183,11 +187,33 @@ sample rate x its RATE calls a day. No prompt-cache discount is assumed.
                            budget.daily_limit_eur and each judge's daily_limit_eur. A flag given
                            as well wins: --sample-rate, --usd-to-eur, --price (over
                            budget.prices), --judge (replaces the config's judges)
-  --input-tokens N         with --config: prompt tokens per call of its judges (default 800)
+  --input-tokens N         with --config: prompt tokens per call for the event's material
+                           (question, contexts, answer; default 800), added to each judge's
+                           system prompt, which is counted from its rubric
   --escalation-share S     the share of sampled events a cascade sends on to the LLM (what
                            the report command's --cascade JUDGE prints), in (0, 1]: the rate
                            of every --judge, or of the configured judges with a run_if, is
                            multiplied by it, and the euros the cascade saves are printed
+)";
+
+constexpr std::string_view kPrompt =
+    R"(usage: assay prompt --config ASSAYD.yaml [--judge NAME]... [--events FILE [--id ID]]
+                    [--body]
+
+Prints the request each LLM judge (kind: llm) of assayd's configuration would send for one
+event, built by the judge's own code and sent nowhere: its endpoint URL, the prompt's estimated
+tokens and the most one call can cost, the system message (the rubric: definition, levels,
+examples), the user message (the event's inputs between the data markers) and the reply
+schema. The event is read with the configuration's event fields and redacted as assayd
+redacts it. Nothing is called and no key is needed.
+
+  --config ASSAYD.yaml     assayd's configuration (required)
+  --judge NAME             only this LLM judge (repeatable; default every one)
+  --events FILE            JSON Lines in the event format (docs/events.md): the first event
+                           that parses (default: a sample event with a placeholder in every
+                           field, JSON Pointer inputs included)
+  --id ID                  with --events: the event of that id
+  --body                   the request bodies exactly as sent, one JSON document per line
 )";
 
 /// A usage error: the message and where the usage is, not the whole usage text.
@@ -260,6 +286,7 @@ std::string_view commandHelp(std::string_view command) {
   if (command == "estimate") return kEstimate;
   if (command == "bakeoff") return kBakeoffHelp;
   if (command == "backfill") return kBackfill;
+  if (command == "prompt") return kPrompt;
   return {};
 }
 
@@ -277,7 +304,7 @@ int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostre
     // The overview, then every command's help: the whole manual (the package's man page is
     // made of it).
     out << kOverview << "\n" << kExitCodes;
-    for (const auto& section : {kReport, kCalibrate, kEstimate, kBakeoffHelp, kBackfill})
+    for (const auto& section : {kReport, kCalibrate, kEstimate, kBakeoffHelp, kBackfill, kPrompt})
       out << "\n" << section;
     out << "\nassay backfill's " << kBackfillExitCodes;
     return 0;
@@ -300,6 +327,13 @@ int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostre
       return usage("backfill", e.what(), err);
     }
     return runBackfill(o, out, err);
+  }
+  if (cmd == "prompt") {
+    try {
+      return runShowPrompt(parseShowPromptArgs(rest), out);
+    } catch (const ShowPromptError& e) {
+      return usage("prompt", e.what(), err);
+    }
   }
   if (cmd == "estimate") {
     try {

@@ -11,6 +11,8 @@
 
 #include "config/loader.hpp"
 #include "judges/cli/cli_text.hpp"
+#include "judges/llm/llm_judge.hpp"
+#include "judges/llm/prompt.hpp"
 #include "judges/registry.hpp"
 
 namespace assay {
@@ -144,16 +146,35 @@ EstimateFlags readFlags(const std::vector<std::string>& args) {
   return f;
 }
 
+/// The tokens of a configured LLM judge's system prompt: its rubric's definition, levels,
+/// rules and examples, counted as the judge counts them (llm::estimateTokens); 0 when the
+/// options do not build (the loader has said why).
+std::int64_t rubricTokens(const JudgeConfig& jc, const Config& c) {
+  JudgeContext ctx;
+  ctx.name = jc.name;
+  ctx.budget = &c.budget;
+  try {
+    return llm::estimateTokens(llm::systemPrompt(llm::llmSettingsFrom(jc.values, ctx).rubric));
+  } catch (const OptionError&) {
+    return 0;
+  }
+}
+
 /// The `kind: llm` judges of a loaded configuration, and what the estimate cannot model.
-void judgesFromConfig(const Config& c, std::int64_t input_tokens, double escalation,
+/// A judge's input tokens per call: its system prompt's (counted from its rubric) and the
+/// event's `event_tokens`.
+void judgesFromConfig(const Config& c, std::int64_t event_tokens, double escalation,
                       EstimateOptions& o) {
+  std::string rubrics;
   for (const JudgeConfig& jc : c.judges) {
     if (!jc.factory || jc.factory->descriptor->kind != JudgeKind::kLlm) continue;
     EstimateJudge j;
     j.name = jc.name;
     j.model = jc.values.getString("model", "");
     j.rate = jc.rate;
-    j.input_tokens = input_tokens;
+    const std::int64_t system = rubricTokens(jc, c);
+    j.input_tokens = system + event_tokens;
+    rubrics += fmt::format("{}{} {}", rubrics.empty() ? "" : ", ", jc.name, system);
     j.output_tokens = jc.values.getInt("max_tokens", 300);
     j.daily_limit_eur = jc.values.getNumber("daily_limit_eur", 0);
     j.run_if = !jc.run_if.empty();
@@ -174,6 +195,11 @@ void judgesFromConfig(const Config& c, std::int64_t input_tokens, double escalat
                             j.name));
     o.judges.push_back(std::move(j));
   }
+  if (!rubrics.empty())
+    o.notes.push_back(fmt::format(
+        "tokens in = the rubric's system prompt, counted from its text ({}), + {} for the "
+        "event's material (--input-tokens)",
+        rubrics, event_tokens));
   if (o.judges.empty())
     o.notes.push_back(o.config_path +
                       " has no LLM judge (kind: llm): its judges make no paid call");

@@ -40,9 +40,6 @@ std::string modelFamily(std::string_view model) {
   return m.substr(0, m.find_first_of(" -_.:(/"));
 }
 
-namespace {
-
-/// The reply format of a judge's calls: its rubric's reply schema, or JSON mode.
 ReplyFormat replyFormatOf(const LlmJudgeSettings& s) {
   ReplyFormat f;
   f.kind = s.reply_format;
@@ -52,6 +49,8 @@ ReplyFormat replyFormatOf(const LlmJudgeSettings& s) {
   }
   return f;
 }
+
+namespace {
 
 std::int64_t epochMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -312,6 +311,11 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   }
   if (settings_.rubric.needs_contexts && event.contexts.empty())
     return early(Outcome::kNoContext, "the event has no contexts to judge against");
+  if (settings_.rubric.needs_reference && !event.reference)
+    return early(Outcome::kNoReference, "the event has no reference answer");
+  for (const auto& f : settings_.rubric.fields)
+    if (!event.field(f))
+      return early(Outcome::kNotApplicable, "the event has no value at " + f + " (rubric.inputs)");
   auto prompt = buildPrompt(settings_.rubric, event, settings_.max_input_tokens);
   if (!prompt)
     return early(Outcome::kContextTooLong, "question and answer exceed max_input_tokens");

@@ -113,6 +113,10 @@ struct LlmJudgeSettings {
 /// warning says when it is unset); otherwise an unset variable is an error.
 LlmJudgeSettings llmSettingsFrom(const JudgeOptionValues& values, const JudgeContext& context);
 
+/// The reply format of the judge's calls: its rubric's reply schema (replySchema, named
+/// "verdict") under `reply_format: json_schema`, or JSON mode.
+ReplyFormat replyFormatOf(const LlmJudgeSettings& s);
+
 /// True for an `http://` URL whose host is not loopback (localhost, 127.0.0.0/8, [::1]).
 bool isPlainRemoteHttp(std::string_view endpoint);
 

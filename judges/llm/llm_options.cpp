@@ -2,11 +2,13 @@
 // "LLM judges") and their checks, the rubric's scale. Adding an option touches this file, the
 // settings in llm_judge.hpp and the docs.
 #include <arpa/inet.h>
+#include <rapidjson/pointer.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "judges/budget_options.hpp"
@@ -21,7 +23,8 @@ namespace {
 
 const OptionSpec kOptions[] = {
     {"criterion", OptionType::kString,
-     "the built-in rubric: faithfulness, answer_relevancy, completeness or context_relevance"},
+     "a built-in rubric (faithfulness, answer_relevancy, completeness, context_relevance), or a "
+     "name of your own whose rubric (definition, levels) the rubric option gives"},
     {"provider", OptionType::kString, "openai (any OpenAI-compatible endpoint) or anthropic"},
     {"endpoint", OptionType::kString,
      "base URL (default https://api.openai.com/v1, or https://api.anthropic.com)"},
@@ -69,16 +72,19 @@ const OptionSpec kOptions[] = {
      "events that may wait for this judge's batch verdicts before consumption pauses, "
      "1..10000000 (default 50000)"},
     {"rubric", OptionType::kTree,
-     "{levels: {SCORE: {name?, description?}}, examples: [{question, contexts, answer, score, "
-     "justification, unsupported_claim?}]}: wording overrides, and few-shot examples (one per "
-     "level at most) replacing the built-in ones"},
+     "{definition?, levels: {SCORE: {name, description}}, inputs?: [question | contexts | answer "
+     "| reference | /json/pointer], examples?: [{question, contexts, answer, reference?, "
+     "/json/pointer?, score, justification, unsupported_claim?}]}: a criterion of your own "
+     "(definition and 2-10 levels required), or a built-in's wording overrides; examples (one "
+     "per level at most) replace the built-in ones"},
 };
 
 const Outcome kOutcomes[] = {
-    Outcome::kNoContext,     Outcome::kSchemaError,   Outcome::kTruncated,
-    Outcome::kRefused,       Outcome::kRateLimited,   Outcome::kTimeout,
-    Outcome::kProviderError, Outcome::kSkippedBudget, Outcome::kContextTooLong,
-    Outcome::kAuthError,     Outcome::kAbstained,     Outcome::kContextsTrimmed,
+    Outcome::kNoContext,     Outcome::kNoReference,     Outcome::kNotApplicable,
+    Outcome::kSchemaError,   Outcome::kTruncated,       Outcome::kRefused,
+    Outcome::kRateLimited,   Outcome::kTimeout,         Outcome::kProviderError,
+    Outcome::kSkippedBudget, Outcome::kContextTooLong,  Outcome::kAuthError,
+    Outcome::kAbstained,     Outcome::kContextsTrimmed,
 };
 
 /// Collects every option error, so that --check-config prints them all at once.
@@ -165,7 +171,115 @@ void rubricLevels(const OptionTree& levels, Rubric& rubric, Errors& errors) {
   }
 }
 
+/// "3", "3 and 5" or "3, 5 and 6".
+std::string listOf(const std::vector<int>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + std::to_string(v[i]);
+  return out;
+}
+
+/// The levels of a criterion of the user's own: 2 to 10, consecutive integer scores in
+/// [kMinLevelScore, kMaxLevelScore], each with a name and a description.
+void customLevels(const OptionTree* levels, Rubric& rubric, Errors& errors) {
+  const std::string shape = std::to_string(kMinCustomLevels) + " to " +
+                            std::to_string(kMaxCustomLevels) +
+                            " levels {SCORE: {name, description}} on consecutive integer scores";
+  if (!levels)
+    return errors.add("rubric.levels", "missing: a criterion of your own needs " + shape);
+  if (levels->kind != OptionTree::Kind::kMap)
+    return errors.add("rubric.levels", "expected " + shape);
+  std::map<int, std::string> seen;  // score → its key as written
+  bool bad = false;
+  for (const auto& [key, value] : levels->map) {  // OptionTreeEntry
+    const std::string lp = "rubric.levels." + key;
+    OptionTree k{OptionTree::Kind::kScalar, key, {}, {}};
+    const int score = intIn(k, kMinLevelScore, kMaxLevelScore).value_or(-1);
+    if (score < 0) {
+      errors.add(lp, "expected an integer score from " + std::to_string(kMinLevelScore) + " to " +
+                         std::to_string(kMaxLevelScore));
+      bad = true;
+      continue;
+    }
+    if (const auto it = seen.find(score); it != seen.end()) {
+      errors.add(lp, "duplicate score " + std::to_string(score) + " (also rubric.levels." +
+                         it->second + ")");
+      continue;
+    }
+    seen.emplace(score, key);
+    if (!checkKeys(value, lp, {"name", "description"}, errors)) continue;
+    RubricLevel level{score, scalarOf(value.find("name")), scalarOf(value.find("description"))};
+    if (level.name.empty())
+      errors.add(lp + ".name", "missing: each level has a short name (e.g. \"on charter\")");
+    if (level.description.empty())
+      errors.add(lp + ".description",
+                 "missing: each level says in words what an answer at this level looks like");
+    rubric.levels.push_back(std::move(level));
+  }
+  std::sort(rubric.levels.begin(), rubric.levels.end(),
+            [](const RubricLevel& a, const RubricLevel& b) { return a.score < b.score; });
+  if (bad) return;
+  if (rubric.levels.size() < kMinCustomLevels || rubric.levels.size() > kMaxCustomLevels)
+    return errors.add("rubric.levels", "expected " + shape + ", found " +
+                                           std::to_string(rubric.levels.size()) + " level(s)");
+  std::vector<int> missing;
+  for (std::size_t i = 1; i < rubric.levels.size(); ++i)
+    for (int g = rubric.levels[i - 1].score + 1; g < rubric.levels[i].score; ++g)
+      missing.push_back(g);
+  if (!missing.empty())
+    errors.add("rubric.levels",
+               "the scores run from " + std::to_string(rubric.minScore()) + " to " +
+                   std::to_string(rubric.maxScore()) + " with no level for " + listOf(missing) +
+                   ": the levels are consecutive integers (renumber them, or add the missing "
+                   "level" +
+                   (missing.size() > 1 ? "s" : "") + ")");
+}
+
+constexpr std::string_view kInputsHelp =
+    "question, contexts, answer, reference, or a JSON Pointer into the event such as "
+    "/metadata/persona";
+
+/// `rubric.inputs`: the event fields a criterion of the user's own sees (default: question,
+/// contexts and answer).
+void rubricInputs(const OptionTree* inputs, Rubric& r, Errors& errors) {
+  r.needs_question = r.needs_contexts = r.needs_answer = !inputs;
+  if (!inputs) return;
+  if (inputs->kind != OptionTree::Kind::kList || inputs->list.empty())
+    return errors.add("rubric.inputs", "expected a non-empty list of " + std::string(kInputsHelp));
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < inputs->list.size(); ++i) {
+    const std::string ip = "rubric.inputs[" + std::to_string(i) + "]";
+    const std::string v = scalarOf(&inputs->list[i]);
+    if (!seen.insert(v).second) {
+      errors.add(ip, "'" + v + "' is listed twice");
+      continue;
+    }
+    if (v == "question") {
+      r.needs_question = true;
+    } else if (v == "contexts") {
+      r.needs_contexts = true;
+    } else if (v == "answer") {
+      r.needs_answer = true;
+    } else if (v == "reference") {
+      r.needs_reference = true;
+    } else if (!v.empty() && v.front() == '/') {
+      if (v.size() > 256)
+        errors.add(ip, "a JSON Pointer of at most 256 bytes");
+      else if (!rapidjson::Pointer(v.c_str(), v.size()).IsValid())
+        errors.add(ip, "'" + v + "' is not a JSON Pointer (RFC 6901: '~' is written ~0, '/' ~1)");
+      else if (r.fields.size() == kMaxRubricFields)
+        errors.add(ip, "at most " + std::to_string(kMaxRubricFields) + " JSON Pointer inputs");
+      else
+        r.fields.push_back(v);
+    } else {
+      errors.add(ip, (v.empty() ? std::string("expected") : "unknown input '" + v + "' (one of:") +
+                         " " + std::string(kInputsHelp) + (v.empty() ? "" : ")"));
+    }
+  }
+}
+
 void rubricExamples(const OptionTree& examples, Rubric& rubric, Errors& errors) {
+  if (rubric.levels.empty()) return;  // the levels' own error says why
   const int lo = rubric.minScore(), hi = rubric.maxScore();
   if (examples.kind != OptionTree::Kind::kList) {
     errors.add("rubric.examples",
@@ -174,20 +288,21 @@ void rubricExamples(const OptionTree& examples, Rubric& rubric, Errors& errors) 
     return;
   }
   rubric.examples.clear();  // configured examples replace the built-in ones
+  std::set<std::string> keys = {"question",      "contexts",          "answer",   "score",
+                                "justification", "unsupported_claim", "reference"};
+  keys.insert(rubric.fields.begin(), rubric.fields.end());
   std::set<int> seen;
   for (std::size_t i = 0; i < examples.list.size(); ++i) {
     const auto& ex = examples.list[i];
     const std::string ep = "rubric.examples[" + std::to_string(i) + "]";
-    if (!checkKeys(
-            ex, ep,
-            {"question", "contexts", "answer", "score", "justification", "unsupported_claim"},
-            errors))
-      continue;
+    if (!checkKeys(ex, ep, keys, errors)) continue;
     FewShotExample e{.question = scalarOf(ex.find("question")),
                      .contexts = {},
                      .answer = scalarOf(ex.find("answer")),
                      .score = 0,
-                     .justification = scalarOf(ex.find("justification"))};
+                     .justification = scalarOf(ex.find("justification")),
+                     .reference = scalarOf(ex.find("reference"))};
+    for (const auto& f : rubric.fields) e.field_values.push_back(scalarOf(ex.find(f)));
     if (const auto* claim = ex.find("unsupported_claim")) {
       if (!rubric.names_claim)
         errors.add(ep + ".unsupported_claim", "only faithfulness names an unsupported claim; " +
@@ -209,28 +324,89 @@ void rubricExamples(const OptionTree& examples, Rubric& rubric, Errors& errors) 
       errors.add(ep + ".score",
                  "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
     if (e.answer.empty() && rubric.needs_answer) errors.add(ep + ".answer", "missing");
-    if (score && !seen.insert(*score).second) errors.add(ep + ".score", "one example per level");
     e.score = score.value_or(lo);
+    if (score.has_value() && !seen.insert(e.score).second)
+      errors.add(ep + ".score", "one example per level");
     rubric.examples.push_back(std::move(e));
   }
 }
 
-void readRubric(const JudgeOptionValues& values, LlmJudgeSettings& s, Errors& errors) {
-  const std::string criterion = values.getString("criterion", "");
-  const Rubric* builtin = builtinRubric(criterion);
-  if (!builtin) {
-    errors.add("criterion",
-               (criterion.empty() ? std::string("missing") : "no rubric for '" + criterion + "'") +
-                   " (one of: " + knownCriteria() + ")");
-    s.rubric = *builtinRubric("faithfulness");  // so the rest can still be checked
-  } else {
-    s.rubric = *builtin;
-  }
+/// A criterion name: a metric label value and a word of the prompt ("Judge only tone").
+bool isCriterionName(const std::string& c) {
+  return !c.empty() && c.size() <= 64 && std::isalpha(static_cast<unsigned char>(c[0])) &&
+         std::all_of(c.begin(), c.end(), [](char ch) {
+           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+         });
+}
+
+/// The built-in criterion within 2 edits of `criterion` (a typo), or "".
+std::string nearBuiltin(const std::string& criterion) {
+  for (const auto& b : builtinCriteria())
+    if (editDistance(criterion, b) <= 2) return b;
+  return "";
+}
+
+/// A criterion of the user's own: `rubric.definition`, `rubric.levels`, and optionally
+/// `rubric.inputs` and `rubric.examples`.
+void customRubric(const std::string& criterion, const OptionTree* tree, Rubric& r, Errors& errors) {
+  r = Rubric{};
+  r.criterion = criterion;
+  r.custom = true;
+  const std::string near = nearBuiltin(criterion);
+  const std::string hint = near.empty() ? "" : " (did you mean '" + near + "'?)";
+  if (!tree)
+    return errors.add("criterion", "'" + criterion + "' is not a built-in criterion" + hint +
+                                       ": a criterion of your own needs rubric.definition and "
+                                       "rubric.levels (the built-in ones: " +
+                                       knownCriteria() + ")");
+  r.task = scalarOf(tree->find("definition"));
+  if (r.task.empty())
+    errors.add(tree->find("definition") ? "rubric.definition" : "rubric",
+               "rubric.definition is missing: a criterion of your own (" + criterion + ")" + hint +
+                   " says in words what is judged");
+  else if (r.task.size() > 8000)
+    errors.add("rubric.definition", "at most 8000 bytes");
+  rubricInputs(tree->find("inputs"), r, errors);
+  customLevels(tree->find("levels"), r, errors);
+  if (const auto* examples = tree->find("examples")) rubricExamples(*examples, r, errors);
+}
+
+void readRubric(const JudgeOptionValues& values, Rubric& rubric, Errors& errors) {
+  std::string criterion;
+  errors.check([&] { criterion = values.getString("criterion", ""); });
   const OptionTree* tree = nullptr;
   errors.check([&] { tree = values.getTree("rubric"); });
-  if (!tree || !checkKeys(*tree, "rubric", {"levels", "examples"}, errors)) return;
-  if (const auto* levels = tree->find("levels")) rubricLevels(*levels, s.rubric, errors);
-  if (const auto* examples = tree->find("examples")) rubricExamples(*examples, s.rubric, errors);
+  if (tree && !checkKeys(*tree, "rubric", {"definition", "levels", "examples", "inputs"}, errors))
+    tree = nullptr;
+  const Rubric* builtin = builtinRubric(criterion);
+  if (!builtin) {
+    if (criterion.empty())
+      errors.add("criterion", "missing: a built-in criterion (" + knownCriteria() +
+                                  ") or a name of your own with rubric.definition and "
+                                  "rubric.levels");
+    else if (!isCriterionName(criterion))
+      errors.add("criterion",
+                 "expected a name of letters, digits and '_', starting with a "
+                 "letter, at most 64 bytes (it labels the judge's metrics)");
+    else
+      return customRubric(criterion, tree, rubric, errors);
+    rubric = *builtinRubric("faithfulness");  // so the rest can still be checked
+    return;
+  }
+  rubric = *builtin;
+  if (!tree) return;
+  if (tree->find("inputs"))
+    errors.add("rubric.inputs", "the inputs of the built-in criterion " + criterion +
+                                    " are fixed: give a criterion of your own another name to "
+                                    "choose what it sees");
+  if (const auto* d = tree->find("definition")) {
+    if (const auto text = scalarOf(d); !text.empty())
+      rubric.task = text;
+    else
+      errors.add("rubric.definition", "expected the text of what is judged");
+  }
+  if (const auto* levels = tree->find("levels")) rubricLevels(*levels, rubric, errors);
+  if (const auto* examples = tree->find("examples")) rubricExamples(*examples, rubric, errors);
 }
 
 }  // namespace
@@ -470,7 +646,7 @@ LlmJudgeSettings llmSettingsFrom(const JudgeOptionValues& values, const JudgeCon
   LlmJudgeSettings s;
   Errors errors;
   s.name = ctx.name;
-  readRubric(values, s, errors);
+  readRubric(values, s.rubric, errors);
   readEndpoint(values, s, errors);
   readModel(values, ctx, s, errors);
   readApiKey(values, ctx, s, errors);
@@ -498,14 +674,14 @@ std::unique_ptr<Judge> LlmJudge::create(const JudgeOptionValues& values,
 }
 
 JudgeInfo LlmJudge::info(const JudgeOptionValues& values) {
-  const Rubric* r = builtinRubric(values.getString("criterion", ""));
-  if (!r) r = builtinRubric("faithfulness");
-  JudgeInfo i{r->criterion,
-              static_cast<double>(r->minScore()),
-              static_cast<double>(r->maxScore()),
-              {},
-              true};
-  for (const auto& level : r->levels) i.buckets.push_back(level.score);
+  Rubric r;
+  Errors ignored;  // the loader reports them (llmSettingsFrom)
+  readRubric(values, r, ignored);
+  if (r.levels.size() < 2) r = *builtinRubric("faithfulness");
+  JudgeInfo i{
+      r.criterion, static_cast<double>(r.minScore()), static_cast<double>(r.maxScore()), {}, true,
+      r.fields};
+  for (const auto& level : r.levels) i.buckets.push_back(level.score);
   return i;
 }
 

@@ -17,16 +17,25 @@ void str(JsonWriter& w, const char* key, const std::string& v) {
   w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size()));
 }
 
+/// What one call (or one few-shot example) shows the judge.
+struct Material {
+  const std::string& question;
+  const std::vector<Context>& contexts;
+  const std::string& answer;
+  const std::string* reference;  ///< nullptr: none
+  /// The values of the rubric's `fields`, in its order (nullptr: none).
+  std::vector<const std::string*> fields;
+};
+
 /// The material a rubric receives, as one JSON object: "question", "contexts" (the first
 /// `n_contexts`, each {"rank", "id"?, "source"?, "text"}: id and source when the event gives
-/// them, so that a citation can be checked) and "answer", each only when the rubric needs it.
-std::string dataJson(const Rubric& r, const std::string& question,
-                     const std::vector<Context>& contexts, std::size_t n_contexts,
-                     const std::string& answer) {
+/// them, so that a citation can be checked), "reference", each of the rubric's JSON Pointer
+/// fields under the pointer's own text, and "answer", each only when the rubric needs it.
+std::string dataJson(const Rubric& r, const Material& m, std::size_t n_contexts) {
   rapidjson::StringBuffer buf;
   JsonWriter w(buf);
   w.StartObject();
-  if (r.needs_question) str(w, "question", question);
+  if (r.needs_question) str(w, "question", m.question);
   if (r.needs_contexts) {
     w.Key("contexts");
     w.StartArray();
@@ -34,14 +43,23 @@ std::string dataJson(const Rubric& r, const std::string& question,
       w.StartObject();
       w.Key("rank");
       w.Uint(static_cast<unsigned>(i + 1));
-      if (!contexts[i].id.empty()) str(w, "id", contexts[i].id);
-      if (!contexts[i].source.empty()) str(w, "source", contexts[i].source);
-      str(w, "text", contexts[i].text);
+      if (!m.contexts[i].id.empty()) str(w, "id", m.contexts[i].id);
+      if (!m.contexts[i].source.empty()) str(w, "source", m.contexts[i].source);
+      str(w, "text", m.contexts[i].text);
       w.EndObject();
     }
     w.EndArray();
   }
-  if (r.needs_answer) str(w, "answer", answer);
+  if (r.needs_reference) str(w, "reference", m.reference ? *m.reference : std::string());
+  for (std::size_t i = 0; i < r.fields.size(); ++i) {
+    const std::string* v = i < m.fields.size() ? m.fields[i] : nullptr;
+    w.Key(r.fields[i].c_str(), static_cast<rapidjson::SizeType>(r.fields[i].size()));
+    if (v)
+      w.String(v->c_str(), static_cast<rapidjson::SizeType>(v->size()));
+    else
+      w.Null();
+  }
+  if (r.needs_answer) str(w, "answer", m.answer);
   w.EndObject();
   return std::string(buf.GetString(), buf.GetSize());
 }
@@ -59,6 +77,10 @@ std::string materialText(const Rubric& r) {
     members.push_back(
         "\"contexts\" (the passages retrieved for it, in rank order, each with its \"rank\", "
         "its \"id\" and \"source\" when known, and its \"text\")");
+  if (r.needs_reference)
+    members.push_back("\"reference\" (a reference answer to the question, written by a person)");
+  for (const auto& f : r.fields)
+    members.push_back("\"" + f + "\" (the value of the event's field at that JSON Pointer)");
   if (r.needs_answer) members.push_back("\"answer\" (the system's answer, the text to judge)");
   std::string list;
   for (std::size_t i = 0; i < members.size(); ++i)
@@ -209,7 +231,9 @@ std::string systemPrompt(const Rubric& r) {
   for (const auto& ex : r.examples) {
     std::vector<Context> ctx;
     for (const auto& t : ex.contexts) ctx.push_back(Context{"", t, ""});
-    s += "\n\nExample material:\n" + dataJson(r, ex.question, ctx, ctx.size(), ex.answer) +
+    Material m{ex.question, ctx, ex.answer, &ex.reference, {}};
+    for (const auto& v : ex.field_values) m.fields.push_back(&v);
+    s += "\n\nExample material:\n" + dataJson(r, m, ctx.size()) +
          "\nExample reply: " + replyJson(r, ex.score, ex.justification, ex.unsupported_claim);
   }
   return s;
@@ -220,8 +244,14 @@ std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
   const std::size_t total = rubric.needs_contexts ? event.contexts.size() : 0;
   const std::string system = systemPrompt(rubric);
   const std::int64_t system_tokens = estimateTokens(system);
+  Material m{event.question,
+             event.contexts,
+             event.answer,
+             event.reference ? &*event.reference : nullptr,
+             {}};
+  for (const auto& f : rubric.fields) m.fields.push_back(event.field(f));
   for (std::size_t n = total;; --n) {  // drop the lowest-ranked context kept until it fits
-    const std::string data = dataJson(rubric, event.question, event.contexts, n, event.answer);
+    const std::string data = dataJson(rubric, m, n);
     std::string user = userMessage(rubric, data, n, total);
     const std::int64_t tokens = system_tokens + estimateTokens(user);
     if (tokens <= max_input_tokens) {

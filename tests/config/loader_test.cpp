@@ -546,6 +546,127 @@ TEST_CASE("LLM judges: rubric wording overrides and few-shot examples") {
                                           "judges[0].rubric.examples[1].score"});
 }
 
+TEST_CASE("a criterion of the user's own: definition, levels on its own scale, inputs") {
+  const auto r = load(
+      "judges:\n"
+      "  - name: charter\n"
+      "    kind: llm\n"
+      "    criterion: response_charter\n"
+      "    model: gpt-4o-mini\n"
+      "    rubric:\n"
+      "      definition: Judge whether the answer keeps the charter.\n"
+      "      inputs: [question, answer, reference, /metadata/channel, \"/a~1b\"]\n"
+      "      levels:\n"
+      "        2: {name: kept, description: Every rule is kept.}\n"
+      "        0: {name: broken, description: A rule is broken.}\n"
+      "        1: {name: strays, description: A minor lapse.}\n"
+      "      examples:\n"
+      "        - {question: q, answer: a, reference: r, /metadata/channel: chat, score: 0, "
+      "justification: j}\n");
+  for (const auto& e : r.errors) MESSAGE(e.format());
+  REQUIRE(r.ok());
+  const auto& jc = r.config.judges[0];
+  JudgeContext ctx;
+  ctx.name = jc.name;
+  ctx.budget = &r.config.budget;
+  const auto s = llm::llmSettingsFrom(jc.values, ctx);
+  CHECK(s.rubric.custom);
+  CHECK(s.rubric.criterion == "response_charter");
+  CHECK(s.rubric.task == "Judge whether the answer keeps the charter.");
+  REQUIRE(s.rubric.levels.size() == 3);  // sorted by score
+  CHECK(s.rubric.levels[0].score == 0);
+  CHECK(s.rubric.levels[0].name == "broken");
+  CHECK(s.rubric.levels[2].description == "Every rule is kept.");
+  CHECK(s.rubric.needs_question);
+  CHECK_FALSE(s.rubric.needs_contexts);
+  CHECK(s.rubric.needs_answer);
+  CHECK(s.rubric.needs_reference);
+  CHECK(s.rubric.fields == std::vector<std::string>{"/metadata/channel", "/a~1b"});
+  REQUIRE(s.rubric.examples.size() == 1);
+  CHECK(s.rubric.examples[0].reference == "r");
+  CHECK(s.rubric.examples[0].field_values == std::vector<std::string>{"chat", ""});
+  // The scale and the histogram buckets are the levels'; the parser reads the pointers.
+  const auto info = jc.factory->info(jc.values);
+  CHECK(info.criterion == "response_charter");
+  CHECK(info.min_score == 0.0);
+  CHECK(info.max_score == 2.0);
+  CHECK(info.buckets == std::vector<double>{0, 1, 2});
+  CHECK(r.config.events.extra == std::vector<std::string>{"/metadata/channel", "/a~1b"});
+  // Without inputs: question, contexts and answer.
+  const auto plain = load(
+      "judges:\n  - {name: t, kind: llm, criterion: tone, model: gpt-4o-mini, rubric: "
+      "{definition: d, levels: {1: {name: a, description: b}, 2: {name: c, description: d}}}}\n");
+  REQUIRE(plain.ok());
+  const auto ps = llm::llmSettingsFrom(plain.config.judges[0].values, ctx);
+  CHECK((ps.rubric.needs_question && ps.rubric.needs_contexts && ps.rubric.needs_answer));
+  CHECK_FALSE(ps.rubric.needs_reference);
+  CHECK(plain.config.events.extra.empty());
+  // Pointer inputs under kafka.format otlp_*: a warning (traces have no event message).
+  const auto otlp = load(
+      "kafka: {format: otlp_json}\n"
+      "judges:\n  - {name: t, kind: llm, criterion: tone, model: gpt-4o-mini, rubric: "
+      "{definition: d, inputs: [answer, /m], levels: {1: {name: a, description: b}, 2: {name: "
+      "c, description: d}}}}\n");
+  REQUIRE(otlp.ok());
+  REQUIRE(otlp.warnings.size() == 1);
+  CHECK(otlp.warnings[0].path == "judges[0].rubric.inputs");
+}
+
+TEST_CASE("a custom rubric's mistakes are named at FILE:LINE:COL") {
+  const auto bad = load(
+      "judges:\n"
+      "  - name: a\n"
+      "    kind: llm\n"
+      "    criterion: tone\n"
+      "    model: gpt-4o-mini\n"
+      "    rubric:\n"
+      "      inputs: [question, persona, answer, question, /x~2]\n"
+      "      levels:\n"
+      "        1: {name: rude, description: Rude.}\n"
+      "        2: {name: curt}\n"
+      "        4: {name: warm, description: Warm.}\n"
+      "        04: {name: warm, description: Warm.}\n"
+      "  - {name: b, kind: llm, criterion: faithfulnes, model: gpt-4o-mini}\n"
+      "  - {name: c, kind: llm, criterion: tone, model: gpt-4o-mini, rubric: {definition: d, "
+      "levels: {1: {name: a, description: b}}}}\n"
+      "  - {name: d, kind: llm, criterion: \"tone!\", model: gpt-4o-mini}\n"
+      "  - {name: e, kind: llm, criterion: faithfulness, model: gpt-4o-mini, rubric: {inputs: "
+      "[answer]}}\n"
+      "  - {name: f, kind: llm, criterion: tone, model: gpt-4o-mini, rubric: {definition: d, "
+      "levels: {0: {name: a, description: b}, 101: {name: c, description: d}}}}\n");
+  std::vector<std::string> all;
+  for (const auto& e : bad.errors) all.push_back(e.format());
+  CHECK(all ==
+        std::vector<std::string>{
+            "t.yaml:7:7: judges[0].rubric: rubric.definition is missing: a criterion of your own "
+            "(tone) says in words what is judged",
+            "t.yaml:7:26: judges[0].rubric.inputs[1]: unknown input 'persona' (one of: question, "
+            "contexts, answer, reference, or a JSON Pointer into the event such as "
+            "/metadata/persona)",
+            "t.yaml:7:43: judges[0].rubric.inputs[3]: 'question' is listed twice",
+            "t.yaml:7:53: judges[0].rubric.inputs[4]: '/x~2' is not a JSON Pointer (RFC 6901: "
+            "'~' is written ~0, '/' ~1)",
+            "t.yaml:10:12: judges[0].rubric.levels.2.description: missing: each level says in "
+            "words what an answer at this level looks like",
+            "t.yaml:12:13: judges[0].rubric.levels.04: duplicate score 4 (also "
+            "rubric.levels.4)",
+            "t.yaml:9:9: judges[0].rubric.levels: the scores run from 1 to 4 with no level for 3: "
+            "the levels are consecutive integers (renumber them, or add the missing level)",
+            "t.yaml:13:37: judges[1].criterion: 'faithfulnes' is not a built-in criterion (did "
+            "you mean 'faithfulness'?): a criterion of your own needs rubric.definition and "
+            "rubric.levels (the built-in ones: faithfulness, answer_relevancy, completeness, "
+            "context_relevance)",
+            "t.yaml:14:95: judges[2].rubric.levels: expected 2 to 10 levels {SCORE: {name, "
+            "description}} on consecutive integer scores, found 1 level(s)",
+            "t.yaml:15:37: judges[3].criterion: expected a name of letters, digits and '_', "
+            "starting with a letter, at most 64 bytes (it labels the judge's metrics)",
+            "t.yaml:16:88: judges[4].rubric.inputs: the inputs of the built-in criterion "
+            "faithfulness are fixed: give a criterion of your own another name to choose what it "
+            "sees",
+            "t.yaml:17:131: judges[5].rubric.levels.101: expected an integer score from 0 to "
+            "100"});
+}
+
 TEST_CASE("no configuration value that can be a secret is echoed; every number is finite") {
   const auto r = load(
       "kafka: {properties: {ssl.endpoint.identification.algorithm: \"Passw0rd-42\"}}\n"

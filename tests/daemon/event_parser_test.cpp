@@ -147,3 +147,23 @@ TEST_CASE("hostile nesting and NUL bytes are invalid, never a crash (poison pill
   CHECK(r.detail == "a NUL byte at byte 29");
   CHECK(invalidReasonName(InvalidReason::kTooDeep) == "too_deep");
 }
+
+TEST_CASE("the JSON Pointer inputs of custom rubrics: strings as text, other values as JSON") {
+  EventFieldOptions f;
+  f.extra = {"/metadata/channel", "/metadata/tier", "/metadata/none", "/metadata/null",
+             "/labels/0"};
+  Event e;
+  const auto r = parse(
+      R"({"question":"q","answer":"a","metadata":{"channel":"chat","tier":{"level": 3,
+      "tags":["gold"]},"null":null},"labels":[true]})",
+      e, 4096, f);
+  REQUIRE(r.ok);
+  CHECK(e.fields == std::vector<std::pair<std::string, std::string>>{
+                        {"/metadata/channel", "chat"},
+                        {"/metadata/tier", R"({"level":3,"tags":["gold"]})"},
+                        {"/labels/0", "true"}});
+  REQUIRE(e.field("/metadata/channel") != nullptr);
+  CHECK(*e.field("/metadata/channel") == "chat");
+  CHECK(e.field("/metadata/none") == nullptr);  // absent: the judge's not_applicable
+  CHECK(e.field("/metadata/null") == nullptr);  // null counts as absent
+}

@@ -47,6 +47,11 @@ TEST_CASE("placeholders are consistent within an event and numbered in reading o
   CHECK(out.question == "Is [EMAIL_1] the owner of [CARD_1]?");
   CHECK(out.contexts[0].text == "Owner: [EMAIL_1], backup [EMAIL_2].");
   CHECK(out.answer == "Yes, [EMAIL_1] (card [CARD_1]); not [EMAIL_2].");
+  // A custom rubric's input fields reach the judge too: redacted in the same session.
+  Event withField = e;
+  withField.fields = {{"/metadata/account", "{\"owner\":\"bob@example.com\"}"}};
+  Redactor::Session s2(r);
+  CHECK(r.redact(withField, s2).fields[0].second == "{\"owner\":\"[EMAIL_2]\"}");
   // A new event starts again at 1.
   Redactor::Session other(r);
   CHECK(other.apply("bob@example.com") == "[EMAIL_1]");

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "fake_server.hpp"
@@ -949,4 +950,63 @@ TEST_CASE("a faithfulness score from trimmed contexts is contexts_trimmed unless
   LlmJudge comp(s, fx.services.calls);
   fx.script(R"([{"score": 3}])");
   CHECK(run(comp, e).verdict.outcome == Outcome::kOk);
+}
+
+TEST_CASE("a custom criterion on a 0-3 scale: its schema, its inputs, its outcomes") {
+  Fixture fx;
+  auto s = fx.settings();
+  s.name = "charter_llm";
+  s.rubric = Rubric{};
+  s.rubric.criterion = "response_charter";
+  s.rubric.task = "Judge whether the answer keeps the charter.";
+  s.rubric.custom = true;
+  s.rubric.needs_question = s.rubric.needs_contexts = s.rubric.needs_answer = true;
+  s.rubric.needs_reference = true;
+  s.rubric.fields = {"/metadata/channel"};
+  s.rubric.levels = {{0, "broken", "A rule is broken."},
+                     {1, "strays", "A lapse."},
+                     {2, "mostly kept", "Minor."},
+                     {3, "kept", "Kept."}};
+  LlmJudge j(s, fx.services.calls);
+  Event e = event();
+  e.reference = "Two years from delivery.";
+  e.fields = {{"/metadata/channel", "chat"}};
+  // The bottom of the scale is a score like any other.
+  fx.script(R"([{"score": 0}])");
+  auto r = run(j, e);
+  REQUIRE(r.verdict.outcome == Outcome::kOk);
+  CHECK(r.verdict.score == 0);
+  const auto body = fx.lastRequest();
+  const auto& score = body["response_format"]["json_schema"]["schema"]["properties"]["score"];
+  std::vector<int> allowed;
+  for (const auto& v : score["anyOf"][0]["enum"].GetArray()) allowed.push_back(v.GetInt());
+  CHECK(allowed == std::vector<int>{0, 1, 2, 3});
+  const auto data = dataBlock(body["messages"][1]["content"].GetString());
+  REQUIRE_FALSE(data.HasParseError());
+  CHECK(names(data) == std::vector<std::string>{"question", "contexts", "reference",
+                                                "/metadata/channel", "answer"});
+  CHECK(std::string(data["/metadata/channel"].GetString()) == "chat");
+  // A score off the scale is a schema error; an unscripted reply keeps to the schema's enum.
+  fx.script(R"([{"score": 4}])");
+  CHECK(run(j, e).verdict.outcome == Outcome::kSchemaError);
+  std::set<double> seen;
+  for (int i = 0; i < 24; ++i) {
+    Event v = e;
+    v.answer = "Answer number " + std::to_string(i) + ".";
+    const auto ok = run(j, v);
+    REQUIRE(ok.verdict.outcome == Outcome::kOk);
+    seen.insert(*ok.verdict.score);
+  }
+  CHECK(seen == std::set<double>{0, 1, 2, 3});
+  // Missing inputs end before any call.
+  const long before = fx.requests();
+  Event no_ref = e;
+  no_ref.reference.reset();
+  CHECK(run(j, no_ref).verdict.outcome == Outcome::kNoReference);
+  Event no_field = e;
+  no_field.fields.clear();
+  const auto na = run(j, no_field);
+  CHECK(na.verdict.outcome == Outcome::kNotApplicable);
+  CHECK(na.verdict.justification == "the event has no value at /metadata/channel (rubric.inputs)");
+  CHECK(fx.requests() == before);
 }

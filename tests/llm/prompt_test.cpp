@@ -324,3 +324,53 @@ TEST_CASE("the reply schema sent to providers: strict subset, justification firs
         R"({"type":"integer","enum":[1,2,3,4]},{"type":"null"}]}},"required":["justification",)"
         R"("score"],"additionalProperties":false})");
 }
+
+TEST_CASE("a custom rubric: its definition, its scale, and only the inputs it names") {
+  Rubric r;
+  r.criterion = "response_charter";
+  r.task = "Judge whether the answer keeps the charter.";
+  r.custom = true;
+  r.needs_question = true;
+  r.needs_contexts = false;
+  r.needs_answer = true;
+  r.needs_reference = true;
+  r.fields = {"/metadata/channel", "/metadata/tier"};
+  r.levels = {{0, "broken", "A rule is broken."}, {1, "strays", "A lapse."}, {2, "kept", "Kept."}};
+  FewShotExample ex;
+  ex.question = "q";
+  ex.answer = "a";
+  ex.reference = "r";
+  ex.field_values = {"chat", "gold"};
+  ex.score = 0;
+  ex.justification = "j";
+  r.examples = {ex};
+  Event e = event("We will refund you twice, guaranteed.");
+  e.reference = "Refunds follow the policy.";
+  e.fields = {{"/metadata/tier", "{\"level\":3}"}, {"/metadata/channel", "email"}};
+  const auto p = buildPrompt(r, e, 100000);
+  REQUIRE(p.has_value());
+  CHECK(p->system.find("You judge exactly one criterion: response_charter.") != std::string::npos);
+  CHECK(p->system.find("Task: Judge whether the answer keeps the charter.") != std::string::npos);
+  CHECK(p->system.find("0 (broken): A rule is broken.\n1 (strays): A lapse.\n2 (kept): Kept.") !=
+        std::string::npos);
+  CHECK(p->system.find("integer from 0 to 2") != std::string::npos);
+  CHECK(p->system.find("\"/metadata/channel\" (the value of the event's field at that JSON "
+                       "Pointer)") != std::string::npos);
+  CHECK(p->system.find("Abstentions:") == std::string::npos);  // a built-in's rule only
+  // The example shows the same members, its pointer values under the pointers.
+  CHECK(p->system.find("{\"question\":\"q\",\"reference\":\"r\",\"/metadata/channel\":\"chat\","
+                       "\"/metadata/tier\":\"gold\",\"answer\":\"a\"}") != std::string::npos);
+  const auto d = dataOf(*p);
+  REQUIRE_FALSE(d.HasParseError());
+  std::vector<std::string> members;
+  for (const auto& m : d.GetObject()) members.emplace_back(m.name.GetString());
+  CHECK(members == std::vector<std::string>{"question", "reference", "/metadata/channel",
+                                            "/metadata/tier", "answer"});
+  CHECK(std::string(d["/metadata/channel"].GetString()) == "email");
+  CHECK(std::string(d["/metadata/tier"].GetString()) == "{\"level\":3}");
+  CHECK(std::string(d["reference"].GetString()) == "Refunds follow the policy.");
+  CHECK(
+      p->user.ends_with("Judge only response_charter (0-2), and reply with the JSON object only."));
+  CHECK(replySchema(r).find("\"enum\":[0,1,2]") != std::string::npos);
+  CHECK(replySchema(r).find("unsupported_claim") == std::string::npos);
+}

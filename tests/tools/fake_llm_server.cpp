@@ -230,15 +230,32 @@ std::string listwiseReply(const std::string& schema_text, const std::string& pro
   return out + "}";
 }
 
+/// The integers a verdict schema's "score" allows ({"anyOf": [{"type": "integer", "enum":
+/// [...]}, {"type": "null"}]}), empty when it does not list them.
+std::vector<int> scoreEnum(const rapidjson::Value& score) {
+  std::vector<int> out;
+  if (!score.IsObject() || !score.HasMember("anyOf") || !score["anyOf"].IsArray()) return out;
+  for (const auto& alt : score["anyOf"].GetArray())
+    if (alt.IsObject() && alt.HasMember("enum") && alt["enum"].IsArray())
+      for (const auto& v : alt["enum"].GetArray())
+        if (v.IsInt()) out.push_back(v.GetInt());
+  return out;
+}
+
 /// A judge's verdict schema (a "score" property) rather than a listwise comparison's: the
 /// verdict it asks for, members in the schema's order, `unsupported_claim` only if it has one.
-std::optional<std::string> verdictReply(const std::string& schema_text, int score,
+/// An unscripted score (`hashed`: no script, no marker) is, as a strict schema makes a real
+/// model's, one of the schema's allowed scores: the (FNV-1a of the prompt mod their count)-th,
+/// which for the built-in 1-4 scale is the 1 + hash mod 4 of rule 4.
+std::optional<std::string> verdictReply(const std::string& schema_text, int score, bool hashed,
                                         const std::string& prompt) {
   rapidjson::Document schema;
   schema.Parse(schema_text.c_str());
   if (schema.HasParseError() || !schema.IsObject() || !schema.HasMember("properties") ||
       !schema["properties"].IsObject() || !schema["properties"].HasMember("score"))
     return std::nullopt;
+  if (const auto allowed = scoreEnum(schema["properties"]["score"]); hashed && !allowed.empty())
+    score = allowed[fnv1a(prompt) % allowed.size()];
   std::string out = "{\"justification\": \"" + fakeJustification(prompt) + "\", ";
   if (schema["properties"].HasMember("unsupported_claim")) out += "\"unsupported_claim\": null, ";
   return out + "\"score\": " + std::to_string(score) + "}";
@@ -687,6 +704,7 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
   const std::string prompt = promptText(d);
   Scripted s;
   bool scripted = false;
+  bool hashed = false;  // the score comes from the prompt's hash (no script, no score marker)
   {
     std::lock_guard lock(g_mu);
     if (!g_script.empty()) {
@@ -702,7 +720,8 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
     if (auto m = marker(prompt, "status")) s.status = std::stoi(*m);
     if (auto m = marker(prompt, "retry-after")) s.retry_after = *m;
     if (auto m = marker(prompt, "delay-ms")) s.delay_ms = std::stoi(*m);
-    if (auto m = marker(prompt, "score")) s.score = std::stoi(*m);
+    hashed = true;
+    if (auto m = marker(prompt, "score")) s.score = std::stoi(*m), hashed = false;
     if (auto m = marker(prompt, "kind")) s.kind = *m;
   }
   if (s.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.delay_ms));
@@ -755,8 +774,8 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
   }
   if (!scripted && !s.content) {
     if (const auto schema = replySchema(d, prompt))
-      s.content =
-          verdictReply(*schema, s.score, prompt).value_or(listwiseReply(*schema, prompt, model));
+      s.content = verdictReply(*schema, s.score, hashed, prompt)
+                      .value_or(listwiseReply(*schema, prompt, model));
     else if (wantsText(d, anthropic))
       s.content = textReply(d, model);
   }
