@@ -113,6 +113,37 @@ TEST_CASE("500 verdicts with 85 % at the top score are lenient, 75 % are not") {
   }
 }
 
+TEST_CASE("a custom criterion on 0-3: leniency at its top level, drift and entropy on its scale") {
+  // The scale a custom rubric's levels give (LlmJudge::info: min 0, max 3).
+  const std::map<std::string, std::string> charter = {{"judge", "charter_llm"},
+                                                      {"criterion", "response_charter"}};
+  TrackingOptions o;
+  o.baseline_window = 200;
+  o.recent_window = 100;
+  for (const auto& [top, lenient] : {std::pair{425, 1.0}, std::pair{375, 0.0}}) {
+    prometheus::Registry reg;
+    ScoreTracker t({{"charter_llm", "response_charter", 0, 3}}, o, reg);
+    for (int i = 0; i < 500; ++i) t.record(0, std::to_string(i), "", i < top ? 3 : 2);
+    t.refresh();
+    CHECK(value(reg, "assay_judge_lenient", charter) == lenient);
+    CHECK(value(reg, "assay_judge_max_score_ratio", charter) == doctest::Approx(top / 500.0));
+    CHECK(value(reg, "assay_judge_min_score_ratio", charter) == 0.0);  // nothing at 0
+  }
+  // A 0 is a score (the bottom level), not a missing one; two of four levels used.
+  prometheus::Registry reg;
+  ScoreTracker t({{"charter_llm", "response_charter", 0, 3}}, o, reg);
+  for (int i = 0; i < 200; ++i) t.record(0, "b" + std::to_string(i), "", 3);
+  for (int i = 0; i < 100; ++i) t.record(0, "r" + std::to_string(i), "", 0);
+  t.refresh();
+  CHECK(value(reg, "assay_judge_min_score_ratio", charter) == doctest::Approx(100.0 / 300));
+  CHECK(value(reg, "assay_judge_distinct_scores", charter) == 2.0);
+  CHECK(value(reg, "assay_score_recent_mean", charter) == 0.0);
+  CHECK(value(reg, "assay_score_drift", charter) == 1.0);
+  CHECK(value(reg, "assay_judge_score_entropy", charter) ==
+        doctest::Approx((-(2.0 / 3) * std::log(2.0 / 3) - (1.0 / 3) * std::log(1.0 / 3)) /
+                        std::log(4.0)));
+}
+
 TEST_CASE("the window's time bound drops old scores and their series") {
   prometheus::Registry reg;
   TrackingOptions o;
