@@ -588,7 +588,11 @@ void Pipeline::reloadConfig() {
   // What applies live is compared with the file as last applied (a part applied by an earlier
   // reload is not applied again); what needs a restart with the file assayd started with.
   const ReloadDiff diff = diffConfigs(applied_text_, text);
-  const std::vector<std::string> restart = diffConfigs(start_text_, text).restart;
+  std::vector<std::string> restart = diffConfigs(start_text_, text).restart;
+  if (res.config.events.extra != config_.events.extra)  // the parser extracts them from the start
+    restart.push_back(
+        "the JSON Pointer inputs of the judges' rubrics (rubric.inputs: until a "
+        "restart, an input added since is not_applicable)");
   if ((diff.judges || diff.budget_cap) && !rebuildJudges(std::move(res.config), diff))
     return count("rejected");
   const Config& applied = (diff.judges || diff.budget_cap) ? *reloaded_.back() : res.config;
