@@ -244,9 +244,20 @@ void Pipeline::connectAb(const Config& config) {
          std::vector<SharedExperiment> out;
          for (const auto& s : ab_->snapshot()) {
            if (!s.available && s.decision.ratings.empty()) continue;  // never answered
-           out.push_back(SharedExperiment{s.experiment, s.arms, s.decision.ratings, s.decision.chi,
-                                          s.decision.anytime_p, s.decision.decided,
-                                          s.decision.winner});
+           SharedExperiment x;
+           x.name = s.experiment;
+           x.arms = s.arms;
+           x.ratings = s.decision.ratings;
+           x.chi = s.decision.chi;
+           x.anytime_p = s.decision.anytime_p;
+           if (const auto& d = s.table.recorded) {
+             x.decided = true;
+             x.winner = d->winner;
+             x.decision_p = d->p;
+             x.decision_time_s = static_cast<double>(d->at_ms) / 1000.0;
+             x.decision_ratings = d->ratings;
+           }
+           out.push_back(std::move(x));
          }
          return out;
        }});

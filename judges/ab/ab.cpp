@@ -1,5 +1,6 @@
 #include "judges/ab/ab.hpp"
 
+#include <fmt/format.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <spdlog/spdlog.h>
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -81,6 +83,22 @@ class MemoryStore final : public Store {
     std::lock_guard lock(mu_);
     return experiment(e).table;
   }
+  bool record(const AbExperiment& e, const RecordedDecision& d) override {
+    std::lock_guard lock(mu_);
+    auto& t = experiment(e).table;
+    if (!t.recorded) t.recorded = d;
+    return true;
+  }
+  std::optional<std::int64_t> reset(const AbExperiment& e, std::int64_t /*at_ms*/) override {
+    std::lock_guard lock(mu_);
+    auto& x = experiment(e);
+    const std::int64_t run = x.table.run + 1;
+    x.table = Table{};
+    x.table.arms.assign(e.arms.size(), Stars{});
+    x.table.run = run;
+    x.test = stats::SequentialIndependenceTest(e.arms.size(), 5);
+    return run;
+  }
   bool shared() const override { return false; }
 
  private:
@@ -147,6 +165,23 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return ARGV[1]
 )lua";
 
+// KEYS: table. ARGV: field, value pairs of the decision (d:arm first). Records them unless a
+// decision is there already. Returns 1 recorded, 0 already decided.
+constexpr const char* kLuaRecord = R"lua(
+if redis.call('HEXISTS', KEYS[1], 'd:arm') == 1 then return 0 end
+for i = 1, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return 1
+)lua";
+
+// KEYS: table, archive. ARGV: reset time (epoch ms). Archives the table under the archive key
+// and starts an empty one whose run is one higher. Returns the new run.
+constexpr const char* kLuaReset = R"lua(
+local run = tonumber(redis.call('HGET', KEYS[1], 'run') or '0') + 1
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('RENAME', KEYS[1], KEYS[2]) end
+redis.call('HSET', KEYS[1], 'run', run, 'reset_at', ARGV[1])
+return run
+)lua";
+
 constexpr const char* kLuaGet = "return redis.call('GET', KEYS[1]) or ''";
 constexpr const char* kLuaTable = "return redis.call('HGETALL', KEYS[1])";
 
@@ -185,6 +220,7 @@ class RedisStore final : public Store {
     if (!r.ok) return failed(r.error);
     Table t;
     t.arms.assign(e.arms.size(), Stars{});
+    std::map<std::string, std::string> decision;  // d:* fields
     for (std::size_t i = 0; i + 1 < r.values.size(); i += 2) {
       const std::string& f = r.values[i];
       const std::string& v = r.values[i + 1];
@@ -196,12 +232,70 @@ class RedisStore final : public Store {
         t.total = std::stoll(v);
       else if (f == "maxloge")
         t.max_log_e = std::stod(v);
+      else if (f == "run")
+        t.run = std::stoll(v);
+      else if (f.rfind("d:", 0) == 0)
+        decision[f] = v;
     }
+    t.recorded = decisionOf(decision, e.arms.size());
     return t;
+  }
+
+  bool record(const AbExperiment& e, const RecordedDecision& d) override {
+    std::vector<std::string> args = {
+        "d:arm", std::to_string(d.winner), "d:p", exact(d.p), "d:rule", d.rule,
+        "d:at",  std::to_string(d.at_ms)};
+    for (std::size_t i = 0; i < d.ratings.size(); ++i) {
+      args.push_back("d:n:" + std::to_string(i));
+      args.push_back(std::to_string(d.ratings[i]));
+      args.push_back("d:mean:" + std::to_string(i));
+      args.push_back(exact(i < d.mean_stars.size() ? d.mean_stars[i] : 0));
+    }
+    const auto r = redis_.runScript(kLuaRecord, {base(e) + "table"}, args);
+    if (!r.ok) failed(r.error);
+    return r.ok;
+  }
+
+  std::optional<std::int64_t> reset(const AbExperiment& e, std::int64_t at_ms) override {
+    const auto r = redis_.runScript(
+        kLuaReset, {base(e) + "table", base(e) + "table:reset:" + std::to_string(at_ms)},
+        {std::to_string(at_ms)});
+    if (!r.ok) return failed(r.error);
+    return r.integer;
   }
   bool shared() const override { return true; }
 
  private:
+  static std::string exact(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return buf;
+  }
+  /// The recorded decision from its d:* fields; nullopt when none, or when they do not read as
+  /// one of this experiment's (a hand-edited hash): better undecided than a made-up winner.
+  static std::optional<RecordedDecision> decisionOf(const std::map<std::string, std::string>& f,
+                                                    std::size_t arms) {
+    const auto get = [&](const std::string& k) {
+      const auto it = f.find(k);
+      return it == f.end() ? std::string() : it->second;
+    };
+    if (get("d:arm").empty()) return std::nullopt;
+    try {
+      RecordedDecision d;
+      d.winner = std::stoul(get("d:arm"));
+      d.p = std::stod(get("d:p"));
+      d.rule = get("d:rule");
+      d.at_ms = std::stoll(get("d:at"));
+      for (std::size_t i = 0; i < arms; ++i) {
+        d.ratings.push_back(std::stoll(get("d:n:" + std::to_string(i))));
+        d.mean_stars.push_back(std::stod(get("d:mean:" + std::to_string(i))));
+      }
+      if (d.winner >= arms) return std::nullopt;
+      return d;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
   std::string base(const AbExperiment& e) const {
     return redis_.options().key_prefix + "ab:{" + e.name + "}:" + armsTag(e) + ":";
   }
@@ -300,8 +394,8 @@ Decision decide(const Table& table, const AbOptions& options) {
   }
   d.chi = stats::chiSquareIndependence(rows);
   d.anytime_p = std::min(1.0, std::exp(-table.max_log_e));
-  const double p = options.decision == "chi_square" ? (d.chi ? d.chi->p_value : 1.0) : d.anytime_p;
-  d.decided = every_arm && p < options.alpha;
+  d.p = options.decision == "chi_square" ? (d.chi ? d.chi->p_value : 1.0) : d.anytime_p;
+  d.decided = every_arm && d.p < options.alpha;
   if (d.decided) {
     std::size_t best = 0;
     for (std::size_t i = 1; i < d.mean_stars.size(); ++i)
@@ -309,6 +403,17 @@ Decision decide(const Table& table, const AbOptions& options) {
     d.winner = best;
   }
   return d;
+}
+
+RecordedDecision recordedFrom(const Decision& d, const AbOptions& options, std::int64_t at_ms) {
+  RecordedDecision r;
+  r.winner = d.winner.value_or(0);
+  r.p = d.p;
+  r.rule = options.decision;
+  r.at_ms = at_ms;
+  r.ratings = d.ratings;
+  for (const auto& m : d.mean_stars) r.mean_stars.push_back(m.value_or(0));
+  return r;
 }
 
 std::unique_ptr<Store> makeStore(const BudgetOptions& budget) {
@@ -328,7 +433,7 @@ AbService::AbService(AbOptions options, std::unique_ptr<Store> store,
                     .Help("Ratings sent to the A/B store, by what it made of them")
                     .Register(registry)) {
   for (const auto& e : options_.experiments)
-    states_.push_back(State{e.name, e.arms, false, {}, {}});
+    states_.push_back(State{e.name, e.arms, false, {}, {}, false});
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -376,38 +481,87 @@ void AbService::record(const Pending& p) {
   recorded_.Add({{"experiment", e.name}, {"outcome", outcome}}).Increment();
 }
 
+namespace {
+
+std::int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// "control 40, concise 40" / "control 3.10, concise 3.90".
+template <typename T>
+std::string perArm(const std::vector<std::string>& arms, const std::vector<T>& v,
+                   const char* format) {
+  std::string out;
+  for (std::size_t i = 0; i < arms.size() && i < v.size(); ++i)
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", arms[i],
+                       fmt::format(fmt::runtime(format), v[i]));
+  return out;
+}
+
+/// The decision's log line: the event an operator looks for (docs/ab.md, "The decision").
+void logDecision(const AbService::State& s, double alpha, bool at_start) {
+  const RecordedDecision& d = *s.table.recorded;
+  const std::time_t t = static_cast<std::time_t>(d.at_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  spdlog::info(
+      "ab: experiment '{}' {} {}: winner '{}' ({} p {:.4g} < alpha {}; ratings {}; mean stars "
+      "{}); final: the router sends every unit to '{}', later ratings are counted beside it "
+      "and never re-decide it; `assay ab reset` starts the experiment again",
+      s.experiment, at_start ? "is decided since" : "decided at", when, s.arms[d.winner],
+      d.rule == "chi_square" ? "chi-square" : "anytime-valid", d.p, alpha,
+      perArm(s.arms, d.ratings, "{}"), perArm(s.arms, d.mean_stars, "{:.2f}"), s.arms[d.winner]);
+}
+
+}  // namespace
+
 void AbService::refresh() {
   std::vector<State> fresh;
   for (const auto& e : options_.experiments) {
-    State s{e.name, e.arms, false, {}, {}};
+    State s{e.name, e.arms, false, {}, {}, false};
     if (auto t = store_->table(e)) {
       s.available = true;
       s.table = std::move(*t);
       s.decision = decide(s.table, options_);
+      // The first time the rule holds, the decision is recorded, once for every instance; the
+      // table is read again for the decision that holds (another instance's may have won).
+      if (!s.table.recorded && s.decision.decided &&
+          store_->record(e, recordedFrom(s.decision, options_, nowMs())))
+        if (auto again = store_->table(e)) {
+          s.table = std::move(*again);
+          s.decision = decide(s.table, options_);
+        }
     }
     fresh.push_back(std::move(s));
   }
   std::lock_guard lock(mu_);
   for (std::size_t i = 0; i < fresh.size(); ++i) {
-    if (!fresh[i].available) {
+    State& now = fresh[i];
+    const State& before = states_[i];
+    if (!now.available) {
       states_[i].available = false;  // keep the last answer's decision for the router
       continue;
     }
-    if (states_[i].available && fresh[i].table.total < states_[i].table.total)
+    const bool reset = before.seen && now.table.run != before.table.run;
+    if (reset)
+      spdlog::info(
+          "ab: experiment '{}' was reset (run {}): its table and decision were archived; the "
+          "router splits units again until the rule holds on the new ratings",
+          now.experiment, now.table.run);
+    else if (before.seen && now.table.total < before.table.total)
       spdlog::warn(
           "ab: experiment '{}' had {} ratings in the store and now has {}: the store lost them "
           "(Redis restarted without persistence, or the keys were deleted); the decision "
           "starts again from what is left",
-          fresh[i].experiment, states_[i].table.total, fresh[i].table.total);
-    if (fresh[i].decision.decided && !states_[i].decision.decided)
-      spdlog::info(
-          "ab: experiment '{}' decided: winner '{}' (p {:.4g}, {} rule); the router "
-          "sends every unit there",
-          fresh[i].experiment, fresh[i].arms[*fresh[i].decision.winner],
-          options_.decision == "chi_square" ? fresh[i].decision.chi->p_value
-                                            : fresh[i].decision.anytime_p,
-          options_.decision);
-    states_[i] = std::move(fresh[i]);
+          now.experiment, before.table.total, now.table.total);
+    if (now.table.recorded && (reset || !before.table.recorded))
+      logDecision(now, options_.alpha, !before.seen);
+    now.seen = true;
+    states_[i] = std::move(now);
   }
 }
 
@@ -464,8 +618,8 @@ std::pair<int, std::string> AbService::route(std::string_view query) {
   std::optional<std::size_t> winner;
   {
     std::lock_guard lock(mu_);
-    const auto& d = states_[static_cast<std::size_t>(e - options_.experiments.data())].decision;
-    if (d.decided) winner = d.winner;
+    const auto& t = states_[static_cast<std::size_t>(e - options_.experiments.data())].table;
+    if (t.recorded) winner = t.recorded->winner;
   }
   if (winner)
     return {200, json({{"experiment", *name},

@@ -14,7 +14,11 @@
 /// - Decision: p < ab.alpha (0.05) and every arm has ab.min_ratings_per_arm (30) ratings; p is
 ///   the anytime-valid sequential test's (judges/tracking/sequential.hpp; valid however often
 ///   it is looked at) unless `ab.decision: chi_square` asks for the seed's rule (Pearson's
-///   chi-square at every look, whose real false-positive rate is far above alpha).
+///   chi-square at every look, whose real false-positive rate is far above alpha). The first
+///   time the rule holds, the decision is recorded in the store (winner, p, rule, time, the
+///   ratings and mean stars per arm), once for every instance: from then on it is final.
+///   Ratings keep being counted and reported beside it, and never re-decide it; only a reset
+///   (`assay ab reset`, Store::reset) starts the experiment again.
 
 #include <prometheus/counter.h>
 #include <prometheus/registry.h>
@@ -46,11 +50,23 @@ using Stars = std::array<std::int64_t, 5>;
 /// instances, versions and restarts.
 std::size_t hashArm(const AbExperiment& experiment, std::string_view unit);
 
+/// A decision as recorded in the store: final until the experiment is reset.
+struct RecordedDecision {
+  std::size_t winner = 0;  ///< arm index: the highest mean stars when the rule first held
+  double p = 1;            ///< the rule's p-value then, [0, 1]
+  std::string rule;        ///< "anytime" or "chi_square"
+  std::int64_t at_ms = 0;  ///< when, Unix epoch milliseconds
+  std::vector<std::int64_t> ratings;  ///< per arm, then
+  std::vector<double> mean_stars;     ///< per arm, then (1..5; 0 for an arm without ratings)
+};
+
 /// What the store holds for one experiment.
 struct Table {
   std::vector<Stars> arms;  ///< per configured arm, in configuration order
   double max_log_e = 0;     ///< sup log M: the anytime-valid p-value is min(1, e^−max_log_e)
   std::int64_t total = 0;   ///< ratings counted
+  std::optional<RecordedDecision> recorded;  ///< the decision, once made
+  std::int64_t run = 0;                      ///< resets so far (0 until the first `assay ab reset`)
 };
 
 struct Decision {
@@ -58,12 +74,17 @@ struct Decision {
   double anytime_p = 1;                 ///< min(1, 1 / sup M)
   std::vector<std::int64_t> ratings;    ///< per arm
   std::vector<std::optional<double>> mean_stars;  ///< per arm; nullopt without ratings
-  bool decided = false;
+  bool decided = false;               ///< the rule holds on this table (recorded or not)
   std::optional<std::size_t> winner;  ///< when decided: the arm with the highest mean stars
+  double p = 1;                       ///< the rule's p-value (anytime_p or the chi-square's)
 };
 
-/// The decision on `table` under `options` (the rule, alpha, the minimum per arm).
+/// The rule on `table` under `options` (the rule, alpha, the minimum per arm), whatever is
+/// recorded: what recordedFrom() records the first time it holds.
 Decision decide(const Table& table, const AbOptions& options);
+
+/// The record of `d` (decided) at `at_ms` under `options`' rule.
+RecordedDecision recordedFrom(const Decision& d, const AbOptions& options, std::int64_t at_ms);
 
 /// Where assignments and tables live: `budget.store` ("memory" or a redis:// URL), keys under
 /// `budget.key_prefix`. Thread-safe; a Redis round trip each (1 s timeout).
@@ -81,6 +102,14 @@ class Store {
   /// already counted in this experiment (7 days), and advances the sequential test, atomically.
   virtual Rated rate(const AbExperiment& e, std::size_t arm, int stars, std::string_view id) = 0;
   virtual std::optional<Table> table(const AbExperiment& e) = 0;
+  /// Records `d` unless a decision is recorded already, atomically (the first instance wins);
+  /// false when the store does not answer. Read the table again for the one that holds.
+  virtual bool record(const AbExperiment& e, const RecordedDecision& d) = 0;
+  /// Starts the experiment again: the table (ratings, sequential test, decision) is archived
+  /// (Redis: renamed to PREFIXab:{NAME}:TAG:table:reset:AT_MS; memory: dropped) and an empty
+  /// one takes its place with `run` one higher. Rating ids already counted stay counted. The
+  /// new run number, or nullopt when the store does not answer.
+  virtual std::optional<std::int64_t> reset(const AbExperiment& e, std::int64_t at_ms) = 0;
   virtual bool shared() const = 0;
 };
 
@@ -116,8 +145,9 @@ class AbService {
     std::string experiment;
     std::vector<std::string> arms;
     bool available = false;  ///< the store answered the last refresh
-    Table table;
-    Decision decision;
+    Table table;             ///< table.recorded: the decision in force (final until a reset)
+    Decision decision;  ///< the rule on the current table (ratings since the decision included)
+    bool seen = false;  ///< the store has answered at least once since start
   };
   /// The last refresh of every experiment.
   std::vector<State> snapshot() const;

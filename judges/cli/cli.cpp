@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "config/loader.hpp"
+#include "judges/cli/ab_command.hpp"
 #include "judges/cli/backfill.hpp"
 #include "judges/cli/bakeoff.hpp"
 #include "judges/cli/calibrate.hpp"
@@ -37,6 +38,8 @@ constexpr std::string_view kOverview =
        assay backfill --config ASSAYD.yaml --from TIME [--to TIME] [--judge NAME]... [--rate R]
                       [--yes | --max-cost-eur X] [options]
        assay prompt --config ASSAYD.yaml [--judge NAME]... [--events FILE [--id ID]] [--body]
+       assay ab status --config ASSAYD.yaml [--experiment NAME]
+       assay ab reset --config ASSAYD.yaml --experiment NAME --yes
        assay --version
        assay COMMAND --help     that command's usage and options
 
@@ -51,6 +54,8 @@ backfill  judge past traffic: the events topic between two times, the estimate f
 bakeoff   compare prompts, models or workflows on the same inputs with 2 or 3 LLM judges
           scoring side by side: consensus with 95 % intervals, judges' agreement, position
           audit (docs/bakeoff.md)
+ab        the A/B experiments in the shared store: their tables, p-values and recorded
+          decisions (status), and the one way to undo a decision (reset) (docs/ab.md)
 prompt    the request each LLM judge of assayd's configuration sends for one event (a custom
           criterion's rubric as the model reads it), without calling the provider
 Each command's usage and options follow; `assay COMMAND --help` prints one of them.
@@ -216,6 +221,28 @@ redacts it. Nothing is called and no key is needed.
   --body                   the request bodies exactly as sent, one JSON document per line
 )";
 
+constexpr std::string_view kAb =
+    R"(usage: assay ab status --config ASSAYD.yaml [--experiment NAME]
+       assay ab reset --config ASSAYD.yaml --experiment NAME --yes
+
+The experiments of assayd's configuration (ab.experiments) as the shared store (budget.store,
+redis://) holds them for every instance (docs/ab.md).
+
+status   per experiment: the ratings and mean stars per arm, the anytime-valid and chi-square
+         p-values on them, whether the rule holds now, and the recorded decision (winner, rule,
+         p, time, the ratings then and since). A recorded decision is final: later ratings
+         never re-decide it.
+reset    starts the experiment again: its table (ratings, sequential test) and its decision are
+         archived in the store (PREFIXab:{NAME}:TAG:table:reset:MS) and an empty run begins;
+         the running instances log the reset and split units again within a second. Rating
+         ids already counted stay counted. Needs --yes.
+
+  --config ASSAYD.yaml     assayd's configuration (required): ab, budget.store, key prefix
+  --experiment NAME        one experiment (required by reset; default every one)
+  --yes                    reset without asking
+With budget.store: memory each process holds its own tables: restarting assayd resets them.
+)";
+
 /// A usage error: the message and where the usage is, not the whole usage text.
 int usage(const std::string& command, const std::string& msg, std::ostream& err) {
   err << "assay: " << msg << "\n(assay " << (command.empty() ? "" : command + " ")
@@ -287,6 +314,7 @@ std::string_view commandHelp(std::string_view command) {
   if (command == "bakeoff") return kBakeoffHelp;
   if (command == "backfill") return kBackfill;
   if (command == "prompt") return kPrompt;
+  if (command == "ab") return kAb;
   return {};
 }
 
@@ -304,7 +332,8 @@ int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostre
     // The overview, then every command's help: the whole manual (the package's man page is
     // made of it).
     out << kOverview << "\n" << kExitCodes;
-    for (const auto& section : {kReport, kCalibrate, kEstimate, kBakeoffHelp, kBackfill, kPrompt})
+    for (const auto& section :
+         {kReport, kCalibrate, kEstimate, kBakeoffHelp, kBackfill, kPrompt, kAb})
       out << "\n" << section;
     out << "\nassay backfill's " << kBackfillExitCodes;
     return 0;
@@ -327,6 +356,13 @@ int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostre
       return usage("backfill", e.what(), err);
     }
     return runBackfill(o, out, err);
+  }
+  if (cmd == "ab") {
+    try {
+      return runAbCommand(parseAbArgs(rest), out, err);
+    } catch (const AbCommandError& e) {
+      return usage("ab", e.what(), err);
+    }
   }
   if (cmd == "prompt") {
     try {

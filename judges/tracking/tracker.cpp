@@ -62,7 +62,10 @@ constexpr FamilySpec kFamilies[] = {
      "Cohen's kappa between two annotators of the same events (below 0.6: ambiguous rubric)"},
     {"assay_ab_p_value",
      "Pearson chi-square test of independence, variant x stars, on user ratings"},
-    {"assay_ab_decided", "1 once p < 0.05 and every arm has at least 30 ratings"},
+    {"assay_ab_decided",
+     "1 once the experiment is decided, then final: a configured experiment's recorded decision "
+     "(until assay ab reset); an experiment joined by app and variant, once chi-square p < 0.05 "
+     "with 30 ratings per arm in this process (until a restart)"},
     {"assay_ab_ratings", "User ratings joined to an experiment's variant"},
     {"assay_ab_expected_min",
      "Smallest expected count of the chi-square table (below 5 in over 20 % of the cells, or "
@@ -71,6 +74,13 @@ constexpr FamilySpec kFamilies[] = {
     {"assay_ab_anytime_p_value",
      "Anytime-valid p-value of a configured experiment (valid under continuous monitoring)"},
     {"assay_ab_winner", "1 for the arm a decided experiment sends every unit to, else 0"},
+    {"assay_ab_decision_p_value",
+     "A decided experiment's p-value under its rule when the decision was recorded"},
+    {"assay_ab_decision_timestamp_seconds",
+     "When a decided experiment's decision was recorded, Unix seconds"},
+    {"assay_ab_decision_ratings",
+     "A decided experiment's ratings per arm when the decision was recorded (assay_ab_ratings "
+     "keeps counting)"},
 };
 
 std::string seriesKey(const char* family, const prometheus::Labels& labels) {
@@ -749,7 +759,9 @@ void ScoreTracker::exportAb(const Snapshot& snap, Touched& touched) {
     setGauge("assay_ab_p_value", l, chi->p_value, touched);
     setGauge("assay_ab_expected_min", l, chi->min_expected, touched);
     setGauge("assay_ab_reliable", l, chi->reliable ? 1.0 : 0.0, touched);
-    setGauge("assay_ab_decided", l, chi->p_value < 0.05 && every_arm_30 ? 1.0 : 0.0, touched);
+    // A decision is an event: once made it stays (in this process), whatever later ratings do.
+    if (chi->p_value < 0.05 && every_arm_30) local_decided_.insert(experiment);
+    setGauge("assay_ab_decided", l, local_decided_.count(experiment) ? 1.0 : 0.0, touched);
   }
   if (!shared_snapshot_) return;
   for (const auto& x : shared_snapshot_()) {
@@ -762,6 +774,13 @@ void ScoreTracker::exportAb(const Snapshot& snap, Touched& touched) {
     }
     setGauge("assay_ab_anytime_p_value", l, x.anytime_p, touched);
     setGauge("assay_ab_decided", l, x.decided ? 1.0 : 0.0, touched);
+    if (x.decided) {
+      setGauge("assay_ab_decision_p_value", l, x.decision_p, touched);
+      setGauge("assay_ab_decision_timestamp_seconds", l, x.decision_time_s, touched);
+      for (std::size_t a = 0; a < x.arms.size() && a < x.decision_ratings.size(); ++a)
+        setGauge("assay_ab_decision_ratings", {{"experiment", x.name}, {"variant", x.arms[a]}},
+                 static_cast<double>(x.decision_ratings[a]), touched);
+    }
     if (!x.chi) continue;
     setGauge("assay_ab_p_value", l, x.chi->p_value, touched);
     setGauge("assay_ab_expected_min", l, x.chi->min_expected, touched);

@@ -50,6 +50,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -92,8 +93,11 @@ struct SharedExperiment {
   std::vector<std::int64_t> ratings;  ///< per arm
   std::optional<stats::ChiSquare> chi;
   double anytime_p = 1;
-  bool decided = false;
-  std::optional<std::size_t> winner;
+  bool decided = false;                        ///< a decision is recorded (final until a reset)
+  std::optional<std::size_t> winner;           ///< the recorded winner
+  double decision_p = 1;                       ///< the rule's p when the decision was recorded
+  double decision_time_s = 0;                  ///< when, Unix seconds
+  std::vector<std::int64_t> decision_ratings;  ///< per arm, then
 };
 struct SharedAb {
   /// A rating of `experiment` with its arm (`variant`) or `unit`: the outcome to count, or
@@ -220,6 +224,7 @@ class ScoreTracker {
   std::map<std::string, std::map<std::string, Stars>> ab_;
   SharedAb shared_;  // guarded by mu_ (set once, before feedback)
   std::function<std::vector<SharedExperiment>()> shared_snapshot_;  // poll thread
+  std::set<std::string> local_decided_;  // poll thread: experiments joined by app, decided
 
   // Gauges owned by refresh() (poll thread only): series key → gauge.
   std::map<std::string, prometheus::Gauge*> series_;

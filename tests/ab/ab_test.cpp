@@ -211,3 +211,124 @@ TEST_CASE("the router: one unit one arm on 100 calls, errors, and the winner onc
   CHECK(armOf(decided) == "concise");
   CHECK(decided.find("\"decided\":true") != std::string::npos);
 }
+
+namespace {
+/// Rates `n` ratings of `stars` on `arm`, ids from `prefix`.
+void rateMany(AbService& s, const AbExperiment& e, const std::string& arm, int stars, int n,
+              const std::string& prefix) {
+  for (int i = 0; i < n; ++i) s.rate(e, arm, "", stars, prefix + std::to_string(i));
+}
+}  // namespace
+
+TEST_CASE("chi_square: decided at 40/40 is recorded once; 20 more ratings do not un-decide it") {
+  // The issue's trial: decided at p 0.0020 with 40 ratings per arm, then p 0.278 after 20 more;
+  // the router went back to 50/50. A decision is an event: it stays.
+  prometheus::Registry registry;
+  AbService service(optionsWith(twoArms(), "chi_square"), makeStore(BudgetOptions{}), registry);
+  const auto* e = service.find("answer-style");
+  REQUIRE(e);
+  // control: 40 ratings, mean 3.0 (3 stars x 20, 2 x 10, 4 x 10); concise: 40, mean 4.0.
+  rateMany(service, *e, "control", 3, 20, "c3-");
+  rateMany(service, *e, "control", 2, 10, "c2-");
+  rateMany(service, *e, "control", 4, 10, "c4-");
+  rateMany(service, *e, "concise", 4, 30, "k4-");
+  rateMany(service, *e, "concise", 3, 5, "k3-");
+  rateMany(service, *e, "concise", 5, 5, "k5-");
+  service.sync();
+  auto s = service.snapshot()[0];
+  REQUIRE(s.decision.chi);
+  // scipy.stats.chi2_contingency([[10,20,10,0],[0,5,30,5]], correction=False): p 1.98e-07.
+  CHECK(s.decision.chi->p_value == doctest::Approx(1.98e-07).epsilon(0.01));
+  REQUIRE(s.table.recorded);
+  const RecordedDecision first = *s.table.recorded;
+  CHECK(e->arms[first.winner] == "concise");
+  CHECK(first.rule == "chi_square");
+  CHECK(first.p == s.decision.chi->p_value);
+  CHECK(first.ratings == std::vector<std::int64_t>{40, 40});
+  CHECK(first.mean_stars == std::vector<double>{3.0, 4.0});
+  CHECK(armOf(service.route("experiment=answer-style&unit=u1").second) == "concise");
+  // Later ratings turn the table the other way: the rule no longer holds, nothing changes.
+  rateMany(service, *e, "concise", 1, 300, "k1-");
+  rateMany(service, *e, "control", 5, 20, "c5-");
+  service.sync();
+  s = service.snapshot()[0];
+  CHECK(s.table.total == 400);
+  CHECK(*s.decision.mean_stars[1] < *s.decision.mean_stars[0]);  // control rates higher now
+  REQUIRE(s.table.recorded);
+  CHECK(s.table.recorded->winner == first.winner);
+  CHECK(s.table.recorded->at_ms == first.at_ms);
+  CHECK(s.table.recorded->ratings == first.ratings);
+  for (int i = 0; i < 50; ++i) {
+    const auto [status, body] = service.route("experiment=answer-style&unit=u" + std::to_string(i));
+    CHECK(armOf(body) == "concise");
+    CHECK(body.find("\"decided\":true") != std::string::npos);
+  }
+}
+
+TEST_CASE("the memory store: a decision is recorded once; a reset starts an empty run") {
+  auto store = makeStore(BudgetOptions{});
+  const auto e = twoArms();
+  CHECK(store->rate(e, 1, 5, "a") == Store::Rated::kCounted);
+  RecordedDecision d{1, 0.01, "anytime", 1000, {0, 1}, {0, 5}};
+  CHECK(store->record(e, d));
+  RecordedDecision other = d;
+  other.winner = 0;
+  CHECK(store->record(e, other));
+  CHECK(store->table(e)->recorded->winner == 1);  // the first stays
+  CHECK(store->reset(e, 2000) == 1);
+  const auto t = store->table(e);
+  CHECK(t->run == 1);
+  CHECK(t->total == 0);
+  CHECK(t->max_log_e == 0);
+  CHECK_FALSE(t->recorded);
+  CHECK(store->rate(e, 1, 5, "a") == Store::Rated::kDuplicate);  // ids stay counted
+  CHECK(store->reset(e, 3000) == 2);
+}
+
+TEST_CASE("Redis: two instances record one decision; a reset is seen by both and splits again") {
+  test::RedisServer redis;
+  prometheus::Registry ra, rb;
+  AbService a(optionsWith(twoArms()), makeStore(redisBudget(redis, "assay:g:")), ra);
+  AbService b(optionsWith(twoArms()), makeStore(redisBudget(redis, "assay:g:")), rb);
+  const auto* e = a.find("answer-style");
+  std::size_t k = 0;
+  for (const auto& [arm, stars] : ratings(3000, 3))
+    (k % 2 ? a : b).rate(*e, e->arms[arm], "", stars, "r" + std::to_string(k)), ++k;
+  a.sync();
+  b.sync();
+  a.sync();
+  const auto sa = a.snapshot()[0], sb = b.snapshot()[0];
+  REQUIRE(sa.table.recorded);
+  REQUIRE(sb.table.recorded);
+  // One record for both: the same winner, time and counts, whichever instance wrote it.
+  CHECK(sa.table.recorded->at_ms == sb.table.recorded->at_ms);
+  CHECK(sa.table.recorded->winner == sb.table.recorded->winner);
+  CHECK(sa.table.recorded->ratings == sb.table.recorded->ratings);
+  CHECK(e->arms[sa.table.recorded->winner] == "concise");
+  CHECK(sa.table.recorded->p < 0.05);
+  CHECK(sa.table.recorded->p == sa.table.recorded->p);  // finite, read back exactly
+  // The store keeps the first record: a second one does not replace it.
+  auto store = makeStore(redisBudget(redis, "assay:g:"));
+  RecordedDecision other = *sa.table.recorded;
+  other.winner = 0;
+  CHECK(store->record(*e, other));
+  CHECK(store->table(*e)->recorded->winner == sa.table.recorded->winner);
+  // Reset: archived, run 1, no decision; both instances route by the split again.
+  REQUIRE(store->reset(*e, 1234) == 1);
+  a.sync();
+  b.sync();
+  for (AbService* s : {&a, &b}) {
+    const auto st = s->snapshot()[0];
+    CHECK(st.table.run == 1);
+    CHECK(st.table.total == 0);
+    CHECK_FALSE(st.table.recorded);
+    const auto [status, body] = s->route("experiment=answer-style&unit=user-7");
+    CHECK(body.find("\"decided\":false") != std::string::npos);
+    CHECK(armOf(body) == e->arms[hashArm(*e, "user-7")]);
+  }
+  // The archive holds the old run's table and its decision, under the reset's time.
+  CHECK(test::rawCommands(redis.port(), {"EVAL \"local k = redis.call('KEYS', "
+                                         "'assay:g:ab:{answer-style}:*:table:reset:1234') return "
+                                         "redis.call('HGET', k[1], 'd:arm')\" 0"}) ==
+        std::to_string(sa.table.recorded->winner));
+}

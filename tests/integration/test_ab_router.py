@@ -12,6 +12,12 @@ real redis-server (budget.store), the mock broker in its own process.
      0.2715: 3.908, 3 degrees of freedom, not an error nor infinity) and the same anytime-valid
      p-value, and not decided.
   3. Ratings naming only their unit take the arm the router served that unit.
+  4. A Redis that hangs delays a route, never /healthz, /readyz or /metrics.
+  5. A decision is an event: 40 ratings per arm of `decide-me` that meet the chi-square rule
+     are recorded once for both instances (the same p and time on both, logged, exported as
+     assay_ab_decision_*); 300 one-star ratings of the winner afterwards are counted beside it
+     and never re-decide it (the router keeps the winner); `assay ab reset` starts the
+     experiment again, and both instances split units again.
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
@@ -72,6 +78,7 @@ ab:
   experiments:
     - {{name: {EXPERIMENT}, arms: {{control: 50, treatment: 50}}}}
     - {{name: by-unit, arms: [left, right]}}
+    - {{name: decide-me, arms: [a, b]}}
 admin: {{listen: "127.0.0.1:{port}"}}
 """)
 
@@ -84,6 +91,66 @@ def route(port, experiment, unit):
 def metrics(port):
     status, text = tp.http_get(f"http://127.0.0.1:{port}/metrics")
     return tp.parse_metrics(text) if status == 200 else []
+
+
+def decide_and_reset(args, workdir, bootstrap, ports, checks):
+    """Part 5: a recorded decision stays until `assay ab reset`."""
+    x = "decide-me"
+    # a: 40 ratings of mean 3.0; b: 40 of mean 4.0 (scipy: chi-square p 2e-7 < 0.05).
+    plan = [("a", 3, 20), ("a", 2, 10), ("a", 4, 10), ("b", 4, 30), ("b", 3, 5), ("b", 5, 5)]
+    ratings = []
+    for arm, stars, n in plan:
+        ratings += [{"id": f"d-{arm}{stars}-{i}", "kind": "rating", "value": stars,
+                     "experiment": x, "variant": arm} for i in range(n)]
+    random.Random(5).shuffle(ratings)
+    tp.produce_keyed(bootstrap, FEEDBACK_TOPIC, [(r["id"], json.dumps(r).encode()) for r in ratings])
+
+    def state(port):
+        m = metrics(port)
+        return (tp.metric(m, "assay_ab_decided", experiment=x),
+                tp.metric(m, "assay_ab_winner", experiment=x, variant="b"),
+                tp.metric(m, "assay_ab_decision_p_value", experiment=x),
+                tp.metric(m, "assay_ab_decision_timestamp_seconds", experiment=x))
+    tp.wait_for("decide-me decided on both instances", lambda: all(
+        state(p)[0] == 1 for p in ports), 30)
+    sa, sb = state(ports[0]), state(ports[1])
+    checks.eq("one recorded decision: winner b, the same p and time on both", sa, sb)
+    checks.true("its p is below alpha", sa[2] is not None and sa[2] < 0.05, sa)
+    checks.eq("the ratings at the decision", (40.0, 40.0), tuple(
+        tp.metric(metrics(ports[0]), "assay_ab_decision_ratings", experiment=x, variant=v)
+        for v in ("a", "b")))
+    logs = [open(os.path.join(workdir, f"{n}.log"), errors="replace").read() for n in ("A", "B")]
+    checks.true("each instance logs the decision once", all(
+        log.count(f"ab: experiment '{x}' decided at") == 1 for log in logs),
+        [log.count(f"ab: experiment '{x}'") for log in logs])
+    # 300 one-star ratings of the winner: the rule no longer holds; the decision stands.
+    late = [{"id": f"late-{i}", "kind": "rating", "value": 1, "experiment": x, "variant": "b"}
+            for i in range(300)]
+    tp.produce_keyed(bootstrap, FEEDBACK_TOPIC, [(r["id"], json.dumps(r).encode()) for r in late])
+    tp.wait_for("the 380 ratings counted", lambda: (tp.metric(
+        metrics(ports[1]), "assay_ab_ratings", experiment=x, variant="b") or 0) == 340, 30)
+    checks.eq("after 300 one-star ratings of b: still decided for b, same record", sa,
+              state(ports[1]))
+    routes = [route(ports[i % 2], x, f"w{i}")[1] for i in range(20)]
+    checks.true("the router sends every unit to the winner", all(
+        r["arm"] == "b" and r["decided"] for r in routes), routes[:2])
+    # The documented reset.
+    assay = os.path.join(os.path.dirname(args.assayd), "assay")
+    reset = subprocess.run([assay, "ab", "reset", "--config", os.path.join(workdir, "A.yaml"),
+                            "--experiment", x, "--yes"], capture_output=True, text=True,
+                           timeout=30)
+    checks.true("assay ab reset", reset.returncode == 0 and "run 1 starts; 380 ratings and the "
+                "decision (winner b) archived" in reset.stdout, (reset.stdout, reset.stderr))
+    tp.wait_for("both instances see the reset", lambda: all(
+        state(p)[0] == 0 for p in ports), 30)
+    routes = [route(ports[i % 2], x, f"w{i}")[1] for i in range(20)]
+    checks.true("after the reset the router splits units again", all(
+        r["arm"] == hash_arm(x, f"w{i}", ["a", "b"]) and not r["decided"]
+        for i, r in enumerate(routes)), routes[:2])
+    logs = [open(os.path.join(workdir, f"{n}.log"), errors="replace").read() for n in ("A", "B")]
+    checks.true("each instance logs the reset", all(
+        f"ab: experiment '{x}' was reset (run 1)" in log for log in logs))
+    return f"decide-me decided at p {sa[2]:.3g}, kept after 300 contrary ratings, reset"
 
 
 def run(args, workdir, checks):
@@ -222,8 +289,9 @@ def run(args, workdir, checks):
             os.kill(redis.pid, signal.SIGCONT)
         waiter.join(60)
         checks.eq("Redis back: the route answers", 200, pending.get("r", (0,))[0])
+        decision = decide_and_reset(args, workdir, bootstrap, ports, checks)
         tp.log(f"A/B: p {pa} on both instances (scipy {p}), anytime-valid p {aa}; ratings "
-               f"consumed {joined}")
+               f"consumed {joined}; {decision}")
         return f"router and shared A/B table: p {pa:.4f} on both instances"
     finally:
         for p in procs:

@@ -137,6 +137,11 @@ judges:
     timeout_ms: 10000
 budget:
   daily_limit_eur: 5.0
+# The ratings' experiment is the events' app: routed through the A/B store (memory), decided
+# by the anytime-valid rule and recorded (assay_ab_decision_*).
+ab:
+  experiments:
+    - {{name: qa, arms: [A, B]}}
 tracking:
   window: 2000
   window_seconds: 3600
@@ -222,6 +227,7 @@ def run(args, workdir, checks):
                     all(tp.metric(s, "assay_judge_human_pairs", judge=judge) == human_pairs(judge)
                         for judge in JUDGES + ["faith_llm"]) and
                     tp.metric(s, "assay_ab_p_value") is not None and
+                    tp.metric(s, "assay_ab_decision_p_value", experiment="qa") is not None and
                     all(tp.metric(s, "assay_ab_ratings", experiment="qa", variant=v) == n
                         for v, n in rated.items()))
         s, text = tp.scrape_until(base, refreshed, 30)
