@@ -439,6 +439,17 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
     }
   }
   loadKafkaSecrets(r, n, o);
+  // Feedback is joined on the instance that judged its event: only the range assignor gives
+  // partition p of both topics to one instance (daemon/pipeline.cpp checks it at run time).
+  for (const auto& [key, value] : o.properties)
+    if (key == "partition.assignment.strategy" && !o.feedback_topic.empty() &&
+        value.rfind("range", 0) != 0)
+      r.warn(n["properties"][key], p + ".properties." + key,
+             "with kafka.feedback_topic and more than one instance, '" + value +
+                 "' gives an events partition and the feedback partition of the same number to "
+                 "different instances: feedback is joined only on the instance that judged its "
+                 "event, so most of it would never join (assay_feedback_copartitioned 0). Use "
+                 "range, with both topics of the same partition count and keyed by event id");
 }
 
 void loadEvents(Reader& r, const YAML::Node& n, EventFieldOptions& o) {

@@ -37,6 +37,15 @@ ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::vector<std::str
                              "Messages redelivered after a restart or rebalance that were finished "
                              "before (commit metadata): skipped, not judged or written again")
                          .Add({})),
+      feedback_copartitioned(
+          prometheus::BuildGauge()
+              .Name("assay_feedback_copartitioned")
+              .Help("1 when this instance holds, for each events partition it consumes, the "
+                    "feedback partition of the same number (equal partition counts) or every "
+                    "partition of both topics: the feedback of the events it judges reaches it; "
+                    "0 when not (feedback is joined only on the instance that judged its event)")
+              .Register(r)
+              .Add({})),
       lag_(prometheus::BuildGauge()
                .Name("assay_consumer_lag_messages")
                .Help("Messages not yet consumed per assigned partition (high watermark minus "
@@ -54,6 +63,7 @@ ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::vector<std::str
       .Add({{"version", version}})
       .Set(1);
   brokers_reachable.Set(1);
+  feedback_copartitioned.Set(1);
   auto& age = prometheus::BuildGauge()
                   .Name("assay_consumer_last_message_age_seconds")
                   .Help(

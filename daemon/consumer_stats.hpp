@@ -10,6 +10,8 @@
 ///   assay_events_replay_skipped_total                redelivered messages finished before
 ///   assay_consumer_last_message_age_seconds{topic}   since the last message consumed (s)
 ///   assay_consumer_assigned_partitions{topic}        partitions assigned to this instance
+///   assay_feedback_copartitioned                     1 when feedback of this instance's events
+///                                                    reaches it (co-partitioned), else 0
 ///   assay_build_info{version}                        always 1
 
 #include <prometheus/counter.h>
@@ -50,6 +52,7 @@ class ConsumerStats {
   prometheus::Gauge& brokers_reachable;
   prometheus::Counter& authentication_failures;
   prometheus::Counter& replay_skipped;
+  prometheus::Gauge& feedback_copartitioned;  ///< set by the pipeline after each rebalance
 
  private:
   prometheus::Family<prometheus::Gauge>& lag_;

@@ -509,6 +509,30 @@ std::size_t KafkaConsumer::assignedPartitions(const std::string& topic) const {
   return n;
 }
 
+std::vector<std::int32_t> KafkaConsumer::assignedOf(const std::string& topic) const {
+  std::vector<std::int32_t> out;
+  rd_kafka_topic_partition_list_t* parts = nullptr;
+  if (rd_kafka_assignment(rk_, &parts) != RD_KAFKA_RESP_ERR_NO_ERROR || !parts) return out;
+  for (int i = 0; i < parts->cnt; ++i)
+    if (topic == parts->elems[i].topic) out.push_back(parts->elems[i].partition);
+  rd_kafka_topic_partition_list_destroy(parts);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int KafkaConsumer::partitionCount(const std::string& topic, int timeout_ms) const {
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
+  if (!rkt) return -1;
+  const rd_kafka_metadata_t* md = nullptr;
+  const auto err = rd_kafka_metadata(rk_, 0, rkt, &md, timeout_ms);
+  int n = -1;
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR && md && md->topic_cnt == 1 && !md->topics[0].err)
+    n = md->topics[0].partition_cnt;
+  if (md) rd_kafka_metadata_destroy(md);
+  rd_kafka_topic_destroy(rkt);
+  return n;
+}
+
 KafkaConsumer::~KafkaConsumer() {
   close();
   // librdkafka before 2.3.0 (Debian 12 ships 2.0.2) aborts in rd_kafka_destroy() when a
@@ -747,6 +771,7 @@ bool KafkaConsumer::brokerAnswers(int timeout_ms) const {
 }
 
 void KafkaConsumer::onRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
+  ++rebalances_;
   const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk_)) == "COOPERATIVE";
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     std::map<std::string, int> per_topic;

@@ -193,6 +193,14 @@ class KafkaConsumer {
   int takeAuthenticationFailures() { return auth_failures_.exchange(0); }
   /// Partitions assigned to this instance, of `topic`.
   std::size_t assignedPartitions(const std::string& topic) const;
+  /// The partition numbers of `topic` assigned to this instance, ascending.
+  std::vector<std::int32_t> assignedOf(const std::string& topic) const;
+  /// `topic`'s partition count from the cluster's metadata (blocks `timeout_ms` at most); -1
+  /// when unknown.
+  int partitionCount(const std::string& topic, int timeout_ms) const;
+  /// Rebalances served so far (assignments and revocations): the pipeline checks the
+  /// co-partitioning of events and feedback after each.
+  std::uint64_t rebalances() const { return rebalances_.load(); }
 
  private:
   static void rebalanceCb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
@@ -237,6 +245,7 @@ class KafkaConsumer {
   std::atomic<bool> in_assignment_{false};
   bool cooperative_sticky_ = false;  // partition.assignment.strategy names it (~KafkaConsumer)
   std::atomic<std::size_t> assigned_count_{0};
+  std::atomic<std::uint64_t> rebalances_{0};
   bool closed_ = false;
   bool close_result_ = true;
   bool closing_ = false;    // close() committed: a revoke commits nothing more

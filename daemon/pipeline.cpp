@@ -153,7 +153,11 @@ Pipeline::~Pipeline() = default;
 
 JudgeRunner::Listener Pipeline::runnerListener() {
   return JudgeRunner::Listener{
-      [this](const WorkItem& w) { tracker_.noteEvent(w.event.id, w.event.variant, w.event.app); },
+      [this](const WorkItem& w) {
+        // An OTLP event is made of spans from several messages: no one partition.
+        tracker_.noteEvent(w.event.id, w.event.variant, w.event.app,
+                           w.messages.empty() ? w.partition : -1);
+      },
       [this](std::size_t i, const std::string& id, const std::string& variant, double score) {
         tracker_.record(i, id, variant, score);
       },
@@ -515,7 +519,8 @@ void Pipeline::finishInvalid(const rd_kafka_message_t* m, const ParseOutcome& po
 
 void Pipeline::handleFeedback(const rd_kafka_message_t* m) {
   std::string error, kind;
-  if (const auto f = parseFeedback(payloadOf(m), keyOf(m), error, kind)) {
+  if (auto f = parseFeedback(payloadOf(m), keyOf(m), error, kind)) {
+    f->partition = m->partition;
     tracker_.onFeedback(*f);
   } else {
     tracker_.countInvalidFeedback(kind);
@@ -680,12 +685,61 @@ void Pipeline::everySecond() {
   notifyService();
   tracker_.refresh();
   consumer_stats_.setLag(consumer_.lag());
+  checkCopartition();
   const auto now = Clock::now();
   const auto topics = topicsOf(config_.kafka);
   for (std::size_t i = 0; i < topics.size(); ++i)
     consumer_stats_.setTopic(i, std::chrono::duration<double>(now - last_message_[i]).count(),
                              consumer_.assignedPartitions(topics[i]));
   last_refresh_ = now;
+}
+
+namespace {
+std::string partitionList(const std::vector<std::int32_t>& v) {
+  std::string out;
+  for (const auto p : v) out += (out.empty() ? "" : ", ") + std::to_string(p);
+  return "[" + out + "]";
+}
+}  // namespace
+
+void Pipeline::checkCopartition() {
+  if (config_.kafka.feedback_topic.empty() || run_.backfill) return;
+  const std::uint64_t n = consumer_.rebalances();
+  const auto now = Clock::now();
+  if (n != copartition_seen_) {  // wait for the assignment to settle (a cooperative rebalance
+    copartition_seen_ = n;       // revokes, then assigns, in separate steps)
+    copartition_changed_at_ = now;
+    return;
+  }
+  if (n == copartition_checked_ || now - copartition_changed_at_ < std::chrono::seconds(10)) return;
+  const auto events = consumer_.assignedOf(config_.kafka.topic);
+  const auto feedback = consumer_.assignedOf(config_.kafka.feedback_topic);
+  if (events.empty()) return;  // nothing judged here, nothing to join
+  const int ne = consumer_.partitionCount(config_.kafka.topic, 2000);
+  const int nf = consumer_.partitionCount(config_.kafka.feedback_topic, 2000);
+  if (ne < 0 || nf < 0) return;  // no metadata now: the next refresh asks again
+  copartition_checked_ = n;
+  const bool everything =
+      static_cast<int>(events.size()) == ne && static_cast<int>(feedback.size()) == nf;
+  const bool ok = everything || (ne == nf && events == feedback);
+  const bool first = !copartition_known_, was = consumer_stats_.feedback_copartitioned.Value() == 1;
+  copartition_known_ = true;
+  consumer_stats_.feedback_copartitioned.Set(ok ? 1 : 0);
+  if (ok && (first || !was))
+    spdlog::info(
+        "kafka: feedback co-partitioned{}: events partitions {} of {}, feedback "
+        "partitions {} of {}",
+        first ? "" : " again", partitionList(events), ne, partitionList(feedback), nf);
+  if (ok) return;
+  spdlog::warn(
+      "kafka: feedback is not co-partitioned with the events on this instance: it consumes "
+      "events partitions {} of {} and feedback partitions {} of {}; ratings and annotations of "
+      "the events judged here reach other instances and are never joined (counted unmatched "
+      "there). Feedback is joined on the instance that judged its event: give both topics the "
+      "same partition count, key feedback by the event id with the events' partitioner, and set "
+      "kafka.properties partition.assignment.strategy: range (it gives partition p of both "
+      "topics to one instance; cooperative-sticky and roundrobin do not)",
+      partitionList(events), ne, partitionList(feedback), nf);
 }
 
 void Pipeline::notifyService() {

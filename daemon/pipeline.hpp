@@ -183,6 +183,9 @@ class Pipeline {
   /// subscribed and the admin endpoint listens since the constructor), then every 5 s STATUS=
   /// with the consumed and judged rates and readiness.
   void notifyService();
+  /// After each settled rebalance: whether the feedback of the events judged here reaches this
+  /// instance (assay_feedback_copartitioned, a warning when not).
+  void checkCopartition();
   void logSummary() const;
 
   const Config& config_;
@@ -243,6 +246,10 @@ class Pipeline {
   RateLimitedLog invalid_log_, feedback_log_, kafka_log_;
   std::optional<std::chrono::steady_clock::time_point> last_activity_;
   std::chrono::steady_clock::time_point last_refresh_{};
+  // checkCopartition(): the rebalance count last seen, when it changed, and the last checked.
+  std::uint64_t copartition_seen_ = 0, copartition_checked_ = 0;
+  bool copartition_known_ = false;
+  std::chrono::steady_clock::time_point copartition_changed_at_{};
   std::chrono::steady_clock::time_point first_consumed_{};
   // Last message consumed from the events topic [0] and the feedback topic [1].
   std::array<std::chrono::steady_clock::time_point, 2> last_message_{

@@ -14,6 +14,8 @@
 
 #include "config/rfc3339.hpp"
 #include "judges/json_limits.hpp"
+#include "judges/log_text.hpp"
+#include "judges/rate_limited_log.hpp"
 #include "judges/tracking/stats.hpp"
 #include "judges/utf8.hpp"
 
@@ -291,7 +293,15 @@ TrackerStats::TrackerStats(prometheus::Registry& registry)
                   .Name("assay_feedback_pending")
                   .Help("Feedback events held until their event is seen")
                   .Register(registry)
-                  .Add({})) {
+                  .Add({})),
+      partition_mismatch(prometheus::BuildCounter()
+                             .Name("assay_feedback_partition_mismatch_total")
+                             .Help("Feedback joined to its event although it came from a "
+                                   "partition of another number: the producers partition the "
+                                   "two topics differently, so with more than one instance "
+                                   "most feedback reaches an instance that never saw its event")
+                             .Register(registry)
+                             .Add({})) {
   for (const auto& f : kFamilies)
     gauges[f.name] = &prometheus::BuildGauge().Name(f.name).Help(f.help).Register(registry);
 }
@@ -418,12 +428,31 @@ void ScoreTracker::setSharedAb(SharedAb shared) {
   shared_ = std::move(shared);
 }
 
+void ScoreTracker::checkPartitions(const std::string& id, std::int32_t event,
+                                   std::int32_t feedback) {
+  if (event < 0 || feedback < 0 || event == feedback) return;
+  stats_.partition_mismatch.Increment();
+  long suppressed = 0;
+  if (partition_log_.allow(suppressed))
+    spdlog::warn(
+        "feedback for event '{}' came from feedback partition {}, its event from events "
+        "partition {}: the producers partition the two topics differently (the same key with "
+        "different partitioners: librdkafka's default consistent_random is not the Java "
+        "client's murmur2; or different partition counts). With more than one instance, "
+        "feedback is joined only where its event was judged: key both by the event id with "
+        "one partitioner and one partition count{}",
+        logText(id, 80), feedback, event, RateLimitedLog::note(suppressed));
+}
+
 void ScoreTracker::noteEvent(const std::string& id, const std::string& variant,
-                             const std::string& app) {
+                             const std::string& app, std::int32_t partition) {
   std::lock_guard lock(mu_);
   Entry& e = entry(id);
   if (e.known) return;
   e.known = true;
+  e.partition = partition;
+  if (e.annotations.size() + (e.rating ? 1 : 0) > 0)
+    checkPartitions(id, partition, e.feedback_partition);
   e.raw_variant = cut(variant, kMaxNameBytes);
   e.experiment = cut(app.empty() ? "default" : app, kMaxNameBytes);
   const std::size_t held = e.annotations.size() + (e.rating ? 1 : 0);
@@ -478,6 +507,10 @@ void ScoreTracker::onFeedback(const Feedback& f) {
   const double t = now();
   std::lock_guard lock(mu_);
   Entry& e = entry(f.id);
+  if (e.known)
+    checkPartitions(f.id, e.partition, f.partition);
+  else if (f.partition >= 0)
+    e.feedback_partition = f.partition;
   if (f.kind == Feedback::Kind::kRating) {
     if (!f.experiment.empty() && shared_.rate) {  // experiments are configured (ab:)
       // A rating that names its experiment must name a configured one: a typo in the producer

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "config/options.hpp"
+#include "judges/rate_limited_log.hpp"
 #include "judges/tracking/stats.hpp"
 #include "judges/tracking/window.hpp"
 #include "sinks/label_folder.hpp"
@@ -83,6 +84,9 @@ struct Feedback {
   /// router assigned (its arm is then the router's); a rating naming its experiment counts
   /// without its event being sampled here.
   std::string experiment{}, variant{}, unit{};
+  /// The feedback message's Kafka partition (-1: unknown, e.g. a file): compared with its
+  /// event's to detect producers that partition the two topics differently.
+  std::int32_t partition = -1;
 };
 
 /// The experiments configured under `ab:` (judges/ab/ab.hpp), whose table lives in the A/B
@@ -132,6 +136,9 @@ struct TrackerStats {
   prometheus::Family<prometheus::Counter>& feedback;  ///< assay_feedback_events_total{kind,outcome}
   prometheus::Family<prometheus::Counter>& rejected;  ///< assay_judge_scores_rejected_total{judge}
   prometheus::Gauge& pending;                         ///< assay_feedback_pending
+  /// assay_feedback_partition_mismatch_total: feedback joined to its event although the two
+  /// messages came from partitions of different numbers.
+  prometheus::Counter& partition_mismatch;
 };
 
 class ScoreTracker;
@@ -152,7 +159,9 @@ class ScoreTracker {
 
   /// A sampled event entered judging; remembered (the last tracking.join_capacity events) so
   /// that judges' scores and feedback can be joined by id.
-  void noteEvent(const std::string& id, const std::string& variant, const std::string& app);
+  /// `partition`: the event message's Kafka partition (-1: unknown).
+  void noteEvent(const std::string& id, const std::string& variant, const std::string& app,
+                 std::int32_t partition = -1);
   /// A successful score of judge `index` for event `id`. Out-of-scale or non-finite scores are
   /// kept out of every statistic and counted in assay_judge_scores_rejected_total{judge}. A second
   /// score of the same judge for the same id (a redelivery) replaces the first in the join and
@@ -191,7 +200,9 @@ class ScoreTracker {
     std::vector<std::pair<std::size_t, double>> scores;  // judge index, score
     std::vector<Annotation> annotations;
     std::optional<int> rating;
-    bool rating_counted = false;  // applied to the A/B table
+    bool rating_counted = false;           // applied to the A/B table
+    std::int32_t partition = -1;           // the event message's (noteEvent)
+    std::int32_t feedback_partition = -1;  // a feedback message's, held before its event
   };
   using Stars = std::array<double, 5>;
 
@@ -204,6 +215,9 @@ class ScoreTracker {
   /// A rating into the local table of `experiment` (not configured under ab:). mu_ held.
   const char* addLocalRating(const std::string& experiment, const std::string& variant, int stars);
   void countFeedback(const char* kind, const char* outcome);
+  /// Event and feedback partitions `a` and `b` of event `id` differ (-1 = unknown): counted
+  /// and logged (rate-limited). mu_ held.
+  void checkPartitions(const std::string& id, std::int32_t event, std::int32_t feedback);
   PairStat& pairStat(std::map<std::vector<std::string>, std::unique_ptr<PairStat>>& m,
                      const std::vector<std::string>& key);  // mu_ held
 
@@ -224,7 +238,9 @@ class ScoreTracker {
   std::map<std::string, std::map<std::string, Stars>> ab_;
   SharedAb shared_;  // guarded by mu_ (set once, before feedback)
   std::function<std::vector<SharedExperiment>()> shared_snapshot_;  // poll thread
-  std::set<std::string> local_decided_;  // poll thread: experiments joined by app, decided
+  std::set<std::string> local_decided_;
+  RateLimitedLog
+      partition_log_;  // checkPartitions  // poll thread: experiments joined by app, decided
 
   // Gauges owned by refresh() (poll thread only): series key → gauge.
   std::map<std::string, prometheus::Gauge*> series_;

@@ -659,3 +659,34 @@ TEST_CASE("a variant's interval stays on the scale and waits for tracking.min_in
         doctest::Approx(0.97 - 2.7764451051977987 * 0.04472135954999579 / std::sqrt(5.0))
             .epsilon(1e-9));
 }
+
+TEST_CASE("feedback from a partition of another number than its event's is counted") {
+  prometheus::Registry reg;
+  ScoreTracker t({{"faith_llm", "faithfulness", 1, 4}}, TrackingOptions{}, reg);
+  auto rating = [](std::string id, std::int32_t partition) {
+    Feedback f;
+    f.id = std::move(id);
+    f.value = 4;
+    f.partition = partition;
+    return f;
+  };
+  const auto mismatches = [&] {
+    return value(reg, "assay_feedback_partition_mismatch_total", {}).value_or(-1);
+  };
+  t.noteEvent("e1", "A", "qa", 2);
+  t.onFeedback(rating("e1", 2));  // same number: co-partitioned producers
+  CHECK(mismatches() == 0.0);
+  t.noteEvent("e2", "A", "qa", 2);
+  t.onFeedback(rating("e2", 5));  // joined here, but another partitioner put it on 5
+  CHECK(mismatches() == 1.0);
+  t.onFeedback(rating("e3", 1));    // held before its event...
+  t.noteEvent("e3", "A", "qa", 0);  // ...whose partition differs
+  CHECK(mismatches() == 2.0);
+  t.noteEvent("e4", "A", "qa", -1);  // unknown partitions (an OTLP event, a file) say nothing
+  t.onFeedback(rating("e4", 3));
+  t.onFeedback(rating("e5", -1));
+  t.noteEvent("e5", "A", "qa", 4);
+  CHECK(mismatches() == 2.0);
+  CHECK(value(reg, "assay_feedback_events_total", {{"kind", "rating"}, {"outcome", "joined"}}) ==
+        5.0);  // every one of them joined all the same
+}
