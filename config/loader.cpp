@@ -1257,6 +1257,13 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   return res;
 }
 
+std::string LoadResult::refusal() const {
+  if (ok()) return "";
+  std::string msg = config.file + " is not a valid assayd configuration:";
+  for (const auto& e : errors) msg += "\n  " + e.format();
+  return msg;
+}
+
 LoadResult loadConfigFile(const std::string& path) {
   std::string text;
   if (auto problem = readYamlFile(path, text)) {

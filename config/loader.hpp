@@ -30,6 +30,9 @@ struct LoadResult {
   /// exits 0 on them, assayd refuses to start (exit 2).
   std::vector<ConfigError> service_errors;
   bool ok() const { return errors.empty(); }
+  /// "PATH is not a valid assayd configuration:" and each error's FILE:LINE:COL line (for a
+  /// tool that refuses the file); "" when ok().
+  std::string refusal() const;
 };
 
 /// A configuration problem found after loading (a Kafka property librdkafka rejects, an API key

@@ -71,11 +71,7 @@ AbCommandOptions parseAbArgs(const std::vector<std::string>& args) {
 
 int runAbCommand(const AbCommandOptions& o, std::ostream& out, std::ostream& err) {
   const LoadResult res = loadConfigFile(o.config_path);
-  if (!res.ok()) {
-    std::string msg = o.config_path + " is not a valid assayd configuration:";
-    for (const auto& e : res.errors) msg += "\n  " + e.format();
-    throw AbCommandError(msg);
-  }
+  if (!res.ok()) throw AbCommandError(res.refusal());
   const Config& c = res.config;
   if (c.ab.experiments.empty()) throw AbCommandError(o.config_path + " has no ab.experiments");
   if (c.budget.store == "memory")

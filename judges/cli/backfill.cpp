@@ -339,8 +339,7 @@ void progress(std::int64_t done, std::int64_t total, double seconds, std::FILE* 
 int runBackfill(BackfillOptions o, std::ostream& out, std::ostream& err) {
   const LoadResult loaded = loadConfigFile(o.config_path);
   if (!loaded.ok()) {
-    err << "assay backfill: " << o.config_path << " is not a valid assayd configuration:\n";
-    for (const auto& e : loaded.errors) err << "  " << e.format() << "\n";
+    err << "assay backfill: " << loaded.refusal() << "\n";
     return 2;
   }
   Config config;

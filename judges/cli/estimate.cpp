@@ -213,11 +213,7 @@ void judgesFromConfig(const Config& c, std::int64_t event_tokens, double escalat
 /// Loads `f.config` into `o`: judges (unless --judge), sample rate, EUR rate, prices, caps.
 void applyConfig(const EstimateFlags& f, EstimateOptions& o) {
   const LoadResult res = loadConfigFile(f.config);
-  if (!res.ok()) {
-    std::string msg = f.config + " is not a valid assayd configuration:";
-    for (const auto& e : res.errors) msg += "\n  " + e.format();
-    throw EstimateError(msg);
-  }
+  if (!res.ok()) throw EstimateError(res.refusal());
   const Config& c = res.config;
   o.config_path = f.config;
   if (f.judges.empty())

@@ -139,11 +139,7 @@ ShowPromptOptions parseShowPromptArgs(const std::vector<std::string>& args) {
 
 int runShowPrompt(const ShowPromptOptions& o, std::ostream& out) {
   const LoadResult res = loadConfigFile(o.config_path);
-  if (!res.ok()) {
-    std::string msg = o.config_path + " is not a valid assayd configuration:";
-    for (const auto& e : res.errors) msg += "\n  " + e.format();
-    throw ShowPromptError(msg);
-  }
+  if (!res.ok()) throw ShowPromptError(res.refusal());
   const Config& c = res.config;
   std::vector<const JudgeConfig*> chosen;
   std::string llm_names;

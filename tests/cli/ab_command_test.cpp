@@ -11,19 +11,12 @@
 #include "../llm/redis_server.hpp"
 #include "judges/ab/ab.hpp"
 #include "judges/cli/cli.hpp"
+#include "tests/cli/run_cli.hpp"
 
 using namespace assay;
 
 namespace {
-struct Run {
-  int code;
-  std::string out, err;
-};
-Run runCli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = cli::runAssay(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using test::runCli;
 }  // namespace
 
 TEST_CASE("assay ab status shows the recorded decision; reset archives it and starts run 1") {

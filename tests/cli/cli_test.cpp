@@ -7,20 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/cli/run_cli.hpp"
+
 using assay::cli::runAssay;
+using Run = assay::test::CliRun;
 
 namespace {
 
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-Run run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = runAssay(args, out, err);
-  return {code, out.str(), err.str()};
-}
+assay::test::CliRun run(const std::vector<std::string>& args) { return assay::test::runCli(args); }
 
 bool has(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;

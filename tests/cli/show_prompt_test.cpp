@@ -11,22 +11,13 @@
 #include <vector>
 
 #include "judges/cli/cli.hpp"
+#include "tests/cli/run_cli.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace assay;
 
 namespace {
-
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-Run runCli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = cli::runAssay(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using test::runCli;
 
 std::string tmp(const std::string& name, const std::string& text) {
   const std::string path = "/tmp/assay_prompt_" + std::to_string(::getpid()) + "_" + name;
