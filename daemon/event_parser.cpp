@@ -140,6 +140,12 @@ EventParser::EventParser(const EventFieldOptions& fields, std::size_t max_event_
 
 EventParser::~EventParser() = default;
 
+void EventParser::setExtra(const std::vector<std::string>& pointers) {
+  p_->extra.clear();
+  for (const auto& x : pointers)
+    if (!x.empty()) p_->extra.emplace_back(x);
+}
+
 std::string EventParser::extractId(std::string_view payload) const {
   if (jsonShapeProblem(payload)) return {};
   rapidjson::Document d;

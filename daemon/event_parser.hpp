@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/options.hpp"
 #include "judges/event.hpp"
@@ -44,6 +45,10 @@ class EventParser {
   /// `fallback_id` is used when the event has no id field (the Kafka key, else
   /// "topic/partition/offset"). On success fills `out`.
   ParseOutcome parse(std::string_view payload, std::string_view fallback_id, Event& out) const;
+
+  /// Replaces the extra JSON Pointers whose values go to Event::fields (the judges' rubric
+  /// inputs, after a reload rebuilt the judges). Not thread-safe: the thread that parses.
+  void setExtra(const std::vector<std::string>& pointers);
 
   /// Reads only the id (for --replay keys): empty when the line is not JSON or has none.
   std::string extractId(std::string_view payload) const;

@@ -43,7 +43,8 @@ constexpr const char* kUsage =
   --help                   print this help
 signals: SIGTERM/SIGINT stop cleanly (a second one ends assayd at once, exit 128+signal);
          SIGHUP reopens the JSON Lines file (logrotate) and reloads the configuration
-         (sampling, log and judges' rates apply at once; the rest needs a restart)
+         (sampling, log, the judges and budget.daily_limit_eur apply at once; kafka, the
+         rest of budget, limits, tracking, admin, sinks and events need a restart)
 exit codes: 0 clean stop, 1 runtime failure, 2 bad configuration or arguments,
             3 stopped, but the final offset commit failed or the stop did not end within
               limits.drain_timeout_ms + 35 s (events since the last commit are consumed
@@ -235,8 +236,9 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(res.config.log.level));
   spdlog::set_formatter(assay::logFormatter(res.config.log.format, assay::stderrIsJournal()));
 
-  spdlog::info("assayd {} starting with {} ({} judges, sampling rate {})", assay::kAssayVersion,
-               config_path, res.config.judges.size(), res.config.sampling.rate);
+  spdlog::info("assayd {} starting with {} ({} judge{}, sampling rate {})", assay::kAssayVersion,
+               config_path, res.config.judges.size(), res.config.judges.size() == 1 ? "" : "s",
+               res.config.sampling.rate);
   for (auto w : res.warnings) {
     if (w.message.rfind("warning: ", 0) == 0) w.message.erase(0, 9);  // the log says it already
     spdlog::warn("{}", w.format());

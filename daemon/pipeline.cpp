@@ -604,14 +604,11 @@ void Pipeline::reloadConfig() {
   // What applies live is compared with the file as last applied (a part applied by an earlier
   // reload is not applied again); what needs a restart with the file assayd started with.
   const ReloadDiff diff = diffConfigs(applied_text_, text);
-  std::vector<std::string> restart = diffConfigs(start_text_, text).restart;
-  if (res.config.events.extra != config_.events.extra)  // the parser extracts them from the start
-    restart.push_back(
-        "the JSON Pointer inputs of the judges' rubrics (rubric.inputs: until a "
-        "restart, an input added since is not_applicable)");
+  const std::vector<std::string> restart = diffConfigs(start_text_, text).restart;
   if ((diff.judges || diff.budget_cap) && !rebuildJudges(std::move(res.config), diff))
     return count("rejected");
   const Config& applied = (diff.judges || diff.budget_cap) ? *reloaded_.back() : res.config;
+  if (diff.judges) parser_.setExtra(applied.events.extra);  // the new judges' pointer inputs
   if (diff.sampling) {
     sampler_ = Sampler(applied.sampling.rate, applied.sampling.rules);
     spdlog::info("SIGHUP: sampling applied (rate {}, {} rule(s))", applied.sampling.rate,

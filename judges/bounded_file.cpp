@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -54,9 +55,12 @@ std::string readRegularFile(const std::string& path, std::size_t max_bytes, std:
   if (static_cast<unsigned long long>(st.st_size) > max_bytes)
     return "is " + formatBytes(static_cast<std::size_t>(st.st_size)) + ", over the " +
            formatBytes(max_bytes) + " limit";
-  out.resize(max_bytes + 1);
+  // Room for the size fstat gave (and a little more, for a file that grows), growing by
+  // doubling up to max_bytes + 1: a small file costs its size, not the limit's.
+  out.resize(std::min<std::size_t>(max_bytes + 1, static_cast<std::size_t>(st.st_size) + 4096));
   std::size_t got = 0;
-  while (got < out.size()) {
+  while (got < out.size() || out.size() <= max_bytes) {
+    if (got == out.size()) out.resize(std::min(max_bytes + 1, out.size() * 2));
     const ssize_t n = ::read(f.fd, out.data() + got, out.size() - got);
     if (n == 0) break;
     if (n < 0) {

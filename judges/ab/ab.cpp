@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "judges/llm/budget.hpp"
+#include "judges/log_text.hpp"
 #include "judges/tracking/sequential.hpp"
 #include "judges/utf8.hpp"
 
@@ -176,7 +177,9 @@ return 1
 // KEYS: table, archive. ARGV: reset time (epoch ms). Archives the table under the archive key
 // and starts an empty one whose run is one higher. Returns the new run.
 constexpr const char* kLuaReset = R"lua(
-local run = tonumber(redis.call('HGET', KEYS[1], 'run') or '0') + 1
+local run = tonumber(redis.call('HGET', KEYS[1], 'run') or '0') or 0
+if run ~= run or run < 0 or run > 1e15 then run = 0 end
+run = math.floor(run) + 1
 if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('RENAME', KEYS[1], KEYS[2]) end
 redis.call('HSET', KEYS[1], 'run', run, 'reset_at', ARGV[1])
 return run
@@ -221,23 +224,40 @@ class RedisStore final : public Store {
     Table t;
     t.arms.assign(e.arms.size(), Stars{});
     std::map<std::string, std::string> decision;  // d:* fields
+    // The hash is data another program (or a hand) may have changed: a field that does not
+    // read is ignored and said once, never a crash.
+    std::string unreadable;
     for (std::size_t i = 0; i + 1 < r.values.size(); i += 2) {
       const std::string& f = r.values[i];
       const std::string& v = r.values[i + 1];
       unsigned arm = 0, stars = 0;
       if (std::sscanf(f.c_str(), "n:%u:%u", &arm, &stars) == 2 && arm < t.arms.size() &&
-          stars >= 1 && stars <= 5)
-        t.arms[arm][stars - 1] = std::stoll(v);
-      else if (f == "total")
-        t.total = std::stoll(v);
-      else if (f == "maxloge")
-        t.max_log_e = std::stod(v);
-      else if (f == "run")
-        t.run = std::stoll(v);
-      else if (f.rfind("d:", 0) == 0)
+          stars >= 1 && stars <= 5) {
+        if (const auto n = count(v))
+          t.arms[arm][stars - 1] = *n;
+        else
+          unreadable = f;
+      } else if (f == "total" || f == "run") {
+        if (const auto n = count(v))
+          (f == "total" ? t.total : t.run) = *n;
+        else
+          unreadable = f;
+      } else if (f == "maxloge") {
+        if (const auto x = finite(v))
+          t.max_log_e = *x;
+        else
+          unreadable = f;
+      } else if (f.rfind("d:", 0) == 0) {
         decision[f] = v;
+      }
     }
     t.recorded = decisionOf(decision, e.arms.size());
+    if (!decision.empty() && !t.recorded) unreadable = "d:* (the recorded decision)";
+    if (!unreadable.empty() && firstWarning(e.name + "/" + unreadable))
+      spdlog::warn(
+          "ab: experiment '{}': the store's field {} does not read as a value of its kind; it "
+          "is ignored (`assay ab reset` archives the table and starts the experiment again)",
+          e.name, logText(unreadable, 80));
     return t;
   }
 
@@ -271,6 +291,20 @@ class RedisStore final : public Store {
     std::snprintf(buf, sizeof buf, "%.17g", v);
     return buf;
   }
+  /// A count: decimal digits only, at most 18 (no sign, no exponent), else nullopt.
+  static std::optional<std::int64_t> count(const std::string& v) {
+    if (v.empty() || v.size() > 18 ||
+        !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::nullopt;
+    return std::stoll(v);
+  }
+  /// A finite double (as %.17g writes it), else nullopt.
+  static std::optional<double> finite(const std::string& v) {
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(x)) return std::nullopt;
+    return x;
+  }
   /// The recorded decision from its d:* fields; nullopt when none, or when they do not read as
   /// one of this experiment's (a hand-edited hash): better undecided than a made-up winner.
   static std::optional<RecordedDecision> decisionOf(const std::map<std::string, std::string>& f,
@@ -279,22 +313,25 @@ class RedisStore final : public Store {
       const auto it = f.find(k);
       return it == f.end() ? std::string() : it->second;
     };
-    if (get("d:arm").empty()) return std::nullopt;
-    try {
-      RecordedDecision d;
-      d.winner = std::stoul(get("d:arm"));
-      d.p = std::stod(get("d:p"));
-      d.rule = get("d:rule");
-      d.at_ms = std::stoll(get("d:at"));
-      for (std::size_t i = 0; i < arms; ++i) {
-        d.ratings.push_back(std::stoll(get("d:n:" + std::to_string(i))));
-        d.mean_stars.push_back(std::stod(get("d:mean:" + std::to_string(i))));
-      }
-      if (d.winner >= arms) return std::nullopt;
-      return d;
-    } catch (const std::exception&) {
+    RecordedDecision d;
+    const auto winner = count(get("d:arm"));
+    const auto p = finite(get("d:p"));
+    const auto at = count(get("d:at"));
+    d.rule = get("d:rule");
+    if (!winner || *winner >= static_cast<std::int64_t>(arms) || !p || *p < 0 || *p > 1 || !at ||
+        (d.rule != "anytime" && d.rule != "chi_square"))
       return std::nullopt;
+    d.winner = static_cast<std::size_t>(*winner);
+    d.p = *p;
+    d.at_ms = *at;
+    for (std::size_t i = 0; i < arms; ++i) {
+      const auto n = count(get("d:n:" + std::to_string(i)));
+      const auto mean = finite(get("d:mean:" + std::to_string(i)));
+      if (!n || !mean) return std::nullopt;
+      d.ratings.push_back(*n);
+      d.mean_stars.push_back(*mean);
     }
+    return d;
   }
   std::string base(const AbExperiment& e) const {
     return redis_.options().key_prefix + "ab:{" + e.name + "}:" + armsTag(e) + ":";
@@ -307,6 +344,12 @@ class RedisStore final : public Store {
     return std::nullopt;
   }
   llm::RedisBudgetStore redis_;
+  bool firstWarning(const std::string& key) {
+    std::lock_guard lock(warned_mu_);
+    return warned_.insert(key).second;
+  }
+  std::mutex warned_mu_;
+  std::set<std::string> warned_;  // experiment/field pairs already said unreadable
 };
 
 int hexValue(char c) {

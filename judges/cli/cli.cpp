@@ -172,7 +172,8 @@ constexpr std::string_view kEstimate =
                       [--usd-to-eur X] [--price MODEL=IN/CACHED/OUT]...
                       [--escalation-share S]
        assay estimate (--requests-per-second R | --requests-per-day N) --config ASSAYD.yaml
-                      [--input-tokens N] [--sample-rate S] [--judge ...]... [--usd-to-eur X]
+                      [--input-tokens N | --events FILE] [--sample-rate S] [--judge ...]...
+                      [--usd-to-eur X]
                       [--price ...]... [--escalation-share S]
 
 Prints the projected LLM-judge cost: per judge and in total, calls per day and cost per call,
@@ -195,6 +196,10 @@ sample rate x its RATE calls a day. No prompt-cache discount is assumed.
   --input-tokens N         with --config: prompt tokens per call for the event's material
                            (question, contexts, answer; default 800), added to each judge's
                            system prompt, which is counted from its rubric
+  --events FILE            with --config, instead of --input-tokens: each judge's prompts
+                           built by its own code on these events (JSON Lines, docs/events.md):
+                           tokens in = their median, and calls only for the share of events
+                           the judge would call (the others lack an input its rubric needs)
   --escalation-share S     the share of sampled events a cascade sends on to the LLM (what
                            the report command's --cascade JUDGE prints), in (0, 1]: the rate
                            of every --judge, or of the configured judges with a run_if, is
@@ -302,6 +307,7 @@ int runReportCommand(const std::vector<std::string>& args, std::ostream& out, st
 }
 
 std::string_view exitCodesOf(std::string_view help) {
+  if (help.data() == kAb.data()) return {};  // its own, in its help
   return help.data() == kBackfill.data() ? kBackfillExitCodes : kExitCodes;
 }
 
@@ -333,9 +339,10 @@ int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostre
     // made of it).
     out << kOverview << "\n" << kExitCodes;
     for (const auto& section :
-         {kReport, kCalibrate, kEstimate, kBakeoffHelp, kBackfill, kPrompt, kAb})
+         {kReport, kCalibrate, kEstimate, kBakeoffHelp, kBackfill, kPrompt, kAb}) {
       out << "\n" << section;
-    out << "\nassay backfill's " << kBackfillExitCodes;
+      if (section.data() == kBackfill.data()) out << "\nassay backfill's " << kBackfillExitCodes;
+    }
     return 0;
   }
   const std::string_view help = commandHelp(cmd);

@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string_view>
 
 #include "config/loader.hpp"
+#include "daemon/event_parser.hpp"
+#include "judges/bounded_file.hpp"
 #include "judges/cli/cli_text.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/llm/prompt.hpp"
@@ -102,6 +105,7 @@ namespace {
 struct EstimateFlags {
   std::optional<double> rps, rpd, sample, usd_to_eur, escalation;
   std::optional<std::int64_t> input_tokens;
+  std::string events;  ///< --events: measure each configured judge's prompts on these events
   std::vector<EstimateJudge> judges;
   std::vector<std::pair<std::string, llm::ModelPrice>> prices;
   std::string config;
@@ -117,6 +121,7 @@ EstimateFlags readFlags(const std::vector<std::string>& args) {
                                                   "--price",
                                                   "--config",
                                                   "--input-tokens",
+                                                  "--events",
                                                   "--escalation-share"};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -138,6 +143,8 @@ EstimateFlags readFlags(const std::vector<std::string>& args) {
       f.prices.push_back(parsePrice(v));
     else if (a == "--escalation-share")
       f.escalation = number(a, v);
+    else if (a == "--events")
+      f.events = v;
     else if (a == "--config")
       f.config = v;
     else if (!(f.input_tokens = parseCount(v)))
@@ -146,35 +153,92 @@ EstimateFlags readFlags(const std::vector<std::string>& args) {
   return f;
 }
 
-/// The tokens of a configured LLM judge's system prompt: its rubric's definition, levels,
-/// rules and examples, counted as the judge counts them (llm::estimateTokens); 0 when the
-/// options do not build (the loader has said why).
-std::int64_t rubricTokens(const JudgeConfig& jc, const Config& c) {
+/// A configured LLM judge's settings, as assayd builds them (nullopt when the options do not
+/// build: the loader has said why).
+std::optional<llm::LlmJudgeSettings> settingsOf(const JudgeConfig& jc, const Config& c) {
   JudgeContext ctx;
   ctx.name = jc.name;
   ctx.budget = &c.budget;
   try {
-    return llm::estimateTokens(llm::systemPrompt(llm::llmSettingsFrom(jc.values, ctx).rubric));
+    return llm::llmSettingsFrom(jc.values, ctx);
   } catch (const OptionError&) {
-    return 0;
+    return std::nullopt;
   }
 }
 
+/// The events of `path` (JSON Lines in the configuration's event format; lines that are not
+/// events are skipped), at most 100,000.
+std::vector<Event> readEvents(const std::string& path, const Config& c) {
+  std::string text;
+  if (const auto why = readRegularFile(path, kMaxDataFileBytes, text); !why.empty())
+    throw EstimateError("--events " + path + " " + why);
+  const EventParser parser(c.events, c.limits.max_event_bytes);
+  std::vector<Event> out;
+  std::size_t start = 0;
+  for (std::size_t n = 1; start < text.size() && out.size() < 100'000; ++n) {
+    const auto end = std::min(text.find('\n', start), text.size());
+    const std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    Event e;
+    if (parser.parse(line, "line-" + std::to_string(n), e).ok) out.push_back(std::move(e));
+  }
+  if (out.empty()) throw EstimateError("--events " + path + ": no line is an event");
+  return out;
+}
+
+/// Measures `j` on `events` with the judge's own prompt builder: the median prompt tokens of
+/// the events it would call, and the share it would call; a note says what was measured.
+void measure(EstimateJudge& j, const llm::LlmJudgeSettings& s, const std::vector<Event>& events,
+             const std::string& path, std::vector<std::string>& notes) {
+  std::vector<std::int64_t> tokens;
+  std::map<std::string, std::size_t> skipped;
+  for (const auto& e : events) {
+    if (const auto missing = llm::missingInput(s.rubric, e)) {
+      ++skipped[std::string(outcomeName(missing->first))];
+    } else if (const auto p = llm::buildPrompt(s.rubric, e, s.max_input_tokens)) {
+      tokens.push_back(p->estimated_tokens);
+    } else {
+      ++skipped["context_too_long"];
+    }
+  }
+  j.called_share = static_cast<double>(tokens.size()) / static_cast<double>(events.size());
+  if (!tokens.empty()) {
+    std::nth_element(tokens.begin(), tokens.begin() + static_cast<long>(tokens.size() / 2),
+                     tokens.end());
+    j.input_tokens = tokens[tokens.size() / 2];
+  }
+  std::string why;
+  for (const auto& [outcome, n] : skipped)
+    why += fmt::format("{}{} {}", why.empty() ? "" : ", ", outcome, n);
+  notes.push_back(fmt::format(
+      "{}: measured on the {} events of {}: tokens in = the median prompt of the {} it would "
+      "call ({:.0f} %){}",
+      j.name, events.size(), path, tokens.size(), 100.0 * j.called_share,
+      why.empty() ? "" : "; no call for " + why));
+}
+
 /// The `kind: llm` judges of a loaded configuration, and what the estimate cannot model.
-/// A judge's input tokens per call: its system prompt's (counted from its rubric) and the
-/// event's `event_tokens`.
+/// A judge's input tokens per call: measured on `events` when given, else its system prompt's
+/// (counted from its rubric) and the event's `event_tokens`.
 void judgesFromConfig(const Config& c, std::int64_t event_tokens, double escalation,
-                      EstimateOptions& o) {
+                      const std::string& events_path, EstimateOptions& o) {
   std::string rubrics;
+  const std::vector<Event> events =
+      events_path.empty() ? std::vector<Event>{} : readEvents(events_path, c);
   for (const JudgeConfig& jc : c.judges) {
     if (!jc.factory || jc.factory->descriptor->kind != JudgeKind::kLlm) continue;
     EstimateJudge j;
     j.name = jc.name;
     j.model = jc.values.getString("model", "");
     j.rate = jc.rate;
-    const std::int64_t system = rubricTokens(jc, c);
+    const auto settings = settingsOf(jc, c);
+    const std::int64_t system =
+        settings ? llm::estimateTokens(llm::systemPrompt(settings->rubric)) : 0;
     j.input_tokens = system + event_tokens;
-    rubrics += fmt::format("{}{} {}", rubrics.empty() ? "" : ", ", jc.name, system);
+    if (settings && !events.empty())
+      measure(j, *settings, events, events_path, o.notes);
+    else
+      rubrics += fmt::format("{}{} {}", rubrics.empty() ? "" : ", ", jc.name, system);
     j.output_tokens = jc.values.getInt("max_tokens", 300);
     j.daily_limit_eur = jc.values.getNumber("daily_limit_eur", 0);
     j.run_if = !jc.run_if.empty();
@@ -217,7 +281,7 @@ void applyConfig(const EstimateFlags& f, EstimateOptions& o) {
   const Config& c = res.config;
   o.config_path = f.config;
   if (f.judges.empty())
-    judgesFromConfig(c, f.input_tokens.value_or(800), f.escalation.value_or(1), o);
+    judgesFromConfig(c, f.input_tokens.value_or(800), f.escalation.value_or(1), f.events, o);
   o.sample_rate = c.sampling.rate;
   o.usd_to_eur = c.budget.usd_to_eur;
   o.daily_limit_eur = c.budget.daily_limit_eur;
@@ -233,6 +297,10 @@ EstimateOptions parseEstimateArgs(const std::vector<std::string>& args) {
   const EstimateFlags f = readFlags(args);
   EstimateOptions o;
   if (!f.config.empty()) applyConfig(f, o);
+  if (!f.events.empty() && (f.config.empty() || !f.judges.empty() || f.input_tokens))
+    throw EstimateError(
+        "--events measures the judges of --config on real events (without --judge or "
+        "--input-tokens)");
   if (f.input_tokens && (f.config.empty() || !f.judges.empty()))
     throw EstimateError(
         "--input-tokens applies to the judges of --config (a --judge gives its "
@@ -291,7 +359,8 @@ Estimate computeEstimate(const EstimateOptions& options, llm::PriceTable table) 
     // A cascade gates the judges of --judge and the configured judges with a run_if.
     const bool gated = j.gated || j.run_if;
     const double share = gated ? options.escalation_share : 1.0;
-    r.calls_per_day = options.requests_per_day * options.sample_rate * j.rate * share;
+    r.calls_per_day =
+        options.requests_per_day * options.sample_rate * j.rate * share * j.called_share;
     r.usd_per_call = llm::costUsd(r.price, usage);
     r.usd_per_day = r.calls_per_day * r.usd_per_call;
     r.usd_per_month = kEstimateDaysPerMonth * r.usd_per_day;
@@ -314,7 +383,10 @@ namespace {
 
 // Whole numbers print without decimals; others with up to 3, trailing zeros dropped.
 std::string quantity(double v) {
-  if (std::abs(v - std::round(v)) < 1e-9) return fmt::format("{:.0f}", std::round(v));
+  // Whole numbers, and any count of 100 or more, without decimals (88071.571 calls a day is
+  // a false precision).
+  if (std::abs(v - std::round(v)) < 1e-9 || std::abs(v) >= 100)
+    return fmt::format("{:.0f}", std::round(v));
   std::string s = fmt::format("{:.3f}", v);
   while (s.back() == '0') s.pop_back();
   if (s.back() == '.') s.pop_back();

@@ -33,6 +33,9 @@ struct EstimateJudge {
   bool run_if = false;               ///< runs only when its run_if holds: fewer calls
   bool gated = false;                ///< a --judge: the escalation share applies to it
   bool batch = false;  ///< config batch: true: priced at the batch price (llm::batchPrice)
+  /// The share of its events the judge would call (--events: the rest lack an input the
+  /// rubric needs, or do not fit max_input_tokens), [0, 1].
+  double called_share = 1.0;
 };
 
 struct EstimateOptions {

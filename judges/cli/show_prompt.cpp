@@ -73,16 +73,19 @@ std::string schemaOf(const rapidjson::Document& body) {
 
 void printJudge(const JudgeConfig& jc, const llm::LlmJudgeSettings& s, const Event& e,
                 const ShowPromptOptions& o, std::ostream& out) {
-  const auto prompt = llm::buildPrompt(s.rubric, e, s.max_input_tokens);
   const auto& r = s.rubric;
   if (!o.body)
     out << fmt::format("## {} (criterion {}{}, scale {}-{}, {} {})\n\n", jc.name, r.criterion,
                        r.custom ? ", your own" : ", built in", r.minScore(), r.maxScore(),
                        s.provider == llm::Provider::kAnthropic ? "anthropic" : "openai", s.model);
+  // The same outcomes as the judge's before any call: no request is printed for them.
+  const auto missing = llm::missingInput(r, e);
+  const auto prompt = missing ? std::nullopt : llm::buildPrompt(r, e, s.max_input_tokens);
   if (!prompt) {
-    out << (o.body ? ""
-                   : "no call: question and answer exceed max_input_tokens (outcome "
-                     "context_too_long)\n\n");
+    if (!o.body)
+      out << fmt::format("no call for this event: {} (outcome {})\n\n",
+                         missing ? missing->second : llm::tooLongText(r),
+                         outcomeName(missing ? missing->first : Outcome::kContextTooLong));
     return;
   }
   const auto req = llm::buildRequest(s.provider, s.endpoint, "", s.model, *prompt, s.max_tokens,

@@ -40,6 +40,13 @@ std::string modelFamily(std::string_view model) {
   return m.substr(0, m.find_first_of(" -_.:(/"));
 }
 
+std::string tooLongText(const Rubric& r) {
+  return r.fields.empty() && !r.needs_reference
+             ? "question and answer exceed max_input_tokens"
+             : "the material without any context (question, answer, reference, JSON Pointer "
+               "inputs) exceeds max_input_tokens";
+}
+
 ReplyFormat replyFormatOf(const LlmJudgeSettings& s) {
   ReplyFormat f;
   f.kind = s.reply_format;
@@ -309,16 +316,10 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
                    "local backlog full: " + std::to_string(settings_.max_waiting) +
                        " calls already wait for a max_in_flight slot");
   }
-  if (settings_.rubric.needs_contexts && event.contexts.empty())
-    return early(Outcome::kNoContext, "the event has no contexts to judge against");
-  if (settings_.rubric.needs_reference && !event.reference)
-    return early(Outcome::kNoReference, "the event has no reference answer");
-  for (const auto& f : settings_.rubric.fields)
-    if (!event.field(f))
-      return early(Outcome::kNotApplicable, "the event has no value at " + f + " (rubric.inputs)");
+  if (auto missing = missingInput(settings_.rubric, event))
+    return early(missing->first, std::move(missing->second));
   auto prompt = buildPrompt(settings_.rubric, event, settings_.max_input_tokens);
-  if (!prompt)
-    return early(Outcome::kContextTooLong, "question and answer exceed max_input_tokens");
+  if (!prompt) return early(Outcome::kContextTooLong, tooLongText(settings_.rubric));
 
   auto c = std::make_shared<Call>();
   c->started = t0;

@@ -113,6 +113,9 @@ struct LlmJudgeSettings {
 /// warning says when it is unset); otherwise an unset variable is an error.
 LlmJudgeSettings llmSettingsFrom(const JudgeOptionValues& values, const JudgeContext& context);
 
+/// The justification of `context_too_long` for `rubric`: what did not fit without contexts.
+std::string tooLongText(const Rubric& rubric);
+
 /// The reply format of the judge's calls: its rubric's reply schema (replySchema, named
 /// "verdict") under `reply_format: json_schema`, or JSON mode.
 ReplyFormat replyFormatOf(const LlmJudgeSettings& s);

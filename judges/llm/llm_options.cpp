@@ -171,6 +171,19 @@ void rubricLevels(const OptionTree& levels, Rubric& rubric, Errors& errors) {
   }
 }
 
+/// Why `text` cannot go into the prompt as rubric text ("" when it can): blank, over
+/// `max_bytes`, or holding a control character (newlines and tabs allowed when `multiline`).
+std::string textProblem(const std::string& text, std::size_t max_bytes, bool multiline) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return "blank";
+  if (text.size() > max_bytes) return "over " + std::to_string(max_bytes) + " bytes";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 || u == 0x7f) && !(multiline && (c == '\n' || c == '\t')))
+      return "holds a control character";
+  }
+  return "";
+}
+
 /// "3", "3 and 5" or "3, 5 and 6".
 std::string listOf(const std::vector<int>& v) {
   std::string out;
@@ -189,12 +202,18 @@ void customLevels(const OptionTree* levels, Rubric& rubric, Errors& errors) {
     return errors.add("rubric.levels", "missing: a criterion of your own needs " + shape);
   if (levels->kind != OptionTree::Kind::kMap)
     return errors.add("rubric.levels", "expected " + shape);
+  if (levels->map.size() > kMaxCustomLevels)  // one error, not one per level
+    return errors.add("rubric.levels", "expected " + shape + ", found " +
+                                           std::to_string(levels->map.size()) + " levels");
   std::map<int, std::string> seen;  // score → its key as written
   bool bad = false;
   for (const auto& [key, value] : levels->map) {  // OptionTreeEntry
     const std::string lp = "rubric.levels." + key;
     OptionTree k{OptionTree::Kind::kScalar, key, {}, {}};
-    const int score = intIn(k, kMinLevelScore, kMaxLevelScore).value_or(-1);
+    const bool digits = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+      return c >= '0' && c <= '9';
+    });  // no sign, space or base prefix: " 3" and "+3" are not scores
+    const int score = digits ? intIn(k, kMinLevelScore, kMaxLevelScore).value_or(-1) : -1;
     if (score < 0) {
       errors.add(lp, "expected an integer score from " + std::to_string(kMinLevelScore) + " to " +
                          std::to_string(kMaxLevelScore));
@@ -211,9 +230,16 @@ void customLevels(const OptionTree* levels, Rubric& rubric, Errors& errors) {
     RubricLevel level{score, scalarOf(value.find("name")), scalarOf(value.find("description"))};
     if (level.name.empty())
       errors.add(lp + ".name", "missing: each level has a short name (e.g. \"on charter\")");
+    else if (const auto why = textProblem(level.name, 200, false); !why.empty())
+      errors.add(lp + ".name", why +
+                                   ": a level's name is a few words on one line, at most 200 "
+                                   "bytes");
     if (level.description.empty())
       errors.add(lp + ".description",
                  "missing: each level says in words what an answer at this level looks like");
+    else if (const auto why = textProblem(level.description, 2000, true); !why.empty())
+      errors.add(lp + ".description",
+                 why + ": a level's description is at most 2000 bytes of text");
     rubric.levels.push_back(std::move(level));
   }
   std::sort(rubric.levels.begin(), rubric.levels.end(),
@@ -263,7 +289,10 @@ void rubricInputs(const OptionTree* inputs, Rubric& r, Errors& errors) {
     } else if (v == "reference") {
       r.needs_reference = true;
     } else if (!v.empty() && v.front() == '/') {
-      if (v.size() > 256)
+      if (std::any_of(v.begin(), v.end(),
+                      [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+        errors.add(ip, "a JSON Pointer without control characters (NUL, line breaks…)");
+      else if (v.size() > 256)
         errors.add(ip, "a JSON Pointer of at most 256 bytes");
       else if (!rapidjson::Pointer(v.c_str(), v.size()).IsValid())
         errors.add(ip, "'" + v + "' is not a JSON Pointer (RFC 6901: '~' is written ~0, '/' ~1)");
@@ -288,8 +317,9 @@ void rubricExamples(const OptionTree& examples, Rubric& rubric, Errors& errors) 
     return;
   }
   rubric.examples.clear();  // configured examples replace the built-in ones
-  std::set<std::string> keys = {"question",      "contexts",          "answer",   "score",
-                                "justification", "unsupported_claim", "reference"};
+  std::set<std::string> keys = {"question", "contexts", "answer", "score", "justification"};
+  if (!rubric.custom || rubric.names_claim) keys.insert("unsupported_claim");
+  if (!rubric.custom || rubric.needs_reference) keys.insert("reference");
   keys.insert(rubric.fields.begin(), rubric.fields.end());
   std::set<int> seen;
   for (std::size_t i = 0; i < examples.list.size(); ++i) {
@@ -302,7 +332,21 @@ void rubricExamples(const OptionTree& examples, Rubric& rubric, Errors& errors) 
                      .score = 0,
                      .justification = scalarOf(ex.find("justification")),
                      .reference = scalarOf(ex.find("reference"))};
-    for (const auto& f : rubric.fields) e.field_values.push_back(scalarOf(ex.find(f)));
+    for (const auto& f : rubric.fields) {
+      const OptionTree* v = ex.find(f);
+      e.field_values.push_back(scalarOf(v));
+      if (!v)
+        errors.add(ep, "missing '" + f + "': an example gives a value for each JSON Pointer input");
+      else if (v->kind != OptionTree::Kind::kScalar)
+        errors.add(ep + "." + f, "expected the value as text (a string)");
+    }
+    if (rubric.custom)  // what the criterion does not see would be dropped without a word
+      for (const auto& [key, sees] :
+           {std::pair<const char*, bool>{"question", rubric.needs_question},
+            {"contexts", rubric.needs_contexts}})
+        if (!sees && ex.find(key))
+          errors.add(ep + "." + key, std::string("this criterion does not see the ") + key +
+                                         " (rubric.inputs): the example's would not be shown");
     if (const auto* claim = ex.find("unsupported_claim")) {
       if (!rubric.names_claim)
         errors.add(ep + ".unsupported_claim", "only faithfulness names an unsupported claim; " +
@@ -314,7 +358,11 @@ void rubricExamples(const OptionTree& examples, Rubric& rubric, Errors& errors) 
       if (c->kind != OptionTree::Kind::kList)
         errors.add(ep + ".contexts", "expected a list of strings");
       else
-        for (const auto& t : c->list) e.contexts.push_back(scalarOf(&t));
+        for (const auto& t : c->list) {
+          if (t.kind != OptionTree::Kind::kScalar)
+            errors.add(ep + ".contexts", "expected a list of strings");
+          e.contexts.push_back(scalarOf(&t));
+        }
     }
     const auto* s = ex.find("score");
     const auto score = s ? intIn(*s, lo, hi) : std::nullopt;
@@ -364,8 +412,8 @@ void customRubric(const std::string& criterion, const OptionTree* tree, Rubric& 
     errors.add(tree->find("definition") ? "rubric.definition" : "rubric",
                "rubric.definition is missing: a criterion of your own (" + criterion + ")" + hint +
                    " says in words what is judged");
-  else if (r.task.size() > 8000)
-    errors.add("rubric.definition", "at most 8000 bytes");
+  else if (const auto why = textProblem(r.task, 8000, true); !why.empty())
+    errors.add("rubric.definition", why + ": what is judged, in words, at most 8000 bytes");
   rubricInputs(tree->find("inputs"), r, errors);
   customLevels(tree->find("levels"), r, errors);
   if (const auto* examples = tree->find("examples")) rubricExamples(*examples, r, errors);
@@ -653,6 +701,14 @@ LlmJudgeSettings llmSettingsFrom(const JudgeOptionValues& values, const JudgeCon
   readLimits(values, s, errors);
   errors.throwIfAny();
   warnReasoning(ctx, s);
+  if (const auto near = s.rubric.custom ? nearBuiltin(s.rubric.criterion) : "";
+      !near.empty() && ctx.warn)
+    ctx.warn("criterion", "'" + s.rubric.criterion +
+                              "' is a criterion of your own, judged by "
+                              "its rubric here; if you meant the built-in '" +
+                              near +
+                              "' (its examples, and for faithfulness the unsupported claim), "
+                              "fix the name");
   s.usd_to_eur = ctx.budget->usd_to_eur;
   s.global_daily_limit_eur = ctx.budget->daily_limit_eur;
   s.timezone = ctx.budget->timezone;

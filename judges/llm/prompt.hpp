@@ -18,6 +18,7 @@
 
 #include "judges/event.hpp"
 #include "judges/llm/rubric.hpp"
+#include "judges/verdict.hpp"
 
 namespace assay::llm {
 
@@ -55,6 +56,12 @@ std::string replyJson(const Rubric& rubric, int score, const std::string& justif
 /// "justification" (string), "unsupported_claim" (string or null; names_claim rubrics only),
 /// "score" (one of the rubric's integers, or null for an abstention).
 std::string replySchema(const Rubric& rubric);
+
+/// What the event lacks that `rubric` needs, as the outcome that ends the call before it is
+/// made and its justification: no contexts (`no_context`), no reference (`no_reference`), no
+/// value at one of the JSON Pointer inputs (`not_applicable`); nullopt when nothing is missing.
+std::optional<std::pair<Outcome, std::string>> missingInput(const Rubric& rubric,
+                                                            const Event& event);
 
 /// Builds the prompt. When it would exceed `max_input_tokens`, the lowest-ranked contexts are
 /// dropped one by one (deterministic), `contexts_truncated` is set and the user message names the

@@ -332,3 +332,50 @@ TEST_CASE("Redis: two instances record one decision; a reset is seen by both and
                                          "redis.call('HGET', k[1], 'd:arm')\" 0"}) ==
         std::to_string(sa.table.recorded->winner));
 }
+
+TEST_CASE("Redis: a hand-edited table is read without a crash; reset repairs it") {
+  test::RedisServer redis;
+  auto store = makeStore(redisBudget(redis, "assay:g:"));
+  const auto e = twoArms();
+  REQUIRE(store->rate(e, 1, 5, "a") == Store::Rated::kCounted);
+  // The table's key, found by its pattern (TAG is a hash of the arms).
+  const std::string key_of =
+      "local k = redis.call('KEYS', 'assay:g:ab:{answer-style}:*:table') return ";
+  auto edit = [&](const std::string& field, const std::string& value) {
+    CHECK(test::rawCommands(redis.port(), {"EVAL \"" + key_of + "redis.call('HSET', k[1], '" +
+                                           field + "', '" + value + "')\" 0"})
+              .rfind(':', 0) == 0);  // ":1" new field, ":0" replaced
+  };
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, std::string>>{{"total", "abc"},
+                                                        {"run", "1e400"},
+                                                        {"maxloge", "zz"},
+                                                        {"n:0:2", "-3"},
+                                                        {"d:arm", "1abc"},
+                                                        {"d:p", "nan"},
+                                                        {"d:rule", "anytime\x1b[31m"}})
+    edit(field, value);
+  const auto t = store->table(e);
+  REQUIRE(t);  // read, not a crash (std::stoll threw before)
+  CHECK(t->total == 0);
+  CHECK(t->run == 0);
+  CHECK(t->max_log_e == 0);
+  CHECK(t->arms[0][1] == 0);
+  CHECK(t->arms[1][4] == 1);  // what reads is kept
+  CHECK_FALSE(t->recorded);   // better undecided than a made-up winner
+  // The documented repair: reset archives the table; the run counts from what reads.
+  CHECK(store->reset(e, 99) == 1);
+  const auto fresh = store->table(e);
+  CHECK(fresh->run == 1);
+  CHECK(fresh->total == 0);
+  // A decision whose fields all read is read back exactly.
+  RecordedDecision d{1, 0.0123, "chi_square", 1234, {40, 41}, {3.0, 3.9}};
+  REQUIRE(store->record(e, d));
+  const auto back = store->table(e)->recorded;
+  REQUIRE(back);
+  CHECK(back->winner == 1);
+  CHECK(back->p == 0.0123);
+  CHECK(back->rule == "chi_square");
+  CHECK(back->ratings == d.ratings);
+  CHECK(back->mean_stars == d.mean_stars);
+}

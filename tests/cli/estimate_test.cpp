@@ -335,3 +335,45 @@ TEST_CASE("--escalation-share: the gated judges' calls scaled, and what the casc
   CHECK(printed(estimate({"--requests-per-day", "2000", "--sample-rate", "1", "--judge", "gpt-4o"}))
             .find("cascade:") == std::string::npos);
 }
+
+TEST_CASE("--events: each judge measured on real events: median prompt, the share it calls") {
+  const std::string dir = "/tmp/assay_estimate_events_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string config = dir + "/c.yaml", events = dir + "/e.jsonl";
+  std::ofstream(config) << "sampling: {rate: 0.5}\n"
+                           "judges:\n"
+                           "  - name: tone_llm\n"
+                           "    kind: llm\n"
+                           "    criterion: tone\n"
+                           "    model: gpt-4o-mini\n"
+                           "    rubric:\n"
+                           "      definition: The tone fits the tier.\n"
+                           "      inputs: [question, contexts, answer, /m/tier]\n"
+                           "      levels: {1: {name: off, description: Off.}, 2: {name: fits, "
+                           "description: Fits.}}\n";
+  std::ofstream(events)
+      << R"({"id":"a","question":"q","answer":"a","contexts":["c"],"m":{"tier":"gold"}})"
+      << "\n"
+      << R"({"id":"b","question":"q","answer":"a","m":{"tier":"gold"}})"
+      << "\n"
+      << R"({"id":"c","question":"q","answer":"a","contexts":["c"]})"
+      << "\n"
+      << "not json\n";
+  const Estimate e =
+      estimate({"--config", config, "--requests-per-day", "60000", "--events", events});
+  REQUIRE(e.rows.size() == 1);
+  const auto& r = e.rows[0];
+  CHECK(r.judge.called_share == doctest::Approx(1.0 / 3));
+  CHECK(r.calls_per_day == money(60000 * 0.5 / 3));  // b has no contexts, c no tier
+  CHECK(r.judge.input_tokens > 100);                 // the one prompt built: a's
+  CHECK(r.judge.input_tokens < 600);                 // a short rubric, no examples
+  const std::string text = printed(e);
+  CHECK(text.find("note: tone_llm: measured on the 3 events of " + events +
+                  ": tokens in = the median prompt of the 1 it would call (33 %); no call for "
+                  "no_context 1, not_applicable 1") != std::string::npos);
+  CHECK_THROWS_WITH_AS(parseEstimateArgs({"--config", config, "--requests-per-day", "1", "--events",
+                                          events, "--input-tokens", "5"}),
+                       doctest::Contains("--events measures the judges of --config"),
+                       EstimateError);
+  std::filesystem::remove_all(dir);
+}

@@ -53,6 +53,8 @@ TEST_CASE("assay prompt: a custom criterion's request, as built by the judge, se
       R"({"id":"r1","question":"Where is my order?","answer":"Mail bob@example.com, dear.","metadata":{"tier":"gold"}})"
       "\n"
       R"({"id":"r2","question":"q2","answer":"a2","metadata":{"tier":{"level":3}}})"
+      "\n"
+      R"({"id":"r3","question":"q3","answer":"a3"})"
       "\n");
   const auto r = runCli({"prompt", "--config", config, "--judge", "tone_llm", "--events", events});
   CAPTURE(r.err);
@@ -77,6 +79,14 @@ TEST_CASE("assay prompt: a custom criterion's request, as built by the judge, se
       {"prompt", "--config", config, "--judge", "tone_llm", "--events", events, "--id", "r2"});
   REQUIRE(r2.code == 0);
   CHECK(r2.out.find(R"("/metadata/tier":"{\"level\":3}")") != std::string::npos);
+  // An event the judge would end before any call: no request, the outcome instead.
+  const auto r3 = runCli({"prompt", "--config", config, "--events", events, "--id", "r3"});
+  REQUIRE(r3.code == 0);
+  CHECK(r3.out.find("no call for this event: the event has no value at /metadata/tier "
+                    "(rubric.inputs) (outcome not_applicable)") != std::string::npos);
+  CHECK(r3.out.find("no call for this event: the event has no contexts to judge against "
+                    "(outcome no_context)") != std::string::npos);  // faith_llm
+  CHECK(r3.out.find("### system message") == std::string::npos);
   // --body: the exact bodies, one JSON document per judge.
   const auto b = runCli({"prompt", "--config", config, "--body"});
   REQUIRE(b.code == 0);

@@ -561,8 +561,8 @@ TEST_CASE("a criterion of the user's own: definition, levels on its own scale, i
       "        0: {name: broken, description: A rule is broken.}\n"
       "        1: {name: strays, description: A minor lapse.}\n"
       "      examples:\n"
-      "        - {question: q, answer: a, reference: r, /metadata/channel: chat, score: 0, "
-      "justification: j}\n");
+      "        - {question: q, answer: a, reference: r, /metadata/channel: chat, \"/a~1b\": v, "
+      "score: 0, justification: j}\n");
   for (const auto& e : r.errors) MESSAGE(e.format());
   REQUIRE(r.ok());
   const auto& jc = r.config.judges[0];
@@ -584,7 +584,7 @@ TEST_CASE("a criterion of the user's own: definition, levels on its own scale, i
   CHECK(s.rubric.fields == std::vector<std::string>{"/metadata/channel", "/a~1b"});
   REQUIRE(s.rubric.examples.size() == 1);
   CHECK(s.rubric.examples[0].reference == "r");
-  CHECK(s.rubric.examples[0].field_values == std::vector<std::string>{"chat", ""});
+  CHECK(s.rubric.examples[0].field_values == std::vector<std::string>{"chat", "v"});
   // The scale and the histogram buckets are the levels'; the parser reads the pointers.
   const auto info = jc.factory->info(jc.values);
   CHECK(info.criterion == "response_charter");
@@ -601,6 +601,15 @@ TEST_CASE("a criterion of the user's own: definition, levels on its own scale, i
   CHECK((ps.rubric.needs_question && ps.rubric.needs_contexts && ps.rubric.needs_answer));
   CHECK_FALSE(ps.rubric.needs_reference);
   CHECK(plain.config.events.extra.empty());
+  // A built-in's name misspelt, with a rubric: built as a criterion of one's own, and said so.
+  const auto typo = load(
+      "judges:\n  - {name: t, kind: llm, criterion: faithfulnes, model: gpt-4o-mini, rubric: "
+      "{definition: d, levels: {1: {name: a, description: b}, 2: {name: c, description: d}}}}\n");
+  REQUIRE(typo.ok());
+  REQUIRE(typo.warnings.size() == 1);
+  CHECK(typo.warnings[0].path == "judges[0].criterion");
+  CHECK(typo.warnings[0].message.find("if you meant the built-in 'faithfulness'") !=
+        std::string::npos);
   // Pointer inputs under kafka.format otlp_*: a warning (traces have no event message).
   const auto otlp = load(
       "kafka: {format: otlp_json}\n"
@@ -665,6 +674,51 @@ TEST_CASE("a custom rubric's mistakes are named at FILE:LINE:COL") {
             "sees",
             "t.yaml:17:131: judges[5].rubric.levels.101: expected an integer score from 0 to "
             "100"});
+}
+
+TEST_CASE("a custom rubric's text is bounded and printable; examples show only what it sees") {
+  const auto bad = load(
+      "judges:\n"
+      "  - name: a\n"
+      "    kind: llm\n"
+      "    criterion: tone\n"
+      "    model: gpt-4o-mini\n"
+      "    rubric:\n"
+      "      definition: \"   \"\n"
+      "      inputs: [answer, \"/m/a\\0b\"]\n"
+      "      levels:\n"
+      "        \" 1\": {name: a, description: b}\n"
+      "        2: {name: \"two\\nlines\", description: fine}\n"
+      "        3: {name: c, description: \"" +
+      std::string(2001, 'x') +
+      "\"}\n"
+      "      examples:\n"
+      "        - {answer: a, contexts: [c], score: 2, justification: j}\n"
+      "  - {name: b, kind: llm, criterion: tone, model: gpt-4o-mini, rubric: {definition: d, "
+      "levels: {" +
+      [] {
+        std::string l;
+        for (int i = 0; i < 1000; ++i)
+          l += (i ? ", " : "") + std::to_string(i) + ": {name: n, description: d}";
+        return l;
+      }() +
+      "}}}\n");
+  std::vector<std::string> all;
+  for (const auto& e : bad.errors) all.push_back(e.path + ": " + e.message);
+  CHECK(all ==
+        std::vector<std::string>{
+            "judges[0].rubric.definition: blank: what is judged, in words, at most 8000 bytes",
+            "judges[0].rubric.inputs[1]: a JSON Pointer without control characters (NUL, line "
+            "breaks…)",
+            "judges[0].rubric.levels. 1: expected an integer score from 0 to 100",
+            "judges[0].rubric.levels.2.name: holds a control character: a level's name is a few "
+            "words on one line, at most 200 bytes",
+            "judges[0].rubric.levels.3.description: over 2000 bytes: a level's description is at "
+            "most 2000 bytes of text",
+            "judges[0].rubric.examples[0].contexts: this criterion does not see the contexts "
+            "(rubric.inputs): the example's would not be shown",
+            "judges[1].rubric.levels: expected 2 to 10 levels {SCORE: {name, description}} on "
+            "consecutive integer scores, found 1000 levels"});
 }
 
 TEST_CASE("no configuration value that can be a secret is echoed; every number is finite") {

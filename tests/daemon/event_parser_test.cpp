@@ -166,4 +166,12 @@ TEST_CASE("the JSON Pointer inputs of custom rubrics: strings as text, other val
   CHECK(*e.field("/metadata/channel") == "chat");
   CHECK(e.field("/metadata/none") == nullptr);  // absent: the judge's not_applicable
   CHECK(e.field("/metadata/null") == nullptr);  // null counts as absent
+  // A reload that rebuilt the judges gives the parser their pointers from the next message.
+  EventParser p(f, 4096);
+  p.setExtra({"/labels/0"});
+  Event again;
+  REQUIRE(p.parse(R"({"question":"q","answer":"a","metadata":{"channel":"chat"},"labels":[1]})",
+                  "k", again)
+              .ok);
+  CHECK(again.fields == std::vector<std::pair<std::string, std::string>>{{"/labels/0", "1"}});
 }

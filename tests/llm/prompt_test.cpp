@@ -374,3 +374,23 @@ TEST_CASE("a custom rubric: its definition, its scale, and only the inputs it na
   CHECK(replySchema(r).find("\"enum\":[0,1,2]") != std::string::npos);
   CHECK(replySchema(r).find("unsupported_claim") == std::string::npos);
 }
+
+TEST_CASE("trimming keeps the most contexts that fit, also among 40,000 (issue 29's hang)") {
+  std::vector<std::string> texts;
+  for (int i = 0; i < 40'000; ++i)
+    texts.push_back(i % 7 ? "" : "Passage " + std::to_string(i) + ".");
+  const Event e = event("Two years.", texts);
+  const auto& r = *builtinRubric("faithfulness");
+  const auto p = buildPrompt(r, e, 16'000);
+  REQUIRE(p.has_value());
+  REQUIRE(p->contexts_truncated);
+  const std::size_t n = p->contexts_used;
+  CHECK(n > 1000);
+  CHECK(p->estimated_tokens <= 16'000);
+  CHECK(p->user.find("The contexts of rank " + std::to_string(n + 1) +
+                     " to 40000 (of 40000) were left out") != std::string::npos);
+  // Tight: one token less keeps fewer contexts; more room never keeps fewer.
+  CHECK(buildPrompt(r, e, p->estimated_tokens - 1)->contexts_used < n);
+  CHECK(buildPrompt(r, e, p->estimated_tokens)->contexts_used == n);
+  CHECK(buildPrompt(r, e, 16'050)->contexts_used >= n);
+}
