@@ -502,8 +502,11 @@ const char* AbService::rate(const AbExperiment& experiment, const std::string& a
   {
     std::lock_guard lock(mu_);
     if (queue_.size() >= kMaxQueued) return "backlog_full";
-    queue_.push_back(Pending{static_cast<std::size_t>(&experiment - options_.experiments.data()),
-                             arm, unit, id, stars});
+    // By name: `experiment` may be another service's copy of the same configuration.
+    const auto* mine = find(experiment.name);
+    if (!mine) return "unknown_experiment";
+    queue_.push_back(Pending{static_cast<std::size_t>(mine - options_.experiments.data()), arm,
+                             unit, id, stars});
   }
   cv_.notify_all();
   return "joined";

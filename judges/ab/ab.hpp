@@ -128,8 +128,9 @@ class AbService {
 
   const AbExperiment* find(std::string_view experiment) const;
 
-  /// Queues one rating of `experiment` (configured): its arm by name, or, when `arm` is empty,
-  /// the arm the router gave `unit` (its cached assignment, else the hash). Returns the
+  /// Queues one rating of `experiment` (configured: found by its name, so any copy of the
+  /// configuration will do; "unknown_experiment" otherwise): its arm by name, or, when `arm` is
+  /// empty, the arm the router gave `unit` (its cached assignment, else the hash). Returns the
   /// outcome for assay_feedback_events_total: "joined" (queued), "unknown_arm", "no_variant"
   /// (neither an arm nor a unit) or "backlog_full" (100,000 ratings wait). What the store made of
   /// it is counted in assay_ab_ratings_recorded_total{experiment, outcome}.

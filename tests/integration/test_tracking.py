@@ -138,8 +138,10 @@ judges:
 budget:
   daily_limit_eur: 5.0
 # The ratings' experiment is the events' app: routed through the A/B store (memory), decided
-# by the anytime-valid rule and recorded (assay_ab_decision_*).
+# and recorded (assay_ab_decision_*). The chi-square rule, whose p does not depend on the order
+# the four partitions' ratings reach the store (the anytime-valid p does: it may not decide).
 ab:
+  decision: chi_square
   experiments:
     - {{name: qa, arms: [A, B]}}
 tracking:
