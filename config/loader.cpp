@@ -931,6 +931,30 @@ void gatherEventFields(Reader& r, const YAML::Node& j, const std::string& jp, co
     if (std::find(extra.begin(), extra.end(), f) == extra.end()) extra.push_back(f);
 }
 
+/// Two LLM judges of one criterion on different scales are two rubrics under one metric label
+/// (criterion="tone"): their series and agreement read as one criterion's.
+void warnSharedCriterion(Reader& r, const YAML::Node& j, const std::string& jp,
+                         const JudgeConfig& jc, const std::vector<JudgeConfig>& earlier) {
+  const auto scale = [](const JudgeInfo& i) {
+    return std::to_string(std::lround(i.min_score)) + "-" +
+           std::to_string(std::lround(i.max_score));
+  };
+  if (jc.factory->descriptor->kind != JudgeKind::kLlm) return;
+  const JudgeInfo info = jc.factory->info(jc.values);
+  for (const auto& o : earlier) {
+    if (o.factory->descriptor->kind != JudgeKind::kLlm) continue;
+    const JudgeInfo other = o.factory->info(o.values);
+    if (other.criterion != info.criterion ||
+        (other.min_score == info.min_score && other.max_score == info.max_score))
+      continue;
+    r.warn(j["criterion"] ? j["criterion"] : j, jp + ".criterion",
+           "judge '" + o.name + "' judges the criterion '" + info.criterion + "' on " +
+               scale(other) + " too, this one on " + scale(info) +
+               ": two rubrics under one criterion label; give this one its own name");
+    return;
+  }
+}
+
 void loadJudges(Reader& r, const YAML::Node& n, Config& config) {
   auto& out = config.judges;
   const std::string p = "judges";
@@ -968,6 +992,7 @@ void loadJudges(Reader& r, const YAML::Node& n, Config& config) {
     checkJudgeOptions(r, j, jp, jc, config);
     loadRunIf(r, j, jp, jc, out);
     gatherEventFields(r, j, jp, jc, config);
+    warnSharedCriterion(r, j, jp, jc, out);
     out.push_back(std::move(jc));
   }
 }

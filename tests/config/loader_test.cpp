@@ -610,6 +610,17 @@ TEST_CASE("a criterion of the user's own: definition, levels on its own scale, i
   CHECK(typo.warnings[0].path == "judges[0].criterion");
   CHECK(typo.warnings[0].message.find("if you meant the built-in 'faithfulness'") !=
         std::string::npos);
+  // Two LLM judges of one criterion on different scales: said.
+  const auto shared = load(
+      "judges:\n  - {name: t1, kind: llm, criterion: tone, model: gpt-4o-mini, rubric: "
+      "{definition: d, levels: {1: {name: a, description: b}, 2: {name: c, description: d}}}}\n"
+      "  - {name: t2, kind: llm, criterion: tone, model: gpt-4o-mini, rubric: "
+      "{definition: d, levels: {0: {name: a, description: b}, 1: {name: c, description: d}}}}\n");
+  REQUIRE(shared.ok());
+  REQUIRE(shared.warnings.size() == 1);
+  CHECK(shared.warnings[0].format() ==
+        "t.yaml:3:38: judges[1].criterion: warning: judge 't1' judges the criterion 'tone' on 1-2 "
+        "too, this one on 0-1: two rubrics under one criterion label; give this one its own name");
   // Pointer inputs under kafka.format otlp_*: a warning (traces have no event message).
   const auto otlp = load(
       "kafka: {format: otlp_json}\n"
