@@ -130,7 +130,7 @@ struct JudgeConfig {
   std::map<std::string, std::pair<int, int>, std::less<>> key_positions;
 };
 
-/// Score tracking per judge × criterion (judges/tracking/window.hpp, judges/tracking/tracker.hpp).
+/// Score tracking per judge × criterion (tracking/window.hpp, tracking/tracker.hpp).
 struct TrackingOptions {
   int window = 500;                 ///< last successful scores kept for the distribution
   int window_seconds = 86400;       ///< and only those younger than this (0 = no time bound)
@@ -188,7 +188,7 @@ struct AbExperiment {
 /// Redis; per process with `memory`).
 struct AbOptions {
   std::vector<AbExperiment> experiments;
-  /// "anytime": the anytime-valid sequential test (judges/tracking/sequential.hpp) decides;
+  /// "anytime": the anytime-valid sequential test (tracking/sequential.hpp) decides;
   /// "chi_square": the seed's rule, Pearson's chi-square test at every look (a peeking test).
   std::string decision = "anytime";
   double alpha = 0.05;           ///< the decision's level

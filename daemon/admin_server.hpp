@@ -22,7 +22,7 @@ class AdminServer {
     /// Why the daemon is not healthy ("" = healthy, also when empty): /healthz answers 503 with
     /// it, else 200. Answered from memory: never waits on a broker, Redis or a provider.
     std::function<std::string()> unhealthy;
-    /// `GET /v1/route?QUERY` (the A/B router, judges/ab/ab.hpp): (HTTP status, JSON body) from
+    /// `GET /v1/route?QUERY` (the A/B router, daemon/ab/ab.hpp): (HTTP status, JSON body) from
     /// the query string; empty = 404 like any unknown path.
     std::function<std::pair<int, std::string>(std::string_view query)> route;
     /// Called on the admin thread with the number of /v1/route requests waiting each time it

@@ -15,7 +15,7 @@
 
 #include "config/loader.hpp"
 #include "daemon/kafka.hpp"
-#include "judges/tracking/tracker.hpp"
+#include "tracking/tracker.hpp"
 
 namespace assay {
 namespace {

@@ -392,7 +392,7 @@ class RedisBudgetStore final : public BudgetStore {
   };
   /// Runs the Lua `script` (EVAL) with `keys` (used verbatim: the caller prefixes them) and
   /// `args`, on this store's connection (so other shared state, the A/B tables of
-  /// judges/ab/ab.hpp, uses the same connection handling, AUTH, SELECT and timeouts).
+  /// daemon/ab/ab.hpp, uses the same connection handling, AUTH, SELECT and timeouts).
   ScriptReply runScript(const std::string& script, const std::vector<std::string>& keys,
                         const std::vector<std::string>& args);
   const RedisOptions& options() const { return options_; }

@@ -1,7 +1,7 @@
-// The A/B router and its experiments' store (judges/ab/ab.hpp): the hash split, the decision,
+// The A/B router and its experiments' store (daemon/ab/ab.hpp): the hash split, the decision,
 // the memory store and the Redis store (a real redis-server started here) against the
 // reference sequential test, two instances on one Redis, and the router's answers.
-#include "judges/ab/ab.hpp"
+#include "daemon/ab/ab.hpp"
 
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "../llm/redis_server.hpp"
-#include "judges/tracking/sequential.hpp"
+#include "tracking/sequential.hpp"
 
 using namespace assay;
 using namespace assay::ab;

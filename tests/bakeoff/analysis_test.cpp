@@ -1,4 +1,4 @@
-#include "judges/bakeoff/analysis.hpp"
+#include "cli/bakeoff/analysis.hpp"
 
 #include <doctest/doctest.h>
 

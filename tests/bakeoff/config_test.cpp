@@ -1,4 +1,4 @@
-#include "judges/bakeoff/config.hpp"
+#include "cli/bakeoff/config.hpp"
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "judges/bakeoff/run.hpp"
+#include "cli/bakeoff/run.hpp"
 
 using namespace assay::bakeoff;
 namespace fs = std::filesystem;

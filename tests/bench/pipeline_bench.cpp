@@ -17,7 +17,7 @@
 #include "judges/registry.hpp"
 #include "judges/rouge_l.hpp"
 #include "judges/tokenizer.hpp"
-#include "judges/tracking/tracker.hpp"
+#include "tracking/tracker.hpp"
 #include "sampling/sampler.hpp"
 
 using namespace assay;

@@ -1,5 +1,5 @@
 // `assay ab status|reset` against a real redis-server holding an experiment's table.
-#include "judges/cli/ab_command.hpp"
+#include "cli/ab_command.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "../llm/redis_server.hpp"
-#include "judges/ab/ab.hpp"
-#include "judges/cli/cli.hpp"
+#include "daemon/ab/ab.hpp"
+#include "cli/cli.hpp"
 #include "tests/cli/run_cli.hpp"
 
 using namespace assay;

@@ -1,4 +1,4 @@
-#include "judges/cli/backfill.hpp"
+#include "cli/backfill.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>

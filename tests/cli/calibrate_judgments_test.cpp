@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "judges/cli/calibrate.hpp"
-#include "judges/cli/cli.hpp"
+#include "cli/calibrate.hpp"
+#include "cli/cli.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace assay;

@@ -1,4 +1,4 @@
-#include "judges/cli/calibrate.hpp"
+#include "cli/calibrate.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // The `assay` command line: each subcommand's --help is its own, `assay --help` the overview.
-#include "judges/cli/cli.hpp"
+#include "cli/cli.hpp"
 
 #include <doctest/doctest.h>
 

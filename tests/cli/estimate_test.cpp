@@ -1,4 +1,4 @@
-#include "judges/cli/estimate.hpp"
+#include "cli/estimate.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

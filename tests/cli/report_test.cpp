@@ -1,4 +1,4 @@
-#include "judges/cli/report.hpp"
+#include "cli/report.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>

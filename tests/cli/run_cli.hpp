@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "judges/cli/cli.hpp"
+#include "cli/cli.hpp"
 
 namespace assay::test {
 

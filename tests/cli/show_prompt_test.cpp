@@ -1,4 +1,4 @@
-#include "judges/cli/show_prompt.hpp"
+#include "cli/show_prompt.hpp"
 
 #include <doctest/doctest.h>
 #include <rapidjson/document.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "judges/cli/cli.hpp"
+#include "cli/cli.hpp"
 #include "tests/cli/run_cli.hpp"
 #include "tests/test_paths.hpp"
 

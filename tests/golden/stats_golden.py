@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden values for judges/tracking from scipy and sklearn (Debian's python3-scipy, -sklearn).
+"""Golden values for tracking/ from scipy and sklearn (Debian's python3-scipy, -sklearn).
 Prints C++ initialisers pasted into tests/tracking/stats_test.cpp."""
 import numpy as np
 from scipy import stats

@@ -43,7 +43,7 @@ TABLE = {"control": [0, 0, 5, 10, 15], "treatment": [0, 3, 4, 12, 11]}
 
 
 def hash_arm(experiment, unit, arms=ARMS, weights=(50, 50)):
-    """judges/ab/ab.cpp hashArm: xxh64 of experiment NUL unit, top 53 bits as [0, 1)."""
+    """daemon/ab/ab.cpp hashArm: xxh64 of experiment NUL unit, top 53 bits as [0, 1)."""
     u = (xxhash.xxh64_intdigest(experiment.encode() + b"\0" + unit.encode()) >> 11) * 2.0 ** -53
     total, upto = sum(weights), 0.0
     for arm, w in zip(arms, weights):

@@ -1,4 +1,4 @@
-#include "judges/tracking/sequential.hpp"
+#include "tracking/sequential.hpp"
 
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "judges/tracking/stats.hpp"
+#include "tracking/stats.hpp"
 
 using namespace assay::stats;
 

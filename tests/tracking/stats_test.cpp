@@ -1,4 +1,4 @@
-#include "judges/tracking/stats.hpp"
+#include "tracking/stats.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "judges/tracking/tracker.hpp"
+#include "tracking/tracker.hpp"
 
 #include <doctest/doctest.h>
 #include <prometheus/text_serializer.h>
@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "config/rfc3339.hpp"
-#include "judges/tracking/stats.hpp"
+#include "tracking/stats.hpp"
 
 using namespace assay;
 

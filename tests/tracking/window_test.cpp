@@ -1,4 +1,4 @@
-#include "judges/tracking/window.hpp"
+#include "tracking/window.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,0 +1,603 @@
+#include "cli/report.hpp"
+
+#include <fmt/format.h>
+#include <rapidjson/document.h>
+#include <rapidjson/pointer.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+
+#include "config/options.hpp"
+#include "config/rfc3339.hpp"
+#include "judges/json_limits.hpp"
+#include "tracking/stats.hpp"
+#include "tracking/window.hpp"
+#include "sampling/sampler.hpp"
+
+namespace assay {
+
+std::optional<double> rocAuc(const std::vector<double>& scores, const std::vector<bool>& labels) {
+  const std::size_t n = scores.size();
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return scores[a] < scores[b]; });
+  // Average ranks (1-based) over ties, then U = R_pos − n_pos(n_pos + 1)/2.
+  double rank_sum_pos = 0;
+  std::size_t n_pos = 0;
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i;
+    while (j < n && scores[order[j]] == scores[order[i]]) ++j;
+    const double avg_rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;
+    for (std::size_t k = i; k < j; ++k) {
+      if (labels[order[k]]) {
+        rank_sum_pos += avg_rank;
+        ++n_pos;
+      }
+    }
+    i = j;
+  }
+  const std::size_t n_neg = n - n_pos;
+  if (n_pos == 0 || n_neg == 0) return std::nullopt;
+  const double u = rank_sum_pos - static_cast<double>(n_pos) * static_cast<double>(n_pos + 1) / 2.0;
+  return u / (static_cast<double>(n_pos) * static_cast<double>(n_neg));
+}
+
+namespace {
+
+std::string bar(double share, int width = 30) {
+  const long n = std::lround(share * width);
+  return std::string(static_cast<std::size_t>(n), '#');
+}
+
+void printDistribution(const JudgeSummary& s, std::ostream& out) {
+  long runs = 0;
+  for (const auto& [o, n] : s.outcomes) runs += n;
+  std::string outcomes;
+  for (const auto& [o, n] : s.outcomes) outcomes += fmt::format(" {}={}", o, n);
+  out << fmt::format("  {:<18} {:<20} runs {:>4}:{}\n", s.judge, s.criterion, runs, outcomes);
+  if (s.scores.empty()) return;
+  const double mean =
+      std::accumulate(s.scores.begin(), s.scores.end(), 0.0) / static_cast<double>(s.scores.size());
+  auto sorted = s.scores;
+  std::sort(sorted.begin(), sorted.end());
+  auto q = [&](double p) {
+    // Nearest-rank on the sorted sample (round half away from zero).
+    return sorted[static_cast<std::size_t>(
+        std::lround(p * static_cast<double>(sorted.size() - 1)))];
+  };
+  out << fmt::format(
+      "  {:<18} mean {:.3f}  p10 {:.3f}  median {:.3f}  p90 {:.3f}  top-score share {:.1f} %\n", "",
+      mean, q(0.1), q(0.5), q(0.9),
+      100.0 * static_cast<double>(std::count(sorted.begin(), sorted.end(), s.max_score)) /
+          static_cast<double>(sorted.size()));
+  const bool binary = std::all_of(sorted.begin(), sorted.end(),
+                                  [&](double x) { return x == s.min_score || x == s.max_score; });
+  if (binary) return;  // pass/fail: the outcome line and the top-score share say it all
+  const bool integer_scale =
+      s.max_score - s.min_score <= 10 && s.min_score == std::floor(s.min_score) &&
+      std::all_of(sorted.begin(), sorted.end(), [](double x) { return x == std::floor(x); });
+  if (integer_scale) {  // a rubric: one line per level
+    for (double level = s.min_score; level <= s.max_score; level += 1) {
+      const long n = std::count(sorted.begin(), sorted.end(), level);
+      out << fmt::format("  {:<18}   {:<11} {:>4}  {}\n", "", fmt::format("score {:g}", level), n,
+                         bar(static_cast<double>(n) / static_cast<double>(sorted.size())));
+    }
+    return;
+  }
+  constexpr int kBins = 5;
+  std::array<long, kBins> bins{};
+  for (double x : sorted) {
+    const double r = (x - s.min_score) / (s.max_score - s.min_score);
+    ++bins[static_cast<std::size_t>(std::clamp(static_cast<int>(r * kBins), 0, kBins - 1))];
+  }
+  for (int b = 0; b < kBins; ++b) {
+    const double lo = s.min_score + (s.max_score - s.min_score) * b / kBins;
+    const double hi = s.min_score + (s.max_score - s.min_score) * (b + 1) / kBins;
+    const double share = static_cast<double>(bins[b]) / static_cast<double>(sorted.size());
+    out << fmt::format("  {:<18}   [{:.1f}, {:.1f}{} {:>4}  {}\n", "", lo, hi,
+                       b + 1 == kBins ? "]" : ")", bins[b], bar(share));
+  }
+}
+
+std::string num(std::optional<double> v, const char* format = "{:.3f}") {
+  return v ? fmt::format(fmt::runtime(format), *v) : "undefined";
+}
+
+const char* agreementLevel(double tau) {
+  return tau >= 0.7 ? "high" : tau >= 0.4 ? "moderate" : "low";
+}
+
+/// The values of `a` and `b` at the ids both have, ordered by id: (x, y) of equal length.
+std::pair<std::vector<double>, std::vector<double>> joinById(
+    const std::unordered_map<std::string, double>& a,
+    const std::unordered_map<std::string, double>& b) {
+  std::vector<std::pair<std::string, std::pair<double, double>>> both;
+  for (const auto& [id, x] : a)
+    if (auto it = b.find(id); it != b.end()) both.push_back({id, {x, it->second}});
+  std::sort(both.begin(), both.end());
+  std::pair<std::vector<double>, std::vector<double>> xy;
+  for (const auto& [id, v] : both) xy.first.push_back(v.first), xy.second.push_back(v.second);
+  return xy;
+}
+
+std::optional<double> rhoOf(const std::optional<stats::Correlation>& c) {
+  return c ? std::optional<double>(c->coefficient) : std::nullopt;
+}
+
+/// Leniency and drift per judge, with the daemon's own code and tracking settings, over the
+/// file's scores in order (duration windows use judged_at); then agreement between judges of
+/// one criterion on the same events.
+void printTracking(
+    const std::vector<JudgeSummary>& judges,
+    const std::unordered_map<std::string, std::unordered_map<std::string, double>>& score_by_id,
+    const TrackingOptions& t, std::ostream& out) {
+  const auto window_text = [](int count, double seconds) {
+    return seconds > 0 ? fmt::format("{:g} h", seconds / 3600) : fmt::format("{} scores", count);
+  };
+  out << fmt::format(
+      "leniency and drift (the daemon's tracking: lenient = more than {:.0f} % of the scores at "
+      "the top over at least {}; drift = the {}{} against the last {}, two-sided Mann-Whitney "
+      "p < {} and the mean moved at least {}):\n",
+      t.leniency_max_ratio * 100, t.min_samples, t.rolling_baseline ? "" : "first ",
+      window_text(t.baseline_window, t.baseline_seconds) +
+          (t.rolling_baseline ? " before the recent window" : ""),
+      window_text(t.recent_window, t.recent_seconds), t.drift_alpha, t.drift_min_delta);
+  std::size_t width = 18;
+  for (const auto& s : judges) width = std::max(width, s.judge.size());
+  for (const auto& s : judges) {
+    if (s.scores.empty()) continue;
+    stats::ScoreWindow window(s.scores.size(), s.min_score, s.max_score);
+    stats::DriftDetector drift({.baseline_size = static_cast<std::size_t>(t.baseline_window),
+                                .recent_size = static_cast<std::size_t>(t.recent_window),
+                                .baseline_seconds = t.baseline_seconds,
+                                .recent_seconds = t.recent_seconds,
+                                .alpha = t.drift_alpha,
+                                .min_delta = t.drift_min_delta,
+                                .rolling = t.rolling_baseline});
+    double last = 0;
+    for (std::size_t i = 0; i < s.scores.size(); ++i) {
+      last = std::max(last, s.times[i]);
+      if (window.add(s.scores[i])) drift.add(s.scores[i], s.times[i]);
+    }
+    const auto w = window.summary(t.leniency_max_ratio, static_cast<std::size_t>(t.min_samples));
+    if (!w) continue;
+    const auto d = drift.evaluate(last);
+    // A 0/1 judge (a check, e.g. refusal: the judgments do not say which kind a judge is) has
+    // no leniency verdict in the daemon either.
+    const bool binary =
+        s.min_score == 0 && s.max_score == 1 &&
+        std::all_of(s.scores.begin(), s.scores.end(), [](double x) { return x == 0 || x == 1; });
+    const bool enough = t.baseline_seconds > 0 || t.recent_seconds > 0 ||
+                        s.scores.size() >= static_cast<std::size_t>(t.baseline_window) +
+                                               static_cast<std::size_t>(t.recent_window);
+    std::string drift_text =
+        d ? fmt::format("{} (mean {:.3f} -> {:.3f}, p {:.3g})", d->drift ? "YES" : "no",
+                        d->baseline_mean, d->recent_mean, d->p_value)
+        : w->distinct == 1 ? "n/a (every score is the same: no test)"
+        : enough           ? "n/a (a window holds too few scores)"
+                 : fmt::format("n/a (needs {} scores)", t.baseline_window + t.recent_window);
+    out << fmt::format(
+        "  {:<{}} top {:5.1f} %  bottom {:5.1f} %  distinct {:>4}  entropy {:.2f}  lenient {:<3}  "
+        "drift {}\n",
+        s.judge, width, w->top_share * 100, w->bottom_share * 100, w->distinct, w->entropy,
+        s.pass_fail || binary                            ? "n/a (pass/fail)"
+        : w->n < static_cast<std::size_t>(t.min_samples) ? "n/a"
+        : w->lenient                                     ? "YES"
+                                                         : "no",
+        drift_text);
+  }
+  out << "agreement between judges of the same criterion, on the events both scored (Kendall "
+         "tau-b; high >= 0.7, moderate >= 0.4, else low):\n";
+  bool any = false;
+  for (std::size_t a = 0; a < judges.size(); ++a)
+    for (std::size_t b = a + 1; b < judges.size(); ++b) {
+      if (judges[a].criterion != judges[b].criterion) continue;
+      const auto ia = score_by_id.find(judges[a].judge), ib = score_by_id.find(judges[b].judge);
+      if (ia == score_by_id.end() || ib == score_by_id.end()) continue;
+      const auto [x, y] = joinById(ia->second, ib->second);
+      const auto tau = stats::kendallTauB(x, y);
+      const auto rho = stats::spearman(x, y);
+      any = true;
+      const std::string why = x.size() < 3 ? " (too few events both scored)"
+                              : !tau       ? " (a judge gave one score only)"
+                                           : "";
+      out << fmt::format("  {:<17} {} vs {}: n {}, tau-b {}, Spearman {}{}{}{}\n",
+                         judges[a].criterion, judges[a].judge, judges[b].judge, x.size(), num(tau),
+                         num(rhoOf(rho)), tau ? fmt::format(" -> {}", agreementLevel(*tau)) : "",
+                         why,
+                         x.size() < static_cast<std::size_t>(t.min_pairs)
+                             ? fmt::format(" [below tracking.min_pairs {}: the daemon exports "
+                                           "no statistic yet]",
+                                           t.min_pairs)
+                             : "");
+    }
+  if (!any) out << "  (no two judges share a criterion)\n";
+}
+
+}  // namespace
+
+namespace {
+
+/// The judgments file: the last judgment of each id (the JSON Lines sink appends across runs
+/// and Kafka may redeliver), summarised per judge.
+struct Judgments {
+  std::vector<JudgeSummary> judges;
+  std::unordered_map<std::string, std::size_t> judge_index;
+  /// score per (judge, event id), for the label analyses
+  std::unordered_map<std::string, std::unordered_map<std::string, double>> score_by_id;
+  long events = 0, bad_lines = 0, lines_read = 0, duplicates = 0;
+};
+
+/// Adds one judgment's verdicts to the per-judge summaries.
+void addJudgment(const rapidjson::Value& d, Judgments& j) {
+  const std::string id = d["id"].GetString();
+  double judged_at = 0;
+  if (d.HasMember("judged_at") && d["judged_at"].IsString())
+    if (const auto ms = parseRfc3339(d["judged_at"].GetString())) judged_at = *ms / 1000.0;
+  for (const auto& v : d["verdicts"].GetArray()) {
+    if (!v.IsObject() || !v.HasMember("judge") || !v["judge"].IsString()) continue;
+    const std::string name = v["judge"].GetString();
+    auto [it, inserted] = j.judge_index.emplace(name, j.judges.size());
+    if (inserted) {
+      JudgeSummary s;
+      s.judge = name;
+      if (v.HasMember("criterion") && v["criterion"].IsString())
+        s.criterion = v["criterion"].GetString();
+      if (v.HasMember("min") && v["min"].IsNumber()) s.min_score = v["min"].GetDouble();
+      if (v.HasMember("max") && v["max"].IsNumber()) s.max_score = v["max"].GetDouble();
+      j.judges.push_back(std::move(s));
+    }
+    auto& s = j.judges[it->second];
+    const std::string outcome =
+        v.HasMember("error") && v["error"].IsString() ? v["error"].GetString() : "ok";
+    ++s.outcomes[outcome];
+    if (v.HasMember("passed")) s.pass_fail = true;
+    if (v.HasMember("score") && v["score"].IsNumber()) {
+      s.scores.push_back(v["score"].GetDouble());
+      s.times.push_back(judged_at);
+      j.score_by_id[name][id] = v["score"].GetDouble();
+    }
+  }
+}
+
+/// Reads the judgments file; false (after a message on `err`) when it has lines but none is a
+/// judgment. An empty file is not an error: j.lines_read is then 0.
+bool readJudgments(const std::string& path, std::istream& in, Judgments& j, std::ostream& err) {
+  std::vector<rapidjson::Document> docs;
+  std::unordered_map<std::string, std::size_t> last_by_id;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    ++j.lines_read;
+    if (jsonShapeProblem(line)) {
+      ++j.bad_lines;
+      continue;
+    }
+    rapidjson::Document d;
+    d.Parse(line.c_str());
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember("verdicts") ||
+        !d["verdicts"].IsArray() || !d.HasMember("id") || !d["id"].IsString()) {
+      ++j.bad_lines;
+      continue;
+    }
+    last_by_id[d["id"].GetString()] = docs.size();
+    docs.push_back(std::move(d));
+  }
+  if (docs.empty() && j.lines_read > 0) {
+    err << "assay report: '" << path << "' holds no judgment (" << j.lines_read
+        << " non-empty lines, none a judgment object with id and verdicts)\n";
+    return false;
+  }
+  j.duplicates = static_cast<long>(docs.size() - last_by_id.size());
+  for (std::size_t di = 0; di < docs.size(); ++di) {
+    if (last_by_id[docs[di]["id"].GetString()] != di) continue;
+    ++j.events;
+    addJudgment(docs[di], j);
+  }
+  return true;
+}
+
+/// The events file's labels: a boolean per event at label_pointer (for the AUC), a number at
+/// human_pointer (for the judge-vs-human correlation).
+struct Labels {
+  struct Labelled {
+    std::string id, group;
+    bool label;
+  };
+  std::vector<Labelled> labelled;
+  long non_boolean = 0;
+  std::unordered_map<std::string, double> human;  // event id → numeric human label
+};
+
+/// True when `id` is in the half `half` names ("A": XXH3_64(id) < 2^63; "B": the others; "":
+/// every id).
+bool inHalf(const std::string& half, std::string_view id) {
+  if (half.empty()) return true;
+  return (sampleHash(id) < (std::uint64_t{1} << 63)) == (half == "A");
+}
+
+Labels readLabels(const ReportOptions& o, std::istream& ev) {
+  Labels out;
+  const rapidjson::Pointer label_ptr(o.label_pointer.c_str());
+  const rapidjson::Pointer group_ptr(o.group_pointer.empty() ? "" : o.group_pointer.c_str());
+  const rapidjson::Pointer human_ptr(o.human_pointer.empty() ? "" : o.human_pointer.c_str());
+  std::string line;
+  while (std::getline(ev, line)) {
+    if (jsonShapeProblem(line)) continue;
+    rapidjson::Document d;
+    d.Parse(line.c_str());
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember("id") || !d["id"].IsString()) continue;
+    if (!inHalf(o.half, d["id"].GetString())) continue;
+    if (!o.human_pointer.empty())
+      if (const auto* h = human_ptr.Get(d); h && h->IsNumber())
+        out.human[d["id"].GetString()] = h->GetDouble();
+    const auto* l = label_ptr.Get(d);
+    if (!l || l->IsNull()) continue;  // unlabelled events are left out
+    if (!l->IsBool()) {
+      ++out.non_boolean;
+      continue;
+    }
+    std::string group;
+    if (!o.group_pointer.empty())
+      if (const auto* g = group_ptr.Get(d); g && g->IsString()) group = g->GetString();
+    out.labelled.push_back({d["id"].GetString(), group, l->GetBool()});
+  }
+  return out;
+}
+
+void printHuman(const ReportOptions& o, const Judgments& j, const Labels& labels,
+                std::ostream& out) {
+  out << fmt::format(
+      "judge vs human label {} (judges of criterion {}; Spearman rho with its p-value, "
+      "Kendall tau-b; the same code as assay_judge_human_spearman):\n",
+      o.human_pointer, o.human_criterion);
+  bool any = false;
+  for (const auto& s : j.judges) {
+    if (s.criterion != o.human_criterion) continue;
+    const auto sit = j.score_by_id.find(s.judge);
+    if (sit == j.score_by_id.end()) continue;
+    const auto [x, y] = joinById(sit->second, labels.human);
+    const auto rho = stats::spearman(x, y);
+    const auto tau = stats::kendallTauB(x, y);
+    any = true;
+    out << fmt::format("  {:<18} n {}, Spearman {}{}, tau-b {}\n", s.judge, x.size(),
+                       num(rhoOf(rho)), rho ? fmt::format(" (p {:.3g})", rho->p_value) : "",
+                       num(tau));
+  }
+  if (!any)
+    out << fmt::format("  ({} events carry a number there; no judge of criterion {} scored them)\n",
+                       labels.human.size(), o.human_criterion);
+}
+
+/// ROC AUC of one judge against the boolean labels, overall and per group.
+void printAuc(const ReportOptions& o, const std::string& judge, const Judgments& j,
+              const std::unordered_map<std::string, double>& scores, const Labels& labels,
+              std::ostream& out) {
+  // A faithfulness score is high for faithful answers, so rank by (max − score) to detect the
+  // positive class "hallucinated".
+  const double top = j.judges[j.judge_index.at(judge)].max_score;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<bool>>> by_group;
+  std::vector<double> all_scores;
+  std::vector<bool> all_labels;
+  long not_judged = 0;
+  for (const auto& e : labels.labelled) {
+    auto it = scores.find(e.id);
+    if (it == scores.end()) {
+      ++not_judged;
+      continue;
+    }
+    all_scores.push_back(top - it->second);
+    all_labels.push_back(e.label);
+    by_group[e.group].first.push_back(top - it->second);
+    by_group[e.group].second.push_back(e.label);
+  }
+  const long pos = std::count(all_labels.begin(), all_labels.end(), true);
+  const long neg = static_cast<long>(all_labels.size()) - pos;
+  const auto auc = rocAuc(all_scores, all_labels);
+  out << fmt::format(
+      "{} vs label {} (true = positive class; a LOW score predicts it, so AUC = P(a positive "
+      "scores below a negative); 0.5 = chance, 1 = perfect):\n",
+      judge, o.label_pointer);
+  out << fmt::format(
+      "  ROC AUC {}  (positive {} / negative {}; {} labelled events without a score)\n",
+      auc ? fmt::format("{:.3f}", *auc) : "n/a", pos, neg, not_judged);
+  if (by_group.size() <= 1) return;
+  for (const auto& [group, sl] : by_group) {
+    const auto g = rocAuc(sl.first, sl.second);
+    const long gp = std::count(sl.second.begin(), sl.second.end(), true);
+    out << fmt::format("    {:<14} AUC {}  ({} / {})\n", group.empty() ? "(none)" : group,
+                       g ? fmt::format("{:.3f}", *g) : "n/a", gp,
+                       static_cast<long>(sl.second.size()) - gp);
+  }
+}
+
+/// The cascade table of one judge: LLM share and recall at ten thresholds across its scale and
+/// at the lowest threshold that reaches the recall asked for, overall and per group there.
+void printCascade(const ReportOptions& o, const std::string& judge, const Judgments& j,
+                  const std::unordered_map<std::string, double>& scores, const Labels& labels,
+                  std::ostream& out) {
+  const auto& summary = j.judges[j.judge_index.at(judge)];
+  std::vector<double> all;
+  std::vector<bool> positive;
+  for (const auto& e : labels.labelled)
+    if (auto it = scores.find(e.id); it != scores.end()) {
+      all.push_back(it->second);
+      positive.push_back(e.label);
+    }
+  const auto curve = cascadeCurve(all, positive);
+  const long pos = std::count(positive.begin(), positive.end(), true);
+  out << fmt::format(
+      "cascade on {} (run_if: [{{judge: {}, below: T}}]): LLM share = scored events sent on to "
+      "the LLM judge, recall = positives of {} among them / all {} positives ({} events):\n",
+      judge, judge, o.label_pointer, pos, all.size());
+  if (curve.empty()) return;
+  auto at = [&](double t) {
+    CascadePoint p{t, 0, 0};
+    for (const auto& c : curve)
+      if (c.threshold <= t) p.share = c.share, p.recall = c.recall;
+    // Between curve points the counts are those of the last point at or below t.
+    return p;
+  };
+  out << "  below      LLM share  recall\n";
+  for (int k = 1; k <= 10; ++k) {
+    const double t = summary.min_score + (summary.max_score - summary.min_score) * k / 10.0;
+    const auto p = at(t);
+    out << fmt::format("  {:<9.4g}  {:>9.3f}  {:>6.3f}\n", t, p.share, p.recall);
+  }
+  const auto* target = cascadeForRecall(curve, o.cascade_recall);
+  if (!target) {
+    out << fmt::format("  no threshold reaches recall {} ({} positives)\n", o.cascade_recall, pos);
+    return;
+  }
+  // The threshold as the user will write it in run_if: the fewest digits (6 at least) that
+  // still send exactly the events counted (strictly above every score sent, at most the next).
+  double sent_max = -std::numeric_limits<double>::infinity();
+  double next_min = std::numeric_limits<double>::infinity();
+  for (double v : all) {
+    if (v < target->threshold) sent_max = std::max(sent_max, v);
+    if (v >= target->threshold) next_min = std::min(next_min, v);
+  }
+  std::string written;
+  for (int digits = 6; digits <= 17; ++digits) {
+    written = fmt::format("{:.{}g}", target->threshold, digits);
+    const double back = std::strtod(written.c_str(), nullptr);
+    if (back > sent_max && back <= next_min) break;
+  }
+  out << fmt::format(
+      "  recall >= {}: below {} sends {:.1f} % of the events on (recall {:.3f}); "
+      "assay estimate --escalation-share {:.3f} prices it\n",
+      o.cascade_recall, written, 100 * target->share, target->recall, target->share);
+  std::map<std::string, std::pair<std::vector<double>, std::vector<bool>>> by_group;
+  for (const auto& e : labels.labelled)
+    if (auto it = scores.find(e.id); it != scores.end()) {
+      by_group[e.group].first.push_back(it->second);
+      by_group[e.group].second.push_back(e.label);
+    }
+  if (by_group.size() <= 1) return;
+  for (const auto& [group, sl] : by_group) {
+    long sent = 0, sent_pos = 0, gpos = 0;
+    for (std::size_t i = 0; i < sl.first.size(); ++i) {
+      const bool below = sl.first[i] < target->threshold;
+      sent += below;
+      sent_pos += below && sl.second[i];
+      gpos += sl.second[i];
+    }
+    out << fmt::format("    {:<14} LLM share {:.3f}  recall {}\n", group.empty() ? "(none)" : group,
+                       static_cast<double>(sent) / static_cast<double>(sl.first.size()),
+                       gpos ? fmt::format("{:.3f}", static_cast<double>(sent_pos) / gpos) : "n/a");
+  }
+}
+
+bool readable(const std::string& path, std::ostream& err) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec) && std::ifstream(path)) return true;
+  err << "assay report: cannot read '" << path << "' (not a readable file)\n";
+  return false;
+}
+
+}  // namespace
+
+std::vector<CascadePoint> cascadeCurve(const std::vector<double>& scores,
+                                       const std::vector<bool>& labels) {
+  std::vector<std::size_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return scores[a] < scores[b]; });
+  const auto n = static_cast<double>(scores.size());
+  const auto pos = static_cast<double>(std::count(labels.begin(), labels.end(), true));
+  std::vector<CascadePoint> out;
+  std::size_t sent = 0, sent_pos = 0;
+  for (std::size_t i = 0; i < order.size();) {
+    const double s = scores[order[i]];
+    for (; i < order.size() && scores[order[i]] == s; ++i) {  // every event at this score
+      ++sent;
+      sent_pos += labels[order[i]];
+    }
+    const double next =
+        i < order.size() ? scores[order[i]] : s + std::max(1e-6, std::abs(s) * 1e-6);
+    out.push_back({(s + next) / 2, sent / n, pos > 0 ? static_cast<double>(sent_pos) / pos : 0.0});
+  }
+  return out;
+}
+
+const CascadePoint* cascadeForRecall(const std::vector<CascadePoint>& curve, double recall) {
+  for (const auto& p : curve)
+    if (p.recall >= recall - 1e-12) return &p;
+  return nullptr;
+}
+
+int runReport(const ReportOptions& o, std::ostream& out) { return runReport(o, out, std::cerr); }
+
+int runReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.events_path.empty() && (!o.cascade_judges.empty() || !o.half.empty() || o.auc_given)) {
+    err << "assay report: --cascade, --half and --auc read the labels of --events FILE, which "
+           "is not given\n";
+    return 2;
+  }
+  if (!o.events_path.empty() && !readable(o.events_path, err)) return 2;
+  if (!readable(o.judgments_path, err)) return 2;
+  std::ifstream in(o.judgments_path);
+  Judgments j;
+  if (!readJudgments(o.judgments_path, in, j, err)) return 2;
+  if (j.lines_read == 0) {
+    out << fmt::format(
+        "judgments: none yet in {} (the file is empty: assayd has judged nothing so far; "
+        "assay_events_consumed_total and assay_events_sampled_total on its /metrics say whether "
+        "it consumes and samples)\n",
+        o.judgments_path);
+    return 0;
+  }
+  out << fmt::format(
+      "judgments: {} events in {}{}{}\n", j.events, o.judgments_path,
+      j.bad_lines ? fmt::format(" ({} unreadable lines skipped)", j.bad_lines) : "",
+      j.duplicates ? fmt::format(" ({} repeated ids: the last judgment of each kept)", j.duplicates)
+                   : "");
+  out << "per judge: runs by outcome (ok = scored; any other outcome = could not judge), then\n"
+         "the score distribution of ok runs (p10/p90 = 10th/90th percentile; top-score share =\n"
+         "runs at the judge's maximum score):\n";
+  for (const auto& s : j.judges) printDistribution(s, out);
+  printTracking(j.judges, j.score_by_id, o.tracking, out);
+
+  if (o.events_path.empty()) return 0;
+  std::ifstream ev(o.events_path);
+  const Labels labels = readLabels(o, ev);
+  if (!o.human_pointer.empty()) printHuman(o, j, labels, out);
+  if (labels.labelled.empty()) {
+    err << "assay report: no event in '" << o.events_path << "' has a boolean at "
+        << o.label_pointer
+        << (labels.non_boolean
+                ? " (" + std::to_string(labels.non_boolean) + " have a non-boolean value there)"
+                : std::string())
+        << ": no AUC\n";
+    return 2;
+  }
+  for (const auto& judge : o.auc_judges) {
+    auto sit = j.score_by_id.find(judge);
+    if (sit == j.score_by_id.end()) {
+      if (o.auc_given)
+        err << "assay report: --auc " << judge << ": no scored verdict of that judge in '"
+            << o.judgments_path << "'\n";
+      continue;
+    }
+    printAuc(o, judge, j, sit->second, labels, out);
+  }
+  for (const auto& judge : o.cascade_judges) {
+    auto sit = j.score_by_id.find(judge);
+    if (sit == j.score_by_id.end()) {
+      err << "assay report: --cascade " << judge << ": no scored verdict of that judge in '"
+          << o.judgments_path << "'\n";
+      return 2;
+    }
+    printCascade(o, judge, j, sit->second, labels, out);
+  }
+  return 0;
+}
+
+}  // namespace assay
