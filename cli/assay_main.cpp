@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/version.hpp"
 #include "cli/cli.hpp"
+#include "daemon/version.hpp"
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);

@@ -14,10 +14,10 @@
 #include <random>
 #include <sstream>
 
-#include "config/loader.hpp"
 #include "cli/bakeoff/config.hpp"
 #include "cli/bakeoff/report.hpp"
 #include "cli/bakeoff/run.hpp"
+#include "config/loader.hpp"
 #include "judges/llm/budget.hpp"
 
 namespace assay::cli {

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <ostream>
 
-#include "config/loader.hpp"
 #include "cli/ab_command.hpp"
 #include "cli/backfill.hpp"
 #include "cli/bakeoff.hpp"
@@ -14,6 +13,7 @@
 #include "cli/estimate.hpp"
 #include "cli/report.hpp"
 #include "cli/show_prompt.hpp"
+#include "config/loader.hpp"
 
 namespace assay::cli {
 

@@ -10,10 +10,10 @@
 #include <ostream>
 #include <string_view>
 
+#include "cli/cli_text.hpp"
 #include "config/loader.hpp"
 #include "daemon/event_parser.hpp"
 #include "judges/bounded_file.hpp"
-#include "cli/cli_text.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/llm/prompt.hpp"
 #include "judges/registry.hpp"

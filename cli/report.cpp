@@ -18,9 +18,9 @@
 #include "config/options.hpp"
 #include "config/rfc3339.hpp"
 #include "judges/json_limits.hpp"
+#include "sampling/sampler.hpp"
 #include "tracking/stats.hpp"
 #include "tracking/window.hpp"
-#include "sampling/sampler.hpp"
 
 namespace assay {
 

@@ -33,6 +33,7 @@
 
 #include "config/options.hpp"
 #include "config/reload.hpp"
+#include "daemon/ab/ab.hpp"
 #include "daemon/admin_server.hpp"
 #include "daemon/client_stats.hpp"
 #include "daemon/consumer_stats.hpp"
@@ -41,16 +42,15 @@
 #include "daemon/kafka.hpp"
 #include "daemon/offset_tracker.hpp"
 #include "daemon/otlp_source.hpp"
-#include "daemon/ab/ab.hpp"
 #include "judges/judge_stats.hpp"
 #include "judges/rate_limited_log.hpp"
 #include "judges/services.hpp"
-#include "tracking/tracker.hpp"
 #include "sampling/bounded_queue.hpp"
 #include "sampling/sampler.hpp"
 #include "sampling/sampling_stats.hpp"
 #include "sinks/registry.hpp"
 #include "sinks/sink_stats.hpp"
+#include "tracking/tracker.hpp"
 
 namespace assay {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "tracking/tracker.hpp"
 #include "judges/utf8.hpp"
+#include "tracking/tracker.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view payload(reinterpret_cast<const char*>(data), size);

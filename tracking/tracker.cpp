@@ -16,8 +16,8 @@
 #include "judges/json_limits.hpp"
 #include "judges/log_text.hpp"
 #include "judges/rate_limited_log.hpp"
-#include "tracking/stats.hpp"
 #include "judges/utf8.hpp"
+#include "tracking/stats.hpp"
 
 namespace assay {
 namespace {

@@ -58,9 +58,9 @@
 
 #include "config/options.hpp"
 #include "judges/rate_limited_log.hpp"
+#include "sinks/label_folder.hpp"
 #include "tracking/stats.hpp"
 #include "tracking/window.hpp"
-#include "sinks/label_folder.hpp"
 
 namespace assay {
 

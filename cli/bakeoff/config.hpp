@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "config/loader.hpp"
 #include "cli/bakeoff/analysis.hpp"
+#include "config/loader.hpp"
 #include "judges/event.hpp"
 #include "judges/llm/provider.hpp"
 

@@ -17,8 +17,8 @@
 
 #include "judges/llm/budget.hpp"
 #include "judges/log_text.hpp"
-#include "tracking/sequential.hpp"
 #include "judges/utf8.hpp"
+#include "tracking/sequential.hpp"
 
 namespace assay::ab {
 namespace {

@@ -17,8 +17,8 @@
 #include "judges/registry.hpp"
 #include "judges/rouge_l.hpp"
 #include "judges/tokenizer.hpp"
-#include "tracking/tracker.hpp"
 #include "sampling/sampler.hpp"
+#include "tracking/tracker.hpp"
 
 using namespace assay;
 

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "../llm/redis_server.hpp"
-#include "daemon/ab/ab.hpp"
 #include "cli/cli.hpp"
+#include "daemon/ab/ab.hpp"
 #include "tests/cli/run_cli.hpp"
 
 using namespace assay;
