@@ -17,8 +17,9 @@ submitted in all, and nothing was paid twice.
      into the verdict store, and judges the redelivered events from it; the 50 events of the
      third batch, never submitted, are batched again.
 
-Asserts: every one of the 250 events has an LLM verdict (a score); the provider created 3
-batches of 100, 100 and 50 requests and billed 250 requests, each once (its call log); the
+Asserts: every one of the 250 events has an LLM verdict (a score); the provider created
+batches of 100, 100 and then 50 requests (in one batch, or two when they trickle in) and
+billed 250 requests, each once (its call log); the
 budget's spent euros equal the provider's bill at the batch price (half the list price) to
 the cent; no batch record is left in Redis.
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
@@ -157,8 +158,12 @@ def run(args, workdir, checks):
         daemon = None
 
         s = fake_stats(fake_port)
-        checks.eq("batches the provider created in all", 3, s["batches"])
-        checks.eq("their sizes", [100, 100, 50], s["batch_sizes"])
+        # The two batches run A submitted, then the 50 events never submitted, batched again by
+        # run B: one batch of 50, or two when the redelivery trickles in over more than
+        # batch_max_wait_ms (a loaded machine once split them 17 + 33).
+        checks.eq("run A's two batches: 100 and 100", [100, 100], s["batch_sizes"][:2])
+        checks.true("run B batched the other 50 once, in one or two batches",
+                    sum(s["batch_sizes"][2:]) == 50 and s["batches"] in (3, 4), s["batch_sizes"])
         checks.eq("requests the provider answered in batches (each once)", 250, s["batched"])
         checks.eq("synchronous calls", 0, s["requests"])
         checks.eq("requests in the provider's call log", 250, len(billed))
