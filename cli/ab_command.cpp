@@ -6,19 +6,11 @@
 #include <ctime>
 
 #include "config/loader.hpp"
+#include "core/clock.hpp"
 #include "daemon/ab/ab.hpp"
 
 namespace assay::cli {
 namespace {
-
-std::string utc(std::int64_t ms) {
-  const std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 void printStatus(const AbExperiment& e, const ab::Table& t, const AbOptions& options,
                  std::ostream& out) {
@@ -40,7 +32,7 @@ void printStatus(const AbExperiment& e, const ab::Table& t, const AbOptions& opt
   out << fmt::format(
       "  decision: winner {} at {}, {} p {:.4g}, on {} ratings; {} since, which do not "
       "re-decide it\n",
-      e.arms[r.winner], utc(r.at_ms), r.rule, r.p, then, t.total - then);
+      e.arms[r.winner], utcSeconds(r.at_ms), r.rule, r.p, then, t.total - then);
 }
 
 }  // namespace
@@ -91,9 +83,7 @@ int runAbCommand(const AbCommandOptions& o, std::ostream& out, std::ostream& err
   for (const AbExperiment* e : chosen) {
     if (o.action == "reset") {
       const auto before = store->table(*e);
-      const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
+      const auto now_ms = epochMs();
       const auto run = before ? store->reset(*e, now_ms) : std::nullopt;
       if (!run) {
         err << "assay: the store " << c.budget.store << " does not answer; nothing was reset\n";

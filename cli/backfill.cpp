@@ -14,6 +14,7 @@
 
 #include "config/loader.hpp"
 #include "config/rfc3339.hpp"
+#include "core/clock.hpp"
 #include "daemon/pipeline.hpp"
 #include "judges/llm/pricing.hpp"
 #include "sinks/judgment.hpp"
@@ -361,10 +362,7 @@ int runBackfill(BackfillOptions o, std::ostream& out, std::ostream& err) {
     p = std::make_unique<Pipeline>(config, run);
     p->replay();
     if (!o.to_given)  // "now" is when the range is planned: after --replay's messages
-      o.to_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count() +
-                1;
+      o.to_ms = epochMs() + 1;
     ranges = p->planBackfill(o.from_ms, o.to_ms);
     for (const auto& r : ranges) events += r.to - r.from;
     rows = plan(config, static_cast<double>(events), o.input_tokens);

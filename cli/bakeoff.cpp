@@ -18,6 +18,7 @@
 #include "cli/bakeoff/report.hpp"
 #include "cli/bakeoff/run.hpp"
 #include "config/loader.hpp"
+#include "core/clock.hpp"
 #include "judges/llm/budget.hpp"
 
 namespace assay::cli {
@@ -143,9 +144,7 @@ std::optional<int> readBudget(const Flags& f, bakeoff::RunOptions& options, std:
 /// stop half-way with inputs unjudged, so it does not start. An exit code when it must not.
 std::optional<int> checkBudgetLeft(const bakeoff::RunOptions& options, llm::BudgetStore& store,
                                    double estimate_eur, std::ostream& err) {
-  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const auto now_ms = epochMs();
   const auto spent = store.spent("global", llm::budgetDay(options.budget.timezone, now_ms));
   if (!spent.available) {
     err << "assay: budget.store " << store.describe() << " does not answer: no call made\n";

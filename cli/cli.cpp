@@ -14,6 +14,7 @@
 #include "cli/report.hpp"
 #include "cli/show_prompt.hpp"
 #include "config/loader.hpp"
+#include "core/clock.hpp"
 
 namespace assay::cli {
 
@@ -356,9 +357,7 @@ int runAssay(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (cmd == "backfill") {
     BackfillOptions o;
     try {
-      o = parseBackfillArgs(rest, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      std::chrono::system_clock::now().time_since_epoch())
-                                      .count());
+      o = parseBackfillArgs(rest, epochMs());
     } catch (const std::invalid_argument& e) {
       return usage("backfill", e.what(), err);
     }

@@ -10,15 +10,13 @@
 #include <sstream>
 #include <vector>
 
+#include "core/clock.hpp"
+
 namespace assay {
 namespace {
 
 prometheus::Gauge& gauge(prometheus::Registry& r, const char* name, const char* help) {
   return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
-}
-
-double seconds_since_epoch() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -36,7 +34,7 @@ ProcessStats::ProcessStats(prometheus::Registry& r)
   // Started now, for Prometheus' purposes: the daemon builds its registry first thing. (The
   // kernel's start time needs /proc/stat's boot time, which ProcSubset=pid hides.)
   gauge(r, "process_start_time_seconds", "Start time of the process since unix epoch in seconds")
-      .Set(seconds_since_epoch());
+      .Set(epochSeconds());
   refresh();
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "config/loader.hpp"
+#include "core/clock.hpp"
 #include "judges/log_text.hpp"
 #include "judges/rate_limited_log.hpp"
 #include "judges/registry.hpp"
@@ -16,12 +17,6 @@ namespace assay {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::int64_t nowEpochMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -310,7 +305,7 @@ void JudgeRunner::run(const WorkItem& item) {
   auto p = std::make_shared<Pending>();
   p->set = &set;
   const Event& e = item.event;
-  p->judgment = Judgment{e.id, e.tenant, e.app, e.variant, nowEpochMs(), {}, backfill_};
+  p->judgment = Judgment{e.id, e.tenant, e.app, e.variant, epochMs(), {}, backfill_};
   p->slots.resize(set.judges.size());
   p->partition = item.partition;
   p->offset = item.offset;

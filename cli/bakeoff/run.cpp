@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/clock.hpp"
 #include "judges/bounded_file.hpp"
 #include "judges/llm/prompt.hpp"
 #include "judges/llm/provider.hpp"
@@ -52,12 +53,6 @@ std::string dataJson(const Event& input, const std::vector<std::string>& outputs
   w.EndObject();
   w.EndObject();
   return std::string(buf.GetString(), buf.GetSize());
-}
-
-std::int64_t epochMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 /// What one call needs besides its prompt.

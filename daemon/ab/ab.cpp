@@ -15,6 +15,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/clock.hpp"
 #include "judges/llm/budget.hpp"
 #include "judges/log_text.hpp"
 #include "judges/utf8.hpp"
@@ -529,12 +530,6 @@ void AbService::record(const Pending& p) {
 
 namespace {
 
-std::int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 /// "control 40, concise 40" / "control 3.10, concise 3.90".
 template <typename T>
 std::string perArm(const std::vector<std::string>& arms, const std::vector<T>& v,
@@ -549,17 +544,12 @@ std::string perArm(const std::vector<std::string>& arms, const std::vector<T>& v
 /// The decision's log line: the event an operator looks for (docs/ab.md, "The decision").
 void logDecision(const AbService::State& s, double alpha, bool at_start) {
   const RecordedDecision& d = *s.table.recorded;
-  const std::time_t t = static_cast<std::time_t>(d.at_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char when[32];
-  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
   spdlog::info(
       "ab: experiment '{}' {} {}: winner '{}' ({} p {:.4g} < alpha {}; ratings {}; mean stars "
       "{}); final: the router sends every unit to '{}', later ratings are counted beside it "
       "and never re-decide it; `assay ab reset` starts the experiment again",
-      s.experiment, at_start ? "is decided since" : "decided at", when, s.arms[d.winner],
-      d.rule == "chi_square" ? "chi-square" : "anytime-valid", d.p, alpha,
+      s.experiment, at_start ? "is decided since" : "decided at", utcSeconds(d.at_ms),
+      s.arms[d.winner], d.rule == "chi_square" ? "chi-square" : "anytime-valid", d.p, alpha,
       perArm(s.arms, d.ratings, "{}"), perArm(s.arms, d.mean_stars, "{:.2f}"), s.arms[d.winner]);
 }
 
@@ -576,7 +566,7 @@ void AbService::refresh() {
       // The first time the rule holds, the decision is recorded, once for every instance; the
       // table is read again for the decision that holds (another instance's may have won).
       if (!s.table.recorded && s.decision.decided &&
-          store_->record(e, recordedFrom(s.decision, options_, nowMs())))
+          store_->record(e, recordedFrom(s.decision, options_, epochMs())))
         if (auto again = store_->table(e)) {
           s.table = std::move(*again);
           s.decision = decide(s.table, options_);

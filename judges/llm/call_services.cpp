@@ -6,6 +6,7 @@
 #include <chrono>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/services.hpp"
 
@@ -23,12 +24,6 @@ void JudgeServices::stop() { calls_->stop(); }
 
 namespace llm {
 namespace {
-
-std::int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 PriceTable pricesOf(const BudgetOptions& budget) {
   auto prices = PriceTable::builtin();
@@ -148,7 +143,7 @@ void CallServices::undoAbandoned() {
 }
 
 void CallServices::onCall(const std::string& exhausted_scope, double exhausted_cap_eur) {
-  const auto t = nowMs();
+  const auto t = epochMs();
   std::lock_guard lock(mu_);
   if (!exhausted_scope.empty()) {
     auto it = scopes_.find(exhausted_scope);
@@ -174,7 +169,7 @@ void CallServices::refresh() {
     std::lock_guard lock(mu_);
     for (const auto& [name, s] : scopes_) names.push_back(name);
   }
-  const std::string day = budgetDay(budget_.timezone, nowMs());
+  const std::string day = budgetDay(budget_.timezone, epochMs());
   ledger_->snapshot(names, day, [this, names, day](const std::vector<Snapshot>& snaps) {
     apply(day, names, snaps);
   });
@@ -190,7 +185,7 @@ void CallServices::apply(const std::string& day, const std::vector<std::string>&
     const double spent = snaps[i].spent_eur;
     s.gauges.spent->Set(spent);
     s.gauges.exhausted->Set(s.refused_day == day ? 1 : 0);
-    const auto now = nowMs();
+    const auto now = epochMs();
     s.projection.add(now, spent);
     const auto projected = s.projection.endOfDay(msUntilNextDay(budget_.timezone, now));
     s.gauges.projected->Set(projected.value_or(spent));
@@ -223,7 +218,7 @@ void CallServices::stop() {
     std::lock_guard lock(mu_);
     for (const auto& [name, s] : scopes_) names.push_back(name);
   }
-  const std::string day = budgetDay(budget_.timezone, nowMs());
+  const std::string day = budgetDay(budget_.timezone, epochMs());
   apply(day, names, ledger_->snapshotStopped(names, day));
 }
 

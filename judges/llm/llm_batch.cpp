@@ -29,6 +29,7 @@
 #include <functional>
 #include <sstream>
 
+#include "core/clock.hpp"
 #include "judges/llm/llm_call.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/log_text.hpp"
@@ -39,12 +40,6 @@ namespace assay::llm {
 using Steady = std::chrono::steady_clock;
 
 namespace {
-
-std::int64_t epochNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string compact(const rapidjson::Value& v) {
   rapidjson::StringBuffer b;
@@ -190,7 +185,7 @@ void LlmJudge::submitBatch(std::vector<std::shared_ptr<Call>> calls) const {
     }
     if (!b->calls.empty()) {
       b->key = "b" + processNonce() + "-" + std::to_string(sequence_++);
-      b->submitted_ms = epochNowMs();
+      b->submitted_ms = epochMs();
       for (std::size_t i = 0; i < b->calls.size(); ++i) {
         auto& c = b->calls[i];
         // Anthropic's custom_id: ^[a-zA-Z0-9_-]{1,64}$.
@@ -460,7 +455,7 @@ void LlmJudge::settleResults(const std::shared_ptr<Batch>& b, const std::string&
            std::nullopt);
   const bool expired = answered == 0 && !b->calls.empty();
   (expired ? batch_stats_->expired : batch_stats_->completed)->Increment();
-  batch_stats_->latency->Observe(static_cast<double>(epochNowMs() - b->submitted_ms) / 1000.0);
+  batch_stats_->latency->Observe(static_cast<double>(epochMs() - b->submitted_ms) / 1000.0);
   batch_stats_->saved->Increment(b->saved_eur);
   spdlog::info("llm judge '{}': batch {} ended: {} of {} request(s) answered{}", settings_.name,
                b->id, answered, b->calls.size(),
@@ -510,7 +505,7 @@ void LlmJudge::recover(const std::string& key, const std::string& record) const 
   b->submitted_ms =
       d.HasMember("submitted_ms") && d["submitted_ms"].IsInt64() && d["submitted_ms"].GetInt64() > 0
           ? d["submitted_ms"].GetInt64()
-          : epochNowMs();
+          : epochMs();
   for (const auto& r : d["requests"].GetArray()) {
     if (!r.IsArray() || r.Size() != 5 || !r[0].IsString() || !r[1].IsString() || !r[2].IsString() ||
         !r[3].IsString() || !r[4].IsInt64())

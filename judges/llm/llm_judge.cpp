@@ -12,6 +12,7 @@
 #include <future>
 #include <random>
 
+#include "core/clock.hpp"
 #include "judges/json_limits.hpp"
 #include "judges/llm/llm_call.hpp"
 #include "judges/llm/prompt.hpp"
@@ -58,12 +59,6 @@ ReplyFormat replyFormatOf(const LlmJudgeSettings& s) {
 }
 
 namespace {
-
-std::int64_t epochMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 /// A settled call's outcome as the verdict store keeps it (a redelivery re-emits it): JSON.
 std::string serializeResult(const LlmCallResult& r) {
