@@ -16,7 +16,6 @@
 #include "judges/judge.hpp"
 #include "judges/redaction.hpp"
 #include "judges/registry.hpp"
-#include "sampling/sampler.hpp"
 
 namespace assay {
 
@@ -80,6 +79,14 @@ struct OtlpOptions {
   std::size_t max_traces = 10'000;    ///< traces waiting at once, 1..10,000,000
   std::size_t max_bytes = 64u << 20;  ///< text they hold, bytes, 1 MiB..16 GiB
   bool judge_incomplete = true;       ///< incomplete: judge (true) | count (false)
+};
+
+/// A sampling rule: the first rule whose every given field equals the event's wins
+/// (sampling/sampler.hpp applies them).
+struct SamplingRule {
+  std::string tenant;  ///< empty = any tenant
+  std::string app;     ///< empty = any app
+  double rate = 0;     ///< [0, 1]
 };
 
 struct SamplingOptions {

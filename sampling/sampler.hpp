@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/options.hpp"
 #include "judges/event.hpp"
 
 namespace assay {
@@ -29,13 +30,6 @@ struct Threshold {
   bool admits(std::uint64_t h) const { return all || h < bound; }
 };
 Threshold thresholdFor(double rate);
-
-/// A sampling rule: the first rule whose every given field equals the event's wins.
-struct SamplingRule {
-  std::string tenant;  ///< empty = any tenant
-  std::string app;     ///< empty = any app
-  double rate = 0;     ///< [0, 1]
-};
 
 /// The sampling decision of one event.
 struct SampleDecision {
