@@ -13,12 +13,12 @@
 #include "config/loader.hpp"
 #include "config/reload.hpp"
 #include "config/yaml_load.hpp"
+#include "core/exposition.hpp"
 #include "daemon/check_config.hpp"
 #include "daemon/log_setup.hpp"
 #include "daemon/service_notify.hpp"
 #include "daemon/version.hpp"
 #include "judges/log_text.hpp"
-#include "sinks/exposition.hpp"
 
 namespace assay {
 namespace {

@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "sinks/label_folder.hpp"
+#include "core/label_folder.hpp"
 
 namespace assay {
 

@@ -57,8 +57,8 @@
 #include <vector>
 
 #include "config/options.hpp"
+#include "core/label_folder.hpp"
 #include "judges/rate_limited_log.hpp"
-#include "sinks/label_folder.hpp"
 #include "tracking/stats.hpp"
 #include "tracking/window.hpp"
 

@@ -15,8 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/exposition.hpp"
 #include "judges/registry.hpp"
-#include "sinks/exposition.hpp"
 #include "tests/wait.hpp"
 
 using namespace assay;

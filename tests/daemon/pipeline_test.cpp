@@ -13,7 +13,7 @@
 #include <string>
 
 #include "config/loader.hpp"
-#include "sinks/exposition.hpp"
+#include "core/exposition.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace assay;

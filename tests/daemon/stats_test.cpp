@@ -14,13 +14,13 @@
 #include <fstream>
 #include <string>
 
+#include "core/exposition.hpp"
 #include "daemon/client_stats.hpp"
 #include "daemon/consumer_stats.hpp"
 #include "daemon/log_setup.hpp"
 #include "judges/judge_stats.hpp"
 #include "judges/registry.hpp"
 #include "sampling/sampling_stats.hpp"
-#include "sinks/exposition.hpp"
 #include "sinks/sink_stats.hpp"
 
 using namespace assay;

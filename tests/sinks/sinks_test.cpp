@@ -10,10 +10,10 @@
 #include <fstream>
 #include <string>
 
-#include "sinks/exposition.hpp"
+#include "core/exposition.hpp"
+#include "core/label_folder.hpp"
 #include "sinks/jsonl_sink.hpp"
 #include "sinks/judgment.hpp"
-#include "sinks/label_folder.hpp"
 #include "sinks/registry.hpp"
 #include "sinks/sink_stats.hpp"
 

@@ -1,4 +1,4 @@
-#include "sinks/exposition.hpp"
+#include "core/exposition.hpp"
 
 #include <prometheus/text_serializer.h>
 

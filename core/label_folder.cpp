@@ -1,4 +1,4 @@
-#include "sinks/label_folder.hpp"
+#include "core/label_folder.hpp"
 
 namespace assay {
 
