@@ -15,6 +15,7 @@
 #include "config/loader.hpp"
 #include "config/rfc3339.hpp"
 #include "core/clock.hpp"
+#include "daemon/controller.hpp"
 #include "daemon/pipeline.hpp"
 #include "judges/llm/pricing.hpp"
 #include "sinks/judgment.hpp"
@@ -363,7 +364,7 @@ int runBackfill(BackfillOptions o, std::ostream& out, std::ostream& err) {
     p->replay();
     if (!o.to_given)  // "now" is when the range is planned: after --replay's messages
       o.to_ms = epochMs() + 1;
-    ranges = p->planBackfill(o.from_ms, o.to_ms);
+    ranges = p->source().planBackfill(o.from_ms, o.to_ms);
     for (const auto& r : ranges) events += r.to - r.from;
     rows = plan(config, static_cast<double>(events), o.input_tokens);
   } catch (const std::invalid_argument& e) {
@@ -390,16 +391,18 @@ int runBackfill(BackfillOptions o, std::ostream& out, std::ostream& err) {
         "was judged\n",
         eur(configured), eur(*o.max_cost_eur));
     p->shutdown();
+    logExitSummary(*p);
     return 2;
   }
   if (!o.yes && !o.max_cost_eur) {
     out << "nothing judged: run again with --yes, or --max-cost-eur EUR to proceed within a "
            "limit\n";
     p->shutdown();
+    logExitSummary(*p);
     return 0;
   }
   out << std::flush;
-  p->startBackfill(ranges);
+  p->source().startBackfill(ranges);
   const auto t0 = std::chrono::steady_clock::now();
   std::FILE* tty = ::isatty(STDERR_FILENO) ? stderr : nullptr;
   auto last_bar = t0;
@@ -407,17 +410,18 @@ int runBackfill(BackfillOptions o, std::ostream& out, std::ostream& err) {
     const auto now = std::chrono::steady_clock::now();
     if (tty && now - last_bar > std::chrono::milliseconds(250)) {
       last_bar = now;
-      const auto [done, total] = p->backfillProgress();
+      const auto [done, total] = p->source().backfillProgress();
       progress(done, total, std::chrono::duration<double>(now - t0).count(), tty);
     }
   }
-  const auto [done, total] = p->backfillProgress();
+  const auto [done, total] = p->source().backfillProgress();
   if (tty) {
     progress(done, total,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), tty);
     std::fputc('\n', tty);
   }
   p->shutdown();
+  logExitSummary(*p);
   out << fmt::format(
       "backfill: {} of {} events read in {:.1f} s; judgments carry \"backfill\": "
       "true{}\n",

@@ -12,11 +12,11 @@
 
 #include "cli/cli_text.hpp"
 #include "config/loader.hpp"
-#include "daemon/event_parser.hpp"
 #include "judges/bounded_file.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/llm/prompt.hpp"
 #include "judges/registry.hpp"
+#include "sources/event_parser.hpp"
 
 namespace assay {
 

@@ -9,13 +9,13 @@
 #include <sstream>
 
 #include "config/loader.hpp"
-#include "daemon/event_parser.hpp"
 #include "judges/bounded_file.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/llm/pricing.hpp"
 #include "judges/llm/prompt.hpp"
 #include "judges/llm/provider.hpp"
 #include "judges/redaction.hpp"
+#include "sources/event_parser.hpp"
 
 namespace assay::cli {
 namespace {

@@ -387,15 +387,18 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
   if (const auto f = n["format"]) {
     std::string format;
     r.get(n, "format", p, format);
-    if (format == "assay_json")
-      o.format = EventFormat::kAssayJson;
-    else if (format == "otlp_json")
-      o.format = EventFormat::kOtlpJson;
-    else if (format == "otlp_proto")
-      o.format = EventFormat::kOtlpProto;
-    else if (f.IsScalar())
-      r.error(f, p + ".format",
-              "expected assay_json, otlp_json or otlp_proto, got '" + format + "'");
+    std::string names;  // "a, b or c"
+    bool known = false;
+    const std::size_t n_names = std::size(kEventFormatNames);
+    for (std::size_t i = 0; i < n_names; ++i) {
+      names += std::string(i == 0 ? "" : i + 1 == n_names ? " or " : ", ") + kEventFormatNames[i];
+      if (format == kEventFormatNames[i]) {
+        o.format = static_cast<EventFormat>(i);
+        known = true;
+      }
+    }
+    if (!known && f.IsScalar())
+      r.error(f, p + ".format", "expected " + names + ", got '" + format + "'");
   }
   r.get(n, "topic", p, o.topic);
   r.get(n, "group_id", p, o.group_id);
@@ -1144,7 +1147,17 @@ void loadAdmin(Reader& r, const YAML::Node& n, AdminOptions& o) {
 
 void loadSinks(Reader& r, const YAML::Node& n, SinksOptions& o) {
   const std::string p = "sinks";
-  if (!r.checkMap(n, p, {"jsonl"})) return;
+  if (!r.checkMap(n, p, {"jsonl", "queue_capacity", "when_full"})) return;
+  r.getRange<std::size_t>(n, "queue_capacity", p, o.queue_capacity, 1, 1'000'000);
+  std::string when_full = "block";
+  r.get(n, "when_full", p, when_full);
+  if (when_full == "block")
+    o.when_full = SinksOptions::WhenFull::kBlock;
+  else if (when_full == "drop_newest")
+    o.when_full = SinksOptions::WhenFull::kDropNewest;
+  else
+    r.error(n["when_full"], p + ".when_full",
+            "expected block or drop_newest, got '" + when_full + "'");
   if (const auto j = n["jsonl"]) {
     if (!r.checkMap(j, p + ".jsonl", {"path"})) return;
     o.jsonl_enabled = true;

@@ -19,12 +19,15 @@
 
 namespace assay {
 
-/// kafka.format: what a message of kafka.topic holds (docs/events.md).
+/// kafka.format: what a message of kafka.topic holds (docs/events.md). Each value is a row of
+/// the input-format table (sources/format.cpp).
 enum class EventFormat {
   kAssayJson,  ///< one event, JSON (the default)
   kOtlpJson,   ///< an OTLP ExportTraceServiceRequest, OTLP/JSON (the Collector's otlp_json)
   kOtlpProto,  ///< the same, protobuf (the Collector's Kafka exporter default, otlp_proto)
 };
+/// The kafka.format names, in the order of EventFormat (the loader reads them).
+inline constexpr const char* kEventFormatNames[] = {"assay_json", "otlp_json", "otlp_proto"};
 
 struct KafkaOptions {
   std::string brokers = "embedded";  ///< "embedded" = in-process librdkafka mock cluster
@@ -59,16 +62,16 @@ struct EventFieldOptions {
 };
 
 /// otlp: RAG events assembled from OpenTelemetry traces (kafka.format otlp_json | otlp_proto;
-/// daemon/trace_join.hpp, docs/events.md).
+/// sources/trace_join.hpp, docs/events.md).
 struct OtlpOptions {
-  /// The keys `otlp.attributes` may set (meanings: daemon/trace_mapping.hpp, docs/events.md).
+  /// The keys `otlp.attributes` may set (meanings: sources/trace_mapping.hpp, docs/events.md).
   static constexpr std::array<std::string_view, 14> kAttributeKeys = {
       "span_kind", "retrieval_kind",  "generation_kind", "query",
       "documents", "output_messages", "answer",          "input_messages",
       "model",     "fallback_model",  "tenant",          "app",
       "variant",   "reference"};
   std::string mapping = "openinference";  ///< built-in mapping: openinference | gen_ai
-  /// Attribute names over the mapping's, key by key (daemon/trace_mapping.hpp keys), in file
+  /// Attribute names over the mapping's, key by key (sources/trace_mapping.hpp keys), in file
   /// order.
   std::vector<std::pair<std::string, std::string>> attributes;
   int join_timeout_ms = 30'000;  ///< a trace waits this long after its last span, 1..3,600,000
@@ -169,9 +172,17 @@ struct JsonlSinkOptions {
   int path_line = 0, path_column = 0;  ///< where the key is (error messages)
 };
 
+/// `sinks:` (docs/configuration.md). Every sink writes from its own thread, behind its own
+/// bounded queue (sinks/sink_queue.hpp).
 struct SinksOptions {
   bool jsonl_enabled = false;
   JsonlSinkOptions jsonl;
+  /// Judgments each sink's queue holds before `when_full` applies, 1..1,000,000.
+  std::size_t queue_capacity = 10'000;
+  /// block: consumption pauses until the sink catches up (nothing lost); drop_newest: the sink
+  /// skips the judgment (counted in assay_sink_dropped_total{sink}).
+  enum class WhenFull { kBlock, kDropNewest };
+  WhenFull when_full = WhenFull::kBlock;
 };
 
 struct LogOptions {

@@ -14,7 +14,7 @@
 #include <ostream>
 
 #include "config/loader.hpp"
-#include "daemon/kafka.hpp"
+#include "sources/kafka.hpp"
 #include "tracking/tracker.hpp"
 
 namespace assay {

@@ -2,7 +2,7 @@
 /// `assayd --check-config FILE`: everything start-up would refuse about a configuration, without
 /// starting anything. The loader's checks (every key, every judge's options through its factory),
 /// the baseline file's content, and both Kafka clients built as start-up builds them
-/// (daemon/kafka.hpp, checkKafkaClients).
+/// (sources/kafka.hpp, checkKafkaClients).
 
 #include <iosfwd>
 #include <string>

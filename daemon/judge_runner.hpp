@@ -25,7 +25,6 @@
 #include <vector>
 
 #include "config/options.hpp"
-#include "daemon/offset_tracker.hpp"
 #include "judges/judge.hpp"
 #include "judges/judge_stats.hpp"
 #include "judges/redaction.hpp"
@@ -33,6 +32,7 @@
 #include "sampling/bounded_queue.hpp"
 #include "sampling/sampler.hpp"
 #include "sinks/judgment.hpp"
+#include "sources/offset_tracker.hpp"
 
 namespace assay {
 

@@ -17,6 +17,7 @@
 
 #include "config/loader.hpp"
 #include "daemon/check_config.hpp"
+#include "daemon/controller.hpp"
 #include "daemon/log_setup.hpp"
 #include "daemon/pipeline.hpp"
 #include "daemon/version.hpp"
@@ -256,8 +257,9 @@ int main(int argc, char** argv) {
   try {
     StopBound bound(std::chrono::milliseconds(res.config.limits.drain_timeout_ms) +
                     std::chrono::seconds(35));
-    assay::Pipeline pipeline(res.config, run);  // destroyed before `bound`
-    const int rc = pipeline.run();
+    assay::Controller controller(res.config, run);                   // the admin endpoint first
+    assay::Pipeline pipeline(res.config, run, controller.wiring());  // destroyed first
+    const int rc = controller.run(pipeline);
     bound.ended();
     return rc;
   } catch (const assay::ConfigurationError& e) {

@@ -1,4 +1,4 @@
-// libFuzzer target: one Kafka message value through the event parser (daemon/event_parser.hpp),
+// libFuzzer target: one Kafka message value through the event parser (sources/event_parser.hpp),
 // with the default field pointers and the default 1 MB limit (its first 8 bytes also as the
 // message key, the id when the event has none), then the id extractor that --replay uses. The
 // parser must never crash, whatever the bytes; every string of a parsed event is valid UTF-8
@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "daemon/event_parser.hpp"
 #include "judges/utf8.hpp"
+#include "sources/event_parser.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const assay::EventParser parser(assay::EventFieldOptions{}, 1 << 20);

@@ -1,6 +1,6 @@
-// libFuzzer target: one Kafka message value of an OTLP trace topic (daemon/otlp_decode.hpp),
+// libFuzzer target: one Kafka message value of an OTLP trace topic (sources/otlp_decode.hpp),
 // read as protobuf and as OTLP/JSON, then through the span join with both built-in mappings
-// (daemon/trace_join.hpp), and expired. Nothing may crash or hang whatever the bytes; every
+// (sources/trace_join.hpp), and expired. Nothing may crash or hang whatever the bytes; every
 // view must stay inside the payload or the decoded document; the join must release every
 // trace it took (its byte count back to 0 once everything has expired).
 #include <chrono>
@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/otlp_decode.hpp"
-#include "daemon/trace_join.hpp"
+#include "sources/otlp_decode.hpp"
+#include "sources/trace_join.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #pragma once
 /// The RAG event as the judges see it: one request/response of the monitored service,
-/// already parsed and validated (daemon/event_parser.hpp). Field meanings are those of
+/// already parsed and validated (sources/event_parser.hpp). Field meanings are those of
 /// docs/events.md. Strings are UTF-8 (validated at parse time).
 
 #include <cstdint>

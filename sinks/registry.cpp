@@ -36,12 +36,25 @@ std::vector<std::unique_ptr<Sink>> createSinks(const SinksOptions& options,
 }
 
 Sinks::Sinks(const SinksOptions& options, const SinkContext& ctx)
-    : stats_(*ctx.stats), sinks_(createSinks(options, ctx)) {}
+    : Sinks(createSinks(options, ctx), options, *ctx.stats) {}
+
+Sinks::Sinks(std::vector<std::unique_ptr<Sink>> sinks, const SinksOptions& options,
+             SinkStats& stats)
+    : stats_(stats) {
+  for (auto& sink : sinks)
+    sinks_.push_back(std::make_unique<QueuedSink>(std::move(sink), options, stats_));
+}
 
 void Sinks::deliver(const Judgment& j, const DeliveryToken& token) {
-  const std::string json = toJson(j);
-  for (auto& sink : sinks_) sink->write(j, json, token);
+  if (!sinks_.empty()) {
+    const auto record = std::make_shared<const SinkRecord>(SinkRecord{j, toJson(j)});
+    for (auto& sink : sinks_) sink->write(record, token);
+  }
   stats_.judged.Increment();
+}
+
+void Sinks::drain() {
+  for (auto& sink : sinks_) sink->drain();
 }
 
 void Sinks::flush() {
@@ -50,6 +63,12 @@ void Sinks::flush() {
 
 void Sinks::reopen() {
   for (auto& sink : sinks_) sink->reopen();
+}
+
+bool Sinks::saturated() const {
+  for (const auto& sink : sinks_)
+    if (sink->saturated()) return true;
+  return false;
 }
 
 }  // namespace assay

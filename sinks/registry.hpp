@@ -8,6 +8,7 @@
 #include "config/options.hpp"
 #include "sinks/kafka_results_sink.hpp"
 #include "sinks/sink.hpp"
+#include "sinks/sink_queue.hpp"
 #include "sinks/sink_stats.hpp"
 
 namespace assay {
@@ -15,24 +16,35 @@ namespace assay {
 /// Builds every configured sink in table order. Throws std::runtime_error (start-up only).
 std::vector<std::unique_ptr<Sink>> createSinks(const SinksOptions& options, const SinkContext& ctx);
 
-/// Every configured sink. A judgment is serialised once (sinks/judgment.hpp) and written to
-/// each; its delivery token is released when the last sink lets go of it (sink.hpp).
+/// Every configured sink, each behind its own queue and thread (sinks/sink_queue.hpp). A
+/// judgment is serialised once (sinks/judgment.hpp) and queued to each; its delivery token is
+/// released when the last sink lets go of it (sink.hpp).
 class Sinks {
  public:
   /// Throws std::runtime_error naming the sink's key when one cannot be opened.
   Sinks(const SinksOptions& options, const SinkContext& ctx);
-  /// Writes `j` to every sink and counts assay_events_judged_total; `token` (the event's
-  /// offset) is finished once every sink is done with it. Never throws.
+  /// These sinks, each behind its own queue under `options` (tests, and any caller that
+  /// builds sinks itself).
+  Sinks(std::vector<std::unique_ptr<Sink>> sinks, const SinksOptions& options, SinkStats& stats);
+  /// Queues `j` to every sink and counts assay_events_judged_total; `token` (the event's
+  /// offset) is finished once every sink is done with it. Never blocks on a sink, never throws.
+  /// Any thread.
   void deliver(const Judgment& j, const DeliveryToken& token);
-  /// Pushes buffered data out (file: fsync; results topic: wait for acknowledgements).
+  /// Waits until every queue is handed to its sink (tests; the pipeline's judgeQueued()).
+  void drain();
+  /// Waits for every queue to be written, then pushes buffered data out (file: fsync; results
+  /// topic: wait for acknowledgements).
   void flush();
+  /// Some sink's queue is over sinks.queue_capacity (when_full: block): the pipeline pauses
+  /// consumption until it catches up.
+  bool saturated() const;
   /// Reopens every sink's output by name (SIGHUP: logrotate).
   void reopen();
   bool empty() const { return sinks_.empty(); }
 
  private:
   SinkStats& stats_;
-  std::vector<std::unique_ptr<Sink>> sinks_;
+  std::vector<std::unique_ptr<QueuedSink>> sinks_;
 };
 
 }  // namespace assay

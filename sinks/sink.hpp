@@ -10,7 +10,7 @@
 
 namespace assay {
 
-/// Dropping the last copy marks the event finished (see daemon/offset_tracker.hpp).
+/// Dropping the last copy marks the event finished (see sources/offset_tracker.hpp).
 using DeliveryToken = std::shared_ptr<void>;
 
 class Sink {

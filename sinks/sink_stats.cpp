@@ -13,10 +13,27 @@ SinkStats::SinkStats(prometheus::Registry& registry)
                  .Name("assay_events_judged_total")
                  .Help("Sampled events judged and handed to every sink")
                  .Register(registry)
-                 .Add({})) {}
+                 .Add({})),
+      dropped_family(prometheus::BuildCounter()
+                         .Name("assay_sink_dropped_total")
+                         .Help("Judgments a sink skipped because its queue was full "
+                               "(sinks.when_full: drop_newest)")
+                         .Register(registry)),
+      depth_family(prometheus::BuildGauge()
+                       .Name("assay_sink_queue_depth")
+                       .Help("Judgments waiting in a sink's queue for its thread")
+                       .Register(registry)) {}
 
 prometheus::Counter& SinkStats::writes(std::string_view sink, bool ok) {
   return writes_family.Add({{"sink", std::string(sink)}, {"result", ok ? "ok" : "error"}});
+}
+
+prometheus::Counter& SinkStats::dropped(std::string_view sink) {
+  return dropped_family.Add({{"sink", std::string(sink)}});
+}
+
+prometheus::Gauge& SinkStats::queueDepth(std::string_view sink) {
+  return depth_family.Add({{"sink", std::string(sink)}});
 }
 
 }  // namespace assay

@@ -1,9 +1,11 @@
 #pragma once
-/// The sinks' series (docs/metrics.md): assay_sink_writes_total{sink, result="ok"|"error"} and
-/// assay_events_judged_total (judgments handed to every sink).
+/// The sinks' series (docs/metrics.md): assay_sink_writes_total{sink, result="ok"|"error"},
+/// assay_events_judged_total (judgments handed to every sink), assay_sink_dropped_total{sink}
+/// and assay_sink_queue_depth{sink} (sinks/sink_queue.hpp).
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
+#include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
 #include <string_view>
@@ -14,9 +16,15 @@ struct SinkStats {
   explicit SinkStats(prometheus::Registry& registry);
   /// One sink's counter for one result; a sink takes both at construction.
   prometheus::Counter& writes(std::string_view sink, bool ok);
+  /// assay_sink_dropped_total{sink}: judgments a full queue made the sink skip (drop_newest).
+  prometheus::Counter& dropped(std::string_view sink);
+  /// assay_sink_queue_depth{sink}: judgments waiting for the sink's thread.
+  prometheus::Gauge& queueDepth(std::string_view sink);
 
   prometheus::Family<prometheus::Counter>& writes_family;
   prometheus::Counter& judged;
+  prometheus::Family<prometheus::Counter>& dropped_family;
+  prometheus::Family<prometheus::Gauge>& depth_family;
 };
 
 }  // namespace assay

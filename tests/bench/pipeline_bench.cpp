@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "config/options.hpp"
-#include "daemon/event_parser.hpp"
-#include "daemon/otlp_decode.hpp"
-#include "daemon/trace_join.hpp"
 #include "judges/registry.hpp"
 #include "judges/rouge_l.hpp"
 #include "judges/tokenizer.hpp"
 #include "sampling/sampler.hpp"
+#include "sources/event_parser.hpp"
+#include "sources/otlp_decode.hpp"
+#include "sources/trace_join.hpp"
 #include "tracking/tracker.hpp"
 
 using namespace assay;

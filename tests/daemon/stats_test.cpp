@@ -15,13 +15,13 @@
 #include <string>
 
 #include "core/exposition.hpp"
-#include "daemon/client_stats.hpp"
-#include "daemon/consumer_stats.hpp"
 #include "daemon/log_setup.hpp"
 #include "judges/judge_stats.hpp"
 #include "judges/registry.hpp"
 #include "sampling/sampling_stats.hpp"
 #include "sinks/sink_stats.hpp"
+#include "sources/client_stats.hpp"
+#include "sources/consumer_stats.hpp"
 
 using namespace assay;
 

@@ -136,6 +136,7 @@ TEST_CASE("JSONL sink: reopen() after logrotate moved the file writes to a new o
   ::mkdir(dir.c_str(), 0500);  // not writable (except for root): the file is not created again
   sinks.reopen();
   sinks.deliver(j, nullptr);  // written to the (unlinked) open file, counted ok
+  sinks.drain();              // by the sink's thread (sink_queue.hpp)
   CHECK(serializeMetrics(registry).find(
             "assay_sink_writes_total{result=\"ok\",sink=\"jsonl\"} 5") != std::string::npos);
   std::filesystem::remove_all(dir);
@@ -152,9 +153,9 @@ TEST_CASE("Sinks: every sink gets the judgment; the token goes once the last sin
   CHECK_FALSE(sinks.empty());
   int finished = 0;
   sinks.deliver(sample(), DeliveryToken(nullptr, [&](void*) { ++finished; }));
+  sinks.flush();  // the sink writes on its own thread (sink_queue.hpp)
   CHECK(finished == 1);
   CHECK(stats.judged.Value() == 1.0);
-  sinks.flush();
   std::ifstream in(o.jsonl.path);
   std::string line;
   REQUIRE(std::getline(in, line));

@@ -1,4 +1,4 @@
-#include "daemon/kafka.hpp"
+#include "sources/kafka.hpp"
 
 #include <librdkafka/rdkafka_mock.h>
 #include <spdlog/spdlog.h>
@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "config/loader.hpp"
-#include "daemon/event_parser.hpp"
-#include "daemon/service_notify.hpp"
+#include "core/service_notify.hpp"
 #include "judges/rate_limited_log.hpp"
 #include "sinks/kafka_results_sink.hpp"
+#include "sources/event_parser.hpp"
 
 namespace assay {
 namespace {
@@ -58,7 +58,7 @@ rd_kafka_conf_t* baseConf(const std::string& bootstrap) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   if (!bootstrap.empty()) set(conf, "bootstrap.servers", bootstrap);
   set(conf, "client.id", "assayd");
-  set(conf, "statistics.interval.ms", "15000");  // daemon/client_stats.hpp
+  set(conf, "statistics.interval.ms", "15000");  // sources/client_stats.hpp
   rd_kafka_conf_set_log_cb(conf, logCb);
   return conf;
 }
@@ -179,16 +179,7 @@ KafkaProducer::~KafkaProducer() {
 }
 
 std::size_t KafkaProducer::replay(const std::string& path, const std::string& topic,
-                                  const EventParser& parser) {
-  return replay(
-      path, topic, [&parser](const std::string& line) { return parser.extractId(line); },
-      "--replay");
-}
-
-std::size_t KafkaProducer::replay(
-    const std::string& path, const std::string& topic,
-    const std::function<std::string(const std::string&)>& key_of, const std::string& flag,
-    const std::function<bool(const std::string&, std::string&, std::string&)>& encode) {
+                                  const LineEncoder& encode, const std::string& flag) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigurationError(flag + ": cannot read '" + path + "'");
   std::string line;
@@ -197,14 +188,12 @@ std::size_t KafkaProducer::replay(
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
-    const std::string key = key_of(line);
-    std::string encoded, error;
-    if (encode && !encode(line, encoded, error)) {
+    std::string key, value, error;
+    if (!encode(line, key, value, error)) {
       spdlog::warn("{}: {}:{}: {}; skipped", flag, path, line_no, error);
       ++rejected;
       continue;
     }
-    const std::string& value = encode ? encoded : line;
     for (;;) {
       const auto err =
           rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(topic.c_str()),

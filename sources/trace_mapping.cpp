@@ -1,4 +1,4 @@
-#include "daemon/trace_mapping.hpp"
+#include "sources/trace_mapping.hpp"
 
 #include <rapidjson/document.h>
 

@@ -1,4 +1,4 @@
-#include "daemon/service_notify.hpp"
+#include "core/service_notify.hpp"
 
 #include <systemd/sd-daemon.h>
 

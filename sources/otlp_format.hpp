@@ -1,7 +1,7 @@
 #pragma once
 /// The events topic read as OpenTelemetry traces (kafka.format otlp_json | otlp_proto): one
-/// message decoded (daemon/otlp_decode.hpp), its spans joined into RAG events
-/// (daemon/trace_join.hpp), and the join's series (docs/metrics.md):
+/// message decoded (sources/otlp_decode.hpp), its spans joined into RAG events
+/// (sources/trace_join.hpp), and the join's series (docs/metrics.md):
 ///   assay_otlp_spans_total{outcome}          spans read: kept, sampled_out (the trace id's
 ///                                            hash is above every rate: never kept), late (of
 ///                                            a trace already finished), invalid (no valid
@@ -16,7 +16,7 @@
 ///   assay_otlp_join_wait_seconds             histogram: first span → the trace leaves the join
 ///   assay_otlp_join_traces                   traces waiting now
 ///   assay_otlp_join_bytes                    text they hold, bytes
-/// Poll thread only, except refs() (thread-safe).
+/// Poll thread only, except release() (thread-safe).
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -30,10 +30,11 @@
 #include <vector>
 
 #include "config/options.hpp"
-#include "daemon/event_parser.hpp"
-#include "daemon/otlp_decode.hpp"
-#include "daemon/trace_join.hpp"
 #include "judges/rate_limited_log.hpp"
+#include "sources/event_parser.hpp"
+#include "sources/format.hpp"
+#include "sources/otlp_decode.hpp"
+#include "sources/trace_join.hpp"
 
 namespace assay {
 
@@ -46,38 +47,40 @@ TraceJoinOptions traceJoinOptions(const OtlpOptions& o);
 /// surrogate pair), else wrong_type.
 InvalidReason otlpInvalidReason(EventFormat format, std::string_view error);
 
-class OtlpSource {
+/// kafka.format otlp_json | otlp_proto, a row of the format table (sources/format.hpp).
+class OtlpFormat final : public InputFormat {
  public:
-  OtlpSource(const Config& config, prometheus::Registry& registry);
+  OtlpFormat(const Config& config, prometheus::Registry& registry);
 
-  struct Read {
-    bool ok = true;
-    ParseOutcome invalid;    ///< when !ok: why the message is not an OTLP request
-    std::size_t traces = 0;  ///< waiting traces it feeds; 0 = finished now
-  };
-  /// Decodes and joins one message. Finished traces (complete, incomplete, evicted) are
-  /// appended to `done`, each already counted. When Read::traces > 0, the message is held in
-  /// refs() for that many traces before this returns, so handle `done` after.
-  Read add(std::string_view payload, MessageRef at,
-           const std::function<bool(const std::string&)>& keep, std::vector<FinishedTrace>& done);
-  /// Traces past the join timeout (poll loop, every turn).
-  void expire(std::vector<FinishedTrace>& done);
-  void forget(const std::vector<std::int32_t>& partitions);
-  /// Updates the join gauges (once a second).
-  void refresh();
-
-  MessageRefs& refs() { return refs_; }
-  const TraceJoin& join() const { return join_; }
+  /// Decodes and joins one message; finished traces (complete, incomplete, evicted) go to
+  /// `out`, each already counted. A message feeding waiting traces is held in the join's
+  /// message references (Read::held) before this returns.
+  Read read(const Message& m, const Screen& screen, std::vector<DecodedEvent>& out) override;
+  void expire(std::vector<DecodedEvent>& out) override;
+  bool release(MessageRef m) override { return refs_.release(m); }
+  void forget(const std::vector<std::int32_t>& partitions) override;
+  std::size_t assembling() const override { return join_.traces(); }
+  void refresh() override;
+  std::string describe() const override;
+  /// Keyed by the trace id when the line holds one trace, as the Collector's exporter keys by
+  /// trace id with partition_traces_by_id; otlp_proto: the OTLP/JSON line re-encoded.
+  bool encodeLine(const std::string& line, std::string& key, std::string& value,
+                  std::string& error) const override;
 
  private:
-  void count(const std::vector<FinishedTrace>& done, std::size_t from);
+  /// Counts the finished traces from `from` on and moves them to `out`.
+  void finish(std::vector<DecodedEvent>& out);
 
   EventFormat format_;
+  std::size_t max_bytes_;
   std::string mapping_, span_kind_;  // for the log line of a trace without any role
+  std::string topic_;
+  std::int64_t join_timeout_ms_;
   RateLimitedLog no_role_log_;
   TraceJoin join_;
   MessageRefs refs_;
-  otlp::Batch batch_;  // reused: its vectors keep their capacity
+  otlp::Batch batch_;                    // reused: its vectors keep their capacity
+  std::vector<FinishedTrace> finished_;  // reused
   prometheus::Counter &kept_, &sampled_out_, &late_, &invalid_;
   prometheus::Counter &assembled_, &evicted_, &aged_out_, &split_;
   RateLimitedLog split_log_;
@@ -87,5 +90,7 @@ class OtlpSource {
   prometheus::Histogram& wait_;
   prometheus::Gauge &traces_, &bytes_;
 };
+
+std::unique_ptr<InputFormat> makeOtlpFormat(const Config& config, prometheus::Registry& registry);
 
 }  // namespace assay

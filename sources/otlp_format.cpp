@@ -1,5 +1,6 @@
-#include "daemon/otlp_source.hpp"
+#include "sources/otlp_format.hpp"
 
+#include <fmt/format.h>
 #include <prometheus/family.h>
 #include <spdlog/spdlog.h>
 
@@ -39,10 +40,13 @@ prometheus::Gauge& gauge(prometheus::Registry& r, const char* name, const char* 
 
 }  // namespace
 
-OtlpSource::OtlpSource(const Config& config, prometheus::Registry& registry)
+OtlpFormat::OtlpFormat(const Config& config, prometheus::Registry& registry)
     : format_(config.kafka.format),
+      max_bytes_(config.limits.max_event_bytes),
       mapping_(config.otlp.mapping),
       span_kind_(traceJoinOptions(config.otlp).mapping.span_kind),
+      topic_(config.kafka.topic),
+      join_timeout_ms_(config.otlp.join_timeout_ms),
       join_(traceJoinOptions(config.otlp)),
       kept_(spansFamily(registry).Add({{"outcome", "kept"}})),
       sampled_out_(spansFamily(registry).Add({{"outcome", "sampled_out"}})),
@@ -96,14 +100,20 @@ InvalidReason otlpInvalidReason(EventFormat format, std::string_view error) {
   return InvalidReason::kWrongType;
 }
 
-OtlpSource::Read OtlpSource::add(std::string_view payload, MessageRef at,
-                                 const std::function<bool(const std::string&)>& keep,
-                                 std::vector<FinishedTrace>& done) {
+OtlpFormat::Read OtlpFormat::read(const Message& m, const Screen& screen,
+                                  std::vector<DecodedEvent>& out) {
   Read r;
+  if (m.payload.size() > max_bytes_) {
+    r.ok = false;
+    r.invalid = ParseOutcome{
+        false, InvalidReason::kTooLarge,
+        fmt::format("{} bytes, limits.max_event_bytes is {}", m.payload.size(), max_bytes_)};
+    return r;
+  }
   std::string error;
   const bool decoded = format_ == EventFormat::kOtlpProto
-                           ? otlp::decodeProto(payload, batch_, error)
-                           : otlp::decodeJson(payload, batch_, error);
+                           ? otlp::decodeProto(m.payload, batch_, error)
+                           : otlp::decodeJson(m.payload, batch_, error);
   if (!decoded) {
     r.ok = false;
     r.invalid = ParseOutcome{false, otlpInvalidReason(format_, error),
@@ -113,8 +123,8 @@ OtlpSource::Read OtlpSource::add(std::string_view payload, MessageRef at,
     return r;
   }
   invalid_.Increment(static_cast<double>(batch_.invalid_spans));
-  const std::size_t from = done.size();
-  const auto added = join_.add(batch_, at, keep, done);
+  const auto added = join_.add(
+      batch_, m.at, [&screen](const std::string& id) { return !screen(id).rejected; }, finished_);
   sampled_out_.Increment(static_cast<double>(added.sampled_out));
   late_.Increment(static_cast<double>(added.late));
   if (added.split > 0) {
@@ -126,34 +136,54 @@ OtlpSource::Read OtlpSource::add(std::string_view payload, MessageRef at,
           "partition too: they are joined in parts, and an answer may be judged without its "
           "retrieval (no_context). The OpenTelemetry Collector's kafka exporter keeps a "
           "trace's spans on one partition with partition_traces_by_id: true{}",
-          added.split, at.partition, at.offset, RateLimitedLog::note(suppressed));
+          added.split, m.at.partition, m.at.offset, RateLimitedLog::note(suppressed));
   }
   kept_.Increment(static_cast<double>(added.spans - added.sampled_out - added.late));
-  r.traces = added.traces;
-  if (r.traces > 0) refs_.hold(at, r.traces);
-  count(done, from);
+  r.held = added.traces > 0;
+  if (r.held) refs_.hold(m.at, added.traces);
+  finish(out);
   return r;
 }
 
-void OtlpSource::expire(std::vector<FinishedTrace>& done) {
-  const std::size_t from = done.size();
-  join_.expire(done);
-  count(done, from);
+void OtlpFormat::expire(std::vector<DecodedEvent>& out) {
+  join_.expire(finished_);
+  finish(out);
 }
 
-void OtlpSource::forget(const std::vector<std::int32_t>& partitions) {
+void OtlpFormat::forget(const std::vector<std::int32_t>& partitions) {
   join_.forget(partitions);
   refs_.forget(partitions);
 }
 
-void OtlpSource::refresh() {
+void OtlpFormat::refresh() {
   traces_.Set(static_cast<double>(join_.traces()));
   bytes_.Set(static_cast<double>(join_.bytes()));
 }
 
-void OtlpSource::count(const std::vector<FinishedTrace>& done, std::size_t from) {
-  for (std::size_t i = from; i < done.size(); ++i) {
-    const auto& f = done[i];
+std::string OtlpFormat::describe() const {
+  return fmt::format(
+      "kafka: {} reads OpenTelemetry traces ({}), mapping {}; a trace waits up to {} ms after "
+      "its last span",
+      topic_, format_ == EventFormat::kOtlpJson ? "otlp_json" : "otlp_proto", mapping_,
+      join_timeout_ms_);
+}
+
+bool OtlpFormat::encodeLine(const std::string& line, std::string& key, std::string& value,
+                            std::string& error) const {
+  otlp::Batch b;
+  std::string ignored;
+  if (otlp::decodeJson(line, b, ignored) && !b.spans.empty()) {
+    bool one = true;
+    for (const auto& s : b.spans) one = one && s.trace_id == b.spans[0].trace_id;
+    if (one) key = otlp::hex(b.spans[0].trace_id.data(), 16);
+  }
+  if (format_ == EventFormat::kOtlpProto) return otlp::jsonToProto(line, value, error);
+  value = line;
+  return true;
+}
+
+void OtlpFormat::finish(std::vector<DecodedEvent>& out) {
+  for (auto& f : finished_) {
     wait_.Observe(f.wait_s);
     switch (f.how) {
       case FinishedTrace::How::kComplete:
@@ -178,7 +208,13 @@ void OtlpSource::count(const std::vector<FinishedTrace>& done, std::size_t from)
         break;
       }
     }
+    out.push_back({std::move(f.event), std::nullopt, std::move(f.messages)});
   }
+  finished_.clear();
+}
+
+std::unique_ptr<InputFormat> makeOtlpFormat(const Config& config, prometheus::Registry& registry) {
+  return std::make_unique<OtlpFormat>(config, registry);
 }
 
 }  // namespace assay

@@ -41,10 +41,10 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/offset_tracker.hpp"
-#include "daemon/otlp_decode.hpp"
-#include "daemon/trace_mapping.hpp"
 #include "judges/event.hpp"
+#include "sources/offset_tracker.hpp"
+#include "sources/otlp_decode.hpp"
+#include "sources/trace_mapping.hpp"
 
 namespace assay {
 

@@ -26,8 +26,8 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/event_parser.hpp"
-#include "daemon/kafka.hpp"
+#include "sources/event_parser.hpp"
+#include "sources/kafka.hpp"
 
 namespace assay {
 

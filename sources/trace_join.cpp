@@ -1,4 +1,4 @@
-#include "daemon/trace_join.hpp"
+#include "sources/trace_join.hpp"
 
 #include <xxhash.h>
 

@@ -1,4 +1,4 @@
-#include "daemon/event_parser.hpp"
+#include "sources/event_parser.hpp"
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>

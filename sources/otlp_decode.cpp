@@ -1,4 +1,4 @@
-#include "daemon/otlp_decode.hpp"
+#include "sources/otlp_decode.hpp"
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>

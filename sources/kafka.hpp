@@ -15,13 +15,11 @@
 #include <vector>
 
 #include "config/options.hpp"
-#include "daemon/client_stats.hpp"
-#include "daemon/offset_tracker.hpp"
 #include "judges/rate_limited_log.hpp"
+#include "sources/client_stats.hpp"
+#include "sources/offset_tracker.hpp"
 
 namespace assay {
-
-class EventParser;
 
 /// The producer's and the consumer's librdkafka configuration, exactly as start-up builds them:
 /// assay's defaults, then kafka.properties verbatim, then the settings the delivery guarantee
@@ -63,18 +61,15 @@ class KafkaProducer {
   ~KafkaProducer();
   rd_kafka_t* handle() const { return rk_; }
 
-  /// Produces every non-empty line of a JSON Lines file to `topic`, keyed by the event id
-  /// (no key when the line has none or is not JSON), and waits until all are acknowledged.
-  /// Returns the number of messages produced. Throws std::runtime_error on I/O errors.
-  std::size_t replay(const std::string& path, const std::string& topic, const EventParser& parser);
-  /// The same for any JSON Lines file, keyed by `key_of(line)` (empty = no key); `flag` names
-  /// the option in messages. `encode` (optional) turns a line into the message value: false
+  /// Turns one line of a JSON Lines file into a message: its key ("" = none) and value; false
   /// skips the line (logged with its number and `error`).
-  std::size_t replay(const std::string& path, const std::string& topic,
-                     const std::function<std::string(const std::string&)>& key_of,
-                     const std::string& flag,
-                     const std::function<bool(const std::string& line, std::string& value,
-                                              std::string& error)>& encode = {});
+  using LineEncoder = std::function<bool(const std::string& line, std::string& key,
+                                         std::string& value, std::string& error)>;
+  /// Produces every non-empty line of a JSON Lines file to `topic` as `encode` makes it, and
+  /// waits until all are acknowledged. `flag` names the option in messages. Returns the number
+  /// of messages produced. Throws std::runtime_error on I/O errors.
+  std::size_t replay(const std::string& path, const std::string& topic, const LineEncoder& encode,
+                     const std::string& flag);
 
   /// The largest value copied to the dead-letter topic whole: 900,000 bytes, under the
   /// producer's `message.max.bytes` default (1,000,000) with room for key and headers.

@@ -1,4 +1,4 @@
-#include "daemon/offset_tracker.hpp"
+#include "sources/offset_tracker.hpp"
 
 #include <algorithm>
 #include <charconv>

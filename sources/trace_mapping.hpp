@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/otlp_decode.hpp"
 #include "judges/event.hpp"
+#include "sources/otlp_decode.hpp"
 
 namespace assay {
 

@@ -1,4 +1,4 @@
-#include "daemon/consumer_stats.hpp"
+#include "sources/consumer_stats.hpp"
 
 #include <fmt/format.h>
 

@@ -16,10 +16,10 @@
 #include <map>
 #include <sstream>
 
-#include "daemon/otlp_decode.hpp"
-#include "daemon/otlp_source.hpp"
-#include "daemon/trace_join.hpp"
 #include "judges/registry.hpp"
+#include "sources/otlp_decode.hpp"
+#include "sources/otlp_format.hpp"
+#include "sources/trace_join.hpp"
 #include "tests/test_paths.hpp"
 #include "tests/wait.hpp"
 

@@ -1,4 +1,4 @@
-#include "daemon/client_stats.hpp"
+#include "sources/client_stats.hpp"
 
 #include <librdkafka/rdkafka.h>
 #include <rapidjson/document.h>

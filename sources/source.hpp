@@ -1,0 +1,73 @@
+#pragma once
+/// Where events come from, and the one way they flow out of it (docs/ARCHITECTURE.md):
+///
+///   Source ──poll──► Downstream (the pipeline: sampler → queue → runner → sinks)
+///     ▲                   │
+///     └──── finish(origin), from any thread, once the event is judged and written or dropped
+///
+/// A source reads messages, turns them into events through its input format
+/// (sources/format.hpp), and hands each to its Downstream, which keeps it (and finishes its
+/// origin later) or refuses it (finished at once). A source tracks which messages are finished
+/// and moves its committed position over them only; it never judges, samples or writes.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "judges/event.hpp"
+#include "sampling/sampler.hpp"
+#include "sources/offset_tracker.hpp"
+
+namespace assay {
+
+/// Where an event came from: one message (partition, offset), or, for a joined format, every
+/// message that held one of its parts (`messages`; partition and offset are then unused).
+struct Origin {
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::vector<MessageRef> messages;
+};
+
+/// What a source hands its events and feedback to (the pipeline). Poll thread only.
+class Downstream {
+ public:
+  virtual ~Downstream() = default;
+  /// The sampler's first step on a message key or an event id (Sampler::screen).
+  virtual KeyScreen screen(std::string_view key_or_id) = 0;
+  /// An event: true when it is kept (the source's finish(origin) is called once it is judged
+  /// and written, or dropped), false when it is not (sampled out): finished at once. On false,
+  /// `origin` must be left as it came (the source finishes it).
+  virtual bool onEvent(Event&& event, const std::optional<KeyScreen>& screen, Origin&& origin) = 0;
+  /// True while the downstream holds back (back-pressure): the source hands it nothing more
+  /// in this poll.
+  virtual bool holding() const = 0;
+  /// A message of the feedback topic: "" when it was read, else why it is invalid (the source
+  /// logs it, rate-limited). `partition` is the message's.
+  virtual std::string onFeedback(std::string_view payload, std::string_view key,
+                                 std::int32_t partition) = 0;
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  /// One turn: hands what one poll returns (waiting at most `timeout_ms` for the first message,
+  /// then up to `max` that are already there, fewer once `down` is holding) to `down`, then moves
+  /// the committed position over the finished messages. False when the source cannot go on (a fatal
+  /// error).
+  virtual bool poll(int timeout_ms, Downstream& down, int max) = 0;
+  /// The event of `origin` is done (judged and written, or dropped). Thread-safe.
+  virtual void finish(const Origin& origin) = 0;
+  /// Messages handed on and not finished yet.
+  virtual std::size_t pending() const = 0;
+  /// Why the source is not consuming ("" = it is). Thread-safe (the admin thread asks).
+  virtual std::string notReady() const = 0;
+  /// When a message last arrived (or the source last started consuming): the idle timer.
+  virtual std::optional<std::chrono::steady_clock::time_point> lastActivity() const = 0;
+  /// Stops consuming and commits the finished position; false when the final commit failed.
+  virtual bool close() = 0;
+};
+
+}  // namespace assay
