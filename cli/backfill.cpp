@@ -13,12 +13,12 @@
 #include <stdexcept>
 
 #include "config/loader.hpp"
-#include "config/rfc3339.hpp"
 #include "core/clock.hpp"
+#include "core/judgment.hpp"
+#include "core/rfc3339.hpp"
 #include "daemon/controller.hpp"
 #include "daemon/pipeline.hpp"
 #include "judges/llm/pricing.hpp"
-#include "sinks/judgment.hpp"
 
 namespace assay::cli {
 

@@ -17,7 +17,7 @@
 
 #include "cli/calibrate_table.hpp"
 #include "cli/cli_text.hpp"
-#include "judges/json_limits.hpp"
+#include "core/json_limits.hpp"
 
 namespace assay {
 

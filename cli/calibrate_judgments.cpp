@@ -19,7 +19,8 @@
 #include <vector>
 
 #include "cli/calibrate_table.hpp"
-#include "judges/json_limits.hpp"
+#include "core/json_limits.hpp"
+#include "core/judgment.hpp"
 
 namespace assay::calibrate_detail {
 
@@ -78,13 +79,12 @@ std::string parseObject(std::string_view line, rapidjson::Document& d, bool numb
   return {};
 }
 
-void readVerdict(const rapidjson::Value& v, JudgeScores& j, JudgeVerdict& out) {
-  if (j.criterion.empty() && v.HasMember("criterion") && v["criterion"].IsString())
-    j.criterion = v["criterion"].GetString();
-  if (!j.min && v.HasMember("min") && v["min"].IsNumber()) j.min = v["min"].GetDouble();
-  if (!j.max && v.HasMember("max") && v["max"].IsNumber()) j.max = v["max"].GetDouble();
-  if (v.HasMember("score") && v["score"].IsNumber()) out.score = v["score"].GetDouble();
-  out.outcome = v.HasMember("error") && v["error"].IsString() ? v["error"].GetString() : "ok";
+void readVerdict(const VerdictRecord& v, JudgeScores& j, JudgeVerdict& out) {
+  if (j.criterion.empty()) j.criterion = v.criterion;
+  if (!j.min && v.min) j.min = v.min;
+  if (!j.max && v.max) j.max = v.max;
+  out.score = v.score;
+  out.outcome = v.outcome;
   if (!out.score && out.outcome == "ok") out.outcome = "no score";
 }
 
@@ -95,19 +95,16 @@ JudgeScores readJudgeScores(const std::string& path, const std::string& judge) {
   std::size_t lines = 0, with_verdict = 0;
   forEachLine(readInputFile(path), [&](std::size_t, std::string_view line) {
     ++lines;
-    rapidjson::Document d;
-    if (!parseObject(line, d, false).empty() || !d.HasMember("id") || !d["id"].IsString() ||
-        !d.HasMember("verdicts") || !d["verdicts"].IsArray())
-      return;
+    JudgmentRecord d;
+    if (readJudgmentLine(line, d) || !d.id || !d.verdicts_array) return;
     std::optional<JudgeVerdict> mine;
-    for (const auto& v : d["verdicts"].GetArray()) {
-      if (!v.IsObject() || !v.HasMember("judge") || !v["judge"].IsString()) continue;
-      judges.insert(v["judge"].GetString());
-      if (v["judge"].GetString() != judge || mine) continue;
+    for (const auto& v : d.verdicts) {
+      judges.insert(v.judge);
+      if (v.judge != judge || mine) continue;
       mine.emplace();
       readVerdict(v, j, *mine);
     }
-    j.by_id[d["id"].GetString()] = std::move(mine);
+    j.by_id[*d.id] = std::move(mine);
   });
   for (const auto& [id, v] : j.by_id) with_verdict += v ? 1 : 0;
   if (j.by_id.empty())

@@ -16,8 +16,9 @@
 #include <unordered_map>
 
 #include "config/options.hpp"
-#include "config/rfc3339.hpp"
-#include "judges/json_limits.hpp"
+#include "core/json_limits.hpp"
+#include "core/judgment.hpp"
+#include "core/rfc3339.hpp"
 #include "sampling/sampler.hpp"
 #include "tracking/stats.hpp"
 #include "tracking/window.hpp"
@@ -237,58 +238,48 @@ struct Judgments {
 };
 
 /// Adds one judgment's verdicts to the per-judge summaries.
-void addJudgment(const rapidjson::Value& d, Judgments& j) {
-  const std::string id = d["id"].GetString();
+void addJudgment(const JudgmentRecord& d, Judgments& j) {
+  const std::string& id = *d.id;
   double judged_at = 0;
-  if (d.HasMember("judged_at") && d["judged_at"].IsString())
-    if (const auto ms = parseRfc3339(d["judged_at"].GetString())) judged_at = *ms / 1000.0;
-  for (const auto& v : d["verdicts"].GetArray()) {
-    if (!v.IsObject() || !v.HasMember("judge") || !v["judge"].IsString()) continue;
-    const std::string name = v["judge"].GetString();
+  if (d.judged_at)
+    if (const auto ms = parseRfc3339(*d.judged_at)) judged_at = *ms / 1000.0;
+  for (const auto& v : d.verdicts) {
+    const std::string& name = v.judge;
     auto [it, inserted] = j.judge_index.emplace(name, j.judges.size());
     if (inserted) {
       JudgeSummary s;
       s.judge = name;
-      if (v.HasMember("criterion") && v["criterion"].IsString())
-        s.criterion = v["criterion"].GetString();
-      if (v.HasMember("min") && v["min"].IsNumber()) s.min_score = v["min"].GetDouble();
-      if (v.HasMember("max") && v["max"].IsNumber()) s.max_score = v["max"].GetDouble();
+      s.criterion = v.criterion;
+      if (v.min) s.min_score = *v.min;
+      if (v.max) s.max_score = *v.max;
       j.judges.push_back(std::move(s));
     }
     auto& s = j.judges[it->second];
-    const std::string outcome =
-        v.HasMember("error") && v["error"].IsString() ? v["error"].GetString() : "ok";
-    ++s.outcomes[outcome];
-    if (v.HasMember("passed")) s.pass_fail = true;
-    if (v.HasMember("score") && v["score"].IsNumber()) {
-      s.scores.push_back(v["score"].GetDouble());
+    ++s.outcomes[v.outcome];
+    if (v.has_passed) s.pass_fail = true;
+    if (v.score) {
+      s.scores.push_back(*v.score);
       s.times.push_back(judged_at);
-      j.score_by_id[name][id] = v["score"].GetDouble();
+      j.score_by_id[name][id] = *v.score;
     }
   }
 }
 
-/// Reads the judgments file; false (after a message on `err`) when it has lines but none is a
-/// judgment. An empty file is not an error: j.lines_read is then 0.
+/// Reads the judgments file (core/judgment.hpp's reader); false (after a message on `err`) when
+/// it has lines but none is a judgment. An empty file is not an error: j.lines_read is then 0.
 bool readJudgments(const std::string& path, std::istream& in, Judgments& j, std::ostream& err) {
-  std::vector<rapidjson::Document> docs;
+  std::vector<JudgmentRecord> docs;
   std::unordered_map<std::string, std::size_t> last_by_id;
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     ++j.lines_read;
-    if (jsonShapeProblem(line)) {
+    JudgmentRecord d;
+    if (readJudgmentLine(line, d) || !d.verdicts_array || !d.id) {
       ++j.bad_lines;
       continue;
     }
-    rapidjson::Document d;
-    d.Parse(line.c_str());
-    if (d.HasParseError() || !d.IsObject() || !d.HasMember("verdicts") ||
-        !d["verdicts"].IsArray() || !d.HasMember("id") || !d["id"].IsString()) {
-      ++j.bad_lines;
-      continue;
-    }
-    last_by_id[d["id"].GetString()] = docs.size();
+    last_by_id[*d.id] = docs.size();
     docs.push_back(std::move(d));
   }
   if (docs.empty() && j.lines_read > 0) {
@@ -298,7 +289,7 @@ bool readJudgments(const std::string& path, std::istream& in, Judgments& j, std:
   }
   j.duplicates = static_cast<long>(docs.size() - last_by_id.size());
   for (std::size_t di = 0; di < docs.size(); ++di) {
-    if (last_by_id[docs[di]["id"].GetString()] != di) continue;
+    if (last_by_id[*docs[di].id] != di) continue;
     ++j.events;
     addJudgment(docs[di], j);
   }

@@ -16,8 +16,8 @@
 #include <set>
 #include <sstream>
 
-#include "config/rfc3339.hpp"
 #include "config/yaml_load.hpp"
+#include "core/rfc3339.hpp"
 #include "judges/edit_distance.hpp"
 #include "judges/llm/budget.hpp"
 #include "judges/secrets.hpp"

@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/utf8.hpp"
 #include "judges/bounded_file.hpp"
-#include "judges/utf8.hpp"
 
 namespace assay {
 

@@ -9,8 +9,8 @@
 
 #include "config/loader.hpp"
 #include "core/clock.hpp"
-#include "judges/log_text.hpp"
-#include "judges/rate_limited_log.hpp"
+#include "core/log_text.hpp"
+#include "core/rate_limited_log.hpp"
 #include "judges/registry.hpp"
 
 namespace assay {

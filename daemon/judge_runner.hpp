@@ -25,13 +25,13 @@
 #include <vector>
 
 #include "config/options.hpp"
+#include "core/judgment.hpp"
 #include "judges/judge.hpp"
 #include "judges/judge_stats.hpp"
 #include "judges/redaction.hpp"
 #include "judges/services.hpp"
 #include "sampling/bounded_queue.hpp"
 #include "sampling/sampler.hpp"
-#include "sinks/judgment.hpp"
 #include "sources/offset_tracker.hpp"
 
 namespace assay {

@@ -2,12 +2,12 @@
 // with the default field pointers and the default 1 MB limit (its first 8 bytes also as the
 // message key, the id when the event has none), then the id extractor that --replay uses. The
 // parser must never crash, whatever the bytes; every string of a parsed event is valid UTF-8
-// (judges/utf8.hpp): it leaves assay in labels, JSON Lines and logs.
+// (core/utf8.hpp): it leaves assay in labels, JSON Lines and logs.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "judges/utf8.hpp"
+#include "core/utf8.hpp"
 #include "sources/event_parser.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,13 +1,13 @@
 // libFuzzer target: one feedback message (docs/events.md, "Feedback events") through
 // parseFeedback (tracking/tracker.hpp). Never a crash; a parsed rating is 1..5 and an
-// annotation's value 0..100 with a criterion; every string is valid UTF-8 (judges/utf8.hpp:
+// annotation's value 0..100 with a criterion; every string is valid UTF-8 (core/utf8.hpp:
 // they become label values and JSON). The first 8 bytes are also the message key.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "judges/utf8.hpp"
+#include "core/utf8.hpp"
 #include "tracking/tracker.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.hpp"
 #include "judges/llm/provider.hpp"
 #include "judges/llm/verdict.hpp"
-#include "judges/utf8.hpp"
 
 namespace {
 

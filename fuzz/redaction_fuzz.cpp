@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.hpp"
 #include "judges/redaction.hpp"
-#include "judges/utf8.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const assay::Redactor redactor([] {

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "judges/json_limits.hpp"
-#include "judges/log_text.hpp"
+#include "core/json_limits.hpp"
+#include "core/log_text.hpp"
 
 namespace assay {
 namespace {

@@ -12,8 +12,8 @@
 #include <sstream>
 #include <vector>
 
+#include "core/json_limits.hpp"
 #include "judges/bounded_file.hpp"
-#include "judges/json_limits.hpp"
 
 namespace assay {
 namespace {

@@ -22,8 +22,8 @@
 #include <variant>
 #include <vector>
 
-#include "judges/event.hpp"
-#include "judges/verdict.hpp"
+#include "core/event.hpp"
+#include "core/verdict.hpp"
 
 namespace assay {
 

@@ -42,7 +42,7 @@
 #include <utility>
 #include <vector>
 
-#include "judges/event.hpp"
+#include "core/event.hpp"
 
 namespace re2 {
 class RE2;

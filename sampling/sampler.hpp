@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "config/options.hpp"
-#include "judges/event.hpp"
+#include "core/event.hpp"
 
 namespace assay {
 

@@ -3,6 +3,7 @@
 /// configured sinks the pipeline hands every judgment to.
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "config/options.hpp"
@@ -13,11 +14,22 @@
 
 namespace assay {
 
+/// One row of the sink table (docs/adding-a-sink.md): its name (the `sink` label), whether
+/// the configuration enables it, and how it is built. tests/sinks/sink_compliance_test walks
+/// every row.
+struct SinkRow {
+  const char* name;
+  bool (*enabled)(const SinksOptions&, const SinkContext&);
+  std::unique_ptr<Sink> (*create)(const SinksOptions&, const SinkContext&);
+};
+/// Every sink type, in the order they are built.
+std::span<const SinkRow> sinkTable();
+
 /// Builds every configured sink in table order. Throws std::runtime_error (start-up only).
 std::vector<std::unique_ptr<Sink>> createSinks(const SinksOptions& options, const SinkContext& ctx);
 
 /// Every configured sink, each behind its own queue and thread (sinks/sink_queue.hpp). A
-/// judgment is serialised once (sinks/judgment.hpp) and queued to each; its delivery token is
+/// judgment is serialised once (core/judgment.hpp) and queued to each; its delivery token is
 /// released when the last sink lets go of it (sink.hpp).
 class Sinks {
  public:

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "sinks/judgment.hpp"
+#include "core/judgment.hpp"
 
 namespace assay {
 

@@ -6,8 +6,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "judges/json_limits.hpp"
-#include "judges/utf8.hpp"
+#include "core/json_limits.hpp"
+#include "core/utf8.hpp"
 
 namespace assay {
 

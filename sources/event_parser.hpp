@@ -2,7 +2,7 @@
 /// Turns one Kafka message value into an `Event`, reading fields at the configured JSON
 /// Pointers (RFC 6901). Checks, in this order: size (`too_large`), UTF-8 validity of the whole
 /// payload (`not_utf8`), nesting depth (`too_deep`), NUL bytes and escapes of half a surrogate
-/// pair (`not_json`: judges/json_limits.hpp), JSON syntax and a top-level object (`not_json`),
+/// pair (`not_json`: core/json_limits.hpp), JSON syntax and a top-level object (`not_json`),
 /// required fields `question`/`answer` (`missing_field`, also when null), field types
 /// (`wrong_type`), and a message key used as the id that is not UTF-8 (`not_utf8`). Never throws on
 /// message content.
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config/options.hpp"
-#include "judges/event.hpp"
+#include "core/event.hpp"
 
 namespace assay {
 
@@ -24,7 +24,7 @@ enum class InvalidReason {
   kMissingField,
   kWrongType,
   kTooLarge,
-  kTooDeep,  ///< arrays/objects nested deeper than kMaxJsonDepth (judges/json_limits.hpp)
+  kTooDeep,  ///< arrays/objects nested deeper than kMaxJsonDepth (core/json_limits.hpp)
   kCount_
 };
 inline constexpr int kInvalidReasonCount = static_cast<int>(InvalidReason::kCount_);

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "config/options.hpp"
-#include "judges/event.hpp"
+#include "core/event.hpp"
 #include "sampling/sampler.hpp"
 #include "sources/event_parser.hpp"
 #include "sources/offset_tracker.hpp"

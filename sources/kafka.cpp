@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "config/loader.hpp"
+#include "core/rate_limited_log.hpp"
 #include "core/service_notify.hpp"
-#include "judges/rate_limited_log.hpp"
 #include "sinks/kafka_results_sink.hpp"
 #include "sources/event_parser.hpp"
 

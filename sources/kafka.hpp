@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "config/options.hpp"
-#include "judges/rate_limited_log.hpp"
+#include "core/rate_limited_log.hpp"
 #include "sources/client_stats.hpp"
 #include "sources/offset_tracker.hpp"
 

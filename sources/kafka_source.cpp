@@ -6,7 +6,7 @@
 
 #include <thread>
 
-#include "judges/log_text.hpp"
+#include "core/log_text.hpp"
 
 namespace assay {
 namespace {

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "config/options.hpp"
-#include "judges/rate_limited_log.hpp"
+#include "core/rate_limited_log.hpp"
 #include "sources/client_stats.hpp"
 #include "sources/consumer_stats.hpp"
 #include "sources/format.hpp"

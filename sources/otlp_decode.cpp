@@ -5,8 +5,8 @@
 
 #include <cstring>
 
-#include "judges/json_limits.hpp"
-#include "judges/utf8.hpp"
+#include "core/json_limits.hpp"
+#include "core/utf8.hpp"
 
 namespace assay::otlp {
 
@@ -249,7 +249,7 @@ class JsonReader {
 
 // ---- protobuf wire format --------------------------------------------------------------------
 
-// proto3 `string` fields are UTF-8 (protobuf's parsers refuse anything else): judges/utf8.hpp.
+// proto3 `string` fields are UTF-8 (protobuf's parsers refuse anything else): core/utf8.hpp.
 
 enum WireType { kVarint = 0, kFixed64 = 1, kLen = 2, kStartGroup = 3, kEndGroup = 4, kFixed32 = 5 };
 

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "config/options.hpp"
-#include "judges/rate_limited_log.hpp"
+#include "core/rate_limited_log.hpp"
 #include "sources/event_parser.hpp"
 #include "sources/format.hpp"
 #include "sources/otlp_decode.hpp"

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "judges/event.hpp"
+#include "core/event.hpp"
 #include "sampling/sampler.hpp"
 #include "sources/offset_tracker.hpp"
 

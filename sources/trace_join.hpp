@@ -41,7 +41,7 @@
 #include <utility>
 #include <vector>
 
-#include "judges/event.hpp"
+#include "core/event.hpp"
 #include "sources/offset_tracker.hpp"
 #include "sources/otlp_decode.hpp"
 #include "sources/trace_mapping.hpp"

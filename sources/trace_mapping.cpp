@@ -7,7 +7,7 @@
 #include <map>
 
 #include "config/options.hpp"
-#include "judges/json_limits.hpp"
+#include "core/json_limits.hpp"
 
 namespace assay {
 

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "judges/event.hpp"
+#include "core/event.hpp"
 #include "sources/otlp_decode.hpp"
 
 namespace assay {

@@ -12,11 +12,12 @@
 #include <set>
 #include <stdexcept>
 
-#include "config/rfc3339.hpp"
-#include "judges/json_limits.hpp"
-#include "judges/log_text.hpp"
-#include "judges/rate_limited_log.hpp"
-#include "judges/utf8.hpp"
+#include "core/json_limits.hpp"
+#include "core/judgment.hpp"
+#include "core/log_text.hpp"
+#include "core/rate_limited_log.hpp"
+#include "core/rfc3339.hpp"
+#include "core/utf8.hpp"
 #include "tracking/stats.hpp"
 
 namespace assay {
@@ -247,31 +248,20 @@ std::map<std::string, std::vector<double>> loadBaselineScores(
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const auto where = path + ":" + std::to_string(n) + ": ";
-    if (const auto shape = jsonShapeProblem(line))
-      throw std::runtime_error(where + "not a judgment line: " + shape->message());
-    rapidjson::Document d;
-    d.Parse(line.data(), line.size());
-    if (d.HasParseError() || !d.IsObject())
-      throw std::runtime_error(where + "not a judgment (JSON object) line");
+    JudgmentRecord d;
+    if (const auto problem = readJudgmentLine(line, d))
+      throw std::runtime_error(where + (problem->kind == JudgmentLineProblem::Kind::kShape
+                                            ? "not a judgment line: " + problem->message
+                                            : std::string("not a judgment (JSON object) line")));
     if (from_ms || until_ms) {
-      const auto t = d.FindMember("judged_at");
       std::optional<std::int64_t> ms;
-      if (t != d.MemberEnd() && t->value.IsString()) ms = parseRfc3339(t->value.GetString());
+      if (d.judged_at) ms = parseRfc3339(*d.judged_at);
       if (!ms) throw std::runtime_error(where + "judged_at: expected an RFC 3339 time");
       if ((from_ms && *ms < *from_ms) || (until_ms && *ms >= *until_ms)) continue;
     }
-    const auto vs = d.FindMember("verdicts");
-    if (vs == d.MemberEnd() || !vs->value.IsArray())
-      throw std::runtime_error(where + "verdicts: expected an array");
-    for (const auto& v : vs->value.GetArray()) {
-      if (!v.IsObject()) continue;
-      const auto judge = v.FindMember("judge");
-      const auto score = v.FindMember("score");
-      if (judge == v.MemberEnd() || !judge->value.IsString() || score == v.MemberEnd() ||
-          !score->value.IsNumber())
-        continue;  // a failed verdict (score null) is not a score
-      out[judge->value.GetString()].push_back(score->value.GetDouble());
-    }
+    if (!d.verdicts_array) throw std::runtime_error(where + "verdicts: expected an array");
+    for (const auto& v : d.verdicts)
+      if (v.score) out[v.judge].push_back(*v.score);  // a failed verdict (score null) is not one
   }
   return out;
 }

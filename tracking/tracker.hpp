@@ -58,7 +58,7 @@
 
 #include "config/options.hpp"
 #include "core/label_folder.hpp"
-#include "judges/rate_limited_log.hpp"
+#include "core/rate_limited_log.hpp"
 #include "tracking/stats.hpp"
 #include "tracking/window.hpp"
 

@@ -13,9 +13,9 @@
 #include <sstream>
 
 #include "config/yaml_load.hpp"
+#include "core/json_limits.hpp"
 #include "judges/bounded_file.hpp"
 #include "judges/edit_distance.hpp"
-#include "judges/json_limits.hpp"
 #include "judges/llm/llm_judge.hpp"
 
 namespace assay::bakeoff {

@@ -23,7 +23,7 @@
 
 #include "cli/bakeoff/analysis.hpp"
 #include "config/loader.hpp"
-#include "judges/event.hpp"
+#include "core/event.hpp"
 #include "judges/llm/provider.hpp"
 
 namespace assay::bakeoff {

@@ -18,6 +18,7 @@
 
 #include "core/clock.hpp"
 #include "judges/bounded_file.hpp"
+#include "judges/llm/attempt.hpp"
 #include "judges/llm/prompt.hpp"
 #include "judges/llm/provider.hpp"
 #include "judges/llm/retry.hpp"
@@ -114,7 +115,8 @@ class Caller {
     for (;;) {
       ++a.attempts;
       const auto res = client(t.at->ca_file).send(request);
-      const auto reply = llm::parseReply(t.at->provider, res.status, res.body);
+      const llm::AttemptRead read = llm::readAttempt(t.at->provider, res);  // as the judge reads
+      const llm::ProviderReply& reply = read.reply;
       if (reply.ok) {
         billed = reply.usage ? reply.usage
                              : llm::estimateUsage(prompt.estimated_tokens, t.at->max_tokens);
@@ -127,20 +129,12 @@ class Caller {
         a.content = reply.content;
         break;
       }
-      if (reply.usage && (reply.usage->prompt_tokens > 0 || reply.usage->completion_tokens > 0))
-        billed = reply.usage;
+      if (read.billed_failure) billed = read.billed_failure;
       a.error = res.status == 0
                     ? res.error
                     : "HTTP " + std::to_string(res.status) + " " + reply.error_type +
                           (reply.error_message.empty() ? "" : ": ") + reply.error_message;
-      llm::AttemptResult ar;
-      ar.status = res.status != 0 ? reply.effective_status : 0;
-      ar.timed_out = res.timed_out;
-      ar.overloaded = reply.overloaded;
-      ar.permanent = reply.permanent || reply.refused || billed.has_value();
-      if (auto it = res.headers.find("retry-after"); it != res.headers.end())
-        ar.retry_after = llm::parseRetryAfter(it->second, std::chrono::system_clock::now());
-      const auto d = policy.decide(a.attempts, ar);
+      const auto d = policy.decide(a.attempts, read.attempt);
       if (!d.retry) break;
       std::this_thread::sleep_for(d.wait);
     }

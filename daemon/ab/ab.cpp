@@ -16,9 +16,9 @@
 #include <unordered_map>
 
 #include "core/clock.hpp"
+#include "core/log_text.hpp"
+#include "core/utf8.hpp"
 #include "judges/llm/budget.hpp"
-#include "judges/log_text.hpp"
-#include "judges/utf8.hpp"
 #include "tracking/sequential.hpp"
 
 namespace assay::ab {

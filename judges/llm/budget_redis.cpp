@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "core/log_text.hpp"
 #include "judges/llm/budget.hpp"
-#include "judges/log_text.hpp"
 
 namespace assay::llm {
 

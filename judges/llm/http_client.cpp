@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <utility>  // before boost/asio: asio::awaitable needs it on g++ 12
 
-#include "judges/log_text.hpp"
+#include "core/log_text.hpp"
 
 namespace assay::llm {
 

@@ -30,10 +30,10 @@
 #include <sstream>
 
 #include "core/clock.hpp"
+#include "core/log_text.hpp"
+#include "core/utf8.hpp"
 #include "judges/llm/llm_call.hpp"
 #include "judges/llm/llm_judge.hpp"
-#include "judges/log_text.hpp"
-#include "judges/utf8.hpp"
 
 namespace assay::llm {
 

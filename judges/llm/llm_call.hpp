@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "judges/event.hpp"
+#include "core/event.hpp"
 #include "judges/llm/http_client.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/llm/prompt.hpp"

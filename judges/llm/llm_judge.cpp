@@ -13,11 +13,12 @@
 #include <random>
 
 #include "core/clock.hpp"
-#include "judges/json_limits.hpp"
+#include "core/json_limits.hpp"
+#include "core/log_text.hpp"
+#include "core/rate_limited_log.hpp"
+#include "judges/llm/attempt.hpp"
 #include "judges/llm/llm_call.hpp"
 #include "judges/llm/prompt.hpp"
-#include "judges/log_text.hpp"
-#include "judges/rate_limited_log.hpp"
 
 namespace assay::llm {
 
@@ -567,8 +568,8 @@ std::optional<Millis> LlmJudge::holdFor(const std::shared_ptr<Call>& c) const {
 }
 
 void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) const {
-  const auto reply =
-      res.status != 0 ? parseReply(settings_.provider, res.status, res.body) : ProviderReply{};
+  const AttemptRead read = readAttempt(settings_.provider, res);  // the call protocol's reader
+  const ProviderReply& reply = read.reply;
   if (reply.ok) {
     c->answered = true;
     bool was_open = false;
@@ -590,17 +591,10 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
   // response. It is charged only for the tokens the provider reports with it, and a failure
   // that reports tokens is not retried (the reservation covers one call, and a second call
   // for the same event would be paid twice).
-  const bool billed =
-      reply.usage && (reply.usage->prompt_tokens > 0 || reply.usage->completion_tokens > 0);
+  const bool billed = read.billed_failure.has_value();
   if (billed) c->answered = true;
-  const auto charged = billed ? reply.usage : std::optional<TokenUsage>{TokenUsage{}};
-  AttemptResult ar;
-  ar.status = res.status != 0 ? reply.effective_status : 0;
-  ar.timed_out = res.timed_out;
-  ar.overloaded = reply.overloaded;
-  ar.permanent = reply.permanent || reply.refused || billed;
-  if (auto it = res.headers.find("retry-after"); it != res.headers.end())
-    ar.retry_after = parseRetryAfter(it->second, std::chrono::system_clock::now());
+  const auto charged = billed ? read.billed_failure : std::optional<TokenUsage>{TokenUsage{}};
+  const AttemptResult& ar = read.attempt;
   RetryDecision d;
   const bool endpoint_failure = !(ar.status > 0 && ar.status < 500);
   bool hold = false;

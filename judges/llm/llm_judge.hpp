@@ -31,7 +31,8 @@
 #include <string_view>
 #include <vector>
 
-#include "judges/event.hpp"
+#include "core/event.hpp"
+#include "core/rate_limited_log.hpp"
 #include "judges/judge.hpp"
 #include "judges/llm/call_services.hpp"
 #include "judges/llm/http_client.hpp"
@@ -41,7 +42,6 @@
 #include "judges/llm/retry.hpp"
 #include "judges/llm/rubric.hpp"
 #include "judges/llm/verdict.hpp"
-#include "judges/rate_limited_log.hpp"
 
 namespace assay::llm {
 

@@ -16,9 +16,9 @@
 #include <string>
 #include <utility>
 
-#include "judges/event.hpp"
+#include "core/event.hpp"
+#include "core/verdict.hpp"
 #include "judges/llm/rubric.hpp"
-#include "judges/verdict.hpp"
 
 namespace assay::llm {
 

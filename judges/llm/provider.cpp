@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "judges/json_limits.hpp"
+#include "core/json_limits.hpp"
 
 namespace assay::llm {
 namespace {

@@ -13,8 +13,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "judges/json_limits.hpp"
-#include "judges/utf8.hpp"
+#include "core/json_limits.hpp"
+#include "core/utf8.hpp"
 
 namespace assay::llm {
 namespace {

@@ -32,7 +32,7 @@
 #include <string>
 #include <string_view>
 
-#include "judges/verdict.hpp"
+#include "core/verdict.hpp"
 
 namespace assay::llm {
 

@@ -3,7 +3,7 @@
 
 #include <doctest/doctest.h>
 
-#include "config/rfc3339.hpp"
+#include "core/rfc3339.hpp"
 
 using namespace assay;
 

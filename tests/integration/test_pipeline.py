@@ -120,7 +120,7 @@ def invalid_messages(max_event_bytes):
         # A complete, valid event but for its size.
         "too_large": too_large,
         # Contexts nested 5,000 arrays deep (10 KB, under the size limit): refused before
-        # RapidJSON's recursive parser sees it (judges/json_limits.hpp).
+        # RapidJSON's recursive parser sees it (core/json_limits.hpp).
         "too_deep": (b'{"id": "integ-too-deep", "question": "q?", "answer": "a", "contexts": '
                      + b"[" * 5000 + b"]" * 5000 + b"}"),
     }

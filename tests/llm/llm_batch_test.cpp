@@ -11,12 +11,12 @@
 #include <thread>
 #include <vector>
 
+#include "core/utf8.hpp"
 #include "fake_server.hpp"
 #include "judges/llm/call_services.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/llm/pricing.hpp"
 #include "judges/llm/rubric.hpp"
-#include "judges/utf8.hpp"
 #include "tests/wait.hpp"
 
 using namespace assay;

@@ -2,7 +2,7 @@
 
 #include <doctest/doctest.h>
 
-#include "judges/utf8.hpp"
+#include "core/utf8.hpp"
 
 using namespace assay;
 using namespace assay::llm;

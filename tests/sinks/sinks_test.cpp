@@ -11,9 +11,9 @@
 #include <string>
 
 #include "core/exposition.hpp"
+#include "core/judgment.hpp"
 #include "core/label_folder.hpp"
 #include "sinks/jsonl_sink.hpp"
-#include "sinks/judgment.hpp"
 #include "sinks/registry.hpp"
 #include "sinks/sink_stats.hpp"
 

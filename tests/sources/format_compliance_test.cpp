@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "config/loader.hpp"
-#include "judges/utf8.hpp"
+#include "core/utf8.hpp"
 #include "sources/format.hpp"
 #include "tests/test_paths.hpp"
 

@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 # Relative to the repository's root.
-UNITS = re.compile(r"^(core|daemon|sampling|judges|sinks|config|tracking|cli)/(?!.*(admin_server|http_client)\.cpp).*\.cpp$")
+UNITS = re.compile(r"^(core|daemon|sampling|judges|sinks|sources|config|tracking|cli)/(?!.*(admin_server|http_client)\.cpp).*\.cpp$")
 FINDING = re.compile(r"(warning|error): ")
 
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "config/rfc3339.hpp"
+#include "core/rfc3339.hpp"
 #include "tracking/stats.hpp"
 
 using namespace assay;

@@ -1,4 +1,4 @@
-#include "config/rfc3339.hpp"
+#include "core/rfc3339.hpp"
 
 #include <cctype>
 

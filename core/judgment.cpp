@@ -1,10 +1,14 @@
-#include "sinks/judgment.hpp"
+#include "core/judgment.hpp"
 
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
 #include <cmath>
 #include <ctime>
+
+#include "core/json_limits.hpp"
 
 namespace assay {
 
@@ -88,6 +92,49 @@ std::string toJson(const Judgment& j) {
   w.EndArray();
   w.EndObject();
   return std::string(buf.GetString(), buf.GetSize());
+}
+
+std::optional<JudgmentLineProblem> readJudgmentLine(std::string_view line, JudgmentRecord& out) {
+  using Kind = JudgmentLineProblem::Kind;
+  if (const auto shape = jsonShapeProblem(line))
+    return JudgmentLineProblem{Kind::kShape, shape->message()};
+  rapidjson::Document d;
+  d.Parse(line.data(), line.size());
+  if (d.HasParseError())
+    return JudgmentLineProblem{Kind::kNotJson,
+                               std::string(rapidjson::GetParseError_En(d.GetParseError())) +
+                                   " at offset " + std::to_string(d.GetErrorOffset())};
+  if (!d.IsObject()) return JudgmentLineProblem{Kind::kNotObject, "not a JSON object"};
+  out = JudgmentRecord{};
+  const auto string = [&](const rapidjson::Value& o, const char* key) -> const rapidjson::Value* {
+    const auto m = o.FindMember(key);
+    return m != o.MemberEnd() && m->value.IsString() ? &m->value : nullptr;
+  };
+  const auto number = [&](const rapidjson::Value& o, const char* key) -> std::optional<double> {
+    const auto m = o.FindMember(key);
+    if (m == o.MemberEnd() || !m->value.IsNumber()) return std::nullopt;
+    return m->value.GetDouble();
+  };
+  if (const auto* id = string(d, "id")) out.id.emplace(id->GetString());
+  if (const auto* t = string(d, "judged_at")) out.judged_at.emplace(t->GetString());
+  const auto vs = d.FindMember("verdicts");
+  if (vs == d.MemberEnd() || !vs->value.IsArray()) return std::nullopt;
+  out.verdicts_array = true;
+  for (const auto& v : vs->value.GetArray()) {
+    if (!v.IsObject()) continue;
+    const auto* judge = string(v, "judge");
+    if (!judge) continue;
+    VerdictRecord r;
+    r.judge = judge->GetString();
+    if (const auto* c = string(v, "criterion")) r.criterion = c->GetString();
+    r.min = number(v, "min");
+    r.max = number(v, "max");
+    r.score = number(v, "score");
+    if (const auto* e = string(v, "error")) r.outcome = e->GetString();
+    r.has_passed = v.HasMember("passed");
+    out.verdicts.push_back(std::move(r));
+  }
+  return std::nullopt;
 }
 
 }  // namespace assay

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "judges/utf8.hpp"
+#include "core/utf8.hpp"
 
 namespace assay {
 

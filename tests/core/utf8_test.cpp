@@ -1,4 +1,4 @@
-#include "judges/utf8.hpp"
+#include "core/utf8.hpp"
 
 #include <doctest/doctest.h>
 #include <rapidjson/document.h>
@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "judges/json_limits.hpp"
-#include "judges/log_text.hpp"
+#include "core/json_limits.hpp"
+#include "core/log_text.hpp"
 
 using namespace assay;
 

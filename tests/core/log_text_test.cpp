@@ -1,4 +1,4 @@
-#include "judges/log_text.hpp"
+#include "core/log_text.hpp"
 
 #include <doctest/doctest.h>
 
