@@ -74,7 +74,7 @@ JudgeRunner::Listener Pipeline::runnerListener() {
       }};
 }
 
-bool Pipeline::onEvent(Event&& event, const std::optional<KeyScreen>& screen, Origin&& origin) {
+bool Pipeline::onEvent(Event&& event, const std::optional<KeyScreen>& screen, Origin& origin) {
   WorkItem item;
   item.sample = sampler_.decide(screen ? *screen : sampler_.screen(event.id), event);
   if (!item.sample.sampled) return false;  // a tenant or app rule below the key's rate

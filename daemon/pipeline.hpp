@@ -128,7 +128,7 @@ class Pipeline final : private Downstream {
  private:
   // Downstream: what the source hands on.
   KeyScreen screen(std::string_view key_or_id) override { return sampler_.screen(key_or_id); }
-  bool onEvent(Event&& event, const std::optional<KeyScreen>& screen, Origin&& origin) override;
+  bool onEvent(Event&& event, const std::optional<KeyScreen>& screen, Origin& origin) override;
   bool holding() const override { return backlog_.paused(); }
   std::string onFeedback(std::string_view payload, std::string_view key,
                          std::int32_t partition) override;

@@ -186,7 +186,7 @@ void KafkaSource::deliver(Downstream& down, const MessageRef* at, bool held) {
       finish(origin);
       continue;
     }
-    if (!down.onEvent(std::move(*d.event), d.screen, std::move(origin))) finish(origin);
+    if (!down.onEvent(std::move(*d.event), d.screen, origin)) finish(origin);
   }
   decoded_.clear();
   if (at && !held && !this_message) offsets_.skip(at->partition, at->offset);

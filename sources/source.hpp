@@ -38,9 +38,9 @@ class Downstream {
   /// The sampler's first step on a message key or an event id (Sampler::screen).
   virtual KeyScreen screen(std::string_view key_or_id) = 0;
   /// An event: true when it is kept (the source's finish(origin) is called once it is judged
-  /// and written, or dropped), false when it is not (sampled out): finished at once. On false,
-  /// `origin` must be left as it came (the source finishes it).
-  virtual bool onEvent(Event&& event, const std::optional<KeyScreen>& screen, Origin&& origin) = 0;
+  /// and written, or dropped; it may take `origin`'s content), false when it is not (sampled
+  /// out): `origin` must then be left as it came, and the source finishes it at once.
+  virtual bool onEvent(Event&& event, const std::optional<KeyScreen>& screen, Origin& origin) = 0;
   /// True while the downstream holds back (back-pressure): the source hands it nothing more
   /// in this poll.
   virtual bool holding() const = 0;
