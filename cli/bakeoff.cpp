@@ -241,7 +241,8 @@ int runBakeoffCommand(const std::vector<std::string>& args, std::ostream& out, s
   if (tty) options.progress = progressBar();
   bakeoff::RunResult result;
   try {
-    result = bakeoff::runBakeoff(config, options, *store);
+    llm::Ledger ledger(std::move(store));  // the calls' money, as the judges' (ledger.hpp)
+    result = bakeoff::runBakeoff(config, options, ledger);
   } catch (const std::exception& e) {
     err << "assay: " << e.what() << "\n";
     return 2;

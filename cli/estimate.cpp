@@ -12,7 +12,7 @@
 
 #include "cli/cli_text.hpp"
 #include "config/loader.hpp"
-#include "judges/bounded_file.hpp"
+#include "core/bounded_file.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/llm/prompt.hpp"
 #include "judges/registry.hpp"

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "config/loader.hpp"
-#include "judges/bounded_file.hpp"
+#include "core/bounded_file.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/llm/pricing.hpp"
 #include "judges/llm/prompt.hpp"

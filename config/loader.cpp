@@ -16,9 +16,9 @@
 #include <set>
 #include <sstream>
 
-#include "config/yaml_load.hpp"
+#include "core/edit_distance.hpp"
 #include "core/rfc3339.hpp"
-#include "judges/edit_distance.hpp"
+#include "core/yaml_load.hpp"
 #include "judges/llm/budget.hpp"
 #include "judges/secrets.hpp"
 #include "judges/user_regex.hpp"
@@ -120,21 +120,18 @@ std::string brokersProblem(const std::string& brokers) {
   return "";
 }
 
-class Reader {
+/// The configuration's reader: core/yaml_reader.hpp's, with the configuration's checks.
+class Reader : public YamlReader {
  public:
   Reader(std::string file, std::vector<ConfigError>& errors, std::vector<ConfigError>& warnings,
          std::vector<ConfigError>& service_errors)
-      : file_(std::move(file)),
-        errors_(errors),
-        warnings_(warnings),
-        service_errors_(service_errors) {}
+      : YamlReader(std::move(file), errors, warnings), service_errors_(service_errors) {}
+  using YamlReader::error;
 
   /// A secret that cannot be read here: a warning, and an error at start-up (LoadResult).
   void serviceError(const YAML::Node& n, const std::string& path, const std::string& message) {
     warn(n, path, message + "; assayd refuses to start unless the service can read it");
-    const auto m = n.Mark();
-    service_errors_.push_back(ConfigError{file_, m.is_null() ? 0 : m.line + 1,
-                                          m.is_null() ? 0 : m.column + 1, path, message});
+    service_errors_.push_back(at(n.Mark(), path, message));
   }
 
   /// A secret from `files_key` (a file) or `env_key` (an environment variable) of `n`, scalar
@@ -188,27 +185,14 @@ class Reader {
 
   /// A key that is accepted but does nothing in this configuration (docs/configuration.md).
   void warn(const YAML::Node& n, const std::string& path, const std::string& message) {
-    const auto m = n.Mark();
-    warnings_.push_back(ConfigError{file_, m.is_null() ? 0 : m.line + 1,
-                                    m.is_null() ? 0 : m.column + 1, path, "warning: " + message});
+    addWarning(n.Mark(), path, "warning: " + message);
   }
   void inert(const YAML::Node& n, const std::string& path, const std::string& why) {
-    const auto m = n.Mark();
-    warnings_.push_back(
-        ConfigError{file_, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1, path,
-                    "warning: accepted, but has no effect in this configuration (" + why + ")"});
-  }
-
-  void error(const YAML::Mark& m, const std::string& path, const std::string& message) {
-    errors_.push_back(ConfigError{file_, m.is_null() ? 0 : m.line + 1,
-                                  m.is_null() ? 0 : m.column + 1, path, message});
+    addWarning(n.Mark(), path,
+               "warning: accepted, but has no effect in this configuration (" + why + ")");
   }
   void error(const YAML::Node& n, const std::string& path, const std::string& message) {
     error(n.Mark(), path, message);
-  }
-
-  static std::string join(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
   }
 
   /// Reports keys of `map` not in `known`; false if `map` is not a mapping.
@@ -222,14 +206,8 @@ class Reader {
       const auto key = kv.first.as<std::string>("");
       if (std::find(known.begin(), known.end(), key) != known.end()) continue;
       std::string msg = "unknown key";
-      std::string_view best;
-      std::size_t best_d = 3;
-      for (auto k : known) {
-        const auto d = editDistance(key, k);
-        if (d < best_d) best_d = d, best = k;
-      }
-      if (!best.empty()) {
-        msg += "; did you mean '" + std::string(best) + "'?";
+      if (const std::string best = nearestKey(key, known); !best.empty()) {
+        msg += "; did you mean '" + best + "'?";
       } else {
         msg += " (known keys:";
         for (auto k : known) msg += " " + std::string(k);
@@ -325,9 +303,6 @@ class Reader {
       return "an integer";
   }
 
-  std::string file_;
-  std::vector<ConfigError>& errors_;
-  std::vector<ConfigError>& warnings_;
   std::vector<ConfigError>& service_errors_;
 };
 
@@ -1224,16 +1199,6 @@ std::string kafkaPropertyMessage(const std::string& key, const std::string& valu
        at = message.find(value, at + 10))
     message.replace(at, value.size(), "<redacted>");
   return message;
-}
-
-std::string ConfigError::format() const {
-  std::ostringstream s;
-  s << file;
-  if (line > 0) s << ':' << line << ':' << column;
-  s << ": ";
-  if (!path.empty()) s << path << ": ";
-  s << message;
-  return s.str();
 }
 
 LoadResult loadConfigString(const std::string& yaml, const std::string& file) {

@@ -7,17 +7,9 @@
 #include <vector>
 
 #include "config/options.hpp"
+#include "core/yaml_reader.hpp"
 
 namespace assay {
-
-struct ConfigError {
-  std::string file;
-  int line = 0, column = 0;  ///< 1-based; 0 when unknown
-  std::string path;          ///< dotted key path, e.g. "judges[2].rate"
-  std::string message;
-  /// `FILE:LINE:COLUMN: path: message`
-  std::string format() const;
-};
 
 struct LoadResult {
   Config config;

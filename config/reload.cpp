@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "config/yaml_load.hpp"
+#include "core/yaml_load.hpp"
 
 namespace assay {
 namespace {

@@ -9,9 +9,9 @@
 
 #include "config/loader.hpp"
 #include "config/reload.hpp"
-#include "config/yaml_load.hpp"
 #include "core/exposition.hpp"
 #include "core/service_notify.hpp"
+#include "core/yaml_load.hpp"
 #include "daemon/check_config.hpp"
 #include "daemon/log_setup.hpp"
 

@@ -12,8 +12,8 @@
 #include <sstream>
 #include <vector>
 
+#include "core/bounded_file.hpp"
 #include "core/json_limits.hpp"
-#include "judges/bounded_file.hpp"
 
 namespace assay {
 namespace {

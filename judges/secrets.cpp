@@ -9,7 +9,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "judges/bounded_file.hpp"
+#include "core/bounded_file.hpp"
 
 namespace assay {
 

@@ -12,10 +12,10 @@
 #include <set>
 #include <sstream>
 
-#include "config/yaml_load.hpp"
+#include "core/bounded_file.hpp"
 #include "core/json_limits.hpp"
-#include "judges/bounded_file.hpp"
-#include "judges/edit_distance.hpp"
+#include "core/yaml_load.hpp"
+#include "core/yaml_reader.hpp"
 #include "judges/llm/llm_judge.hpp"
 
 namespace assay::bakeoff {
@@ -30,21 +30,22 @@ const std::set<std::string> kEndpointKeys = {"provider", "endpoint",   "model", 
                                              "ca_file",  "max_tokens", "timeout"};
 const std::set<std::string> kStepKeys = {"system", "template", "temperature"};
 
-class Reader {
+/// The bakeoff file's reader: core/yaml_reader.hpp's, with the bakeoff's checks.
+class Reader : public YamlReader {
  public:
   Reader(BakeoffLoad& out, std::string base_dir)
-      : out_(out), file_(out.config.file), base_(std::move(base_dir)) {}
+      : YamlReader(out.config.file, out.errors, out.warnings),
+        out_(out),
+        base_(std::move(base_dir)) {}
 
   void error(const YAML::Node& n, const std::string& path, const std::string& message) {
-    out_.errors.push_back(at(n, path, message));
+    YamlReader::error(markOf(n), path, message);
   }
   void warn(const YAML::Node& n, const std::string& path, const std::string& message) {
-    out_.warnings.push_back(at(n, path, message));
+    addWarning(markOf(n), path, message);
   }
-  ConfigError at(const YAML::Node& n, const std::string& path, const std::string& message) const {
-    const auto m = n.IsDefined() ? n.Mark() : YAML::Mark::null_mark();
-    return ConfigError{file_, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1, path,
-                       message};
+  static YAML::Mark markOf(const YAML::Node& n) {
+    return n.IsDefined() ? n.Mark() : YAML::Mark::null_mark();
   }
 
   /// Unknown keys of map `n`, with the nearest known one.
@@ -52,17 +53,10 @@ class Reader {
     for (const auto& kv : n) {
       const auto key = kv.first.as<std::string>();
       if (known.count(key)) continue;
-      std::string best;
-      std::size_t best_d = 3;
-      for (const auto& k : known)
-        if (const auto d = editDistance(key, k); d < best_d) best_d = d, best = k;
+      const std::string best = nearestKey(key, known);
       error(kv.first, join(path, key),
             "unknown key" + (best.empty() ? std::string() : " (did you mean '" + best + "'?)"));
     }
-  }
-
-  static std::string join(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
   }
 
   bool str(const YAML::Node& n, const char* key, const std::string& path, std::string& out) {
@@ -115,7 +109,7 @@ class Reader {
     if (str(n, "ca_file", path, e.ca_file)) e.ca_file = resolve(e.ca_file);
     number(n, "max_tokens", path, e.max_tokens, 1, 100000);
     number(n, "timeout", path, e.timeout_s, 1.0, 3600.0);
-    const auto where = at(n, path, "");
+    const auto where = at(markOf(n), path, "");
     e.where = where.format();
     e.where.resize(e.where.size() - 2);  // without the ": " of the empty message
   }
@@ -429,7 +423,6 @@ class Reader {
 
  private:
   BakeoffLoad& out_;
-  std::string file_;
   std::string base_;
 };
 

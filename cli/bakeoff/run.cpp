@@ -10,15 +10,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
+#include "core/bounded_file.hpp"
 #include "core/clock.hpp"
-#include "judges/bounded_file.hpp"
 #include "judges/llm/attempt.hpp"
+#include "judges/llm/ledger.hpp"
 #include "judges/llm/prompt.hpp"
 #include "judges/llm/provider.hpp"
 #include "judges/llm/retry.hpp"
@@ -74,7 +76,7 @@ struct Answer {
 /// The shared services of one run: HTTP clients, the ledger, the budget's caps.
 class Caller {
  public:
-  Caller(const RunOptions& options, llm::BudgetStore& store) : options_(options), store_(store) {}
+  Caller(const RunOptions& options, llm::Ledger& ledger) : options_(options), ledger_(ledger) {}
 
   llm::HttpClient& client(const std::string& ca_file) {
     std::lock_guard lock(mu_);
@@ -99,7 +101,13 @@ class Caller {
     const std::string reservation =
         id + "/" + std::to_string(epochMs()) + "/" + std::to_string(sequence_.fetch_add(1));
     const auto ttl = timeout.count() * (retry.max_attempts + 1) + 60'000;
-    const auto reserved = store_.reserve(scopes, worst, day, reservation, ttl, true);
+    // The judge's ledger path (ledger.hpp): reserve the worst case, then settle or release;
+    // no verdict-store claim (a bakeoff call belongs to no event of the topic).
+    std::promise<llm::ReserveAnswer> answer;
+    auto answered = answer.get_future();
+    ledger_.reserve(llm::ReserveRequest{scopes, worst, day, reservation, ttl, 0, true, "", ""},
+                    [&answer](llm::ReserveAnswer a) { answer.set_value(std::move(a)); });
+    const llm::ReserveResult reserved = answered.get().result;
     if (!reserved.ok()) {
       a.error = reserved.status == llm::ReserveStatus::kUnavailable
                     ? "budget store unavailable: " + reserved.error
@@ -142,17 +150,17 @@ class Caller {
       a.usage = *billed;
       a.usd = llm::costUsd(t.price, a.usage);
       a.eur = llm::costEur(a.usd, options_.budget.usd_to_eur);
-      store_.settle(reservation, day, scopes, a.eur);
-    } else {
-      store_.release(reservation, day, scopes);
     }
+    ledger_.finish(llm::FinishRequest{scopes, day, reservation, "", "",
+                                      billed ? std::optional<double>(a.eur) : std::nullopt,
+                                      std::nullopt});
     a.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return a;
   }
 
  private:
   const RunOptions& options_;
-  llm::BudgetStore& store_;
+  llm::Ledger& ledger_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<llm::HttpClient>> clients_;
   std::atomic<std::uint64_t> sequence_{0};
@@ -388,8 +396,8 @@ namespace {
 /// One run's state: the calls' bookkeeping under one mutex, shared by the worker threads.
 class Run {
  public:
-  Run(const BakeoffConfig& config, const RunOptions& options, llm::BudgetStore& store)
-      : config_(config), options_(options), keys_(readApiKeys(config)), caller_(options, store) {
+  Run(const BakeoffConfig& config, const RunOptions& options, llm::Ledger& ledger)
+      : config_(config), options_(options), keys_(readApiKeys(config)), caller_(options, ledger) {
     const std::size_t inputs = config.inputs.size();
     r_.outputs.assign(config.arms.size(), std::vector<std::optional<std::string>>(inputs));
     for (const auto& a : config.arms) total_ += a.steps.size() * inputs;
@@ -595,11 +603,11 @@ class Run {
 
 }  // namespace
 
-RunResult runBakeoff(const BakeoffConfig& config, const RunOptions& options,
-                     llm::BudgetStore& store) {
-  Run run(config, options, store);
+RunResult runBakeoff(const BakeoffConfig& config, const RunOptions& options, llm::Ledger& ledger) {
+  Run run(config, options, ledger);
   run.generate();
   run.judge();
+  ledger.sync();  // every settlement recorded before the report reads the budget
   return run.finish();
 }
 

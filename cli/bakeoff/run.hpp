@@ -25,6 +25,7 @@
 #include "judges/budget_options.hpp"
 #include "judges/llm/budget.hpp"
 #include "judges/llm/http_client.hpp"
+#include "judges/llm/ledger.hpp"
 #include "judges/llm/pricing.hpp"
 
 namespace assay::bakeoff {
@@ -143,9 +144,9 @@ std::map<std::string, std::string> readApiKeys(const BakeoffConfig& config);
 
 /// Runs the bakeoff: generations first (arms × inputs, each workflow's steps in order), then
 /// every judge on every input and pass, `config.concurrency` calls at a time (judges run
-/// concurrently). `store` is the ledger. A failed call is recorded and left out (never a
-/// score); a judge reply that breaks the schema is asked once more.
-RunResult runBakeoff(const BakeoffConfig& config, const RunOptions& options,
-                     llm::BudgetStore& store);
+/// concurrently). Every call is reserved, then settled or released, through `ledger` (the
+/// judge's ledger path, judges/llm/ledger.hpp). A failed call is recorded and left out (never
+/// a score); a judge reply that breaks the schema is asked once more.
+RunResult runBakeoff(const BakeoffConfig& config, const RunOptions& options, llm::Ledger& ledger);
 
 }  // namespace assay::bakeoff

@@ -20,6 +20,8 @@
 // submitted or paid twice (one exception: Anthropic, a crash during the submission's own
 // round trip, recover()).
 
+#include "judges/llm/llm_batch.hpp"
+
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -33,7 +35,6 @@
 #include "core/log_text.hpp"
 #include "core/utf8.hpp"
 #include "judges/llm/llm_call.hpp"
-#include "judges/llm/llm_judge.hpp"
 
 namespace assay::llm {
 
@@ -84,7 +85,7 @@ LlmVerdict failed(Outcome o, std::string text) {
 
 }  // namespace
 
-struct LlmJudge::Batch {
+struct LlmBatch::Batch {
   std::string key;   // its record's name in the budget store (ours, before the provider's id)
   std::string id;    // the provider's ("" until the provider accepted the batch)
   std::string file;  // OpenAI: the uploaded input file ("" until uploaded)
@@ -95,7 +96,19 @@ struct LlmJudge::Batch {
   double saved_eur = 0;
 };
 
-std::string LlmJudge::batchRecord(const Batch& b) {
+LlmBatch::LlmBatch(const LlmJudge& judge) : judge_(judge) {
+  const auto& s = judge_.settings_;
+  batch_stats_ = judge_.services_.stats().forBatch(s.name);
+  batch_token_ = processNonce() + "/" + s.name;
+  batch_headers_ = buildRequest(s.provider, s.endpoint, s.api_key, s.model, Prompt{}, s.max_tokens,
+                                judge_.format_)
+                       .headers;
+  // Batches another instance left (it died before their results): taken over once their
+  // lease lapses; looked for at start and every batch_poll.
+  judge_.client_.schedule(Millis{1000}, ifAlive(judge_.alive_, [this] { scanBatches(); }));
+}
+
+std::string LlmBatch::batchRecord(const Batch& b) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   const auto str = [&w](const std::string& s) {
@@ -121,70 +134,73 @@ std::string LlmJudge::batchRecord(const Batch& b) {
   return {buf.GetString(), buf.GetSize()};
 }
 
-HttpRequest LlmJudge::batchRequest(const std::string& method, const std::string& path) const {
+HttpRequest LlmBatch::batchRequest(const std::string& method, const std::string& path) const {
   HttpRequest r;
   r.method = method;
-  r.url = path.rfind("http", 0) == 0 ? path : endpointUrl(settings_.endpoint, path);
+  r.url = path.rfind("http", 0) == 0 ? path : endpointUrl(judge_.settings_.endpoint, path);
   for (const auto& h : batch_headers_)
     if (h.first != "content-type" && h.first != "Content-Type") r.headers.push_back(h);
-  r.timeout = std::max(settings_.timeout, Millis{60'000});  // an upload of many requests
+  r.timeout = std::max(judge_.settings_.timeout, Millis{60'000});  // an upload of many requests
   return r;
 }
 
-std::int64_t LlmJudge::submitLeaseMs(Millis request_timeout) const {
+std::int64_t LlmBatch::submitLeaseMs(Millis request_timeout) const {
   // Held across one batch request: another instance may take a batch that is being submitted
   // over only once that request has timed out (else both could create it).
-  return leaseMs(settings_.batch_poll) + request_timeout.count();
+  return leaseMs(judge_.settings_.batch_poll) + request_timeout.count();
 }
 
-void LlmJudge::enqueueBatch(const std::shared_ptr<Call>& c) const {
+void LlmBatch::enqueueBatch(const std::shared_ptr<Call>& c) const {
   std::vector<std::shared_ptr<Call>> full;
   bool arm = false;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(judge_.mu_);
     open_batch_.push_back(c);
-    if (open_batch_.size() >= settings_.batch_max_requests) {
+    if (open_batch_.size() >= judge_.settings_.batch_max_requests) {
       full.swap(open_batch_);
     } else if (!flush_armed_) {
       flush_armed_ = arm = true;
     }
   }
   if (!full.empty()) return submitBatch(std::move(full));
-  if (arm) client_.schedule(settings_.batch_max_wait, ifAlive(alive_, [this] { flushBatch(); }));
+  if (arm)
+    judge_.client_.schedule(judge_.settings_.batch_max_wait,
+                            ifAlive(judge_.alive_, [this] { flushBatch(); }));
 }
 
-void LlmJudge::flushBatch() const {
+void LlmBatch::flushBatch() const {
   std::vector<std::shared_ptr<Call>> calls;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(judge_.mu_);
     flush_armed_ = false;
     calls.swap(open_batch_);
   }
   if (!calls.empty()) submitBatch(std::move(calls));
 }
 
-void LlmJudge::submitBatch(std::vector<std::shared_ptr<Call>> calls) const {
+void LlmBatch::submitBatch(std::vector<std::shared_ptr<Call>> calls) const {
   // While a request waits for its batch it holds a short reservation and lease (a crash then
   // frees them soon); the batch about to leave gets the provider's window: 24 h, plus an hour.
   // Its record goes into the store in the same step, before anything is sent: whatever
   // instance finds it after a crash settles or releases every request in it.
   constexpr std::int64_t kWindowMs = 25LL * 3'600'000;
-  ledger_.run(ifAlive(alive_, [this, calls = std::move(calls)](BudgetStore& s) mutable {
+  judge_.ledger_.run(ifAlive(judge_.alive_, [this,
+                                             calls = std::move(calls)](BudgetStore& s) mutable {
     auto b = std::make_shared<Batch>();
     std::vector<std::shared_ptr<Call>> refused;
     for (auto& c : calls) {
-      s.release(c->reservation_id, c->day, scopes());
-      const auto r = s.reserve(scopes(), c->reserved_eur, c->day, c->reservation_id,
+      s.release(c->reservation_id, c->day, judge_.scopes());
+      const auto r = s.reserve(judge_.scopes(), c->reserved_eur, c->day, c->reservation_id,
                                kWindowMs + 50'000, /*close_on_refusal=*/true);
       if (r.status == ReserveStatus::kReserved &&
-          s.claim(c->event.id, settings_.name, c->reservation_id, kWindowMs).status ==
+          s.claim(c->event.id, judge_.settings_.name, c->reservation_id, kWindowMs).status ==
               ClaimResult::Status::kClaimed)
         b->calls.push_back(c);
       else
         refused.push_back(c);
     }
     if (!b->calls.empty()) {
-      b->key = "b" + processNonce() + "-" + std::to_string(sequence_++);
+      b->key = "b" + processNonce() + "-" + std::to_string(judge_.sequence_++);
       b->submitted_ms = epochMs();
       for (std::size_t i = 0; i < b->calls.size(); ++i) {
         auto& c = b->calls[i];
@@ -194,76 +210,79 @@ void LlmJudge::submitBatch(std::vector<std::shared_ptr<Call>> calls) const {
         b->by_custom_id[c->custom_id] = c;
       }
       {
-        std::lock_guard lock(mu_);
+        std::lock_guard lock(judge_.mu_);
         batches_[b->key] = b;  // ours: the scan for batches to take over leaves it be
       }
-      if (s.saveBatch(settings_.name, b->key, batchRecord(*b)) &&
-          s.leaseBatch(settings_.name, b->key, batch_token_,
+      if (s.saveBatch(judge_.settings_.name, b->key, batchRecord(*b)) &&
+          s.leaseBatch(judge_.settings_.name, b->key, batch_token_,
                        submitLeaseMs(batchRequest("POST", "").timeout)))
         for (auto& c : b->calls) c->submitted = true;  // the record answers for it now
       else
         spdlog::warn(
             "llm judge '{}': batch of {} request(s) is not recorded in the budget store (it did "
             "not answer): if this instance dies before its results, nobody fetches them",
-            settings_.name, b->calls.size());
+            judge_.settings_.name, b->calls.size());
     }
-    client_.schedule(Millis{0}, ifAlive(alive_, [this, b, refused = std::move(refused)] {
-                       for (const auto& c : refused)
-                         finish(c,
-                                failed(Outcome::kSkippedBudget,
-                                       "the budget no longer admits this batch request"),
-                                std::nullopt);
-                       if (!b->calls.empty()) sendBatch(b);
-                     }));
+    judge_.client_.schedule(
+        Millis{0}, ifAlive(judge_.alive_, [this, b, refused = std::move(refused)] {
+          for (const auto& c : refused)
+            judge_.finish(
+                c,
+                failed(Outcome::kSkippedBudget, "the budget no longer admits this batch request"),
+                std::nullopt);
+          if (!b->calls.empty()) sendBatch(b);
+        }));
   }));
 }
 
-void LlmJudge::abandonBatch(const std::shared_ptr<Batch>& b, Outcome outcome,
+void LlmBatch::abandonBatch(const std::shared_ptr<Batch>& b, Outcome outcome,
                             const std::string& why) const {
   // Nothing of it was billed: every request is released (its event is judged again when it
   // is delivered again), and its record dropped.
-  for (auto& c : b->calls) finish(c, failed(outcome, why), std::nullopt);
-  ledger_.run(ifAlive(
-      alive_, [this, key = b->key](BudgetStore& s) { s.removeBatch(settings_.name, key); }));
-  std::lock_guard lock(mu_);
+  for (auto& c : b->calls) judge_.finish(c, failed(outcome, why), std::nullopt);
+  judge_.ledger_.run(ifAlive(judge_.alive_, [this, key = b->key](BudgetStore& s) {
+    s.removeBatch(judge_.settings_.name, key);
+  }));
+  std::lock_guard lock(judge_.mu_);
   batches_.erase(b->key);
 }
 
-void LlmJudge::refuseBatch(const std::shared_ptr<Batch>& b, const char* what,
+void LlmBatch::refuseBatch(const std::shared_ptr<Batch>& b, const char* what,
                            const HttpResponse& r) const {
   batch_stats_->failed->Increment();
-  spdlog::warn("llm judge '{}': {} of {} request(s) refused: {}", settings_.name, what,
+  spdlog::warn("llm judge '{}': {} of {} request(s) refused: {}", judge_.settings_.name, what,
                b->calls.size(), logText(why(r), 300));
   abandonBatch(b, Outcome::kProviderError, std::string(what) + " refused: " + why(r));
 }
 
-void LlmJudge::recordBatch(const std::shared_ptr<Batch>& b, std::function<void()> next) const {
+void LlmBatch::recordBatch(const std::shared_ptr<Batch>& b, std::function<void()> next) const {
   // The record's new state goes to the store before the next step is sent; a lease taken over
   // meanwhile (this instance seemed dead) leaves the batch to the instance that holds it.
-  ledger_.run(ifAlive(
-      alive_, [this, b, record = batchRecord(*b), next = std::move(next)](BudgetStore& s) mutable {
-        if (!s.leaseBatch(settings_.name, b->key, batch_token_, submitLeaseMs(settings_.timeout))) {
-          spdlog::warn(
-              "llm judge '{}': batch of {} request(s) was taken over by another instance before it "
-              "was submitted; its requests are left to it",
-              settings_.name, b->calls.size());
-          client_.schedule(Millis{0}, ifAlive(alive_, [this, b] {
-                             abandonBatch(b, Outcome::kProviderError,
-                                          "the batch was taken over by another instance");
-                           }));
-          return;
-        }
-        if (!s.saveBatch(settings_.name, b->key, record))
-          spdlog::warn(
-              "llm judge '{}': batch {} is not recorded in the budget store (it did not answer): "
-              "if this instance dies before its results, nobody fetches them",
-              settings_.name, b->key);
-        client_.schedule(Millis{0}, ifAlive(alive_, std::move(next)));
-      }));
+  judge_.ledger_.run(ifAlive(judge_.alive_, [this, b, record = batchRecord(*b),
+                                             next = std::move(next)](BudgetStore& s) mutable {
+    if (!s.leaseBatch(judge_.settings_.name, b->key, batch_token_,
+                      submitLeaseMs(judge_.settings_.timeout))) {
+      spdlog::warn(
+          "llm judge '{}': batch of {} request(s) was taken over by another instance before it "
+          "was submitted; its requests are left to it",
+          judge_.settings_.name, b->calls.size());
+      judge_.client_.schedule(Millis{0}, ifAlive(judge_.alive_, [this, b] {
+                                abandonBatch(b, Outcome::kProviderError,
+                                             "the batch was taken over by another instance");
+                              }));
+      return;
+    }
+    if (!s.saveBatch(judge_.settings_.name, b->key, record))
+      spdlog::warn(
+          "llm judge '{}': batch {} is not recorded in the budget store (it did not answer): "
+          "if this instance dies before its results, nobody fetches them",
+          judge_.settings_.name, b->key);
+    judge_.client_.schedule(Millis{0}, ifAlive(judge_.alive_, std::move(next)));
+  }));
 }
 
-void LlmJudge::sendBatch(const std::shared_ptr<Batch>& b) const {
-  if (settings_.provider == Provider::kAnthropic) {
+void LlmBatch::sendBatch(const std::shared_ptr<Batch>& b) const {
+  if (judge_.settings_.provider == Provider::kAnthropic) {
     std::string body = R"({"requests":[)";
     for (std::size_t i = 0; i < b->calls.size(); ++i)
       body += std::string(i ? "," : "") + R"({"custom_id":")" + b->calls[i]->custom_id +
@@ -272,11 +291,11 @@ void LlmJudge::sendBatch(const std::shared_ptr<Batch>& b) const {
     auto req = batchRequest("POST", "/v1/messages/batches");
     req.headers.emplace_back("content-type", "application/json");
     req.body = std::move(body);
-    client_.submit(std::move(req), ifAlive(alive_, [this, b](const HttpResponse& r) {
-                     const std::string id = createdId(r);
-                     if (id.empty()) return refuseBatch(b, "batch", r);
-                     registerBatch(b, id);
-                   }));
+    judge_.client_.submit(std::move(req), ifAlive(judge_.alive_, [this, b](const HttpResponse& r) {
+                            const std::string id = createdId(r);
+                            if (id.empty()) return refuseBatch(b, "batch", r);
+                            registerBatch(b, id);
+                          }));
     return;
   }
   std::string jsonl;
@@ -293,64 +312,68 @@ void LlmJudge::sendBatch(const std::shared_ptr<Batch>& b) const {
   auto req = batchRequest("POST", "/files");
   req.headers.emplace_back("content-type", "multipart/form-data; boundary=" + boundary);
   req.body = std::move(body);
-  client_.submit(std::move(req), ifAlive(alive_, [this, b](const HttpResponse& r) {
-                   const std::string file = createdId(r);
-                   if (file.empty()) return refuseBatch(b, "batch file", r);
-                   // An uploaded file costs nothing; the batch made from it is what is paid.
-                   b->file = file;
-                   recordBatch(b, [this, b] { createBatch(b); });
-                 }));
+  judge_.client_.submit(std::move(req), ifAlive(judge_.alive_, [this, b](const HttpResponse& r) {
+                          const std::string file = createdId(r);
+                          if (file.empty()) return refuseBatch(b, "batch file", r);
+                          // An uploaded file costs nothing; the batch made from it is what is paid.
+                          b->file = file;
+                          recordBatch(b, [this, b] { createBatch(b); });
+                        }));
 }
 
-void LlmJudge::createBatch(const std::shared_ptr<Batch>& b) const {
+void LlmBatch::createBatch(const std::shared_ptr<Batch>& b) const {
   auto req = batchRequest("POST", "/batches");
-  req.timeout = settings_.timeout;  // a small request (recordBatch's lease covers it)
+  req.timeout = judge_.settings_.timeout;  // a small request (recordBatch's lease covers it)
   req.headers.emplace_back("content-type", "application/json");
   req.body = R"({"input_file_id":")" + b->file +
              R"(","endpoint":"/v1/chat/completions","completion_window":"24h"})";
-  client_.submit(std::move(req), ifAlive(alive_, [this, b](const HttpResponse& r) {
-                   const std::string id = createdId(r);
-                   if (id.empty()) return refuseBatch(b, "batch", r);
-                   registerBatch(b, id);
-                 }));
+  judge_.client_.submit(std::move(req), ifAlive(judge_.alive_, [this, b](const HttpResponse& r) {
+                          const std::string id = createdId(r);
+                          if (id.empty()) return refuseBatch(b, "batch", r);
+                          registerBatch(b, id);
+                        }));
 }
 
-void LlmJudge::registerBatch(const std::shared_ptr<Batch>& b, const std::string& id) const {
+void LlmBatch::registerBatch(const std::shared_ptr<Batch>& b, const std::string& id) const {
   b->id = id;
-  ledger_.run(ifAlive(alive_, [this, b, record = batchRecord(*b)](BudgetStore& s) {
-    if (!s.saveBatch(settings_.name, b->key, record) ||
-        !s.leaseBatch(settings_.name, b->key, batch_token_, leaseMs(settings_.batch_poll)))
+  judge_.ledger_.run(ifAlive(judge_.alive_, [this, b, record = batchRecord(*b)](BudgetStore& s) {
+    if (!s.saveBatch(judge_.settings_.name, b->key, record) ||
+        !s.leaseBatch(judge_.settings_.name, b->key, batch_token_,
+                      leaseMs(judge_.settings_.batch_poll)))
       spdlog::warn(
           "llm judge '{}': batch {} is not recorded in the budget store (it did not answer): "
           "if this instance dies before its results, nobody fetches them",
-          settings_.name, b->id);
+          judge_.settings_.name, b->id);
   }));
   if (!b->recovered) {
     batch_stats_->submitted->Increment();
     batch_stats_->requests->Observe(static_cast<double>(b->calls.size()));
   }
-  spdlog::info("llm judge '{}': batch {} {} ({} request(s))", settings_.name, id,
+  spdlog::info("llm judge '{}': batch {} {} ({} request(s))", judge_.settings_.name, id,
                b->recovered ? "taken over" : "submitted", b->calls.size());
-  client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
+  judge_.client_.schedule(judge_.settings_.batch_poll,
+                          ifAlive(judge_.alive_, [this, b] { pollBatch(b); }));
 }
 
-void LlmJudge::pollBatch(const std::shared_ptr<Batch>& b) const {
-  ledger_.run(ifAlive(alive_, [this, key = b->key](BudgetStore& s) {
-    s.leaseBatch(settings_.name, key, batch_token_, leaseMs(settings_.batch_poll));
+void LlmBatch::pollBatch(const std::shared_ptr<Batch>& b) const {
+  judge_.ledger_.run(ifAlive(judge_.alive_, [this, key = b->key](BudgetStore& s) {
+    s.leaseBatch(judge_.settings_.name, key, batch_token_, leaseMs(judge_.settings_.batch_poll));
   }));
-  const bool anthropic = settings_.provider == Provider::kAnthropic;
+  const bool anthropic = judge_.settings_.provider == Provider::kAnthropic;
   auto req = batchRequest("GET", anthropic ? "/v1/messages/batches/" + b->id : "/batches/" + b->id);
-  client_.submit(
-      std::move(req), ifAlive(alive_, [this, b, anthropic](const HttpResponse& r) {
+  judge_.client_.submit(
+      std::move(req), ifAlive(judge_.alive_, [this, b, anthropic](const HttpResponse& r) {
         rapidjson::Document d;
         if (ok2xx(r)) d.Parse(r.body.c_str());
         if (!ok2xx(r) || d.HasParseError() || !d.IsObject()) {
           long suppressed = 0;
-          if (failure_log_.allow(suppressed))
+          if (judge_.failure_log_.allow(suppressed))
             spdlog::warn("llm judge '{}': batch {} status: {}; asked again in {} s{}",
-                         settings_.name, b->id, logText(why(r), 300),
-                         settings_.batch_poll.count() / 1000, RateLimitedLog::note(suppressed));
-          client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
+                         judge_.settings_.name, b->id, logText(why(r), 300),
+                         judge_.settings_.batch_poll.count() / 1000,
+                         RateLimitedLog::note(suppressed));
+          judge_.client_.schedule(judge_.settings_.batch_poll,
+                                  ifAlive(judge_.alive_, [this, b] { pollBatch(b); }));
           return;
         }
         if (anthropic) {
@@ -366,25 +389,28 @@ void LlmJudge::pollBatch(const std::shared_ptr<Batch>& b) const {
           if (status == "expired" || status == "failed" || status == "cancelled")
             return settleResults(b, "");  // nothing answered: every request released
         }
-        client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
+        judge_.client_.schedule(judge_.settings_.batch_poll,
+                                ifAlive(judge_.alive_, [this, b] { pollBatch(b); }));
       }));
 }
 
-void LlmJudge::fetchResults(const std::shared_ptr<Batch>& b, const std::string& url) const {
-  client_.submit(
-      batchRequest("GET", url), ifAlive(alive_, [this, b](const HttpResponse& r) {
+void LlmBatch::fetchResults(const std::shared_ptr<Batch>& b, const std::string& url) const {
+  judge_.client_.submit(
+      batchRequest("GET", url), ifAlive(judge_.alive_, [this, b](const HttpResponse& r) {
         if (!ok2xx(r)) {
-          spdlog::warn("llm judge '{}': batch {} results: {}; asked again in {} s", settings_.name,
-                       b->id, logText(why(r), 300), settings_.batch_poll.count() / 1000);
-          client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { pollBatch(b); }));
+          spdlog::warn("llm judge '{}': batch {} results: {}; asked again in {} s",
+                       judge_.settings_.name, b->id, logText(why(r), 300),
+                       judge_.settings_.batch_poll.count() / 1000);
+          judge_.client_.schedule(judge_.settings_.batch_poll,
+                                  ifAlive(judge_.alive_, [this, b] { pollBatch(b); }));
           return;
         }
         settleResults(b, r.body);
       }));
 }
 
-void LlmJudge::settleResults(const std::shared_ptr<Batch>& b, const std::string& jsonl) const {
-  const bool anthropic = settings_.provider == Provider::kAnthropic;
+void LlmBatch::settleResults(const std::shared_ptr<Batch>& b, const std::string& jsonl) const {
+  const bool anthropic = judge_.settings_.provider == Provider::kAnthropic;
   std::istringstream lines(jsonl);
   std::size_t answered = 0;
   for (std::string line; std::getline(lines, line);) {
@@ -422,77 +448,83 @@ void LlmJudge::settleResults(const std::shared_ptr<Batch>& b, const std::string&
                     : "batch request without a response";
     }
     if (!failure.empty()) {
-      finish(c, failed(Outcome::kTimeout, failure), std::nullopt);
+      judge_.finish(c, failed(Outcome::kTimeout, failure), std::nullopt);
       continue;
     }
-    const auto reply = parseReply(settings_.provider, status, body);
+    const auto reply = parseReply(judge_.settings_.provider, status, body);
     if (reply.ok) {
       c->answered = true;
       ++answered;
-      auto v = parseVerdict(reply.content, reply.finish, settings_.rubric.minScore(),
-                            settings_.rubric.maxScore());
-      flagTrimmed(c->prompt, v);
-      const auto usage = reply.usage
-                             ? *reply.usage
-                             : estimateUsage(c->prompt.estimated_tokens, settings_.max_tokens);
-      b->saved_eur += costEur(costUsd(settings_.price, usage), settings_.usd_to_eur) -
-                      costEur(costUsd(batchPrice(settings_.price), usage), settings_.usd_to_eur);
-      finish(c, std::move(v), reply.usage ? reply.usage : std::optional<TokenUsage>{});
+      auto v = parseVerdict(reply.content, reply.finish, judge_.settings_.rubric.minScore(),
+                            judge_.settings_.rubric.maxScore());
+      judge_.flagTrimmed(c->prompt, v);
+      const auto usage =
+          reply.usage ? *reply.usage
+                      : estimateUsage(c->prompt.estimated_tokens, judge_.settings_.max_tokens);
+      b->saved_eur +=
+          costEur(costUsd(judge_.settings_.price, usage), judge_.settings_.usd_to_eur) -
+          costEur(costUsd(batchPrice(judge_.settings_.price), usage), judge_.settings_.usd_to_eur);
+      judge_.finish(c, std::move(v), reply.usage ? reply.usage : std::optional<TokenUsage>{});
       continue;
     }
     const bool billed =
         reply.usage && (reply.usage->prompt_tokens > 0 || reply.usage->completion_tokens > 0);
     c->answered = billed;
-    finish(c,
-           failed(Outcome::kProviderError,
-                  "HTTP " + std::to_string(status) + " " + reply.error_type + ": " +
-                      redactSecrets(reply.error_message, settings_.api_key, settings_.endpoint)),
-           billed ? reply.usage : std::optional<TokenUsage>{TokenUsage{}});
+    judge_.finish(c,
+                  failed(Outcome::kProviderError,
+                         "HTTP " + std::to_string(status) + " " + reply.error_type + ": " +
+                             redactSecrets(reply.error_message, judge_.settings_.api_key,
+                                           judge_.settings_.endpoint)),
+                  billed ? reply.usage : std::optional<TokenUsage>{TokenUsage{}});
   }
   // Requests the results do not mention: expired in the provider's window.
   for (auto& [id, c] : b->by_custom_id)
-    finish(c, failed(Outcome::kTimeout, "the batch ended without this request (expired)"),
-           std::nullopt);
+    judge_.finish(c, failed(Outcome::kTimeout, "the batch ended without this request (expired)"),
+                  std::nullopt);
   const bool expired = answered == 0 && !b->calls.empty();
   (expired ? batch_stats_->expired : batch_stats_->completed)->Increment();
   batch_stats_->latency->Observe(static_cast<double>(epochMs() - b->submitted_ms) / 1000.0);
   batch_stats_->saved->Increment(b->saved_eur);
-  spdlog::info("llm judge '{}': batch {} ended: {} of {} request(s) answered{}", settings_.name,
-               b->id, answered, b->calls.size(),
+  spdlog::info("llm judge '{}': batch {} ended: {} of {} request(s) answered{}",
+               judge_.settings_.name, b->id, answered, b->calls.size(),
                b->recovered ? " (taken over from the store)" : "");
-  ledger_.run(ifAlive(
-      alive_, [this, key = b->key](BudgetStore& s) { s.removeBatch(settings_.name, key); }));
-  std::lock_guard lock(mu_);
+  judge_.ledger_.run(ifAlive(judge_.alive_, [this, key = b->key](BudgetStore& s) {
+    s.removeBatch(judge_.settings_.name, key);
+  }));
+  std::lock_guard lock(judge_.mu_);
   batches_.erase(b->key);
 }
 
-void LlmJudge::scanBatches() const {
-  ledger_.run(ifAlive(alive_, [this](BudgetStore& s) {
-    const auto records = s.batchRecords(settings_.name);
+void LlmBatch::scanBatches() const {
+  judge_.ledger_.run(ifAlive(judge_.alive_, [this](BudgetStore& s) {
+    const auto records = s.batchRecords(judge_.settings_.name);
     if (!records) return;
     for (const auto& [key, record] : *records) {
       {
-        std::lock_guard lock(mu_);
+        std::lock_guard lock(judge_.mu_);
         if (batches_.count(key)) continue;  // ours, being submitted or polled
       }
       // Held long enough for the listing or the creation recover() may send.
-      if (!s.leaseBatch(settings_.name, key, batch_token_, submitLeaseMs(settings_.timeout)))
+      if (!s.leaseBatch(judge_.settings_.name, key, batch_token_,
+                        submitLeaseMs(judge_.settings_.timeout)))
         continue;  // another instance holds it
-      client_.schedule(
-          Millis{0}, ifAlive(alive_, [this, key = key, record = record] { recover(key, record); }));
+      judge_.client_.schedule(Millis{0}, ifAlive(judge_.alive_, [this, key = key, record = record] {
+                                recover(key, record);
+                              }));
     }
   }));
-  client_.schedule(settings_.batch_poll, ifAlive(alive_, [this] { scanBatches(); }));
+  judge_.client_.schedule(judge_.settings_.batch_poll,
+                          ifAlive(judge_.alive_, [this] { scanBatches(); }));
 }
 
-void LlmJudge::recover(const std::string& key, const std::string& record) const {
+void LlmBatch::recover(const std::string& key, const std::string& record) const {
   rapidjson::Document d;
   d.Parse(record.c_str());
   if (d.HasParseError() || !d.IsObject() || !d.HasMember("requests") || !d["requests"].IsArray()) {
     spdlog::error("llm judge '{}': batch {}: unreadable record in the store; dropped",
-                  settings_.name, key);
-    ledger_.run(
-        ifAlive(alive_, [this, key](BudgetStore& s) { s.removeBatch(settings_.name, key); }));
+                  judge_.settings_.name, key);
+    judge_.ledger_.run(ifAlive(
+        judge_.alive_, [this, key](BudgetStore& s) { s.removeBatch(judge_.settings_.name, key); }));
     return;
   }
   auto b = std::make_shared<Batch>();
@@ -523,7 +555,7 @@ void LlmJudge::recover(const std::string& key, const std::string& record) const 
     b->by_custom_id[c->custom_id] = c;
   }
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(judge_.mu_);
     if (batches_.count(key)) return;
     batches_[key] = b;
   }
@@ -531,40 +563,40 @@ void LlmJudge::recover(const std::string& key, const std::string& record) const 
     spdlog::info(
         "llm judge '{}': batch {} ({} request(s)) taken over: its instance stopped before "
         "its results",
-        settings_.name, b->id, b->calls.size());
+        judge_.settings_.name, b->id, b->calls.size());
     return pollBatch(b);
   }
   if (!b->file.empty()) return findBatch(b, "");
   // Stopped before the provider answered the submission. OpenAI: before the upload finished,
   // so no batch exists. Anthropic: the batch may exist, but it cannot be found again (a
   // message batch carries nothing of ours until it ends).
-  if (settings_.provider == Provider::kAnthropic)
+  if (judge_.settings_.provider == Provider::kAnthropic)
     spdlog::warn(
         "llm judge '{}': a batch of {} request(s) was being submitted when its instance "
         "stopped; they are released and judged again on redelivery (if the provider created "
         "that batch, it is paid twice)",
-        settings_.name, b->calls.size());
+        judge_.settings_.name, b->calls.size());
   else
     spdlog::info(
         "llm judge '{}': a batch of {} request(s) was being uploaded when its instance "
         "stopped; no batch was created: they are released and judged again on redelivery",
-        settings_.name, b->calls.size());
+        judge_.settings_.name, b->calls.size());
   abandonBatch(b, Outcome::kProviderError, "its instance stopped before the batch was submitted");
 }
 
-void LlmJudge::findBatch(const std::shared_ptr<Batch>& b, const std::string& after) const {
+void LlmBatch::findBatch(const std::shared_ptr<Batch>& b, const std::string& after) const {
   // OpenAI: the input file was uploaded, the batch maybe created from it: the batches are
   // listed (newest first, https://platform.openai.com/docs/api-reference/batch/list) back to
   // an hour before the record was written; the one made from our file is taken over, else it
   // is created now. Nothing is created twice.
   constexpr std::int64_t kSlackS = 3600;
-  ledger_.run(ifAlive(alive_, [this, key = b->key](BudgetStore& s) {
-    s.leaseBatch(settings_.name, key, batch_token_, submitLeaseMs(settings_.timeout));
+  judge_.ledger_.run(ifAlive(judge_.alive_, [this, key = b->key](BudgetStore& s) {
+    s.leaseBatch(judge_.settings_.name, key, batch_token_, submitLeaseMs(judge_.settings_.timeout));
   }));
   auto req = batchRequest("GET", "/batches?limit=100" + (after.empty() ? "" : "&after=" + after));
-  req.timeout = settings_.timeout;
-  client_.submit(
-      std::move(req), ifAlive(alive_, [this, b](const HttpResponse& r) {
+  req.timeout = judge_.settings_.timeout;
+  judge_.client_.submit(
+      std::move(req), ifAlive(judge_.alive_, [this, b](const HttpResponse& r) {
         rapidjson::Document d;
         if (ok2xx(r)) d.Parse(r.body.c_str());
         if (!ok2xx(r) || d.HasParseError() || !d.IsObject() || !d.HasMember("data") ||
@@ -572,8 +604,10 @@ void LlmJudge::findBatch(const std::shared_ptr<Batch>& b, const std::string& aft
           spdlog::warn(
               "llm judge '{}': listing the batches to find the one of file {}: {}; asked "
               "again in {} s",
-              settings_.name, b->file, logText(why(r), 300), settings_.batch_poll.count() / 1000);
-          client_.schedule(settings_.batch_poll, ifAlive(alive_, [this, b] { findBatch(b, ""); }));
+              judge_.settings_.name, b->file, logText(why(r), 300),
+              judge_.settings_.batch_poll.count() / 1000);
+          judge_.client_.schedule(judge_.settings_.batch_poll,
+                                  ifAlive(judge_.alive_, [this, b] { findBatch(b, ""); }));
           return;
         }
         std::string last;
@@ -581,7 +615,7 @@ void LlmJudge::findBatch(const std::shared_ptr<Batch>& b, const std::string& aft
         for (const auto& x : d["data"].GetArray()) {
           if (stringMember(x, "input_file_id") == b->file && !stringMember(x, "id").empty()) {
             spdlog::info("llm judge '{}': batch {} found at the provider by its input file {}",
-                         settings_.name, stringMember(x, "id"), b->file);
+                         judge_.settings_.name, stringMember(x, "id"), b->file);
             return registerBatch(b, stringMember(x, "id"));
           }
           last = stringMember(x, "id");
@@ -595,7 +629,7 @@ void LlmJudge::findBatch(const std::shared_ptr<Batch>& b, const std::string& aft
         spdlog::info(
             "llm judge '{}': the batch of file {} ({} request(s)) was not created "
             "before its instance stopped: created now",
-            settings_.name, b->file, b->calls.size());
+            judge_.settings_.name, b->file, b->calls.size());
         createBatch(b);
       }));
 }

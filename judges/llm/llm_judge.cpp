@@ -17,6 +17,7 @@
 #include "core/log_text.hpp"
 #include "core/rate_limited_log.hpp"
 #include "judges/llm/attempt.hpp"
+#include "judges/llm/llm_batch.hpp"
 #include "judges/llm/llm_call.hpp"
 #include "judges/llm/prompt.hpp"
 
@@ -136,16 +137,7 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
       breaker_(settings_.breaker_failures, settings_.breaker_open) {
   // A wave of max_in_flight calls reuses its connections (docs/BENCHMARKS.md, LLM dispatch).
   client_.keepIdle(static_cast<std::size_t>(std::max(0, settings_.max_in_flight)));
-  if (settings_.batch) {
-    batch_stats_ = services.stats().forBatch(settings_.name);
-    batch_token_ = processNonce() + "/" + settings_.name;
-    batch_headers_ = buildRequest(settings_.provider, settings_.endpoint, settings_.api_key,
-                                  settings_.model, Prompt{}, settings_.max_tokens, format_)
-                         .headers;
-    // Batches another instance left (it died before their results): taken over once their
-    // lease lapses; looked for at start and every batch_poll.
-    client_.schedule(Millis{1000}, ifAlive(alive_, [this] { scanBatches(); }));
-  }
+  if (settings_.batch) batch_ = std::make_unique<LlmBatch>(*this);
   if (isPlainRemoteHttp(settings_.endpoint))
     spdlog::warn(
         "llm judge '{}': insecure_http: the API key and the events' text go to {} unencrypted",
@@ -209,7 +201,7 @@ std::vector<LlmJudge::Abandoned> LlmJudge::abandon() const {
     if (!c->submitted) out.push_back({c->reservation_id, c->day, c->event.id, scopes()});
   reserved_.clear();
   waiting_.clear();
-  open_batch_.clear();
+  if (batch_) batch_->clearOpen();
   return out;
 }
 
@@ -437,7 +429,7 @@ void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a
       std::lock_guard lock(mu_);
       reserved_.insert(c);
     }
-    return enqueueBatch(c);
+    return batch_->enqueueBatch(c);
   }
   bool overflow = false;
   {

@@ -165,6 +165,8 @@ class JudgeLife {
   int active_ = 0;
 };
 
+class LlmBatch;
+
 class LlmJudge final : public Judge {
  public:
   static const JudgeDescriptor kDescriptor;
@@ -242,49 +244,6 @@ class LlmJudge final : public Judge {
   void flagTrimmed(const Prompt& prompt, LlmVerdict& verdict) const;
   /// Frees the call's slot (starting the next waiting call) once its money is recorded.
   void settled(const std::shared_ptr<Call>& call, LlmCallResult result) const;
-  // ---- batch: true (llm_batch.cpp) -------------------------------------------------------------
-  struct Batch;
-  /// A reserved call joins the open batch; a full batch is submitted, else the first call arms
-  /// the batch_max_wait timer.
-  void enqueueBatch(const std::shared_ptr<Call>& call) const;
-  void flushBatch() const;
-  /// Extends each request's reservation and lease to the provider's window (a request the
-  /// budget no longer admits is skipped_budget) and records the batch in the store, then
-  /// sendBatch().
-  void submitBatch(std::vector<std::shared_ptr<Call>> calls) const;
-  /// Uploads the batch (OpenAI: its input file, recorded, then createBatch(); Anthropic: the
-  /// message batch itself).
-  void sendBatch(const std::shared_ptr<Batch>& batch) const;
-  void createBatch(const std::shared_ptr<Batch>& batch) const;
-  /// The provider accepted the batch as `id`: recorded, then polled.
-  void registerBatch(const std::shared_ptr<Batch>& batch, const std::string& id) const;
-  /// Writes the batch's record (renewing this instance's lease), then runs `next`; a lease
-  /// another instance took meanwhile abandons the batch instead.
-  void recordBatch(const std::shared_ptr<Batch>& batch, std::function<void()> next) const;
-  /// The provider refused a step: counted as failed, every request released (provider_error).
-  void refuseBatch(const std::shared_ptr<Batch>& batch, const char* what,
-                   const HttpResponse& response) const;
-  /// Releases every request (nothing was billed) with `outcome`, and drops the record.
-  void abandonBatch(const std::shared_ptr<Batch>& batch, Outcome outcome,
-                    const std::string& why) const;
-  /// Polls a submitted batch every batch_poll until it ends, then settles its results.
-  void pollBatch(const std::shared_ptr<Batch>& batch) const;
-  void fetchResults(const std::shared_ptr<Batch>& batch, const std::string& url) const;
-  void settleResults(const std::shared_ptr<Batch>& batch, const std::string& jsonl) const;
-  /// Every batch_poll: the store's batches of this judge that nobody holds (their instance
-  /// died) are taken over (recover()).
-  void scanBatches() const;
-  void recover(const std::string& key, const std::string& record) const;
-  /// OpenAI: the batch made from the record's input file, among the listed batches (page after
-  /// `after`); created now if there is none.
-  void findBatch(const std::shared_ptr<Batch>& batch, const std::string& after) const;
-  /// The batch's record in the store (JSON text, llm_batch.cpp).
-  static std::string batchRecord(const Batch& batch);
-  /// The lease (ms) held while a batch request is in flight: one poll lease plus its timeout.
-  std::int64_t submitLeaseMs(Millis request_timeout) const;
-  /// The provider's HTTP request to `path` (after the endpoint), with the judge's headers.
-  HttpRequest batchRequest(const std::string& method, const std::string& path) const;
-
   /// The ledger's end of a call: `cost_eur` and `verdict` for a billed answer, else nullopt.
   FinishRequest endOf(const std::shared_ptr<Call>& call, std::optional<double> cost_eur,
                       std::optional<std::string> verdict) const;
@@ -312,17 +271,13 @@ class LlmJudge final : public Judge {
   mutable std::set<std::shared_ptr<Call>> reserved_;          // hold a reservation, not yet settled
   mutable std::atomic<std::uint64_t> sequence_{0};
   mutable std::atomic<bool> self_warned_{false};
-  // batch: true: the open batch, the recorded ones this process submits or polls (by key).
-  mutable std::vector<std::shared_ptr<Call>> open_batch_;
-  mutable bool flush_armed_ = false;
-  mutable std::map<std::string, std::shared_ptr<Batch>> batches_;
-  mutable std::optional<LlmStats::Batch> batch_stats_;
-  std::string batch_token_;  // this process's lease token on its batches
   // False once the judge is destroyed: a batch timer (the flush after batch_max_wait, the
   // periodic scan for batches to take over, a poll) outlives a judge that a reload rebuilt,
   // and must then do nothing (ifAlive, llm_call.hpp).
   std::shared_ptr<JudgeLife> alive_ = std::make_shared<JudgeLife>();
-  std::vector<std::pair<std::string, std::string>> batch_headers_;  // auth and version headers
+  // batch: true: the batch mode (llm_batch.hpp); null otherwise. Its state is guarded by mu_.
+  std::unique_ptr<LlmBatch> batch_;
+  friend class LlmBatch;
 };
 
 }  // namespace assay::llm

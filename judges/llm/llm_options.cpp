@@ -11,8 +11,8 @@
 #include <map>
 #include <set>
 
+#include "core/edit_distance.hpp"
 #include "judges/budget_options.hpp"
-#include "judges/edit_distance.hpp"
 #include "judges/llm/http_client.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/secrets.hpp"

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "config/reload.hpp"
-#include "config/yaml_load.hpp"
 #include "core/rfc3339.hpp"
+#include "core/yaml_load.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "tests/test_paths.hpp"
 

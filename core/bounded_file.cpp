@@ -1,4 +1,4 @@
-#include "judges/bounded_file.hpp"
+#include "core/bounded_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

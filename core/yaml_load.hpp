@@ -32,7 +32,7 @@ struct YamlProblem {
 /// Never throws.
 std::optional<YamlProblem> loadYaml(const std::string& text, YAML::Node& root);
 
-/// Reads `path` (a regular file of at most kMaxConfigBytes, judges/bounded_file.hpp) into
+/// Reads `path` (a regular file of at most kMaxConfigBytes, core/bounded_file.hpp) into
 /// `text`. Returns the problem (line 0) or nullopt.
 std::optional<YamlProblem> readYamlFile(const std::string& path, std::string& text);
 

@@ -1,4 +1,4 @@
-#include "config/yaml_load.hpp"
+#include "core/yaml_load.hpp"
 
 #include <yaml-cpp/eventhandler.h>
 
@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/bounded_file.hpp"
 #include "core/utf8.hpp"
-#include "judges/bounded_file.hpp"
 
 namespace assay {
 

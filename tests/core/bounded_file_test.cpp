@@ -1,5 +1,5 @@
-// Reading an operator-named file as hostile input (judges/bounded_file.hpp).
-#include "judges/bounded_file.hpp"
+// Reading an operator-named file as hostile input (core/bounded_file.hpp).
+#include "core/bounded_file.hpp"
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>
