@@ -195,9 +195,13 @@ Config backfillConfig(const BackfillOptions& o, Config c, std::vector<std::strin
     if (j.values.getBool("batch", false) && j.values.getInt("batch_max_wait_ms", 600000) > 5000)
       j.values.set("batch_max_wait_ms", std::int64_t{5000});
   c.admin.listen = "127.0.0.1:0";  // never the live daemon's port
-  if (!o.output.empty()) {
-    c.sinks.jsonl_enabled = true;
-    c.sinks.jsonl.path = o.output;
+  if (!o.output.empty()) {         // that file only: every configured sink is off
+    SinksOptions only;
+    only.queue_capacity = c.sinks.queue_capacity;
+    only.when_full = c.sinks.when_full;
+    only.jsonl_enabled = true;
+    only.jsonl.path = o.output;
+    c.sinks = only;
     c.kafka.results_topic.clear();
   }
   return c;

@@ -308,7 +308,8 @@ int runReportCommand(const std::vector<std::string>& args, std::ostream& out, st
 }
 
 std::string_view exitCodesOf(std::string_view help) {
-  if (help.data() == kAb.data()) return {};  // its own, in its help
+  if (help.data() == kAb.data() || help.data() == kBakeoffHelp.data())
+    return {};  // their own, in their help
   return help.data() == kBackfill.data() ? kBackfillExitCodes : kExitCodes;
 }
 

@@ -899,7 +899,7 @@ void checkJudgeOptions(Reader& r, const YAML::Node& j, const std::string& jp, co
 void gatherEventFields(Reader& r, const YAML::Node& j, const std::string& jp, const JudgeConfig& jc,
                        Config& config) {
   const auto fields = jc.factory->info(jc.values).event_fields;
-  if (!fields.empty() && config.kafka.format != EventFormat::kAssayJson)
+  if (!fields.empty() && readsTraces(config.kafka.format))
     r.warn(nodeAt(j, "rubric.inputs"), jp + ".rubric.inputs",
            "kafka.format reads OpenTelemetry traces, which have no event message for the JSON "
            "Pointer inputs (" +
@@ -1225,9 +1225,11 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   if (auto n = root["kafka"]) loadKafka(r, n, c.kafka);
   if (auto n = root["events"]) loadEvents(r, n, c.events);
   if (auto n = root["otlp"]) loadOtlp(r, n, c.otlp);
-  if (c.kafka.format == EventFormat::kAssayJson && root["otlp"])
-    r.inert(root["otlp"], "otlp", "kafka.format is assay_json");
-  if (c.kafka.format != EventFormat::kAssayJson && root["events"])
+  if (!readsTraces(c.kafka.format) && root["otlp"])
+    r.inert(root["otlp"], "otlp",
+            std::string("kafka.format is ") +
+                kEventFormatNames[static_cast<std::size_t>(c.kafka.format)]);
+  if (readsTraces(c.kafka.format) && root["events"])
     r.inert(root["events"], "events",
             "kafka.format reads OpenTelemetry traces: the otlp section maps them");
   if (auto n = root["sampling"]) loadSampling(r, n, c.sampling);

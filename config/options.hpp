@@ -28,6 +28,11 @@ enum class EventFormat {
 };
 /// The kafka.format names, in the order of EventFormat (the loader reads them).
 inline constexpr const char* kEventFormatNames[] = {"assay_json", "otlp_json", "otlp_proto"};
+/// The formats that read OpenTelemetry traces (the `otlp:` section maps them; there is no event
+/// message for `events:` or a rubric's JSON Pointer inputs).
+inline constexpr bool readsTraces(EventFormat f) {
+  return f == EventFormat::kOtlpJson || f == EventFormat::kOtlpProto;
+}
 
 struct KafkaOptions {
   std::string brokers = "embedded";  ///< "embedded" = in-process librdkafka mock cluster

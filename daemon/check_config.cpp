@@ -1,9 +1,7 @@
 #include "daemon/check_config.hpp"
 
-#include <linux/magic.h>
 #include <netdb.h>
 #include <sys/socket.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include <ostream>
 
 #include "config/loader.hpp"
+#include "sinks/registry.hpp"
 #include "sources/kafka.hpp"
 #include "tracking/tracker.hpp"
 
@@ -36,29 +35,6 @@ ConfigError kafkaError(const Config& c, const std::string& message) {
     }
   }
   return e;
-}
-
-/// The JSON Lines file can be appended to: not a directory, and its folder exists and is
-/// writable, or can be created (start-up creates it). Nothing is created here.
-std::string jsonlProblem(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return "'" + path + "' is a directory, not a file";
-  if (fs::exists(path, ec)) {
-    return ::access(path.c_str(), W_OK) == 0 ? "" : "'" + path + "' is not writable";
-  }
-  fs::path dir = fs::absolute(path, ec).parent_path();
-  while (!dir.empty() && !fs::exists(dir, ec)) dir = dir.parent_path();
-  if (dir.empty() || !fs::is_directory(dir, ec))
-    return "cannot create '" + path + "': '" + dir.string() + "' is not a folder";
-  // Root may write almost anywhere, but nothing can be created in /proc or /sys.
-  if (struct statfs fs_info{};
-      ::statfs(dir.c_str(), &fs_info) == 0 &&
-      (fs_info.f_type == PROC_SUPER_MAGIC || fs_info.f_type == SYSFS_MAGIC))
-    return "cannot create '" + path + "': '" + dir.string() + "' is a pseudo file system";
-  if (::access(dir.c_str(), W_OK | X_OK) != 0)
-    return "cannot create '" + path + "': '" + dir.string() + "' is not writable";
-  return "";
 }
 
 /// The admin host resolves to an address to listen on (whether the port is free is a
@@ -130,10 +106,7 @@ std::vector<ConfigError> startupErrors(const Config& c) {
                         "tracking.baseline_file", e.what()});
     }
   }
-  if (c.sinks.jsonl_enabled && !c.sinks.jsonl.path.empty())
-    if (const auto why = jsonlProblem(c.sinks.jsonl.path); !why.empty())
-      errors.push_back(
-          {c.file, c.sinks.jsonl.path_line, c.sinks.jsonl.path_column, "sinks.jsonl.path", why});
+  for (auto& e : checkSinks(c.sinks, c.file)) errors.push_back(std::move(e));
   if (const auto why = listenProblem(c.admin.listen); !why.empty())
     errors.push_back({c.file, c.admin.listen_line, c.admin.listen_column, "admin.listen", why});
   return errors;

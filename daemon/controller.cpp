@@ -271,6 +271,9 @@ void logExitSummary(const Pipeline& p) {
                value(consumer.consumed), static_cast<long>(sampling.sampledTotal()), invalid,
                detail.empty() ? "" : " (", detail, detail.empty() ? "" : ")", judged,
                value(sampling.dropped_queue_full) + value(sampling.dropped_shutdown));
+  if (const auto skipped = p.sinkStats().droppedSummary(); !skipped.empty())
+    spdlog::warn("sinks: judgments skipped on a full queue (sinks.when_full: drop_newest): {}",
+                 skipped);
   if (const long pauses = value(sampling.pauses); pauses > 0)
     spdlog::info("back-pressure: consumption paused {} time(s) while the judge backlog was full",
                  pauses);

@@ -1,8 +1,10 @@
 #include "sinks/jsonl_sink.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +13,29 @@
 #include <stdexcept>
 
 namespace assay {
+
+/// The JSON Lines file can be appended to: not a directory, and its folder exists and is
+/// writable, or can be created (start-up creates it). Nothing is created here.
+std::string jsonlPathProblem(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return "'" + path + "' is a directory, not a file";
+  if (fs::exists(path, ec)) {
+    return ::access(path.c_str(), W_OK) == 0 ? "" : "'" + path + "' is not writable";
+  }
+  fs::path dir = fs::absolute(path, ec).parent_path();
+  while (!dir.empty() && !fs::exists(dir, ec)) dir = dir.parent_path();
+  if (dir.empty() || !fs::is_directory(dir, ec))
+    return "cannot create '" + path + "': '" + dir.string() + "' is not a folder";
+  // Root may write almost anywhere, but nothing can be created in /proc or /sys.
+  if (struct statfs fs_info{};
+      ::statfs(dir.c_str(), &fs_info) == 0 &&
+      (fs_info.f_type == PROC_SUPER_MAGIC || fs_info.f_type == SYSFS_MAGIC))
+    return "cannot create '" + path + "': '" + dir.string() + "' is a pseudo file system";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return "cannot create '" + path + "': '" + dir.string() + "' is not writable";
+  return "";
+}
 
 JsonlSink::JsonlSink(const JsonlSinkOptions& options, SinkStats& stats)
     : path_(options.path), ok_(stats.writes("jsonl", true)), errors_(stats.writes("jsonl", false)) {

@@ -16,6 +16,11 @@
 
 namespace assay {
 
+/// Why the JSON Lines file at `path` could not be appended to at start-up ("" = it can): a
+/// directory, a file that is not writable, a folder that cannot be created or written, a
+/// pseudo file system (/proc, /sys). Nothing is created. --check-config's test of the path.
+std::string jsonlPathProblem(const std::string& path);
+
 class JsonlSink final : public Sink {
  public:
   /// Throws std::runtime_error naming the path when it cannot be opened (start-up only).

@@ -10,6 +10,11 @@ const SinkRow kSinks[] = {
     {"jsonl", [](const SinksOptions& o, const SinkContext&) { return o.jsonl_enabled; },
      [](const SinksOptions& o, const SinkContext& c) -> std::unique_ptr<Sink> {
        return std::make_unique<JsonlSink>(o.jsonl, *c.stats);
+     },
+     [](const SinksOptions& o, const std::string& file, std::vector<ConfigError>& errors) {
+       if (!o.jsonl_enabled || o.jsonl.path.empty()) return;
+       if (const auto why = jsonlPathProblem(o.jsonl.path); !why.empty())
+         errors.push_back({file, o.jsonl.path_line, o.jsonl.path_column, "sinks.jsonl.path", why});
      }},
     {"kafka",
      [](const SinksOptions&, const SinkContext& c) {
@@ -17,12 +22,20 @@ const SinkRow kSinks[] = {
      },
      [](const SinksOptions&, const SinkContext& c) -> std::unique_ptr<Sink> {
        return std::make_unique<KafkaResultsSink>(c.producer, c.results_topic, *c.stats);
-     }},
+     },
+     nullptr},  // kafka.results_topic: the Kafka clients' check (--check-config) covers it
 };
 
 }  // namespace
 
 std::span<const SinkRow> sinkTable() { return kSinks; }
+
+std::vector<ConfigError> checkSinks(const SinksOptions& options, const std::string& file) {
+  std::vector<ConfigError> errors;
+  for (const auto& row : kSinks)
+    if (row.check) row.check(options, file, errors);
+  return errors;
+}
 
 std::vector<std::unique_ptr<Sink>> createSinks(const SinksOptions& options,
                                                const SinkContext& ctx) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/options.hpp"
+#include "core/yaml_reader.hpp"
 #include "sinks/kafka_results_sink.hpp"
 #include "sinks/sink.hpp"
 #include "sinks/sink_queue.hpp"
@@ -21,9 +22,16 @@ struct SinkRow {
   const char* name;
   bool (*enabled)(const SinksOptions&, const SinkContext&);
   std::unique_ptr<Sink> (*create)(const SinksOptions&, const SinkContext&);
+  /// What start-up would refuse in the sink's options, checked without building it
+  /// (--check-config; `file` is the configuration's path): errors at the options' FILE:LINE:COL.
+  /// Null: nothing to check.
+  void (*check)(const SinksOptions&, const std::string& file, std::vector<ConfigError>& errors);
 };
 /// Every sink type, in the order they are built.
 std::span<const SinkRow> sinkTable();
+
+/// Every configured sink's check (SinkRow::check), in table order.
+std::vector<ConfigError> checkSinks(const SinksOptions& options, const std::string& file);
 
 /// Builds every configured sink in table order. Throws std::runtime_error (start-up only).
 std::vector<std::unique_ptr<Sink>> createSinks(const SinksOptions& options, const SinkContext& ctx);

@@ -29,7 +29,17 @@ prometheus::Counter& SinkStats::writes(std::string_view sink, bool ok) {
 }
 
 prometheus::Counter& SinkStats::dropped(std::string_view sink) {
-  return dropped_family.Add({{"sink", std::string(sink)}});
+  auto& c = dropped_family.Add({{"sink", std::string(sink)}});
+  dropped_by_sink[std::string(sink)] = &c;
+  return c;
+}
+
+std::string SinkStats::droppedSummary() const {
+  std::string out;
+  for (const auto& [sink, c] : dropped_by_sink)
+    if (const auto n = static_cast<long>(c->Value()); n > 0)
+      out += (out.empty() ? "" : ", ") + sink + " " + std::to_string(n);
+  return out;
 }
 
 prometheus::Gauge& SinkStats::queueDepth(std::string_view sink) {

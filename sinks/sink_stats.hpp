@@ -8,6 +8,8 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include <map>
+#include <string>
 #include <string_view>
 
 namespace assay {
@@ -20,10 +22,13 @@ struct SinkStats {
   prometheus::Counter& dropped(std::string_view sink);
   /// assay_sink_queue_depth{sink}: judgments waiting for the sink's thread.
   prometheus::Gauge& queueDepth(std::string_view sink);
+  /// "jsonl 34, kafka 35" for the sinks that skipped judgments ("" = none; exit summary).
+  std::string droppedSummary() const;
 
   prometheus::Family<prometheus::Counter>& writes_family;
   prometheus::Counter& judged;
   prometheus::Family<prometheus::Counter>& dropped_family;
+  std::map<std::string, prometheus::Counter*> dropped_by_sink;  ///< dropped()'s, by sink
   prometheus::Family<prometheus::Gauge>& depth_family;
 };
 

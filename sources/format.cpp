@@ -8,12 +8,16 @@
 namespace assay {
 namespace {
 
-// The format table: a new format is one file set and one row here (docs/ARCHITECTURE.md).
+// The format table: a new format is one file set and one row here
+// (docs/adding-an-input-format.md).
 // Each row's name is kEventFormatNames' (config/options.hpp), which the loader accepts.
 constexpr std::array kFormats{
-    InputFormatRow{EventFormat::kAssayJson, kEventFormatNames[0], &makeJsonFormat},
-    InputFormatRow{EventFormat::kOtlpJson, kEventFormatNames[1], &makeOtlpFormat},
-    InputFormatRow{EventFormat::kOtlpProto, kEventFormatNames[2], &makeOtlpFormat},
+    InputFormatRow{EventFormat::kAssayJson, kEventFormatNames[0], &makeJsonFormat,
+                   "tests/cli/data/events_small.jsonl"},
+    InputFormatRow{EventFormat::kOtlpJson, kEventFormatNames[1], &makeOtlpFormat,
+                   "tests/data/otlp/dev_openinference.jsonl"},
+    InputFormatRow{EventFormat::kOtlpProto, kEventFormatNames[2], &makeOtlpFormat,
+                   "tests/data/otlp/dev_openinference.jsonl"},
 };
 static_assert(kFormats.size() == std::size(kEventFormatNames));
 

@@ -1,10 +1,11 @@
 #pragma once
 /// The input formats of the events topic (kafka.format), one row of a table each
-/// (docs/ARCHITECTURE.md, "A new input format"): a format turns one message into RAG events,
+/// (docs/adding-an-input-format.md): a format turns one message into RAG events,
 /// at once (assay JSON: one message, one event) or after joining several messages (OTLP: the
 /// spans of one trace). The Kafka source (sources/kafka_source.hpp) reads every message through
 /// the configured row; tests/sources/format_compliance_test walks every row with the shared
-/// hostile corpus. Poll thread only, except release() (any thread).
+/// hostile corpus (docs/adding-an-input-format.md). Poll thread only, except release() (any
+/// thread).
 
 #include <prometheus/registry.h>
 
@@ -87,6 +88,9 @@ struct InputFormatRow {
   EventFormat format;
   std::string_view name;  ///< its kafka.format value
   std::unique_ptr<InputFormat> (*make)(const Config& config, prometheus::Registry& registry);
+  /// A JSON Lines file of real --replay lines of this format, relative to the source tree: the
+  /// compliance test reads its first line back through the row.
+  std::string_view example;
 };
 
 /// Every input format, in the order of EventFormat.

@@ -10,7 +10,7 @@
 /// which offsets above the position were already finished (commitMetadata): an event finished
 /// after an earlier one still waiting for its LLM verdict. The next owner of the partition
 /// reads it back (restore) and skips those offsets (alreadyFinished) instead of judging and
-/// writing them a second time (docs/ARCHITECTURE.md, "Offsets").
+/// writing them a second time (docs/ARCHITECTURE.md, "Delivery guarantee").
 
 #include <cstdint>
 #include <map>

@@ -2,8 +2,9 @@
 // hostile corpus (the committed fuzz corpora of the event parser and the OTLP decoder, plus the
 // bounds below), must never throw, must name a reason for every message it refuses, must give
 // events whose text is UTF-8 with an id, must refuse a message over limits.max_event_bytes as
-// too_large, and must read back what its own --replay encoder wrote from a real dev line.
-// A new format passes this before it lands (docs/ARCHITECTURE.md, "A new input format").
+// too_large, and must read back what its own --replay encoder wrote from the first line of the
+// row's example file. A new format passes this before it lands
+// (docs/adding-an-input-format.md).
 #include <doctest/doctest.h>
 #include <prometheus/registry.h>
 
@@ -58,11 +59,9 @@ std::vector<std::string> hostileCorpus() {
   return out;
 }
 
-/// One real line the format's encoder turns into a message.
-std::string devLine(EventFormat format) {
-  std::ifstream in(format == EventFormat::kAssayJson
-                       ? std::string(test::kSharedDataDir) + "/rag_events_dev.jsonl"
-                       : std::string(test::kTestDataDir) + "/data/otlp/dev_openinference.jsonl");
+/// The first line of the row's example file (real --replay lines of its format).
+std::string exampleLine(const InputFormatRow& row) {
+  std::ifstream in(std::string(test::kSourceDir) + "/" + std::string(row.example));
   std::string line;
   std::getline(in, line);
   return line;
@@ -81,7 +80,7 @@ TEST_CASE("format table: one row per kafka.format value the loader accepts, in e
     CHECK(names.insert(row.name).second);
     CHECK(configFor(row.name).kafka.format == row.format);
   }
-  CHECK(names.size() == 3);
+  CHECK(names.size() == std::size(kEventFormatNames));
 }
 
 TEST_CASE("format table: every row survives the hostile corpus and holds the bounds") {
@@ -133,8 +132,8 @@ TEST_CASE("format table: every row reads back what its --replay encoder wrote") 
     const Config config = configFor(row.name);
     prometheus::Registry registry;
     const auto format = row.make(config, registry);
-    const std::string line = devLine(row.format);
-    REQUIRE(!line.empty());
+    const std::string line = exampleLine(row);
+    REQUIRE_MESSAGE(!line.empty(), "the row's example file: ", row.example);
     std::string key, value, error;
     REQUIRE_MESSAGE(format->encodeLine(line, key, value, error), error);
     std::vector<DecodedEvent> out;
