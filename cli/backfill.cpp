@@ -439,7 +439,10 @@ int runBackfill(BackfillOptions o, std::ostream& out, std::ostream& err) {
         "assay backfill: {} verdict(s) ended without a score because of the provider, the "
         "budget or the judge (outcomes above); a rerun of the range pays only for those\n",
         thousands(failed));
-  return done == total && failed == 0 ? 0 : 1;
+  const auto sinks = p->sinkStats().troubles();
+  if (!sinks.text.empty())
+    err << "assay backfill: not every judgment was written: " << sinks.text << "\n";
+  return done == total && failed == 0 && sinks.text.empty() ? 0 : 1;
 }
 
 }  // namespace assay::cli

@@ -234,6 +234,15 @@ void Controller::checkStalls(const Pipeline& p) {
                     why.empty() ? "" : "; ", name, s.silent_seconds, s.outstanding);
   }
   stalled_judges_ = std::move(now_stalled);
+  // A sink stuck in a write: its judgments wait (and, with sinks.when_full: block, consumption
+  // pauses) while nothing else would say why.
+  const std::string sinks = p.stuckSinks(kSinkStuckSeconds);
+  if (!sinks.empty() && !sinks_stuck_)
+    spdlog::error("{}; /healthz says 503 until it writes again", sinks);
+  else if (sinks.empty() && sinks_stuck_)
+    spdlog::info("the sinks write again");
+  sinks_stuck_ = !sinks.empty();
+  if (!sinks.empty()) why += (why.empty() ? "" : "; ") + sinks;
   setText(stalled_why_, std::move(why));
 }
 
@@ -271,9 +280,11 @@ void logExitSummary(const Pipeline& p) {
                value(consumer.consumed), static_cast<long>(sampling.sampledTotal()), invalid,
                detail.empty() ? "" : " (", detail, detail.empty() ? "" : ")", judged,
                value(sampling.dropped_queue_full) + value(sampling.dropped_shutdown));
-  if (const auto skipped = p.sinkStats().droppedSummary(); !skipped.empty())
-    spdlog::warn("sinks: judgments skipped on a full queue (sinks.when_full: drop_newest): {}",
-                 skipped);
+  if (const auto t = p.sinkStats().troubles(); !t.text.empty())
+    spdlog::warn(
+        "sinks: not every judgment was written: {} (assay_sink_writes_total, "
+        "assay_sink_dropped_total)",
+        t.text);
   if (const long pauses = value(sampling.pauses); pauses > 0)
     spdlog::info("back-pressure: consumption paused {} time(s) while the judge backlog was full",
                  pauses);

@@ -63,7 +63,8 @@ class Controller {
   /// are kept); any other difference is logged as needing a restart. Counted in
   /// assay_config_reloads_total{result}.
   void reloadConfig(Pipeline& p);
-  /// Each second: assay_judge_stalled, the stalls' log lines, /healthz's text.
+  /// Each second: assay_judge_stalled, the stalls' log lines, a sink stuck in a write,
+  /// /healthz's text.
   void checkStalls(const Pipeline& p);
   /// systemd (service_notify.hpp): READY=1 once the pipeline is ready but for its partition
   /// assignment (the budget store answers), then every 5 s STATUS= with the consumed and
@@ -83,8 +84,11 @@ class Controller {
   std::string stalled_why_;
   AdminServer admin_;
   std::set<std::string> stalled_judges_;  // to log each stall's start and end
-  std::string start_text_;                // the configuration file assayd started with
-  std::string applied_text_;              // the file whose live parts were last applied
+  /// /healthz: a sink with judgments waiting that finished no write for this long is stuck.
+  static constexpr double kSinkStuckSeconds = 60;
+  bool sinks_stuck_ = false;
+  std::string start_text_;    // the configuration file assayd started with
+  std::string applied_text_;  // the file whose live parts were last applied
   prometheus::Family<prometheus::Counter>* reloads_ = nullptr;
   prometheus::Gauge* reload_ok_ = nullptr;       // assay_config_last_reload_successful
   prometheus::Gauge* restart_needed_ = nullptr;  // assay_config_restart_needed

@@ -67,8 +67,10 @@ JudgeRunner::Listener Pipeline::runnerListener() {
       [this](const Judgment& j, std::int32_t partition, std::int64_t offset,
              const std::vector<MessageRef>& messages) {
         // The event's origin is finished when the last sink lets go of the token.
-        sinks_.deliver(j, DeliveryToken(nullptr, [this, partition, offset, messages](void*) {
-                         source_.finish(Origin{partition, offset, messages});
+        sinks_.deliver(j, DeliveryToken(nullptr, [this, gate = finish_gate_.gate, partition, offset,
+                                                  messages](void*) {
+                         std::lock_guard lock(gate->mu);
+                         if (gate->open) source_.finish(Origin{partition, offset, messages});
                        }));
         last_judged_ns_ = steadyNs();
       }};
@@ -213,12 +215,15 @@ void Pipeline::shutdown() {
     service::watchdog();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (const auto left = queue_.takeAll().size() + backlog_.dropHeld(); left > 0) {
-    sampling_stats_.dropped_shutdown.Increment(static_cast<double>(left));
+  const std::size_t unjudged = queue_.takeAll().size(), held = backlog_.dropHeld();
+  if (unjudged + held > 0) {
+    sampling_stats_.dropped_shutdown.Increment(static_cast<double>(unjudged + held));
     spdlog::warn(
-        "shutdown: {} sampled event(s) not judged within drain_timeout_ms; their offsets are "
+        "shutdown: {} sampled event(s) not judged within drain_timeout_ms{}; their offsets are "
         "not committed, so they are redelivered",
-        left);
+        unjudged,
+        held ? fmt::format(" and {} held back by the full backlog (limits.when_full: block)", held)
+             : "");
   }
   runner_.join();
   if (const int n = runner_.pending(); n > 0)
@@ -228,7 +233,7 @@ void Pipeline::shutdown() {
         n);
   services_.stop();    // abandons calls still running; records the settlements queued
   tracker_.refresh();  // the last scrape shows the final statistics
-  sinks_.flush();
+  sinks_.flush(std::chrono::seconds(5));  // a sink stuck in a write is logged, not waited for
   source_.flushProducer(10000);
   if (!source_.close() && exit_code_ == 0) exit_code_ = 3;
   sampling_stats_.queue_depth.Set(0);

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -122,6 +123,8 @@ class Pipeline final : private Downstream {
   const JudgeRunner& runner() const { return runner_; }
   const SamplingStats& samplingStats() const { return sampling_stats_; }
   const SinkStats& sinkStats() const { return sink_stats_; }
+  /// The sinks stuck in a write for `after_s` seconds with judgments waiting ("" = none).
+  std::string stuckSinks(double after_s) const { return sinks_.stuck(after_s); }
   /// When the last judgment was delivered (steady clock, ns; 0 = none).
   std::int64_t lastJudgedNs() const { return last_judged_ns_.load(); }
 
@@ -146,6 +149,23 @@ class Pipeline final : private Downstream {
   SinkStats sink_stats_;
   KafkaSource source_;
   ScoreTracker tracker_;
+  // A judgment's token finishes its origin through the gate, which closes once the sinks are
+  // gone (after them in destruction): a sink thread left behind in a stuck write
+  // (sinks/sink_queue.hpp) never reaches a destroyed source.
+  struct FinishGate {
+    std::mutex mu;
+    bool open = true;
+  };
+  struct GateCloser {
+    std::shared_ptr<FinishGate> gate = std::make_shared<FinishGate>();
+    GateCloser() = default;
+    GateCloser(const GateCloser&) = delete;
+    GateCloser& operator=(const GateCloser&) = delete;
+    ~GateCloser() {
+      std::lock_guard lock(gate->mu);
+      gate->open = false;
+    }
+  } finish_gate_;
   Sinks sinks_;
   Sampler sampler_;
   BoundedQueue<WorkItem> queue_;

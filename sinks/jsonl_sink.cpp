@@ -21,6 +21,9 @@ std::string jsonlPathProblem(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return "'" + path + "' is a directory, not a file";
   if (fs::exists(path, ec)) {
+    if (const auto t = fs::status(path, ec).type();
+        t == fs::file_type::fifo || t == fs::file_type::socket)
+      return "'" + path + "' is a FIFO or a socket, not a file";
     return ::access(path.c_str(), W_OK) == 0 ? "" : "'" + path + "' is not writable";
   }
   fs::path dir = fs::absolute(path, ec).parent_path();
@@ -37,27 +40,50 @@ std::string jsonlPathProblem(const std::string& path) {
   return "";
 }
 
+namespace {
+
+/// Opens `path` for appending without blocking (a FIFO without reader would block open(2) for
+/// good): a FIFO or a socket is refused, any other kind (a regular file, /dev/null) is kept in
+/// blocking mode. Returns the descriptor, or -1 with `why` set.
+int openForAppend(const std::string& path, std::string& why) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0640);
+  if (fd < 0) {
+    why = errno == ENXIO ? "a FIFO without reader (a sink writes to a file)" : std::strerror(errno);
+    return -1;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+    ::close(fd);
+    why = "a FIFO or a socket (a sink writes to a file)";
+    return -1;
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+}  // namespace
+
 JsonlSink::JsonlSink(const JsonlSinkOptions& options, SinkStats& stats)
     : path_(options.path), ok_(stats.writes("jsonl", true)), errors_(stats.writes("jsonl", false)) {
   std::error_code ec;
   const auto parent = std::filesystem::path(path_).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   // 0640: judgments quote the monitored service's answers; not for every local user.
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-  if (fd_ < 0) {
-    throw std::runtime_error("sinks.jsonl.path: cannot open '" + path_ +
-                             "' for appending: " + std::strerror(errno));
-  }
+  std::string why;
+  fd_ = openForAppend(path_, why);
+  if (fd_ < 0)
+    throw std::runtime_error("sinks.jsonl.path: cannot open '" + path_ + "' for appending: " + why);
 }
 
 void JsonlSink::reopen() {
   std::error_code ec;
   const auto parent = std::filesystem::path(path_).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  std::string why;
+  const int fd = openForAppend(path_, why);
   if (fd < 0) {
     spdlog::error("jsonl sink: cannot reopen '{}': {}; still writing to the file already open",
-                  path_, std::strerror(errno));
+                  path_, why);
     return;
   }
   int old = -1;

@@ -1,5 +1,8 @@
 #include "sinks/registry.hpp"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include "sinks/jsonl_sink.hpp"
 
 namespace assay {
@@ -67,8 +70,27 @@ void Sinks::drain() {
   for (auto& sink : sinks_) sink->drain();
 }
 
-void Sinks::flush() {
-  for (auto& sink : sinks_) sink->flush();
+std::size_t Sinks::flush(std::chrono::milliseconds timeout) {
+  std::size_t left = 0;
+  for (auto& sink : sinks_)
+    if (const std::size_t n = sink->flush(timeout); n > 0) {
+      left += n;
+      spdlog::error(
+          "sink '{}': {} judgment(s) not written within {} s (a write that does not return: a "
+          "FIFO without reader, a hung network file system?); their offsets are not committed, "
+          "so they are judged again after a restart",
+          sink->name(), n, std::chrono::duration_cast<std::chrono::seconds>(timeout).count());
+    }
+  return left;
+}
+
+std::string Sinks::stuck(double after_s) const {
+  std::string out;
+  for (const auto& sink : sinks_)
+    if (const auto [waiting, silent_s] = sink->behind(); waiting > 0 && silent_s >= after_s)
+      out += fmt::format("{}sink '{}' has written nothing for {:.0f} s with {} judgment(s) waiting",
+                         out.empty() ? "" : "; ", sink->name(), silent_s, waiting);
+  return out;
 }
 
 void Sinks::reopen() {

@@ -2,8 +2,10 @@
 /// The explicit table of sink types (sinks/registry.cpp), built from config, and the set of
 /// configured sinks the pipeline hands every judgment to.
 
+#include <chrono>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "config/options.hpp"
@@ -53,8 +55,14 @@ class Sinks {
   /// Waits until every queue is handed to its sink (tests; the pipeline's judgeQueued()).
   void drain();
   /// Waits for every queue to be written, then pushes buffered data out (file: fsync; results
-  /// topic: wait for acknowledgements).
-  void flush();
+  /// topic: wait for acknowledgements). Waits at most `timeout` for each sink; a sink that did
+  /// not write everything in time is logged with what it left (their offsets stay pending, so
+  /// they are redelivered). Returns the judgments left unwritten.
+  std::size_t flush(std::chrono::milliseconds timeout = std::chrono::hours(24));
+  /// The sinks that have judgments waiting and finished no write for `after_s` seconds or
+  /// more, as "sink 'jsonl' has written nothing for 75 s with 48 judgment(s) waiting; …"
+  /// ("" = none): /healthz.
+  std::string stuck(double after_s) const;
   /// Some sink's queue is over sinks.queue_capacity (when_full: block): the pipeline pauses
   /// consumption until it catches up.
   bool saturated() const;

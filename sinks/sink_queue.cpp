@@ -1,83 +1,143 @@
 #include "sinks/sink_queue.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
 namespace assay {
 
+using Clock = std::chrono::steady_clock;
+
+/// Shared by the object and its thread: a thread left behind in a stuck write keeps it alive.
+struct QueuedSink::State {
+  struct Item {
+    std::shared_ptr<const SinkRecord> record;  ///< null: reopen the sink's output
+    DeliveryToken token;
+  };
+  std::unique_ptr<Sink> sink;
+  std::size_t capacity = 0;
+  bool drop_when_full = false;
+  prometheus::Counter* dropped = nullptr;
+  prometheus::Gauge* depth = nullptr;
+  std::mutex mu;
+  std::condition_variable wake, idle;
+  std::deque<Item> items;
+  std::size_t in_batch = 0;  // taken by the thread, not yet written
+  bool stop = false, ended = false;
+  Clock::time_point progress = Clock::now();  // the last write finished (or the queue emptied)
+  std::atomic<bool> saturated{false};
+
+  void setDepth() { depth->Set(static_cast<double>(items.size() + in_batch)); }  // mu held
+  void run();
+};
+
+void QueuedSink::State::run() {
+  std::deque<Item> batch;
+  std::unique_lock lock(mu);
+  for (;;) {
+    wake.wait(lock, [&] { return stop || !items.empty(); });
+    if (items.empty()) break;  // stop, and everything written
+    batch.swap(items);
+    in_batch = batch.size();
+    lock.unlock();
+    for (auto& item : batch) {
+      if (item.record)
+        sink->write(item.record->judgment, item.record->json, std::move(item.token));
+      else
+        sink->reopen();
+      item.record.reset();
+      lock.lock();
+      --in_batch;
+      progress = Clock::now();
+      setDepth();
+      lock.unlock();
+    }
+    batch.clear();
+    lock.lock();
+    if (items.size() <= capacity / 2) saturated.store(false, std::memory_order_relaxed);
+    if (items.empty()) idle.notify_all();
+  }
+  ended = true;
+  idle.notify_all();
+}
+
 QueuedSink::QueuedSink(std::unique_ptr<Sink> sink, const SinksOptions& options, SinkStats& stats)
-    : sink_(std::move(sink)),
-      capacity_(options.queue_capacity),
-      drop_when_full_(options.when_full == SinksOptions::WhenFull::kDropNewest),
-      dropped_(stats.dropped(sink_->name())),
-      depth_(stats.queueDepth(sink_->name())),
-      thread_([this] { run(); }) {}
+    : state_(std::make_shared<State>()) {
+  state_->capacity = options.queue_capacity;
+  state_->drop_when_full = options.when_full == SinksOptions::WhenFull::kDropNewest;
+  state_->dropped = &stats.dropped(sink->name());
+  state_->depth = &stats.queueDepth(sink->name());
+  state_->sink = std::move(sink);
+  std::thread([s = state_] { s->run(); }).detach();  // ended: the destructor waits for it
+}
 
 QueuedSink::~QueuedSink() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  wake_.notify_one();
-  thread_.join();
+  std::unique_lock lock(state_->mu);
+  state_->stop = true;
+  state_->wake.notify_one();
+  if (state_->idle.wait_for(lock, kStopWait, [&] { return state_->ended; })) return;
+  spdlog::error(
+      "sink '{}': stuck in a write for more than {} s with {} judgment(s) unwritten; left "
+      "behind (their offsets were not committed: they are judged again after a restart)",
+      state_->sink->name(), kStopWait.count(), state_->items.size() + state_->in_batch);
 }
+
+std::string_view QueuedSink::name() const { return state_->sink->name(); }
+
+bool QueuedSink::saturated() const { return state_->saturated.load(std::memory_order_relaxed); }
 
 void QueuedSink::write(const std::shared_ptr<const SinkRecord>& record,
                        const DeliveryToken& token) {
+  auto& s = *state_;
   {
-    std::lock_guard lock(mu_);
-    if (items_.size() >= capacity_) {
-      if (drop_when_full_) {
-        dropped_.Increment();
+    std::lock_guard lock(s.mu);
+    if (s.items.size() >= s.capacity) {
+      if (s.drop_when_full) {
+        s.dropped->Increment();
         return;  // the token copy is not kept: this sink no longer holds the offset
       }
-      saturated_.store(true, std::memory_order_relaxed);
+      s.saturated.store(true, std::memory_order_relaxed);
     }
-    items_.push_back({record, token});
-    depth_.Set(static_cast<double>(items_.size()));
+    if (s.items.empty() && s.in_batch == 0) s.progress = Clock::now();  // the wait starts now
+    s.items.push_back({record, token});
+    s.setDepth();
   }
-  wake_.notify_one();
+  s.wake.notify_one();
 }
 
 void QueuedSink::reopen() {
   {
-    std::lock_guard lock(mu_);
-    items_.push_back({nullptr, nullptr});  // in order with the writes; never dropped
+    std::lock_guard lock(state_->mu);
+    state_->items.push_back({nullptr, nullptr});  // in order with the writes; never dropped
   }
-  wake_.notify_one();
-}
-
-void QueuedSink::run() {
-  std::deque<Item> batch;
-  std::unique_lock lock(mu_);
-  for (;;) {
-    wake_.wait(lock, [&] { return stop_ || !items_.empty(); });
-    if (items_.empty()) return;  // stop_, and everything written
-    batch.swap(items_);
-    writing_ = true;
-    depth_.Set(0);
-    lock.unlock();
-    for (auto& item : batch) {
-      if (!item.record) {
-        sink_->reopen();
-        continue;
-      }
-      sink_->write(item.record->judgment, item.record->json, std::move(item.token));
-      item.record.reset();
-    }
-    batch.clear();
-    lock.lock();
-    writing_ = false;
-    if (items_.size() <= capacity_ / 2) saturated_.store(false, std::memory_order_relaxed);
-    if (items_.empty()) idle_.notify_all();
-  }
+  state_->wake.notify_one();
 }
 
 void QueuedSink::drain() {
-  std::unique_lock lock(mu_);
-  idle_.wait(lock, [&] { return items_.empty() && !writing_; });
+  std::unique_lock lock(state_->mu);
+  state_->idle.wait(lock, [&] { return state_->items.empty() && state_->in_batch == 0; });
 }
 
-void QueuedSink::flush() {
-  drain();
-  sink_->flush();
+std::size_t QueuedSink::flush(std::chrono::milliseconds timeout) {
+  {
+    std::unique_lock lock(state_->mu);
+    if (!state_->idle.wait_for(lock, timeout,
+                               [&] { return state_->items.empty() && state_->in_batch == 0; }))
+      return state_->items.size() + state_->in_batch;
+  }
+  state_->sink->flush();
+  return 0;
+}
+
+std::pair<std::size_t, double> QueuedSink::behind() const {
+  std::lock_guard lock(state_->mu);
+  const std::size_t waiting = state_->items.size() + state_->in_batch;
+  if (waiting == 0) return {0, 0.0};
+  return {waiting, std::chrono::duration<double>(Clock::now() - state_->progress).count()};
 }
 
 }  // namespace assay

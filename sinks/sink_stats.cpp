@@ -25,7 +25,9 @@ SinkStats::SinkStats(prometheus::Registry& registry)
                        .Register(registry)) {}
 
 prometheus::Counter& SinkStats::writes(std::string_view sink, bool ok) {
-  return writes_family.Add({{"sink", std::string(sink)}, {"result", ok ? "ok" : "error"}});
+  auto& c = writes_family.Add({{"sink", std::string(sink)}, {"result", ok ? "ok" : "error"}});
+  if (!ok) errors_by_sink[std::string(sink)] = &c;
+  return c;
 }
 
 prometheus::Counter& SinkStats::dropped(std::string_view sink) {
@@ -34,16 +36,27 @@ prometheus::Counter& SinkStats::dropped(std::string_view sink) {
   return c;
 }
 
-std::string SinkStats::droppedSummary() const {
-  std::string out;
-  for (const auto& [sink, c] : dropped_by_sink)
-    if (const auto n = static_cast<long>(c->Value()); n > 0)
-      out += (out.empty() ? "" : ", ") + sink + " " + std::to_string(n);
-  return out;
-}
-
 prometheus::Gauge& SinkStats::queueDepth(std::string_view sink) {
   return depth_family.Add({{"sink", std::string(sink)}});
+}
+
+SinkStats::Troubles SinkStats::troubles() const {
+  Troubles t;
+  std::map<std::string, std::string> by_sink;
+  for (const auto& [sink, c] : errors_by_sink)
+    if (const auto n = static_cast<long>(c->Value()); n > 0) {
+      t.errors += n;
+      by_sink[sink] = std::to_string(n) + " write error(s)";
+    }
+  for (const auto& [sink, c] : dropped_by_sink)
+    if (const auto n = static_cast<long>(c->Value()); n > 0) {
+      t.dropped += n;
+      auto& text = by_sink[sink];
+      text += (text.empty() ? "" : ", ") + std::to_string(n) + " skipped on a full queue";
+    }
+  for (const auto& [sink, text] : by_sink)
+    t.text += (t.text.empty() ? "" : "; ") + sink + ": " + text;
+  return t;
 }
 
 }  // namespace assay

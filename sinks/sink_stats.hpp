@@ -22,13 +22,20 @@ struct SinkStats {
   prometheus::Counter& dropped(std::string_view sink);
   /// assay_sink_queue_depth{sink}: judgments waiting for the sink's thread.
   prometheus::Gauge& queueDepth(std::string_view sink);
-  /// "jsonl 34, kafka 35" for the sinks that skipped judgments ("" = none; exit summary).
-  std::string droppedSummary() const;
+  /// What the sinks failed to write: write errors and judgments skipped on a full queue, in
+  /// all, and as text ("jsonl: 324 write error(s); kafka: 35 skipped on a full queue"; "" =
+  /// none): the exit summary, assay backfill's exit code.
+  struct Troubles {
+    long errors = 0, dropped = 0;
+    std::string text;
+  };
+  Troubles troubles() const;
 
   prometheus::Family<prometheus::Counter>& writes_family;
   prometheus::Counter& judged;
   prometheus::Family<prometheus::Counter>& dropped_family;
   std::map<std::string, prometheus::Counter*> dropped_by_sink;  ///< dropped()'s, by sink
+  std::map<std::string, prometheus::Counter*> errors_by_sink;   ///< writes(sink, false)'s
   prometheus::Family<prometheus::Gauge>& depth_family;
 };
 

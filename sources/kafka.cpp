@@ -1,10 +1,12 @@
 #include "sources/kafka.hpp"
 
 #include <librdkafka/rdkafka_mock.h>
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -138,7 +140,14 @@ EmbeddedBroker::EmbeddedBroker(int partitions, const std::vector<std::string>& t
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   rd_kafka_conf_set_log_cb(conf, logCb);
   owner_ = newHandle(RD_KAFKA_PRODUCER, conf);
+  // The mock cluster's thread inherits this thread's signal mask: with every signal blocked,
+  // a SIGHUP or SIGTERM for the daemon never lands on it (one that did interrupted its poll
+  // and ended the thread: the broker was gone for good).
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
   rd_kafka_mock_cluster_t* mc = cluster_ = rd_kafka_mock_cluster_new(owner_, 1);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (!mc) {
     rd_kafka_destroy(owner_);
     throw std::runtime_error("kafka.brokers: embedded: cannot start librdkafka's mock cluster");

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <thread>
 
 #include "core/log_text.hpp"
@@ -297,6 +298,16 @@ void KafkaSource::checkCopartition() {
 }
 
 std::size_t KafkaSource::replayEvents(const std::string& path) {
+  // The embedded broker (librdkafka's mock cluster) keeps about 5 MB per partition: a larger
+  // replay loses its oldest messages before they are consumed.
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  if (broker_ && !ec && bytes > static_cast<std::uintmax_t>(options_.partitions) * (4u << 20))
+    spdlog::warn(
+        "--replay: '{}' is {:.0f} MB; the embedded broker keeps about 5 MB per partition "
+        "(kafka.partitions: {}), so the oldest messages may be gone before they are consumed: "
+        "raise kafka.partitions or use a real broker",
+        path, static_cast<double>(bytes) / 1e6, options_.partitions);
   return producer_.replay(
       path, options_.topic,
       [this](const std::string& line, std::string& key, std::string& value, std::string& error) {

@@ -122,7 +122,8 @@ TEST_CASE("a stalled sink delays neither the caller nor the other sink; nothing 
   CHECK(f.finished.load() == 0);  // every offset waits for the stalled sink's copy
   CHECK(f.stats.judged.Value() == 201);
   CHECK_FALSE(sinks->saturated());  // 200 queued, under the capacity of 1000
-  CHECK(f.metric("assay_sink_queue_depth{sink=\"stalled\"}") == 200);
+  // 200 queued and the one its thread is stuck writing
+  CHECK(f.metric("assay_sink_queue_depth{sink=\"stalled\"}") == 201);
   CHECK(f.metric("assay_sink_queue_depth{sink=\"counting\"}") == 0);
   f.stalled->release();
   sinks->flush();
@@ -170,4 +171,23 @@ TEST_CASE("when_full: drop_newest skips the judgments a full queue cannot hold, 
   CHECK(f.stalled->writes() == 11);
   CHECK(f.counted.load() == 31);
   CHECK(f.finished.load() == 31);
+}
+
+TEST_CASE("a sink stuck in a write: flush gives up within its bound, behind() says so") {
+  Fixture f;
+  auto sinks = f.make(100, SinksOptions::WhenFull::kBlock);
+  f.deliver(*sinks, 0);
+  REQUIRE(
+      test::waitUntil("the stalled sink entered its write", [&] { return f.stalled->inside(); }));
+  f.deliver(*sinks, 1);
+  f.deliver(*sinks, 2);
+  // The stalled sink holds 3 (one in its write); flush waits its bound, then reports them.
+  CHECK(sinks->flush(std::chrono::milliseconds(50)) == 3);
+  CHECK(sinks->stuck(0).find("sink 'stalled' has written nothing for") != std::string::npos);
+  CHECK(sinks->stuck(0).find("with 3 judgment(s) waiting") != std::string::npos);
+  CHECK(sinks->stuck(3600).empty());  // not that long yet
+  f.stalled->release();
+  CHECK(sinks->flush(test::kSoon) == 0);
+  CHECK(sinks->stuck(0).empty());
+  CHECK(f.finished.load() == 3);
 }

@@ -208,3 +208,20 @@ TEST_CASE("JSONL sink: a record is written whole or not at all; writing resumes 
       std::filesystem::perms::none);  // 0640: not world-readable
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("JSONL sink: a FIFO is refused at start-up and by the path check, never waited on") {
+  const std::string dir = "/tmp/assay_jsonl_fifo_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string fifo = dir + "/j.jsonl";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  prometheus::Registry registry;
+  SinkStats stats(registry);
+  JsonlSinkOptions o;
+  o.path = fifo;
+  // No reader: open(2) would block for good without O_NONBLOCK.
+  CHECK_THROWS_WITH_AS(JsonlSink(o, stats), doctest::Contains("a FIFO without reader"),
+                       std::runtime_error);
+  CHECK(jsonlPathProblem(fifo) == "'" + fifo + "' is a FIFO or a socket, not a file");
+  CHECK(jsonlPathProblem(dir + "/new.jsonl").empty());
+  std::filesystem::remove_all(dir);
+}
