@@ -342,6 +342,26 @@ void progress(std::int64_t done, std::int64_t total, double seconds, std::FILE* 
 
 }  // namespace
 
+namespace {
+
+/// The outcomes' lines, what failed, and the exit code: 0 when every event of the range was
+/// read, every verdict scored and every judgment written, else 1.
+int finishedCode(Pipeline& p, bool all_read, std::ostream& out, std::ostream& err) {
+  const auto [summary, failed] = outcomeSummary(p.registry());
+  out << summary;
+  if (failed > 0)
+    err << fmt::format(
+        "assay backfill: {} verdict(s) ended without a score because of the provider, the "
+        "budget or the judge (outcomes above); a rerun of the range pays only for those\n",
+        thousands(failed));
+  const auto sinks = p.sinkStats().troubles();
+  if (!sinks.text.empty())
+    err << "assay backfill: not every judgment was written: " << sinks.text << "\n";
+  return all_read && failed == 0 && sinks.text.empty() ? 0 : 1;
+}
+
+}  // namespace
+
 int runBackfill(BackfillOptions o, std::ostream& out, std::ostream& err) {
   const LoadResult loaded = loadConfigFile(o.config_path);
   if (!loaded.ok()) {
@@ -432,17 +452,7 @@ int runBackfill(BackfillOptions o, std::ostream& out, std::ostream& err) {
       thousands(done), thousands(total),
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
       o.output.empty() ? "" : " (in " + o.output + ")");
-  const auto [summary, failed] = outcomeSummary(p->registry());
-  out << summary;
-  if (failed > 0)
-    err << fmt::format(
-        "assay backfill: {} verdict(s) ended without a score because of the provider, the "
-        "budget or the judge (outcomes above); a rerun of the range pays only for those\n",
-        thousands(failed));
-  const auto sinks = p->sinkStats().troubles();
-  if (!sinks.text.empty())
-    err << "assay backfill: not every judgment was written: " << sinks.text << "\n";
-  return done == total && failed == 0 && sinks.text.empty() ? 0 : 1;
+  return finishedCode(*p, done == total, out, err);
 }
 
 }  // namespace assay::cli

@@ -69,8 +69,7 @@ JudgeRunner::Listener Pipeline::runnerListener() {
         // The event's origin is finished when the last sink lets go of the token.
         sinks_.deliver(j, DeliveryToken(nullptr, [this, gate = finish_gate_.gate, partition, offset,
                                                   messages](void*) {
-                         std::lock_guard lock(gate->mu);
-                         if (gate->open) source_.finish(Origin{partition, offset, messages});
+                         gate->pass([&] { source_.finish(Origin{partition, offset, messages}); });
                        }));
         last_judged_ns_ = steadyNs();
       }};
@@ -180,22 +179,13 @@ bool Pipeline::backfillDone() const {
 // ---- Start and stop ---------------------------------------------------------------------------
 
 void Pipeline::replay() {
-  if (!run_.replay_file.empty()) {
-    const auto t0 = Clock::now();
-    const auto n = source_.replayEvents(run_.replay_file);
-    spdlog::info("replay: produced {} message(s) from '{}' into '{}' in {:.2f} s", n,
-                 run_.replay_file, config_.kafka.topic,
-                 std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  if (!run_.replay_feedback_file.empty()) {
-    const auto n = source_.replayFeedback(run_.replay_feedback_file, [](const std::string& line) {
+  if (!run_.replay_file.empty()) source_.replayEvents(run_.replay_file);
+  if (!run_.replay_feedback_file.empty())
+    source_.replayFeedback(run_.replay_feedback_file, [](const std::string& line) {
       std::string error, kind;
       const auto f = parseFeedback(line, "", error, kind);
       return f ? f->id : std::string();  // an invalid line is produced unkeyed and counted
     });
-    spdlog::info("replay: produced {} feedback message(s) from '{}' into '{}'", n,
-                 run_.replay_feedback_file, config_.kafka.feedback_topic);
-  }
 }
 
 /// Stop polling (done) → let the queue and the asynchronous verdicts drain within

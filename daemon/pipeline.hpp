@@ -20,7 +20,6 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -149,23 +148,7 @@ class Pipeline final : private Downstream {
   SinkStats sink_stats_;
   KafkaSource source_;
   ScoreTracker tracker_;
-  // A judgment's token finishes its origin through the gate, which closes once the sinks are
-  // gone (after them in destruction): a sink thread left behind in a stuck write
-  // (sinks/sink_queue.hpp) never reaches a destroyed source.
-  struct FinishGate {
-    std::mutex mu;
-    bool open = true;
-  };
-  struct GateCloser {
-    std::shared_ptr<FinishGate> gate = std::make_shared<FinishGate>();
-    GateCloser() = default;
-    GateCloser(const GateCloser&) = delete;
-    GateCloser& operator=(const GateCloser&) = delete;
-    ~GateCloser() {
-      std::lock_guard lock(gate->mu);
-      gate->open = false;
-    }
-  } finish_gate_;
+  FinishGateCloser finish_gate_;  // closes after the sinks go: no late finish reaches source_
   Sinks sinks_;
   Sampler sampler_;
   BoundedQueue<WorkItem> queue_;

@@ -308,17 +308,21 @@ std::size_t KafkaSource::replayEvents(const std::string& path) {
         "(kafka.partitions: {}), so the oldest messages may be gone before they are consumed: "
         "raise kafka.partitions or use a real broker",
         path, static_cast<double>(bytes) / 1e6, options_.partitions);
-  return producer_.replay(
+  const auto t0 = Clock::now();
+  const auto n = producer_.replay(
       path, options_.topic,
       [this](const std::string& line, std::string& key, std::string& value, std::string& error) {
         return format_->encodeLine(line, key, value, error);
       },
       "--replay");
+  spdlog::info("replay: produced {} message(s) from '{}' into '{}' in {:.2f} s", n, path,
+               options_.topic, std::chrono::duration<double>(Clock::now() - t0).count());
+  return n;
 }
 
 std::size_t KafkaSource::replayFeedback(
     const std::string& path, const std::function<std::string(const std::string&)>& key_of) {
-  return producer_.replay(
+  const auto n = producer_.replay(
       path, options_.feedback_topic,
       [&key_of](const std::string& line, std::string& key, std::string& value, std::string&) {
         key = key_of(line);
@@ -326,6 +330,9 @@ std::size_t KafkaSource::replayFeedback(
         return true;
       },
       "--replay-feedback");
+  spdlog::info("replay: produced {} feedback message(s) from '{}' into '{}'", n, path,
+               options_.feedback_topic);
+  return n;
 }
 
 std::vector<KafkaConsumer::Range> KafkaSource::planBackfill(std::int64_t from_ms,

@@ -67,8 +67,9 @@ class KafkaSource final : public Source {
   /// A fatal consumer error ended poll().
   bool failed() const { return failed_; }
 
-  /// --replay: produces a JSON Lines file into kafka.topic through the format's encoder.
-  /// Returns the messages produced; throws std::runtime_error on I/O errors.
+  /// --replay: produces a JSON Lines file into kafka.topic through the format's encoder, and
+  /// logs how many in how long. Returns the messages produced; throws std::runtime_error on
+  /// I/O errors.
   std::size_t replayEvents(const std::string& path);
   /// --replay-feedback: into kafka.feedback_topic, keyed by `key_of(line)` ("" = no key).
   std::size_t replayFeedback(const std::string& path,

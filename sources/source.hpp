@@ -12,6 +12,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +50,36 @@ class Downstream {
   /// logs it, rate-limited). `partition` is the message's.
   virtual std::string onFeedback(std::string_view payload, std::string_view key,
                                  std::int32_t partition) = 0;
+};
+
+/// Finishes that may come late (a sink thread left behind in a stuck write, sinks/
+/// sink_queue.hpp) pass through a gate that closes before the source is destroyed.
+class FinishGate {
+ public:
+  /// Runs `finish` unless the gate is closed (then nothing: the source may be gone).
+  template <class F>
+  void pass(F&& finish) {
+    std::lock_guard lock(mu_);
+    if (open_) finish();
+  }
+  void close() {
+    std::lock_guard lock(mu_);
+    open_ = false;
+  }
+
+ private:
+  std::mutex mu_;
+  bool open_ = true;
+};
+
+/// Closes its gate when destroyed: a member declared after the source and before what may
+/// finish late (the sinks), so that it closes once they are gone and before the source goes.
+struct FinishGateCloser {
+  std::shared_ptr<FinishGate> gate = std::make_shared<FinishGate>();
+  FinishGateCloser() = default;
+  FinishGateCloser(const FinishGateCloser&) = delete;
+  FinishGateCloser& operator=(const FinishGateCloser&) = delete;
+  ~FinishGateCloser() { gate->close(); }
 };
 
 class Source {
