@@ -1,8 +1,14 @@
 #include "judges/judge.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <xxhash.h>
+
+#include <cctype>
 #include <cmath>
 #include <sstream>
 #include <type_traits>
+#include <variant>
 
 namespace assay {
 
@@ -104,6 +110,75 @@ const OptionTree* OptionTree::find(std::string_view key) const {
 JudgeInfo descriptorInfo(const JudgeDescriptor& d) {
   return JudgeInfo{std::string(d.criterion), d.min_score, d.max_score, d.buckets,
                    d.kind != JudgeKind::kCheck};
+}
+
+namespace {
+
+/// `tree` as canonical text: scalars quoted, mappings in file order, lists in order.
+void canonical(const OptionTree& tree, std::string& out) {
+  switch (tree.kind) {
+    case OptionTree::Kind::kScalar:
+      out += fmt::format("{:?}", tree.scalar);
+      return;
+    case OptionTree::Kind::kMap:
+      out += '{';
+      for (const auto& e : tree.map) {
+        out += fmt::format("{:?}:", e.key);
+        canonical(e.value, out);
+        out += ',';
+      }
+      out += '}';
+      return;
+    case OptionTree::Kind::kList:
+      out += '[';
+      for (const auto& v : tree.list) {
+        canonical(v, out);
+        out += ',';
+      }
+      out += ']';
+      return;
+  }
+}
+
+/// The host of an http(s) URL ("api.openai.com" of "https://api.openai.com/v1"), lower-cased;
+/// the text itself when it is not one.
+std::string hostOf(std::string_view url) {
+  const auto scheme = url.find("://");
+  if (scheme != std::string_view::npos) url.remove_prefix(scheme + 3);
+  url = url.substr(0, url.find_first_of("/?#"));
+  if (const auto at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
+  std::string host(url);
+  for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return host;
+}
+
+}  // namespace
+
+std::string judgeVersion(const JudgeDescriptor& d, const JudgeOptionValues& values) {
+  std::string text =
+      fmt::format("type={:?};kind={};salt={:?};", d.type, judgeKindName(d.kind), d.version_salt);
+  for (const auto& spec : d.options) {
+    if (!spec.scoring) continue;
+    const OptionValue* v = values.find(spec.name);
+    if (!v) continue;  // the default: part of the type's code, which version_salt covers
+    text += std::string(spec.name) + '=';
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, std::string>)
+            text += fmt::format(
+                "{:?}", d.kind == JudgeKind::kLlm && spec.name == "endpoint" ? hostOf(x) : x);
+          else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+            text += fmt::format("{}", fmt::join(x, "\x1f"));
+          else if constexpr (std::is_same_v<T, OptionTree>)
+            canonical(x, text);
+          else  // numbers in the shortest form that reads back the same; booleans
+            text += fmt::format("{}", x);
+        },
+        *v);
+    text += ';';
+  }
+  return fmt::format("{:012x}", XXH3_64bits(text.data(), text.size()) >> 16);
 }
 
 }  // namespace assay

@@ -48,6 +48,10 @@ struct OptionSpec {
   std::string_view name;
   OptionType type;
   std::string_view description;  ///< shown by docs and in "unknown key" errors
+  /// The option can change the judge's scores, so it is part of the judge's version
+  /// (judgeVersion): false for what only changes how calls are made (keys, timeouts,
+  /// concurrency, rate limits, retries, budget caps, batching).
+  bool scoring = true;
 };
 
 /// What a local judge answers when it cannot judge an event: the default `outcomes` of a
@@ -55,6 +59,8 @@ struct OptionSpec {
 inline constexpr Outcome kCannotJudgeOutcomes[] = {
     Outcome::kNoReference,  Outcome::kNoContext,  Outcome::kNoGroundTruth,
     Outcome::kNoContextIds, Outcome::kEmptyInput, Outcome::kNotApplicable};
+
+class JudgeOptionValues;
 
 struct JudgeDescriptor {
   /// `check:` / `metric:` value in config, e.g. "rouge_l"; for a kind with a single type and
@@ -72,7 +78,18 @@ struct JudgeDescriptor {
   /// Outcomes besides `ok` this type can produce: their `assay_judge_runs_total` series exist
   /// from the start (at 0), so that rate() and alerts see them before the first one.
   std::span<const Outcome> outcomes = kCannotJudgeOutcomes;
+  /// What else changes the type's scores besides its options, bumped with the code that does
+  /// (the LLM judge's prompt template): part of every version of the type (judgeVersion).
+  std::string_view version_salt = "";
 };
+
+/// A configured judge's version: 12 lower-case hex digits of XXH3-64 over its type, kind,
+/// the descriptor's version_salt and its scoring options (OptionSpec::scoring) as configured,
+/// in the descriptor's order, each as `name=value` with a canonical value (numbers in the
+/// shortest round-trip form, trees in file order); an LLM judge's `endpoint` counts by its host
+/// only. Two configurations with the same version score the same; a rubric edit, another
+/// model, provider or host, or a new prompt template starts a new version. Never throws.
+std::string judgeVersion(const JudgeDescriptor& descriptor, const JudgeOptionValues& values);
 
 /// What one configured judge measures and on which scale. For most types it is the
 /// descriptor's; a type whose options choose the criterion (an LLM judge: the rubric) says so.
@@ -143,6 +160,11 @@ class JudgeOptionValues {
   std::int64_t getIntIn(std::string_view name, std::int64_t dflt, std::int64_t lo,
                         std::int64_t hi) const;
   double getNumberIn(std::string_view name, double dflt, double lo, double hi) const;
+  /// The value as configured, or nullptr when absent.
+  const OptionValue* find(std::string_view name) const {
+    const auto it = values_.find(name);
+    return it == values_.end() ? nullptr : &it->second;
+  }
 
  private:
   std::map<std::string, OptionValue, std::less<>> values_;

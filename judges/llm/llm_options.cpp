@@ -29,30 +29,35 @@ const OptionSpec kOptions[] = {
     {"endpoint", OptionType::kString,
      "base URL (default https://api.openai.com/v1, or https://api.anthropic.com)"},
     {"model", OptionType::kString, "the judge model; it needs a price (built in or budget.prices)"},
-    {"api_key_env", OptionType::kString, "environment variable that holds the API key"},
+    {"api_key_env", OptionType::kString, "environment variable that holds the API key", false},
     {"api_key_file", OptionType::kString,
      "file that holds the API key (relative: in $CREDENTIALS_DIRECTORY, systemd's "
-     "LoadCredential=); instead of api_key_env"},
+     "LoadCredential=); instead of api_key_env",
+     false},
     {"daily_limit_eur", OptionType::kNumber,
-     "this judge's own cap, euros per local day, 0..1000000 (0 = the global cap only)"},
+     "this judge's own cap, euros per local day, 0..1000000 (0 = the global cap only)", false},
     {"max_tokens", OptionType::kInt, "reply cap sent to the API, 16..100000 (default 300)"},
     {"max_input_tokens", OptionType::kInt,
      "prompt cap, 256..10000000 (default 16000): lower-ranked contexts are dropped to fit"},
-    {"timeout_ms", OptionType::kInt, "per attempt, 100..600000 (default 30000)"},
-    {"max_in_flight", OptionType::kInt, "concurrent calls, 1..1024 (default 8)"},
-    {"requests_per_minute", OptionType::kNumber, "0 = no limit"},
-    {"tokens_per_minute", OptionType::kNumber, "prompt estimate + max_tokens per call; 0 = none"},
-    {"max_retries", OptionType::kInt, "after the first attempt, 0..10 (default 3)"},
+    {"timeout_ms", OptionType::kInt, "per attempt, 100..600000 (default 30000)", false},
+    {"max_in_flight", OptionType::kInt, "concurrent calls, 1..1024 (default 8)", false},
+    {"requests_per_minute", OptionType::kNumber, "0 = no limit", false},
+    {"tokens_per_minute", OptionType::kNumber, "prompt estimate + max_tokens per call; 0 = none",
+     false},
+    {"max_retries", OptionType::kInt, "after the first attempt, 0..10 (default 3)", false},
     {"max_retry_wait_ms", OptionType::kInt,
-     "a longer Retry-After gives up as rate_limited, 0..3600000 (default 60000)"},
+     "a longer Retry-After gives up as rate_limited, 0..3600000 (default 60000)", false},
     {"breaker_max_hold_ms", OptionType::kInt,
      "under limits.when_full: block, how long an open circuit breaker holds a call before it "
      "ends as provider_error, counted from the call's start, 0..3600000 (default 240000; 0 = "
-     "no hold; at most timeout_ms + max_retry_wait_ms x (max_retries + 1))"},
-    {"ca_file", OptionType::kString, "PEM bundle of a private CA (default: the system store)"},
+     "no hold; at most timeout_ms + max_retry_wait_ms x (max_retries + 1))",
+     false},
+    {"ca_file", OptionType::kString, "PEM bundle of a private CA (default: the system store)",
+     false},
     {"insecure_http", OptionType::kBool,
      "true allows a plain http:// endpoint on a host other than loopback (key and event text "
-     "unencrypted; a warning at start)"},
+     "unencrypted; a warning at start)",
+     false},
     {"reply_format", OptionType::kString,
      "json_schema (default: the reply schema as OpenAI json_schema strict, or Anthropic's forced "
      "tool) or json_object (JSON mode, for servers and models without schema support)"},
@@ -61,16 +66,19 @@ const OptionSpec kOptions[] = {
      "false: outcome contexts_trimmed)"},
     {"batch", OptionType::kBool,
      "true sends the calls through the provider's batch API (OpenAI Batch API, Anthropic Message "
-     "Batches) at half the list price; verdicts come within the provider's 24 h window"},
+     "Batches) at half the list price; verdicts come within the provider's 24 h window",
+     false},
     {"batch_max_requests", OptionType::kInt,
-     "requests per batch, 1..50000 (default 1000): a batch is submitted when it holds that many"},
+     "requests per batch, 1..50000 (default 1000): a batch is submitted when it holds that many",
+     false},
     {"batch_max_wait_ms", OptionType::kInt,
-     "or this long after its first request, 1000..86400000 (default 600000: 10 minutes)"},
+     "or this long after its first request, 1000..86400000 (default 600000: 10 minutes)", false},
     {"batch_poll_ms", OptionType::kInt,
-     "how often a submitted batch's status is asked, 100..3600000 (default 30000)"},
+     "how often a submitted batch's status is asked, 100..3600000 (default 30000)", false},
     {"batch_max_pending_events", OptionType::kInt,
      "events that may wait for this judge's batch verdicts before consumption pauses, "
-     "1..10000000 (default 50000)"},
+     "1..10000000 (default 50000)",
+     false},
     {"rubric", OptionType::kTree,
      "{definition?, levels: {SCORE: {name, description}}, inputs?: [question | contexts | answer "
      "| reference | /json/pointer], examples?: [{question, contexts, answer, reference?, "
@@ -688,7 +696,9 @@ const JudgeDescriptor LlmJudge::kDescriptor{
     CostClass::kRemoteCall,
     "LLM-as-a-judge: one criterion per call on a rubric with named levels, temperature 0, "
     "schema-validated JSON verdict, under the daily budget",
-    kOutcomes};
+    kOutcomes,
+    // The prompt template (prompt.cpp): bump with any change of what a call sends.
+    "prompt-template-1"};
 
 LlmJudgeSettings llmSettingsFrom(const JudgeOptionValues& values, const JudgeContext& ctx) {
   LlmJudgeSettings s;
