@@ -45,7 +45,7 @@ TEST_CASE("judge version: 12 hex digits, stable for the same options, pinned") {
 
 TEST_CASE("judge version: what only changes how calls are made keeps the version") {
   const auto base = llmVersion(llmOptions());
-  for (const auto& [name, value] : std::vector<std::pair<std::string, OptionValue>>{
+  for (const auto& option : std::vector<std::pair<std::string, OptionValue>>{
            {"timeout_ms", std::int64_t{5000}},
            {"api_key_env", std::string("OTHER_KEY")},
            {"max_in_flight", std::int64_t{64}},
@@ -55,9 +55,10 @@ TEST_CASE("judge version: what only changes how calls are made keeps the version
            {"requests_per_minute", 60.0},
            // the same host, another path: the same model behind it
            {"endpoint", std::string("https://API.openai.com/v1/")}}) {
+    const std::string& name = option.first;  // not a structured binding: CAPTURE is a lambda
     CAPTURE(name);
     auto v = llmOptions();
-    v.set(name, value);
+    v.set(name, option.second);
     CHECK(llmVersion(v) == base);
   }
 }
@@ -68,7 +69,7 @@ TEST_CASE("judge version: what can change the scores starts a new version") {
   rubric.kind = OptionTree::Kind::kMap;
   rubric.map.push_back(
       {"definition", OptionTree{OptionTree::Kind::kScalar, "Is it faithful?", {}, {}}});
-  for (const auto& [name, value] : std::vector<std::pair<std::string, OptionValue>>{
+  for (const auto& option : std::vector<std::pair<std::string, OptionValue>>{
            {"model", std::string("gpt-4o")},
            {"criterion", std::string("answer_relevancy")},
            {"provider", std::string("anthropic")},
@@ -78,9 +79,10 @@ TEST_CASE("judge version: what can change the scores starts a new version") {
            {"reply_format", std::string("json_object")},
            {"score_trimmed", true},
            {"rubric", rubric}}) {
+    const std::string& name = option.first;  // not a structured binding: CAPTURE is a lambda
     CAPTURE(name);
     auto v = llmOptions();
-    v.set(name, value);
+    v.set(name, option.second);
     CHECK(llmVersion(v) != base);
   }
   // A rubric edit of one character.
