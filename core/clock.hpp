@@ -23,6 +23,13 @@ inline double epochSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+/// A steady-clock time point (now by default) as nanoseconds since the clock's epoch: what an
+/// atomic holds when another thread reads how long ago something happened. Not a wall time.
+inline std::int64_t steadyNs(
+    std::chrono::steady_clock::time_point t = std::chrono::steady_clock::now()) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
 /// `ms` (Unix epoch milliseconds) as RFC 3339 UTC to the second: "2026-12-04T20:30:12Z".
 inline std::string utcSeconds(std::int64_t ms) {
   const auto t = static_cast<time_t>(ms / 1000);

@@ -9,6 +9,7 @@
 
 #include "config/loader.hpp"
 #include "config/reload.hpp"
+#include "core/clock.hpp"
 #include "core/exposition.hpp"
 #include "core/service_notify.hpp"
 #include "core/yaml_load.hpp"
@@ -299,9 +300,7 @@ void logExitSummary(const Pipeline& p) {
         consumed, s, static_cast<double>(consumed) / s);
   }
   const auto first = p.source().firstConsumedAt();
-  const auto first_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(first.time_since_epoch()).count();
-  const double busy_s = static_cast<double>(p.lastJudgedNs() - first_ns) / 1e9;
+  const double busy_s = static_cast<double>(p.lastJudgedNs() - steadyNs(first)) / 1e9;
   if (first != Clock::time_point{} && busy_s > 0)
     spdlog::info(
         "throughput: {} events judged in {:.3f} s from first message to last judgment "

@@ -22,10 +22,6 @@ double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::int64_t steadyNs(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
-
 RateLimitedLog g_judge_error_log;
 
 Verdict judgeError(const std::string& judge, const char* what) {

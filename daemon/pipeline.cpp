@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "core/clock.hpp"
 #include "core/service_notify.hpp"
 #include "daemon/version.hpp"
 #include "daemon/wiring.hpp"
@@ -14,11 +15,6 @@ namespace assay {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -164,17 +160,18 @@ std::string Pipeline::notReady() const {
   return "";
 }
 
+bool Pipeline::drained() const {
+  return backlog_.held() == 0 && queue_.size() == 0 && runner_.busy() == 0 &&
+         runner_.pending() == 0;
+}
+
 bool Pipeline::idleFor(double seconds) const {
   const auto last = source_.lastActivity();
-  return last && !source_.brokersDown() && backlog_.held() == 0 && queue_.size() == 0 &&
-         runner_.busy() == 0 && runner_.pending() == 0 && source_.pending() == 0 &&
+  return last && !source_.brokersDown() && drained() && source_.pending() == 0 &&
          Clock::now() - *last >= std::chrono::duration<double>(seconds);
 }
 
-bool Pipeline::backfillDone() const {
-  return source_.backfillDone() && backlog_.held() == 0 && queue_.size() == 0 &&
-         runner_.busy() == 0 && runner_.pending() == 0;
-}
+bool Pipeline::backfillDone() const { return source_.backfillDone() && drained(); }
 
 // ---- Start and stop ---------------------------------------------------------------------------
 

@@ -137,6 +137,8 @@ class Pipeline final : private Downstream {
   /// What the judge runner tells the pipeline: an event sampled (tracker join), a score
   /// (tracker), a judgment (sinks; its origin finished once every sink let go of it).
   JudgeRunner::Listener runnerListener();
+  /// Nothing held, queued, being judged or waiting for an asynchronous verdict.
+  bool drained() const;
   void everySecond();
 
   const Config& config_;

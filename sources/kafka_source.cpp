@@ -7,17 +7,13 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/clock.hpp"
 #include "core/log_text.hpp"
 
 namespace assay {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
 
 std::unique_ptr<EmbeddedBroker> embeddedBroker(const KafkaOptions& k) {
   if (k.brokers != "embedded") return nullptr;

@@ -16,3 +16,11 @@ TEST_CASE("epochMs and utcSeconds: one clock, RFC 3339 UTC to the second") {
   // What it writes, the configuration's parser reads back (to the second).
   CHECK(parseRfc3339(utcSeconds(now)) == now / 1000 * 1000);
 }
+
+TEST_CASE("steadyNs: a steady time point in nanoseconds, now by default") {
+  const auto t = std::chrono::steady_clock::now();
+  CHECK(steadyNs(t) ==
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+  CHECK(steadyNs() >= steadyNs(t));
+  CHECK(steadyNs(t + std::chrono::milliseconds(3)) - steadyNs(t) == 3'000'000);
+}
