@@ -971,6 +971,8 @@ void loadJudges(Reader& r, const YAML::Node& n, Config& config) {
     loadRunIf(r, j, jp, jc, out);
     gatherEventFields(r, j, jp, jc, config);
     warnSharedCriterion(r, j, jp, jc, out);
+    jc.version =
+        std::make_shared<const JudgeVersion>(judgeVersionOf(*jc.factory->descriptor, jc.values));
     out.push_back(std::move(jc));
   }
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -143,6 +144,8 @@ struct JudgeConfig {
   /// error found only when the daemon builds the judge still names FILE:LINE:COLUMN.
   std::pair<int, int> position{0, 0};
   std::map<std::string, std::pair<int, int>, std::less<>> key_positions;
+  /// Its version (judgeVersionOf), shared by every judgment it writes; set by the loader.
+  std::shared_ptr<const JudgeVersion> version{};
 };
 
 /// Score tracking per judge × criterion (tracking/window.hpp, tracking/tracker.hpp).

@@ -47,6 +47,13 @@ std::string toJson(const Judgment& j) {
     w.StartObject();
     str("judge", v.judge);
     str("criterion", v.criterion);
+    if (v.version) {
+      str("judge_version", v.version->id);
+      w.Key("judge_version_fields");
+      w.StartObject();
+      for (const auto& [name, digest] : v.version->digests) str(name.c_str(), digest);
+      w.EndObject();
+    }
     w.Key("score");
     if (v.verdict.score && std::isfinite(*v.verdict.score))
       w.Double(*v.verdict.score);
@@ -132,6 +139,14 @@ std::optional<JudgmentLineProblem> readJudgmentLine(std::string_view line, Judgm
     r.score = number(v, "score");
     if (const auto* e = string(v, "error")) r.outcome = e->GetString();
     r.has_passed = v.HasMember("passed");
+    if (const auto* ver = string(v, "judge_version")) r.version = ver->GetString();
+    const auto fields = v.FindMember("judge_version_fields");
+    if (fields != v.MemberEnd() && fields->value.IsObject())
+      for (const auto& f : fields->value.GetObject())
+        if (f.value.IsString())
+          r.version_fields.emplace_back(
+              std::string(f.name.GetString(), f.name.GetStringLength()),
+              std::string(f.value.GetString(), f.value.GetStringLength()));
     out.verdicts.push_back(std::move(r));
   }
   return std::nullopt;

@@ -4,11 +4,13 @@
 /// assay calibrate --judgments and the tracker's baseline file all read through.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/judge_version.hpp"
 #include "core/verdict.hpp"
 
 namespace assay {
@@ -19,6 +21,9 @@ struct JudgedVerdict {
   Verdict verdict;
   double min_score = 0, max_score = 1;
   double latency_ms = 0;  ///< wall time of this judge on this event, milliseconds
+  /// The judge's version when it judged (`judge_version`, `judge_version_fields`); null: none
+  /// written (a judge built without one, in tests).
+  std::shared_ptr<const JudgeVersion> version{};
 };
 
 struct Judgment {
@@ -30,7 +35,8 @@ struct Judgment {
 
 /// Compact one-line JSON object, keys in the order of docs/events.md: `judged_at` as RFC 3339 UTC
 /// with milliseconds; `score` null and `error` = outcome name when the judge could not judge;
-/// optional keys (`passed`, `evidence`) only when set. No trailing newline.
+/// optional keys (`judge_version`, `judge_version_fields`, `passed`, `evidence`) only when set.
+/// No trailing newline.
 std::string toJson(const Judgment& j);
 
 /// One verdict of a judgment line as read back.
@@ -40,6 +46,9 @@ struct VerdictRecord {
   std::optional<double> min, max, score;  ///< when present and numbers
   std::string outcome = "ok";             ///< the `error` member when a string, else "ok"
   bool has_passed = false;                ///< a `passed` member is present (a check)
+  std::string version;                    ///< `judge_version` when a string, else ""
+  /// `judge_version_fields`: its members whose values are strings, in order (name → digest).
+  std::vector<std::pair<std::string, std::string>> version_fields;
 };
 
 /// A judgment line as read back: every member optional, as a hand-written or older line may

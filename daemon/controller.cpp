@@ -38,6 +38,16 @@ prometheus::Gauge* routesWaitingGauge(const Config& config, prometheus::Registry
 
 }  // namespace
 
+namespace {
+
+std::vector<JudgeVersions::Configured> configuredVersions(const Config& config) {
+  std::vector<JudgeVersions::Configured> out;
+  for (const auto& j : config.judges) out.push_back({j.name, j.version});
+  return out;
+}
+
+}  // namespace
+
 bool requestStop() { return g_stop.exchange(true); }
 bool stopRequested() { return g_stop.load(); }
 void requestReload() { g_reload.store(true); }
@@ -85,6 +95,8 @@ Controller::Controller(const Config& config, RunOptions run)
                              "part that only a restart applies (the last valid reload said so)")
                          .Register(*registry_)
                          .Add({});
+  versions_ = std::make_unique<JudgeVersions>(*registry_);
+  versions_->update(configuredVersions(config));
   const std::string host = config.admin.listen.substr(0, config.admin.listen.rfind(':'));
   spdlog::info("admin: http://{}:{}/metrics, /healthz, /readyz", host.empty() ? "0.0.0.0" : host,
                admin_.port());
@@ -177,6 +189,7 @@ void Controller::reloadConfig(Pipeline& p) {
         changed, !changed.empty() && diff.budget_cap ? ", " : "",
         diff.budget_cap ? "budget.daily_limit_eur" : "", names.empty() ? "none" : names,
         applied.budget.daily_limit_eur);
+    versions_->update(configuredVersions(applied));
   }
   if (diff.sampling) {
     p.setSampling(applied.sampling);
@@ -213,13 +226,13 @@ void Controller::checkStalls(const Pipeline& p) {
   // One entry per judge name (a reload's replaced set may still have runs of the same judge).
   std::map<std::string, JudgeRunner::Silence> by_name;
   for (auto& s : p.runner().silences()) {
+    s.stats->stalled->Set(s.stalled ? 1 : 0);  // each version's own series
     auto [it, added] = by_name.try_emplace(s.judge, s);
     if (!added && (s.stalled || s.silent_seconds > it->second.silent_seconds)) it->second = s;
   }
   std::string why;
   std::set<std::string> now_stalled;
   for (const auto& [name, s] : by_name) {
-    s.stats->stalled->Set(s.stalled ? 1 : 0);
     if (!s.stalled) {
       if (stalled_judges_.count(name)) spdlog::info("judge '{}' delivers verdicts again", name);
       continue;

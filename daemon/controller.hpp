@@ -24,6 +24,7 @@
 #include "daemon/ab/ab.hpp"
 #include "daemon/admin_server.hpp"
 #include "daemon/pipeline.hpp"
+#include "tracking/judge_versions.hpp"
 
 namespace assay {
 
@@ -87,8 +88,9 @@ class Controller {
   /// /healthz: a sink with judgments waiting that finished no write for this long is stuck.
   static constexpr double kSinkStuckSeconds = 60;
   bool sinks_stuck_ = false;
-  std::string start_text_;    // the configuration file assayd started with
-  std::string applied_text_;  // the file whose live parts were last applied
+  std::string start_text_;                   // the configuration file assayd started with
+  std::string applied_text_;                 // the file whose live parts were last applied
+  std::unique_ptr<JudgeVersions> versions_;  // the judges' versions: start-up, then reloads
   prometheus::Family<prometheus::Counter>* reloads_ = nullptr;
   prometheus::Gauge* reload_ok_ = nullptr;       // assay_config_last_reload_successful
   prometheus::Gauge* restart_needed_ = nullptr;  // assay_config_restart_needed

@@ -49,7 +49,8 @@ std::vector<RunnableJudge> buildJudges(const Config& config, JudgeServices& serv
     try {
       out.push_back(RunnableJudge{jc.name, jc.factory->info(jc.values), jc.rate, jc.run_if,
                                   jc.factory->create(jc.values, ctx),
-                                  d.cost == CostClass::kRemoteCall, d.outcomes, std::nullopt});
+                                  d.cost == CostClass::kRemoteCall, d.outcomes, std::nullopt,
+                                  jc.version});
     } catch (const OptionError& e) {  // e.g. an API key variable unset in the service's env
       const auto at = jc.key_positions.find(e.key);
       const auto [line, column] = at != jc.key_positions.end() ? at->second : jc.position;
@@ -138,7 +139,8 @@ std::shared_ptr<JudgeRunner::Set> JudgeRunner::makeSet(std::vector<RunnableJudge
     auto& j = set->judges[i];
     if (!j.tracked) j.tracked = i;
     set->rates[i].store(j.rate);
-    set->stats.push_back(&judge_stats_.add(j.name, j.info, j.outcomes));
+    set->stats.push_back(
+        &judge_stats_.add(j.name, j.version ? j.version->id : "", j.info, j.outcomes));
     auto& conditions = set->conditions.emplace_back();
     for (const auto& c : j.run_if)
       for (std::size_t k = 0; k < i; ++k)
@@ -170,11 +172,10 @@ std::vector<JudgeRunner::Silence> JudgeRunner::silences() const {
   std::vector<Silence> out;
   for (std::size_t k = 0; k < sets.size(); ++k) {
     const Set& set = *sets[k];
-    const bool retired = k + 1 < sets.size();
     for (std::size_t i = 0; i < set.judges.size(); ++i) {
       const auto limit = set.judges[i].judge->maxSilence();
       const int outstanding = set.progress[i].outstanding.load();
-      if (!limit || (retired && outstanding == 0)) continue;
+      if (!limit) continue;  // a retired idle set too: its version's stalled gauge goes to 0
       Silence s;
       s.judge = set.judges[i].name;
       s.outstanding = outstanding;
@@ -246,8 +247,8 @@ JudgedVerdict JudgeRunner::record(const Set& set, std::size_t i, const Pending& 
     s.score->Observe(*v.score);
     if (listener_.scored) listener_.scored(*j.tracked, p.judgment.id, p.judgment.variant, *v.score);
   }
-  return JudgedVerdict{j.name,           j.info.criterion, std::move(v),
-                       j.info.min_score, j.info.max_score, seconds * 1000.0};
+  return JudgedVerdict{j.name,           j.info.criterion, std::move(v), j.info.min_score,
+                       j.info.max_score, seconds * 1000.0, j.version};
 }
 
 Verdict JudgeRunner::runSync(const Set& set, std::size_t i, const Event& event) {

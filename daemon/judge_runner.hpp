@@ -60,6 +60,9 @@ struct RunnableJudge {
   /// Its index in the score tracker, passed to Listener::scored (default: its configuration
   /// index; after a reload, ScoreTracker::setJudges says).
   std::optional<std::size_t> tracked;
+  /// Its version (JudgeConfig::version): written in its verdicts and its series' judge_version
+  /// label; null in tests that build judges by hand ("" label, no judge_version written).
+  std::shared_ptr<const JudgeVersion> version{};
 };
 
 /// Builds every configured judge through its factory, in configuration order. Throws
@@ -134,8 +137,9 @@ class JudgeRunner {
     bool stalled = false;                ///< outstanding > 0 and silent_seconds > limit_seconds
     JudgeStats::Judge* stats = nullptr;  ///< its series (assay_judge_stalled)
   };
-  /// Every judge of the current set that has a Judge::maxSilence(), in configuration order, and
-  /// of the sets a reload replaced those that still have runs outstanding. Any thread.
+  /// Every judge that has a Judge::maxSilence(): of the sets a reload replaced (oldest first;
+  /// idle ones too, so that their version's assay_judge_stalled goes back to 0), then of the
+  /// current set, in configuration order. Any thread.
   std::vector<Silence> silences() const;
   /// The judges events are judged with from now on (a copy of the current set's names).
   std::vector<std::string> judgeNames() const;

@@ -9,7 +9,8 @@ std::vector<TrackedJudge> trackedJudges(const Config& config) {
   std::vector<TrackedJudge> out;
   for (const auto& jc : config.judges) {
     const JudgeInfo info = jc.factory->info(jc.values);
-    out.push_back({jc.name, info.criterion, info.min_score, info.max_score, info.graded});
+    out.push_back({jc.name, info.criterion, info.min_score, info.max_score, info.graded,
+                   jc.version ? jc.version->id : ""});
   }
   return out;
 }

@@ -154,31 +154,37 @@ std::string hostOf(std::string_view url) {
 
 }  // namespace
 
-std::string judgeVersion(const JudgeDescriptor& d, const JudgeOptionValues& values) {
-  std::string text =
-      fmt::format("type={:?};kind={};salt={:?};", d.type, judgeKindName(d.kind), d.version_salt);
+JudgeVersion judgeVersionOf(const JudgeDescriptor& d, const JudgeOptionValues& values) {
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"type", std::string(d.type)},
+      {"kind", std::string(judgeKindName(d.kind))},
+      {"template", std::string(d.version_salt)}};
   for (const auto& spec : d.options) {
     if (!spec.scoring) continue;
     const OptionValue* v = values.find(spec.name);
-    if (!v) continue;  // the default: part of the type's code, which version_salt covers
-    text += std::string(spec.name) + '=';
+    if (!v) continue;  // the default: part of the type's code, which `template` covers
+    std::string text;
     std::visit(
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
           if constexpr (std::is_same_v<T, std::string>)
-            text += fmt::format(
+            text = fmt::format(
                 "{:?}", d.kind == JudgeKind::kLlm && spec.name == "endpoint" ? hostOf(x) : x);
           else if constexpr (std::is_same_v<T, std::vector<std::string>>)
-            text += fmt::format("{}", fmt::join(x, "\x1f"));
+            text = fmt::format("{}", fmt::join(x, "\x1f"));
           else if constexpr (std::is_same_v<T, OptionTree>)
             canonical(x, text);
           else  // numbers in the shortest form that reads back the same; booleans
-            text += fmt::format("{}", x);
+            text = fmt::format("{}", x);
         },
         *v);
-    text += ';';
+    fields.emplace_back(std::string(spec.name), std::move(text));
   }
-  return fmt::format("{:012x}", XXH3_64bits(text.data(), text.size()) >> 16);
+  return JudgeVersion::make(std::move(fields));
+}
+
+std::string judgeVersion(const JudgeDescriptor& d, const JudgeOptionValues& values) {
+  return judgeVersionOf(d, values).id;
 }
 
 }  // namespace assay

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/event.hpp"
+#include "core/judge_version.hpp"
 #include "core/verdict.hpp"
 
 namespace assay {
@@ -83,12 +84,15 @@ struct JudgeDescriptor {
   std::string_view version_salt = "";
 };
 
-/// A configured judge's version: 12 lower-case hex digits of XXH3-64 over its type, kind,
-/// the descriptor's version_salt and its scoring options (OptionSpec::scoring) as configured,
-/// in the descriptor's order, each as `name=value` with a canonical value (numbers in the
-/// shortest round-trip form, trees in file order); an LLM judge's `endpoint` counts by its host
-/// only. Two configurations with the same version score the same; a rubric edit, another
-/// model, provider or host, or a new prompt template starts a new version. Never throws.
+/// A configured judge's version (core/judge_version.hpp): its fields are its type, kind, the
+/// descriptor's version_salt (`template`) and its scoring options (OptionSpec::scoring) as
+/// configured, in the descriptor's order, each with a canonical value (strings quoted, numbers
+/// in the shortest round-trip form, lists joined by U+001F, trees in file order); an LLM
+/// judge's `endpoint` counts by its host only. Two configurations with the same version score
+/// the same; a rubric edit, another model, provider or host, or a new prompt template starts a
+/// new version. Never throws.
+JudgeVersion judgeVersionOf(const JudgeDescriptor& descriptor, const JudgeOptionValues& values);
+/// judgeVersionOf(…).id: 12 lower-case hex digits.
 std::string judgeVersion(const JudgeDescriptor& descriptor, const JudgeOptionValues& values);
 
 /// What one configured judge measures and on which scale. For most types it is the

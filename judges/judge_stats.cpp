@@ -33,22 +33,35 @@ JudgeStats::JudgeStats(prometheus::Registry& registry)
                   .Register(registry)
                   .Add({})) {}
 
-JudgeStats::Judge& JudgeStats::add(const std::string& name, const JudgeInfo& info,
-                                   std::span<const Outcome> outcomes) {
+JudgeStats::Judge& JudgeStats::add(const std::string& name, const std::string& version,
+                                   const JudgeInfo& info, std::span<const Outcome> outcomes) {
   std::lock_guard lock(mu_);  // a reload adds judges while workers count runs
   Judge& j = judges_.emplace_back();
-  j.name = name;
+  j.labels = {{"judge", name}};
+  // A judge built without a version (tests) has no judge_version label rather than an empty
+  // one (the same series to Prometheus, not to a text match).
+  if (!version.empty()) j.labels["judge_version"] = version;
   j.criterion = info.criterion;
-  auto add = [&](Outcome o) {
-    j.runs[static_cast<int>(o)] = &runs_.Add(
-        {{"judge", name}, {"criterion", info.criterion}, {"outcome", std::string(outcomeName(o))}});
+  const auto with = [&](std::initializer_list<std::pair<const std::string, std::string>> more) {
+    prometheus::Labels l = j.labels;
+    l.insert(more);
+    return l;
   };
-  add(Outcome::kOk);
-  for (Outcome o : outcomes) add(o);
-  j.score = &scores_.Add({{"judge", name}, {"criterion", info.criterion}}, info.buckets);
-  j.latency = &latency_.Add({{"judge", name}}, kLatencyBuckets);
-  j.stalled = &stalled_.Add({{"judge", name}});
+  for (Outcome o : {Outcome::kOk}) countable(j, o);
+  for (Outcome o : outcomes) countable(j, o);
+  j.score = &scores_.Add(with({{"criterion", info.criterion}}), info.buckets);
+  j.latency = &latency_.Add(j.labels, kLatencyBuckets);
+  j.stalled = &stalled_.Add(j.labels);
   return j;
+}
+
+prometheus::Counter* JudgeStats::countable(Judge& j, Outcome o) {  // mu_ held
+  prometheus::Labels l = j.labels;
+  l["criterion"] = j.criterion;
+  l["outcome"] = std::string(outcomeName(o));
+  prometheus::Counter* c = &runs_.Add(l);
+  j.runs[static_cast<int>(o)].store(c);
+  return c;
 }
 
 void JudgeStats::countRun(Judge& j, Outcome outcome) {
@@ -57,12 +70,7 @@ void JudgeStats::countRun(Judge& j, Outcome outcome) {
   if (!c) {
     std::lock_guard lock(mu_);
     c = slot.load();
-    if (!c) {
-      c = &runs_.Add({{"judge", j.name},
-                      {"criterion", j.criterion},
-                      {"outcome", std::string(outcomeName(outcome))}});
-      slot.store(c);
-    }
+    if (!c) c = countable(j, outcome);
   }
   c->Increment();
 }

@@ -1,5 +1,7 @@
 #pragma once
 /// Every judge's series (docs/metrics.md), declared once here:
+/// Each per-judge series also carries judge_version (core/judge_version.hpp), so that a new
+/// version of a judge starts new series:
 ///   assay_judge_runs_total{judge, criterion, outcome}   one per run; outcome ok = a score
 ///   assay_judge_score{judge, criterion}                 histogram on the judge's own scale
 ///   assay_judge_latency_seconds{judge}                  wall time of one run, seconds
@@ -34,19 +36,24 @@ class JudgeStats {
   explicit JudgeStats(prometheus::Registry& registry);
 
   struct Judge {
-    std::string name, criterion;
+    prometheus::Labels labels;  ///< judge and, when it has one, judge_version
+    std::string criterion;
     std::array<std::atomic<prometheus::Counter*>, kOutcomeCount> runs{};  // by Outcome
     prometheus::Histogram* score = nullptr;
     prometheus::Histogram* latency = nullptr;  ///< seconds
     prometheus::Gauge* stalled = nullptr;      ///< 0 or 1, set by the pipeline each second
   };
-  /// Adds one configured judge's series (a judge added again, by a configuration reload, gets
-  /// the same series: its counters go on). Thread-safe; the result lives as long as this object.
-  Judge& add(const std::string& name, const JudgeInfo& info, std::span<const Outcome> outcomes);
+  /// Adds one configured judge's series, labelled with its `version` (a judge added again, by a
+  /// configuration reload, with the same version gets the same series: its counters go on; a
+  /// new version gets new series, and the old version's stay as they were). Thread-safe; the
+  /// result lives as long as this object.
+  Judge& add(const std::string& name, const std::string& version, const JudgeInfo& info,
+             std::span<const Outcome> outcomes);
   /// assay_judge_runs_total{…, outcome} += 1. Thread-safe.
   void countRun(Judge& judge, Outcome outcome);
 
  private:
+  prometheus::Counter* countable(Judge& j, Outcome o);  // its runs series for o; mu_ held
   prometheus::Family<prometheus::Counter>& runs_;
   prometheus::Family<prometheus::Histogram>& scores_;
   prometheus::Family<prometheus::Histogram>& latency_;

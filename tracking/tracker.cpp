@@ -111,6 +111,14 @@ std::string cut(const std::string& s, std::size_t n) {
   return s.substr(0, n);
 }
 
+/// `l` without its version labels whose value is empty (a judge built without a version, in
+/// tests: no label rather than an empty one).
+prometheus::Labels versioned(prometheus::Labels l) {
+  for (const char* key : {"judge_version", "judge_a_version", "judge_b_version"})
+    if (const auto it = l.find(key); it != l.end() && it->second.empty()) l.erase(it);
+  return l;
+}
+
 const char* levelOf(double tau) { return tau >= 0.7 ? "high" : tau >= 0.4 ? "moderate" : "low"; }
 
 }  // namespace
@@ -236,9 +244,10 @@ std::optional<Feedback> parseFeedback(std::string_view payload, std::string_view
 
 // ---- Baseline file -----------------------------------------------------------------------------
 
-std::map<std::string, std::vector<double>> loadBaselineScores(
-    const std::string& path, std::optional<std::int64_t> from_ms,
-    std::optional<std::int64_t> until_ms) {
+std::map<std::string, std::vector<double>> loadBaselineScores(const std::string& path,
+                                                              std::optional<std::int64_t> from_ms,
+                                                              std::optional<std::int64_t> until_ms,
+                                                              BaselineVersions* versions) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(path + ": cannot open the baseline file");
   std::map<std::string, std::vector<double>> out;
@@ -260,8 +269,17 @@ std::map<std::string, std::vector<double>> loadBaselineScores(
       if ((from_ms && *ms < *from_ms) || (until_ms && *ms >= *until_ms)) continue;
     }
     if (!d.verdicts_array) throw std::runtime_error(where + "verdicts: expected an array");
-    for (const auto& v : d.verdicts)
-      if (v.score) out[v.judge].push_back(*v.score);  // a failed verdict (score null) is not one
+    for (const auto& v : d.verdicts) {
+      if (!v.score) continue;  // a failed verdict (score null) is not one
+      if (versions && !v.version.empty()) {
+        const auto keep = versions->keep.find(v.judge);
+        if (keep != versions->keep.end() && keep->second != v.version) {
+          ++versions->skipped[v.judge];
+          continue;
+        }
+      }
+      out[v.judge].push_back(*v.score);
+    }
   }
   return out;
 }
@@ -311,8 +329,8 @@ ScoreTracker::~ScoreTracker() = default;
 
 std::vector<std::size_t> ScoreTracker::setJudges(const std::vector<TrackedJudge>& judges) {
   const auto same = [](const TrackedJudge& a, const TrackedJudge& b) {
-    return a.name == b.name && a.criterion == b.criterion && a.min_score == b.min_score &&
-           a.max_score == b.max_score && a.graded == b.graded;
+    return a.name == b.name && a.version == b.version && a.criterion == b.criterion &&
+           a.min_score == b.min_score && a.max_score == b.max_score && a.graded == b.graded;
   };
   std::lock_guard lock(mu_);
   std::vector<bool> kept(judges_.size(), false);
@@ -458,7 +476,8 @@ void ScoreTracker::record(std::size_t index, const std::string& id, const std::s
   Judge& j = *judges_[index];
   if (!j.active) return;  // a late score of a judge a reload removed
   if (!j.window.add(score, t)) {
-    stats_.rejected.Add({{"judge", j.spec.name}}).Increment();
+    stats_.rejected.Add(versioned({{"judge", j.spec.name}, {"judge_version", j.spec.version}}))
+        .Increment();
     return;
   }
   j.drift.add(score, t);
@@ -651,7 +670,8 @@ std::optional<double> opt(std::size_t v) { return static_cast<double>(v); }
 void ScoreTracker::exportJudge(const Snapshot& snap, std::size_t i, Touched& touched) {
   const auto& js = snap.judges[i];
   const auto& spec = judges_[i]->spec;
-  const prometheus::Labels labels{{"judge", spec.name}, {"criterion", spec.criterion}};
+  const prometheus::Labels labels = versioned(
+      {{"judge", spec.name}, {"judge_version", spec.version}, {"criterion", spec.criterion}});
   if (const auto& s = js.summary) {
     setGauge("assay_judge_max_score_ratio", labels, s->top_share, touched);
     setGauge("assay_judge_min_score_ratio", labels, s->bottom_share, touched);
@@ -716,8 +736,20 @@ void ScoreTracker::exportAgreement(const Snapshot& snap, Touched& touched) {
   const auto enough = [&](const auto& xy) {
     return xy.first.size() >= static_cast<std::size_t>(options_.min_pairs);
   };
+  const auto active = [&](const std::string& name) -> const TrackedJudge* {
+    const auto it = std::find_if(judges_.begin(), judges_.end(),
+                                 [&](const auto& j) { return j->active && j->spec.name == name; });
+    return it == judges_.end() ? nullptr : &(*it)->spec;
+  };
   for (const auto& [key, xy] : snap.agreement) {
-    const prometheus::Labels l{{"criterion", key[0]}, {"judge_a", key[1]}, {"judge_b", key[2]}};
+    const TrackedJudge* a = active(key[1]);
+    const TrackedJudge* b = active(key[2]);
+    if (!a || !b) continue;
+    const prometheus::Labels l = versioned({{"criterion", key[0]},
+                                            {"judge_a", key[1]},
+                                            {"judge_a_version", a->version},
+                                            {"judge_b", key[2]},
+                                            {"judge_b_version", b->version}});
     setGauge("assay_judge_agreement_pairs", l, opt(xy.first.size()), touched);
     if (!enough(xy)) continue;
     const auto tau = stats::kendallTauB(xy.first, xy.second);
@@ -733,11 +765,10 @@ void ScoreTracker::exportAgreement(const Snapshot& snap, Touched& touched) {
       }
   }
   for (const auto& [key, xy] : snap.human) {
-    const std::string& judge = key[0];
-    const auto it = std::find_if(judges_.begin(), judges_.end(),
-                                 [&](const auto& j) { return j->active && j->spec.name == judge; });
-    if (it == judges_.end()) continue;
-    const prometheus::Labels l{{"judge", judge}, {"criterion", (*it)->spec.criterion}};
+    const TrackedJudge* j = active(key[0]);
+    if (!j) continue;
+    const prometheus::Labels l =
+        versioned({{"judge", j->name}, {"judge_version", j->version}, {"criterion", j->criterion}});
     setGauge("assay_judge_human_pairs", l, opt(xy.first.size()), touched);
     if (!enough(xy)) continue;
     if (const auto rho = stats::spearman(xy.first, xy.second))
@@ -815,10 +846,13 @@ void freezeBaselines(ScoreTracker& tracker, const std::vector<TrackedJudge>& jud
                      const TrackingOptions& t) {
   if (t.baseline_file.empty()) return;
   std::map<std::string, std::vector<double>> baseline;
+  BaselineVersions versions;
+  for (const auto& j : judges)
+    if (!j.version.empty()) versions.keep[j.name] = j.version;
   try {
     baseline = loadBaselineScores(
         t.baseline_file, t.baseline_from.empty() ? std::nullopt : parseRfc3339(t.baseline_from),
-        t.baseline_until.empty() ? std::nullopt : parseRfc3339(t.baseline_until));
+        t.baseline_until.empty() ? std::nullopt : parseRfc3339(t.baseline_until), &versions);
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(std::string("tracking.baseline_file: ") + e.what());
   }
@@ -827,6 +861,11 @@ void freezeBaselines(ScoreTracker& tracker, const std::vector<TrackedJudge>& jud
           ? ""
           : fmt::format(" judged in [{}, {})", t.baseline_from.empty() ? "…" : t.baseline_from,
                         t.baseline_until.empty() ? "…" : t.baseline_until);
+  for (const auto& [name, n] : versions.skipped)
+    spdlog::warn(
+        "tracking: baseline file '{}' has {} score(s) of judge '{}' by another version than its "
+        "current {}: left out (a baseline is of one version)",
+        t.baseline_file, n, name, versions.keep[name]);
   for (std::size_t i = 0; i < judges.size(); ++i) {
     auto it = baseline.find(judges[i].name);
     if (it == baseline.end() || it->second.size() < 2) {

@@ -70,6 +70,9 @@ struct TrackedJudge {
   /// false for pass/fail checks: a check that almost always passes is healthy, not lenient,
   /// so assay_judge_lenient is not exported for it (the top-score share still is).
   bool graded = true;
+  /// Its version (core/judge_version.hpp; "" when built without one): every statistic is
+  /// computed within one version, and its series carry it as the judge_version label.
+  std::string version{};
 };
 
 /// One feedback event (docs/events.md, "Feedback events").
@@ -120,12 +123,23 @@ struct SharedAb {
 std::optional<Feedback> parseFeedback(std::string_view payload, std::string_view fallback_id,
                                       std::string& error, std::string& kind);
 
+/// Which versions of each judge a baseline may come from (loadBaselineScores).
+struct BaselineVersions {
+  /// judge name → its current version: a verdict of another judge_version is skipped (a
+  /// verdict written before versions existed, without one, is kept).
+  std::map<std::string, std::string> keep;
+  /// judge name → its scores skipped as of another version (out).
+  std::map<std::string, std::size_t> skipped{};
+};
+
 /// Reads a baseline from a judgments JSON Lines file (the JSON Lines sink's own output): per
 /// judge name, its successful scores in file order, only judgments with judged_at in
-/// [from_ms, until_ms) when those are set. Throws std::runtime_error naming FILE:LINE.
+/// [from_ms, until_ms) when those are set, and only of the versions `versions` keeps when
+/// given. Throws std::runtime_error naming FILE:LINE.
 std::map<std::string, std::vector<double>> loadBaselineScores(const std::string& path,
                                                               std::optional<std::int64_t> from_ms,
-                                                              std::optional<std::int64_t> until_ms);
+                                                              std::optional<std::int64_t> until_ms,
+                                                              BaselineVersions* versions = nullptr);
 
 /// The tracker's series, declared once (the gauge families of the table in tracker.cpp, and
 /// the counters below); ScoreTracker creates and removes the gauges' series as statistics come

@@ -14,6 +14,7 @@
 
 #include "config/loader.hpp"
 #include "core/exposition.hpp"
+#include "core/judgment.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace assay;
@@ -99,15 +100,28 @@ sinks: {jsonl: {path: ")" + jsonl + R"("}}
   REQUIRE(p.pollOnce(0));
   text = serializeMetrics(p.registry());
   CHECK(sample(text, "assay_events_judged_total") == static_cast<double>(expected));
+  // Every per-judge series carries the judge's version.
+  REQUIRE(loaded.config.judges[0].version);
+  const std::string version = loaded.config.judges[0].version->id;
   CHECK(sample(text,
                "assay_judge_runs_total{criterion=\"non_empty\",judge=\"nonempty\","
-               "outcome=\"ok\"}") == static_cast<double>(expected));
+               "judge_version=\"" +
+                   version + "\",outcome=\"ok\"}") == static_cast<double>(expected));
   CHECK(sample(text, "assay_queue_depth") == 0);
   // Every message of both partitions is finished: the committable positions cover them all.
   CHECK(p.offsets().committable(0) + p.offsets().committable(1) == 32);
   p.shutdown();
   std::ifstream in(jsonl);
   std::size_t lines = 0;
-  for (std::string l; std::getline(in, l);) ++lines;
+  for (std::string l; std::getline(in, l);) {
+    ++lines;
+    // …and every verdict written names it, with the digests of the fields it comes from.
+    JudgmentRecord r;
+    REQUIRE_FALSE(readJudgmentLine(l, r));
+    REQUIRE(r.verdicts.size() == 2);
+    CHECK(r.verdicts[0].version == version);
+    CHECK(r.verdicts[1].version == loaded.config.judges[1].version->id);
+    CHECK(r.verdicts[0].version_fields.size() == loaded.config.judges[0].version->digests.size());
+  }
   CHECK(lines == expected);
 }

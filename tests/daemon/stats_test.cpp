@@ -42,7 +42,7 @@ TEST_CASE("stats structs: names, labels, and promtool check metrics accepts the 
   const auto* rouge = findJudgeFactory(JudgeKind::kLexical, "rouge_l");
   JudgeInfo info = rouge->info({});
   info.buckets = {0.5, 1.0};
-  auto& j = judges.add("rouge_l", info, rouge->descriptor->outcomes);
+  auto& j = judges.add("rouge_l", "3b49556b0793", info, rouge->descriptor->outcomes);
   consumer.consumed.Increment(3);
   consumer.invalid[static_cast<int>(InvalidReason::kNotUtf8)]->Increment();
   sampling.countSampled("acme");
@@ -62,15 +62,17 @@ TEST_CASE("stats structs: names, labels, and promtool check metrics accepts the 
   CHECK(sampling.sampledTotal() == 2.0);
   CHECK(has(text,
             "assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_l\","
-            "outcome=\"ok\"} 1"));
+            "judge_version=\"3b49556b0793\",outcome=\"ok\"} 1"));
   CHECK(has(text,
             "assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_l\","
-            "outcome=\"no_reference\"} 0"));
+            "judge_version=\"3b49556b0793\",outcome=\"no_reference\"} 0"));
   CHECK(has(text,
-            "assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\",le="
+            "assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\","
+            "judge_version=\"3b49556b0793\",le="
             "\"1\"} 1"));
   CHECK(has(text,
-            "assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\",le="
+            "assay_judge_score_bucket{criterion=\"answer_correctness\",judge=\"rouge_l\","
+            "judge_version=\"3b49556b0793\",le="
             "\"0.5\"} 0"));
   CHECK(has(text, "assay_build_info{version=\"9.9.9\"} 1"));
   CHECK(has(text, "assay_consumer_lag_messages{partition=\"0\",topic=\"rag.events\"} 7"));
@@ -85,7 +87,7 @@ TEST_CASE("stats structs: names, labels, and promtool check metrics accepts the 
   judges.countRun(j, Outcome::kJudgeError);
   CHECK(has(serializeMetrics(registry),
             "assay_judge_runs_total{criterion=\"answer_correctness\",judge=\"rouge_l\","
-            "outcome=\"judge_error\"} 1"));
+            "judge_version=\"3b49556b0793\",outcome=\"judge_error\"} 1"));
   CHECK(has(text, "assay_queue_depth 0"));
   CHECK(has(text, "assay_samples_dropped_total{reason=\"queue_full\"} 0"));
   // A partition no longer assigned loses its series.

@@ -36,11 +36,11 @@ TEST_CASE("judge version: 12 hex digits, stable for the same options, pinned") {
   CHECK(llmVersion(llmOptions()) == v);
   // The canonical text and the hash are part of every judgment written: a change of either
   // would start new versions for every judge, so they are pinned.
-  CHECK(v == "e189341e000a");
+  CHECK(v == "43cc378a3eb8");
   JudgeOptionValues bleu;
   bleu.set("max_order", std::int64_t{2});
-  CHECK(judgeVersion(BleuJudge::kDescriptor, bleu) == "abc0874ae9bc");
-  CHECK(judgeVersion(BleuJudge::kDescriptor, JudgeOptionValues{}) == "657cbe7bc03a");
+  CHECK(judgeVersion(BleuJudge::kDescriptor, bleu) == "9aaf37952189");
+  CHECK(judgeVersion(BleuJudge::kDescriptor, JudgeOptionValues{}) == "3b49556b0793");
 }
 
 TEST_CASE("judge version: what only changes how calls are made keeps the version") {
@@ -101,4 +101,29 @@ TEST_CASE("judge version: every option of every judge type says whether it score
   CHECK(llm_left_out == 17);
   for (const auto& o : BleuJudge::kDescriptor.options) CHECK(o.scoring);
   CHECK(llm::LlmJudge::kDescriptor.version_salt == "prompt-template-1");
+}
+
+TEST_CASE("judge version: its fields name what changed, and their digests show it") {
+  auto a = llmOptions(), b = llmOptions();
+  b.set("model", std::string("gpt-4o"));
+  b.set("max_tokens", std::int64_t{100});
+  b.set("timeout_ms", std::int64_t{1000});  // not a scoring option: not a field
+  const auto va = judgeVersionOf(llm::LlmJudge::kDescriptor, a);
+  const auto vb = judgeVersionOf(llm::LlmJudge::kDescriptor, b);
+  REQUIRE(va.fields.size() >= 4);
+  CHECK(va.fields[0] == std::pair<std::string, std::string>{"type", "llm"});
+  CHECK(va.fields[1].first == "kind");
+  CHECK(va.fields[2] == std::pair<std::string, std::string>{"template", "prompt-template-1"});
+  CHECK(va.digests.size() == va.fields.size());
+  for (const auto& [name, digest] : va.digests) {
+    CAPTURE(name);
+    CHECK(digest.size() == 4);
+  }
+  CHECK(changedFields(va.fields, vb.fields) == std::vector<std::string>{"model", "max_tokens"});
+  CHECK(changedFields(va.digests, vb.digests) == std::vector<std::string>{"model", "max_tokens"});
+  CHECK(changedFields(vb.fields, va.fields) == std::vector<std::string>{"model", "max_tokens"});
+  CHECK(changedFields(va.fields, va.fields).empty());
+  // The version is the hash of the fields: the same fields, the same version, whoever made them.
+  CHECK(JudgeVersion::make(va.fields).id == va.id);
+  CHECK(judgeVersion(llm::LlmJudge::kDescriptor, a) == va.id);
 }
