@@ -67,11 +67,15 @@ constexpr std::string_view kReport =
                     [--group POINTER] [--auc JUDGE]... [--human POINTER]
                     [--human-criterion NAME] [--config ASSAYD.yaml]
                     [--cascade JUDGE]... [--recall R] [--half A|B]
+                    [--across-versions]
 
 Summarises a judgments JSON Lines file (what assayd writes to sinks.jsonl.path; the last
 judgment of each id): per judge the outcomes and score distribution; leniency, drift and the
 agreement between judges of one criterion, with the tracking settings of --config (default:
-the daemon's defaults). An empty file (nothing judged yet) prints "judgments: none yet" and
+the daemon's defaults). A judge whose verdicts come from more than one version (its
+judge_version: a rubric, model or option that changes scores was edited) is summarised per
+version, as NAME@VERSION, with the fields that changed; no statistic mixes two versions unless
+--across-versions is given. An empty file (nothing judged yet) prints "judgments: none yet" and
 exits 0; a file with lines but no judgment is an error (2).
 
   --judgments FILE         the judgments file (required)
@@ -93,6 +97,8 @@ exits 0; a file with lines but no judgment is an error (2).
                            --human-criterion with it (default /labels/faithfulness; "" = none)
   --human-criterion NAME   (default faithfulness)
   --config ASSAYD.yaml     take tracking.* (leniency, drift windows) from assayd's configuration
+  --across-versions        pool each judge's versions in one summary (the versions line names
+                           them)
 )";
 
 constexpr std::string_view kBackfill =
@@ -264,6 +270,10 @@ int runReportCommand(const std::vector<std::string>& args, std::ostream& out, st
       "--human-criterion", "--config", "--cascade", "--recall", "--half"};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
+    if (a == "--across-versions") {  // the one flag without a value
+      o.across_versions = true;
+      continue;
+    }
     if (std::find(kFlags.begin(), kFlags.end(), a) == kFlags.end())
       return usage("report", "unknown argument '" + a + "'", err);
     if (i + 1 >= args.size()) return usage("report", a + " needs a value", err);

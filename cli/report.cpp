@@ -1,6 +1,7 @@
 #include "cli/report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <rapidjson/document.h>
 #include <rapidjson/pointer.h>
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <unordered_map>
 
@@ -200,7 +202,8 @@ void printTracking(
   bool any = false;
   for (std::size_t a = 0; a < judges.size(); ++a)
     for (std::size_t b = a + 1; b < judges.size(); ++b) {
-      if (judges[a].criterion != judges[b].criterion) continue;
+      // Two versions of one judge never judged the same event (the last judgment of an id).
+      if (judges[a].criterion != judges[b].criterion || judges[a].name == judges[b].name) continue;
       const auto ia = score_by_id.find(judges[a].judge), ib = score_by_id.find(judges[b].judge);
       if (ia == score_by_id.end() || ib == score_by_id.end()) continue;
       const auto [x, y] = joinById(ia->second, ib->second);
@@ -237,37 +240,109 @@ struct Judgments {
   long events = 0, bad_lines = 0, lines_read = 0, duplicates = 0;
 };
 
-/// Adds one judgment's verdicts to the per-judge summaries.
-void addJudgment(const JudgmentRecord& d, Judgments& j) {
+/// Adds one judgment's verdicts to the per-judge summaries: one per judge and version, or per
+/// judge when `across` (--across-versions). Keys are `name` U+001F `version` until
+/// nameSummaries() names them.
+void addJudgment(const JudgmentRecord& d, bool across, Judgments& j) {
   const std::string& id = *d.id;
   double judged_at = 0;
   if (d.judged_at)
     if (const auto ms = parseRfc3339(*d.judged_at)) judged_at = *ms / 1000.0;
   for (const auto& v : d.verdicts) {
-    const std::string& name = v.judge;
-    auto [it, inserted] = j.judge_index.emplace(name, j.judges.size());
+    const std::string key = across ? v.judge : v.judge + '\x1f' + v.version;
+    auto [it, inserted] = j.judge_index.emplace(key, j.judges.size());
     if (inserted) {
       JudgeSummary s;
-      s.judge = name;
+      s.judge = key;
+      s.name = v.judge;
       s.criterion = v.criterion;
       if (v.min) s.min_score = *v.min;
       if (v.max) s.max_score = *v.max;
+      s.version_fields = v.version_fields;
       j.judges.push_back(std::move(s));
     }
     auto& s = j.judges[it->second];
+    if (std::find(s.versions.begin(), s.versions.end(), v.version) == s.versions.end())
+      s.versions.push_back(v.version);
+    if (d.judged_at) {
+      if (s.first_judged_at.empty()) s.first_judged_at = *d.judged_at;
+      s.last_judged_at = *d.judged_at;
+    }
     ++s.outcomes[v.outcome];
     if (v.has_passed) s.pass_fail = true;
     if (v.score) {
       s.scores.push_back(*v.score);
       s.times.push_back(judged_at);
-      j.score_by_id[name][id] = *v.score;
+      j.score_by_id[key][id] = *v.score;
+    }
+  }
+}
+
+/// Names every summary: the judge's name, or `name@version` when the file holds more than one
+/// version of the judge; re-keys the index and the scores by that name.
+void nameSummaries(Judgments& j) {
+  std::map<std::string, int> per_name;
+  for (const auto& s : j.judges) ++per_name[s.name];
+  std::unordered_map<std::string, std::unordered_map<std::string, double>> by_id;
+  j.judge_index.clear();
+  for (std::size_t i = 0; i < j.judges.size(); ++i) {
+    auto& s = j.judges[i];
+    std::string shown = s.name;
+    if (per_name[s.name] > 1)
+      shown += "@" + (s.versions.front().empty() ? std::string("unversioned") : s.versions.front());
+    if (auto it = j.score_by_id.find(s.judge); it != j.score_by_id.end())
+      by_id[shown] = std::move(it->second);
+    s.judge = shown;
+    j.judge_index[shown] = i;
+  }
+  j.score_by_id = std::move(by_id);
+}
+
+/// The judges whose verdicts come from more than one version: each version on its own line, with
+/// what it changed against the one before it (judge_version_fields), or, with
+/// --across-versions, the versions pooled.
+void printVersions(const Judgments& j, bool across, std::ostream& out) {
+  std::map<std::string, std::vector<const JudgeSummary*>> by_name;
+  for (const auto& s : j.judges) by_name[s.name].push_back(&s);
+  std::erase_if(by_name, [&](const auto& kv) {
+    return across ? kv.second.front()->versions.size() < 2 : kv.second.size() < 2;
+  });
+  if (by_name.empty()) return;
+  out << (across ? "versions: pooled by --across-versions (each judge's statistics below mix the "
+                   "scores of its versions):\n"
+                 : "versions: each version of a judge is summarised, tested and compared on its "
+                   "own; --across-versions pools them:\n");
+  for (const auto& [name, list] : by_name) {
+    if (across) {
+      out << fmt::format("  {:<18} {} versions: {}\n", name, list.front()->versions.size(),
+                         fmt::join(list.front()->versions, ", "));
+      continue;
+    }
+    const JudgeSummary* before = nullptr;
+    for (const auto* s : list) {
+      long runs = 0;
+      for (const auto& [o, n] : s->outcomes) runs += n;
+      std::string changed;
+      if (before) {
+        const auto fields = changedFields(before->version_fields, s->version_fields);
+        changed = fields.empty()
+                      ? fmt::format("; against {}: fields not recorded", before->versions.front())
+                      : fmt::format("; against {}, changed: {}", before->versions.front(),
+                                    fmt::join(fields, ", "));
+      }
+      out << fmt::format("  {:<18} {:<14} runs {:>5}, judged {} .. {}{}\n", before ? "" : name,
+                         s->versions.front().empty() ? "(unversioned)" : s->versions.front(), runs,
+                         s->first_judged_at.empty() ? "?" : s->first_judged_at,
+                         s->last_judged_at.empty() ? "?" : s->last_judged_at, changed);
+      before = s;
     }
   }
 }
 
 /// Reads the judgments file (core/judgment.hpp's reader); false (after a message on `err`) when
 /// it has lines but none is a judgment. An empty file is not an error: j.lines_read is then 0.
-bool readJudgments(const std::string& path, std::istream& in, Judgments& j, std::ostream& err) {
+bool readJudgments(const std::string& path, std::istream& in, bool across, Judgments& j,
+                   std::ostream& err) {
   std::vector<JudgmentRecord> docs;
   std::unordered_map<std::string, std::size_t> last_by_id;
   std::string line;
@@ -291,8 +366,9 @@ bool readJudgments(const std::string& path, std::istream& in, Judgments& j, std:
   for (std::size_t di = 0; di < docs.size(); ++di) {
     if (last_by_id[*docs[di].id] != di) continue;
     ++j.events;
-    addJudgment(docs[di], j);
+    addJudgment(docs[di], across, j);
   }
+  nameSummaries(j);
   return true;
 }
 
@@ -536,7 +612,7 @@ int runReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
   if (!readable(o.judgments_path, err)) return 2;
   std::ifstream in(o.judgments_path);
   Judgments j;
-  if (!readJudgments(o.judgments_path, in, j, err)) return 2;
+  if (!readJudgments(o.judgments_path, in, o.across_versions, j, err)) return 2;
   if (j.lines_read == 0) {
     out << fmt::format(
         "judgments: none yet in {} (the file is empty: assayd has judged nothing so far; "
@@ -550,6 +626,7 @@ int runReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
       j.bad_lines ? fmt::format(" ({} unreadable lines skipped)", j.bad_lines) : "",
       j.duplicates ? fmt::format(" ({} repeated ids: the last judgment of each kept)", j.duplicates)
                    : "");
+  printVersions(j, o.across_versions, out);
   out << "per judge: runs by outcome (ok = scored; any other outcome = could not judge), then\n"
          "the score distribution of ok runs (p10/p90 = 10th/90th percentile; top-score share =\n"
          "runs at the judge's maximum score):\n";
@@ -569,24 +646,28 @@ int runReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
         << ": no AUC\n";
     return 2;
   }
+  // A judge named on the command line: each of its versions (one summary each).
+  const auto summaries = [&](const std::string& name) {
+    std::vector<const std::string*> out;
+    for (const auto& s : j.judges)
+      if (s.name == name && j.score_by_id.count(s.judge)) out.push_back(&s.judge);
+    return out;
+  };
   for (const auto& judge : o.auc_judges) {
-    auto sit = j.score_by_id.find(judge);
-    if (sit == j.score_by_id.end()) {
-      if (o.auc_given)
-        err << "assay report: --auc " << judge << ": no scored verdict of that judge in '"
-            << o.judgments_path << "'\n";
-      continue;
-    }
-    printAuc(o, judge, j, sit->second, labels, out);
+    const auto shown = summaries(judge);
+    if (shown.empty() && o.auc_given)
+      err << "assay report: --auc " << judge << ": no scored verdict of that judge in '"
+          << o.judgments_path << "'\n";
+    for (const auto* s : shown) printAuc(o, *s, j, j.score_by_id.at(*s), labels, out);
   }
   for (const auto& judge : o.cascade_judges) {
-    auto sit = j.score_by_id.find(judge);
-    if (sit == j.score_by_id.end()) {
+    const auto shown = summaries(judge);
+    if (shown.empty()) {
       err << "assay report: --cascade " << judge << ": no scored verdict of that judge in '"
           << o.judgments_path << "'\n";
       return 2;
     }
-    printCascade(o, judge, j, sit->second, labels, out);
+    for (const auto* s : shown) printCascade(o, *s, j, j.score_by_id.at(*s), labels, out);
   }
   return 0;
 }

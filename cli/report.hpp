@@ -37,7 +37,15 @@ std::vector<CascadePoint> cascadeCurve(const std::vector<double>& scores,
 const CascadePoint* cascadeForRecall(const std::vector<CascadePoint>& curve, double recall);
 
 struct JudgeSummary {
-  std::string judge, criterion;
+  /// What the report calls it: the judge's name, or `name@version` when the file holds more
+  /// than one version of it (and --across-versions is not given).
+  std::string judge;
+  std::string name, criterion;  ///< the configured name (`judge` of the verdicts)
+  /// Its `judge_version` ("" for verdicts written without one); with --across-versions every
+  /// version seen, in file order.
+  std::vector<std::string> versions;
+  std::vector<std::pair<std::string, std::string>> version_fields;  ///< of the first verdict
+  std::string first_judged_at, last_judged_at;                      ///< as written
   double min_score = 0, max_score = 1;
   std::map<std::string, long> outcomes;  ///< "ok", "no_context", …
   std::vector<double> scores;            ///< ok runs only
@@ -66,6 +74,9 @@ struct ReportOptions {
   std::string human_criterion = "faithfulness";
   /// Leniency and drift settings (`assay report --config FILE` takes the daemon's own).
   TrackingOptions tracking;
+  /// `--across-versions`: pool the verdicts of a judge's versions (judge_version) in one
+  /// summary; by default each version is summarised, tested and compared on its own.
+  bool across_versions = false;
 };
 
 /// Prints the report to `out`; returns 0, or 2 with a message on `err` when a file cannot be

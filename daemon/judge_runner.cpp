@@ -41,6 +41,7 @@ std::vector<RunnableJudge> buildJudges(const Config& config, JudgeServices& serv
     const auto& d = *jc.factory->descriptor;
     JudgeContext ctx;
     ctx.name = jc.name;
+    ctx.version = jc.version ? jc.version->id : "";
     ctx.budget = &config.budget;
     ctx.max_waiting = judgeBacklog(config.limits);
     ctx.hold_when_open = config.limits.when_full == LimitsOptions::WhenFull::kBlock;

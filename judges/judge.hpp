@@ -177,6 +177,8 @@ class JudgeOptionValues {
 /// What a factory may use besides the judge's own options.
 struct JudgeContext {
   std::string name;  ///< the configured judge name (budget scope "judge:<name>", log lines)
+  /// Its version id (judgeVersionOf), the judge_version label of its own series; "" for none.
+  std::string version{};
   const BudgetOptions* budget = nullptr;  ///< prices, caps, time zone, ledger store (never null)
   std::size_t max_waiting = 10000;  ///< calls a judge may queue locally (limits.queue_capacity)
   /// limits.when_full is block: nothing may be dropped, so an LLM judge's open circuit breaker

@@ -98,7 +98,7 @@ struct LlmBatch::Batch {
 
 LlmBatch::LlmBatch(const LlmJudge& judge) : judge_(judge) {
   const auto& s = judge_.settings_;
-  batch_stats_ = judge_.services_.stats().forBatch(s.name);
+  batch_stats_ = judge_.services_.stats().forBatch(s.name, s.version);
   batch_token_ = processNonce() + "/" + s.name;
   batch_headers_ = buildRequest(s.provider, s.endpoint, s.api_key, s.model, Prompt{}, s.max_tokens,
                                 judge_.format_)

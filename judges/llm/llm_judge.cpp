@@ -132,7 +132,7 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
       services_(services),
       client_(services.client(settings_.ca_file)),
       ledger_(services.ledger()),
-      stats_(services.stats().forJudge(settings_.name, settings_.model)),
+      stats_(services.stats().forJudge(settings_.name, settings_.version, settings_.model)),
       policy_(settings_.retry, std::hash<std::string>{}(settings_.name)),
       breaker_(settings_.breaker_failures, settings_.breaker_open) {
   // A wave of max_in_flight calls reuses its connections (docs/BENCHMARKS.md, LLM dispatch).

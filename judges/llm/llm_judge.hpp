@@ -55,8 +55,9 @@ namespace assay::llm {
 std::string modelFamily(std::string_view model);
 
 struct LlmJudgeSettings {
-  std::string name;  ///< configured judge name (budget scope "judge:<name>")
-  Rubric rubric;     ///< criterion, levels, examples
+  std::string name;     ///< configured judge name (budget scope "judge:<name>")
+  std::string version;  ///< its version id (JudgeContext::version): its series' judge_version
+  Rubric rubric;        ///< criterion, levels, examples
   Provider provider = Provider::kOpenAi;
   std::string endpoint;  ///< e.g. https://api.openai.com/v1
   std::string model;

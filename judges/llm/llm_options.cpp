@@ -704,6 +704,7 @@ LlmJudgeSettings llmSettingsFrom(const JudgeOptionValues& values, const JudgeCon
   LlmJudgeSettings s;
   Errors errors;
   s.name = ctx.name;
+  s.version = ctx.version;
   readRubric(values, s.rubric, errors);
   readEndpoint(values, s, errors);
   readModel(values, ctx, s, errors);

@@ -52,40 +52,56 @@ LlmStats::LlmStats(prometheus::Registry& r)
                            "closed; cheap judges go on)")
                        .Add({})) {}
 
-LlmStats::Judge LlmStats::forJudge(const std::string& judge, const std::string& model) {
+namespace {
+
+/// {judge, judge_version} and `more`; no judge_version label for a judge without a version.
+prometheus::Labels judgeLabels(const std::string& judge, const std::string& version,
+                               prometheus::Labels more = {}) {
+  more["judge"] = judge;
+  if (!version.empty()) more["judge_version"] = version;
+  return more;
+}
+
+}  // namespace
+
+LlmStats::Judge LlmStats::forJudge(const std::string& judge, const std::string& version,
+                                   const std::string& model) {
+  const auto l = [&](prometheus::Labels more = {}) {
+    return judgeLabels(judge, version, std::move(more));
+  };
   const auto dir = [&](const char* d) {
-    return &tokens.Add({{"judge", judge}, {"model", model}, {"direction", d}});
+    return &tokens.Add(l({{"model", model}, {"direction", d}}));
   };
   return Judge{dir("input"),
                dir("cached_input"),
                dir("cache_write"),
                dir("output"),
                dir("reasoning"),
-               &cost.Add({{"judge", judge}, {"model", model}}),
-               &usage_missing.Add({{"judge", judge}}),
-               &self_judging.Add({{"judge", judge}}),
-               &stored.Add({{"judge", judge}}),
-               &breaker_holds.Add({{"judge", judge}, {"result", "released"}}),
-               &breaker_holds.Add({{"judge", judge}, {"result", "gave_up"}}),
-               &breaker_held.Add({{"judge", judge}})};
+               &cost.Add(l({{"model", model}})),
+               &usage_missing.Add(l()),
+               &self_judging.Add(l()),
+               &stored.Add(l()),
+               &breaker_holds.Add(l({{"result", "released"}})),
+               &breaker_holds.Add(l({{"result", "gave_up"}})),
+               &breaker_held.Add(l())};
 }
 
-LlmStats::Batch LlmStats::forBatch(const std::string& judge) {
-  const auto status = [&](const char* s) {
-    return &batches.Add({{"judge", judge}, {"status", s}});
+LlmStats::Batch LlmStats::forBatch(const std::string& judge, const std::string& version) {
+  const auto l = [&](prometheus::Labels more = {}) {
+    return judgeLabels(judge, version, std::move(more));
   };
-  return Batch{status("submitted"),
-               status("completed"),
-               status("expired"),
-               status("failed"),
-               &batch_requests.Add({{"judge", judge}},
-                                   prometheus::Histogram::BucketBoundaries{
-                                       1, 10, 50, 100, 500, 1000, 5000, 10000, 50000}),
-               &batch_latency.Add(
-                   {{"judge", judge}},
-                   prometheus::Histogram::BucketBoundaries{
-                       1, 10, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 48 * 3600}),
-               &batch_saved.Add({{"judge", judge}})};
+  const auto status = [&](const char* s) { return &batches.Add(l({{"status", s}})); };
+  return Batch{
+      status("submitted"),
+      status("completed"),
+      status("expired"),
+      status("failed"),
+      &batch_requests.Add(l(), prometheus::Histogram::BucketBoundaries{1, 10, 50, 100, 500, 1000,
+                                                                       5000, 10000, 50000}),
+      &batch_latency.Add(
+          l(), prometheus::Histogram::BucketBoundaries{1, 10, 60, 300, 900, 1800, 3600, 4 * 3600,
+                                                       12 * 3600, 24 * 3600, 48 * 3600}),
+      &batch_saved.Add(l())};
 }
 
 BudgetStats::BudgetStats(prometheus::Registry& r)

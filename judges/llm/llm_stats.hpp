@@ -17,7 +17,8 @@ namespace assay::llm {
 struct LlmStats {
   explicit LlmStats(prometheus::Registry& registry);
 
-  /// One judge's children, held by the judge (the hot path never looks a family up).
+  /// One judge's children, held by the judge (the hot path never looks a family up). Each
+  /// also carries judge_version (JudgeContext::version) when the judge has one.
   struct Judge {
     /// assay_judge_tokens_total{judge,model,direction}: input (neither cached nor written),
     /// cached_input, cache_write, output (not reasoning), reasoning (TokenUsage::Classes).
@@ -34,7 +35,7 @@ struct LlmStats {
     prometheus::Counter *holds_released, *holds_gave_up;
     prometheus::Gauge* held;  ///< assay_judge_breaker_held{judge}: calls held now
   };
-  Judge forJudge(const std::string& judge, const std::string& model);
+  Judge forJudge(const std::string& judge, const std::string& version, const std::string& model);
   /// A `batch: true` judge's batch series.
   struct Batch {
     /// assay_judge_batches_total{judge,status}: submitted, completed (results settled),
@@ -47,7 +48,7 @@ struct LlmStats {
     /// minus what they cost at the batch price, euros.
     prometheus::Counter* saved;
   };
-  Batch forBatch(const std::string& judge);
+  Batch forBatch(const std::string& judge, const std::string& version);
 
   prometheus::Family<prometheus::Counter>& tokens;
   prometheus::Family<prometheus::Counter>& cost;

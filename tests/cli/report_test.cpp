@@ -253,3 +253,52 @@ TEST_CASE("assay report --cascade and --half on files") {
   CHECK(err2.str().find("--cascade nope: no scored verdict of that judge") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("assay report: each version of a judge on its own, the changed fields named") {
+  // Issue 31: a rubric edit gives the judge a new judge_version; the report never mixes the two
+  // versions' scores unless --across-versions asks for it.
+  const std::string dir = "/tmp/assay_report_versions_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream j(dir + "/j.jsonl");
+    for (int i = 0; i < 30; ++i) {
+      const bool second = i >= 20;  // ten events after the edit
+      const std::string version = second ? "bbbbbbbbbbbb" : "aaaaaaaaaaaa";
+      const std::string fields =
+          second ? R"({"type":"1111","model":"2222","rubric":"4444"})"
+                 : R"({"type":"1111","model":"2222","rubric":"3333"})";
+      const int score = second ? 5 : 1 + i % 3;  // the new rubric gives the top score
+      j << R"({"id":"e)" << i << R"(","judged_at":"2026-12-0)" << (second ? 5 : 4)
+        << R"(T10:00:00.000Z","verdicts":[{"judge":"faith","criterion":"faithfulness","judge_version":")"
+        << version << R"(","judge_version_fields":)" << fields << R"(,"score":)" << score
+        << R"(,"min":1,"max":5,"latency_ms":1}]})"
+        << "\n";
+    }
+  }
+  ReportOptions o;
+  o.judgments_path = dir + "/j.jsonl";
+  std::ostringstream out, err;
+  REQUIRE(runReport(o, out, err) == 0);
+  const std::string text = out.str();
+  CAPTURE(text);
+  CHECK(text.find("versions: each version of a judge is summarised") != std::string::npos);
+  CHECK(text.find("aaaaaaaaaaaa   runs    20, judged 2026-12-04T10:00:00.000Z") !=
+        std::string::npos);
+  CHECK(text.find("bbbbbbbbbbbb   runs    10") != std::string::npos);
+  CHECK(text.find("against aaaaaaaaaaaa, changed: rubric") != std::string::npos);
+  // Two summaries, each of its own version's scores only.
+  CHECK(text.find("faith@aaaaaaaaaaaa faithfulness         runs   20: ok=20") != std::string::npos);
+  CHECK(text.find("faith@bbbbbbbbbbbb faithfulness         runs   10: ok=10") != std::string::npos);
+  CHECK(text.find("top-score share 100.0 %") != std::string::npos);  // the new version alone
+  // Pooled on request: one summary of 30, the versions named.
+  o.across_versions = true;
+  std::ostringstream pooled;
+  REQUIRE(runReport(o, pooled, err) == 0);
+  const std::string p = pooled.str();
+  CAPTURE(p);
+  CHECK(p.find("versions: pooled by --across-versions") != std::string::npos);
+  CHECK(p.find("2 versions: aaaaaaaaaaaa, bbbbbbbbbbbb") != std::string::npos);
+  CHECK(p.find("faith              faithfulness         runs   30: ok=30") != std::string::npos);
+  CHECK(p.find("faith@") == std::string::npos);
+  std::filesystem::remove_all(dir);
+}
