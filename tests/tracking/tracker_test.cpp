@@ -2,9 +2,11 @@
 
 #include <doctest/doctest.h>
 #include <prometheus/text_serializer.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -689,4 +691,73 @@ TEST_CASE("feedback from a partition of another number than its event's is count
   CHECK(mismatches() == 2.0);
   CHECK(value(reg, "assay_feedback_events_total", {{"kind", "rating"}, {"outcome", "joined"}}) ==
         5.0);  // every one of them joined all the same
+}
+
+TEST_CASE("a new version of a judge starts its statistics over, under its own judge_version") {
+  // Issue 31: leniency, drift, agreement and the variants' intervals within one version only.
+  prometheus::Registry reg;
+  TrackedJudge v1{"faith_llm", "faithfulness", 1, 4, true, "aaaaaaaaaaaa"};
+  TrackedJudge mini{"faith_mini", "faithfulness", 1, 4, true, "cccccccccccc"};
+  ScoreTracker t({v1, mini}, tenPairs(), reg);
+  for (std::size_t i = 0; i < kJudge.size(); ++i) {
+    const std::string id = "e" + std::to_string(i);
+    t.record(0, id, "A", kJudge[i]);
+    t.record(1, id, "A", kHuman[i]);
+  }
+  t.refresh();
+  const std::map<std::string, std::string> old_labels = {{"judge", "faith_llm"},
+                                                         {"judge_version", "aaaaaaaaaaaa"}};
+  CHECK(value(reg, "assay_judge_window_size", old_labels) == 10.0);
+  CHECK(value(reg, "assay_score_n",
+              {{"judge", "faith_llm"}, {"judge_version", "aaaaaaaaaaaa"}, {"variant", "A"}}) ==
+        10.0);
+  const std::map<std::string, std::string> pair = {{"judge_a", "faith_llm"},
+                                                   {"judge_a_version", "aaaaaaaaaaaa"},
+                                                   {"judge_b", "faith_mini"},
+                                                   {"judge_b_version", "cccccccccccc"}};
+  CHECK(value(reg, "assay_judge_agreement_pairs", pair) == 10.0);
+  CHECK(value(reg, "assay_judge_agreement_kendall_tau", pair) ==
+        doctest::Approx(0.6944444444444444));
+  // A rubric edit: the same name, criterion and scale, another version.
+  TrackedJudge v2 = v1;
+  v2.version = "bbbbbbbbbbbb";
+  const auto idx = t.setJudges({v2, mini});
+  CHECK(idx == std::vector<std::size_t>{2, 1});  // a new index: empty windows
+  t.record(0, "late", "A", 4);                   // a late score of the old version: ignored
+  t.record(2, "e0", "A", 4);
+  t.refresh();
+  CHECK_FALSE(value(reg, "assay_judge_window_size", old_labels));  // gone with its version
+  CHECK(value(reg, "assay_judge_window_size",
+              {{"judge", "faith_llm"}, {"judge_version", "bbbbbbbbbbbb"}}) == 1.0);
+  // The agreement of the old version's pairs is dropped; the new version's builds up again.
+  CHECK_FALSE(value(reg, "assay_judge_agreement_pairs", pair));
+  // (judge_a is the one of the lower index: faith_mini now)
+  CHECK(value(reg, "assay_judge_agreement_pairs",
+              {{"judge_b", "faith_llm"}, {"judge_b_version", "bbbbbbbbbbbb"}}) == 1.0);
+  CHECK_FALSE(value(reg, "assay_judge_agreement_kendall_tau",
+                    {{"judge_b", "faith_llm"}, {"judge_b_version", "bbbbbbbbbbbb"}}));
+  // The same version again changes nothing.
+  CHECK(t.setJudges({v2, mini}) == idx);
+}
+
+TEST_CASE("a drift baseline file is read for the judge's current version only") {
+  const std::string path = "/tmp/assay_baseline_versions_" + std::to_string(::getpid());
+  {
+    std::ofstream f(path);
+    f << R"({"id":"a","verdicts":[{"judge":"j","judge_version":"old","score":0.1}]})"
+      << "\n"
+      << R"({"id":"b","verdicts":[{"judge":"j","judge_version":"new","score":0.8}]})"
+      << "\n"
+      << R"({"id":"c","verdicts":[{"judge":"j","score":0.7}]})"
+      << "\n"  // before versions
+      << R"({"id":"d","verdicts":[{"judge":"k","judge_version":"x","score":0.5}]})"
+      << "\n";
+  }
+  BaselineVersions versions;
+  versions.keep = {{"j", "new"}};
+  const auto scores = loadBaselineScores(path, std::nullopt, std::nullopt, &versions);
+  CHECK(scores.at("j") == std::vector<double>{0.8, 0.7});
+  CHECK(scores.at("k") == std::vector<double>{0.5});  // no version to keep: every one
+  CHECK(versions.skipped == std::map<std::string, std::size_t>{{"j", 1}});
+  std::filesystem::remove(path);
 }
