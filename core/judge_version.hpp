@@ -1,5 +1,5 @@
 #pragma once
-/// A configured judge's version (docs/judges.md, "Judge versions"): a short hash of what can
+/// A configured judge's version (docs/judge-versions.md): a short hash of what can
 /// change its scores, and the fields it is computed from, so that a change can say what
 /// changed. judges/judge.hpp (judgeVersionOf) computes it from a judge's type and options.
 
