@@ -12,7 +12,10 @@ Asserts: the reload is counted as applied and logged with the judges rebuilt;
 assay_budget_limit_euros{scope="global"} reads 5 and assay_budget_exhausted 0; every
 first-half event has exactly one judgment (none lost, none twice); every second-half event is
 judged by `f` (ok: the cap opened again, no skipped_budget) and `nonempty`, none by `overlap`;
-SIGTERM then stops assayd with exit code 0.
+SIGTERM then stops assayd with exit code 0. Issue 31: the reload also changes f's model, so f
+gets a new judge_version: /metrics shows two versions of f (info, current, one change counted,
+runs under each), the log names the change ("changed: model"), the second half's verdicts carry
+the new version, and `assay report` summarises f per version with the changed field.
 Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
@@ -28,9 +31,9 @@ import test_pipeline as tp  # noqa: E402
 HALF = 60
 
 
-def config(bootstrap, admin, jsonl, fake_port, cap, judges):
+def config(bootstrap, admin, jsonl, fake_port, cap, judges, model="gpt-4o-mini"):
     llm = (f'  - {{name: f, kind: llm, criterion: faithfulness, endpoint: '
-           f'"http://127.0.0.1:{fake_port}/v1", model: gpt-4o-mini, '
+           f'"http://127.0.0.1:{fake_port}/v1", model: {model}, '
            f'api_key_env: ASSAY_TEST_LLM_KEY}}\n')
     lines = {"overlap": "  - {name: overlap, kind: lexical, metric: context_overlap}\n",
              "nonempty": "  - {name: nonempty, kind: check, check: answer_nonempty}\n",
@@ -77,7 +80,8 @@ def run(args, workdir, checks):
         tp.wait_for("the cap exhausted",
                     lambda: value("assay_budget_exhausted", scope="global") == 1, 60)
         with open(cfg, "w") as f:
-            f.write(config(bootstrap, admin, jsonl, fake_port, 5, ["nonempty", "f"]))
+            f.write(config(bootstrap, admin, jsonl, fake_port, 5, ["nonempty", "f"],
+                           model="gpt-4o"))
         daemon.send_signal(signal.SIGHUP)
         tp.wait_for("the reload applied",
                     lambda: value("assay_config_reloads_total", result="applied") == 1, 15)
@@ -88,20 +92,46 @@ def run(args, workdir, checks):
                     lambda: value("assay_budget_exhausted", scope="global") == 0, 10)
         tp.produce_keyed(bootstrap, tp.EVENTS_TOPIC, events[HALF:])
         tp.wait_for("the second half judged", lambda: tp.judged_count(url) == 2 * HALF, 60)
+        # Issue 31: the model change gave `f` a new version, seen on /metrics.
+        samples = metrics()
+        infos = sorted((l["judge_version"], v) for n, l, v in samples
+                       if n == "assay_judge_version_info" and l.get("judge") == "f")
+        checks.eq("f: two versions exported (assay_judge_version_info)", 2, len(infos))
+        current = [l["judge_version"] for n, l, v in samples
+                   if n == "assay_judge_version_current" and l.get("judge") == "f" and v == 1]
+        checks.eq("f: one current version", 1, len(current))
+        checks.eq("f: one version change counted", 1,
+                  tp.metric(samples, "assay_judge_version_changes_total", judge="f"))
+        new_version = current[0] if current else None
+        old_version = next((v for v, _ in infos if v != new_version), None)
+        checks.true("f: runs counted under each version's judge_version (the new one: the "
+                    "second half, every outcome)",
+                    (tp.metric(samples, "assay_judge_runs_total", judge="f",
+                               judge_version=old_version) or 0) > 0 and
+                    (tp.metric(samples, "assay_judge_runs_total", judge="f",
+                               judge_version=new_version) or 0) == HALF,
+                    [(l, v) for n, l, v in samples
+                     if n == "assay_judge_runs_total" and l.get("judge") == "f" and v])
         daemon.send_signal(signal.SIGTERM)
         checks.eq("exit code after SIGTERM", 0, daemon.wait(timeout=60))
         with open(log_path) as f:
             log = f.read()
         checks.true("the log says the judges were rebuilt",
-                    "SIGHUP: judges rebuilt (added 'nonempty', removed 'overlap', "
+                    "SIGHUP: judges rebuilt (added 'nonempty', changed 'f', removed 'overlap', "
                     "budget.daily_limit_eur): "
                     "nonempty, f; global cap €5/day" in log, log[-3000:])
-        judgments = {}
+        checks.true("the log names the new version of f and what changed",
+                    f"judge 'f': new version {new_version} (was {old_version}; changed: model)"
+                    in log, log[-3000:])
+        judgments, versions = {}, {}
         with open(jsonl) as f:
             for line in f:
                 j = json.loads(line)
                 judgments.setdefault(j["id"], []).append(
                     {v["judge"]: v.get("error", "ok") for v in j["verdicts"]})
+                for v in j["verdicts"]:
+                    if v["judge"] == "f":
+                        versions.setdefault(j["id"], v.get("judge_version"))
         first, second = [e for e, _ in events[:HALF]], [e for e, _ in events[HALF:]]
         checks.eq("every event judged once (missing, twice)", (0, 0),
                   (sum(e not in judgments for e in first + second),
@@ -113,6 +143,20 @@ def run(args, workdir, checks):
         checks.eq("second half: judges (overlap, nonempty, f) present", (0, len(after), len(after)),
                   (sum("overlap" in v for v in after), sum("nonempty" in v for v in after),
                    sum("f" in v for v in after)))
+        checks.eq("f's judgments: the second half all of the new version", {new_version},
+                  {versions.get(e) for e in second})
+        checks.eq("f's judgments: the first half of the old one (but calls in flight at the "
+                  "reload)", True,
+                  sum(versions.get(e) == old_version for e in first) >= HALF - 8)
+        # The report summarises each version on its own and names what changed.
+        report = subprocess.run([os.path.join(os.path.dirname(args.assayd), "assay"), "report",
+                                 "--judgments", jsonl], capture_output=True, text=True,
+                                timeout=60)
+        checks.eq("assay report exit code", 0, report.returncode)
+        checks.true("assay report: f per version, the model named as changed",
+                    f"f@{old_version}" in report.stdout and f"f@{new_version}" in report.stdout
+                    and f"against {old_version}, changed: model" in report.stdout,
+                    report.stdout[:3000])
         outcomes = sorted({v.get("f") for v in after})
         checks.true("second half: no skipped_budget (the raised cap opened the scope)",
                     "skipped_budget" not in outcomes, outcomes)
