@@ -264,9 +264,8 @@ TEST_CASE("assay report: each version of a judge on its own, the changed fields 
     for (int i = 0; i < 30; ++i) {
       const bool second = i >= 20;  // ten events after the edit
       const std::string version = second ? "bbbbbbbbbbbb" : "aaaaaaaaaaaa";
-      const std::string fields =
-          second ? R"({"type":"1111","model":"2222","rubric":"4444"})"
-                 : R"({"type":"1111","model":"2222","rubric":"3333"})";
+      const std::string fields = second ? R"({"type":"1111","model":"2222","rubric":"4444"})"
+                                        : R"({"type":"1111","model":"2222","rubric":"3333"})";
       const int score = second ? 5 : 1 + i % 3;  // the new rubric gives the top score
       j << R"({"id":"e)" << i << R"(","judged_at":"2026-12-0)" << (second ? 5 : 4)
         << R"(T10:00:00.000Z","verdicts":[{"judge":"faith","criterion":"faithfulness","judge_version":")"
