@@ -325,10 +325,14 @@ CalibrateOptions parseCalibrateArgs(const std::vector<std::string>& args) {
   static const std::vector<std::string> kFlags = {
       "--input",       "--format",    "--item",      "--judge",     "--human",
       "--annotator",   "--levels",    "--min-score", "--max-score", "--leniency-max-ratio",
-      "--min-samples", "--judgments", "--events",    "--feedback"};
+      "--min-samples", "--judgments", "--events",    "--feedback",  "--judge-version"};
   std::set<std::string> given;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
+    if (a == "--across-versions") {  // the one flag without a value
+      o.across_versions = true;
+      continue;
+    }
     if (std::find(kFlags.begin(), kFlags.end(), a) == kFlags.end())
       throw CalibrateError("unknown argument '" + a + "'");
     if (i + 1 >= args.size()) throw CalibrateError(a + " needs a value");
@@ -343,6 +347,8 @@ CalibrateOptions parseCalibrateArgs(const std::vector<std::string>& args) {
       o.events_path = v;
     } else if (a == "--feedback") {
       o.feedback_path = v;
+    } else if (a == "--judge-version") {
+      o.judge_version = v;
     } else if (a == "--format") {
       if (v == "csv")
         o.format = CalibrateFormat::kCsv;

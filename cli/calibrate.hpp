@@ -87,6 +87,11 @@ struct CalibrateOptions {
   /// `--feedback FILE`: feedback events (docs/events.md); the annotations of the judge's
   /// criterion, one per (id, annotator) (long format).
   std::string feedback_path;
+  /// `--judge-version V`: only the judge's verdicts of this judge_version; without it (and
+  /// without across_versions) verdicts of more than one version are an error naming them.
+  std::string judge_version;
+  /// `--across-versions`: pool the verdicts of every version of the judge.
+  bool across_versions = false;
 };
 
 /// Parses the arguments after `assay calibrate` (flags in docs/calibration.md). Throws

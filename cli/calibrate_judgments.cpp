@@ -4,6 +4,7 @@
 // table, joined by event id. Each becomes a Table with a column for the judge, then the same rules
 // as a calibration table (fillFromTable).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/pointer.h>
@@ -88,11 +89,35 @@ void readVerdict(const VerdictRecord& v, JudgeScores& j, JudgeVerdict& out) {
   if (!out.score && out.outcome == "ok") out.outcome = "no score";
 }
 
-JudgeScores readJudgeScores(const std::string& path, const std::string& judge) {
+/// A judge's verdicts of more than one version, unless one is chosen or they are pooled: an
+/// error naming each version with its count and the fields that changed.
+void checkOneVersion(
+    const std::string& path, const std::string& judge,
+    const std::vector<std::pair<std::string, std::size_t>>& versions,
+    const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& fields) {
+  if (versions.size() < 2) return;
+  std::string list;
+  for (const auto& [v, n] : versions)
+    list += fmt::format("{}{} ({} verdicts)", list.empty() ? "" : ", ",
+                        v.empty() ? "unversioned" : v, n);
+  const auto changed =
+      changedFields(fields.at(versions.front().first), fields.at(versions.back().first));
+  throw CalibrateError(fmt::format(
+      "{}: judge '{}' has verdicts of {} versions: {}{}; a calibration is of one version: "
+      "choose one with --judge-version VERSION, or pool them with --across-versions",
+      path, judge, versions.size(), list,
+      changed.empty() ? "" : fmt::format(" (changed: {})", fmt::join(changed, ", "))));
+}
+
+JudgeScores readJudgeScores(const std::string& path, const std::string& judge,
+                            const std::string& version, bool across) {
   JudgeScores j;
   j.name = judge;
   std::set<std::string> judges;
   std::size_t lines = 0, with_verdict = 0;
+  std::unordered_map<std::string, std::string> version_of;  // id → its verdict's version
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> fields;
+  std::vector<std::string> order;  // versions in order of first appearance
   forEachLine(readInputFile(path), [&](std::size_t, std::string_view line) {
     ++lines;
     JudgmentRecord d;
@@ -101,11 +126,23 @@ JudgeScores readJudgeScores(const std::string& path, const std::string& judge) {
     for (const auto& v : d.verdicts) {
       judges.insert(v.judge);
       if (v.judge != judge || mine) continue;
+      if (!version.empty() && v.version != version) continue;
       mine.emplace();
       readVerdict(v, j, *mine);
+      version_of[*d.id] = v.version;
+      if (fields.try_emplace(v.version, v.version_fields).second) order.push_back(v.version);
     }
+    if (!mine) version_of.erase(*d.id);
     j.by_id[*d.id] = std::move(mine);
   });
+  if (!across) {  // the versions of the last verdict of each id, in order of first appearance
+    std::map<std::string, std::size_t> count;
+    for (const auto& [id, v] : version_of) ++count[v];
+    std::vector<std::pair<std::string, std::size_t>> versions;
+    for (const auto& v : order)
+      if (count[v] > 0) versions.emplace_back(v, count[v]);
+    checkOneVersion(path, judge, versions, fields);
+  }
   for (const auto& [id, v] : j.by_id) with_verdict += v ? 1 : 0;
   if (j.by_id.empty())
     throw CalibrateError(fmt::format(
@@ -114,8 +151,9 @@ JudgeScores readJudgeScores(const std::string& path, const std::string& judge) {
   if (with_verdict == 0) {
     std::string names;
     for (const auto& n : judges) names += (names.empty() ? "" : ", ") + n;
-    throw CalibrateError(fmt::format("{}: no verdict of judge '{}' in {} judgments (judges: {})",
-                                     path, judge, j.by_id.size(), names));
+    throw CalibrateError(fmt::format("{}: no verdict of judge '{}'{} in {} judgments (judges: {})",
+                                     path, judge, version.empty() ? "" : " of version " + version,
+                                     j.by_id.size(), names));
   }
   return j;
 }
@@ -256,7 +294,8 @@ Table inputTable(const CalibrateOptions& o, const JudgeScores& j, CalibrationDat
 }  // namespace
 
 CalibrationData loadWithJudgments(const CalibrateOptions& o) {
-  const JudgeScores j = readJudgeScores(o.judgments_path, o.judge_column);
+  const JudgeScores j =
+      readJudgeScores(o.judgments_path, o.judge_column, o.judge_version, o.across_versions);
   CalibrationData d;
   d.judgments_source = o.judgments_path;
   d.judge_criterion = j.criterion;

@@ -140,6 +140,7 @@ constexpr std::string_view kCalibrate =
                         --input FILE [--item COL] [--human COL]... [--annotator COL])
                        [options]
 options: [--min-score X] [--max-score Y] [--leniency-max-ratio R] [--min-samples N]
+         [--judge-version V | --across-versions]
 
 Compares a judge's scores with human scores on the same items (docs/calibration.md): Spearman
 (with p) and Kendall tau-b judge vs the mean human score per item and vs each annotation, exact
@@ -167,6 +168,10 @@ scores come from one of:
                            criterion, one per annotator (long format)
   --input FILE             a table as above whose --item column (default id) holds the event id
 Events, annotations and rows of ids the judge has no verdict for are left out and counted.
+A calibration is of one version of the judge (judge_version, docs/judge-versions.md): verdicts
+of more than one version are an error naming them and the fields that changed, unless
+  --judge-version V        keeps the verdicts of version V only, or
+  --across-versions        pools them.
 
   --min-score X, --max-score Y   the scale (default: the file's range, or the judge's own)
   --leniency-max-ratio R   too lenient above this top-score share (default 0.8)

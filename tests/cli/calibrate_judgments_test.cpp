@@ -184,3 +184,43 @@ TEST_CASE("assay calibrate --judgments: output, exit codes and argument errors")
   fails({"--judgments", j, "--judge", "faith_llm", "--events", ev, "--min-score", "5"},
         "the scale 5..4 is empty (judge 'faith_llm' scores 1..4)");
 }
+
+TEST_CASE(
+    "judgments of two versions of the judge: an error naming them, or one chosen, or pooled") {
+  // Issue 31: a calibration is of one version of the judge.
+  const std::string path = "/tmp/assay_calibrate_versions_" + std::to_string(::getpid());
+  {
+    std::ofstream f(path);
+    for (int i = 1; i <= 7; ++i) {
+      const bool second = i > 4;
+      f << R"({"id":"e)" << i
+        << R"(","verdicts":[{"judge":"faith_llm","criterion":"faithfulness","judge_version":")"
+        << (second ? "bbbbbbbbbbbb" : "aaaaaaaaaaaa")
+        << R"(","judge_version_fields":{"type":"1111","model":")" << (second ? "3333" : "2222")
+        << R"("},"score":)" << (i % 4 + 1) << R"(,"min":1,"max":4}]})"
+        << "\n";
+    }
+  }
+  const std::vector<std::string> base = {"--judgments", path,       "--judge",
+                                         "faith_llm",   "--events", kData + "events_small.jsonl"};
+  CHECK_THROWS_WITH_AS(load(base),
+                       (path + ": judge 'faith_llm' has verdicts of 2 versions: aaaaaaaaaaaa (4 "
+                               "verdicts), bbbbbbbbbbbb (3 verdicts) (changed: model); a "
+                               "calibration is of one version: choose one with --judge-version "
+                               "VERSION, or pool them with --across-versions")
+                           .c_str(),
+                       CalibrateError);
+  auto one = base;
+  one.insert(one.end(), {"--judge-version", "bbbbbbbbbbbb"});
+  const auto d = load(one);
+  CHECK(d.judged == 3);  // e5..e7
+  auto pooled = base;
+  pooled.push_back("--across-versions");
+  CHECK(load(pooled).judged == 7);
+  auto unknown = base;
+  unknown.insert(unknown.end(), {"--judge-version", "cccccccccccc"});
+  CHECK_THROWS_WITH_AS(load(unknown),
+                       doctest::Contains("no verdict of judge 'faith_llm' of version cccccccccccc"),
+                       CalibrateError);
+  std::remove(path.c_str());
+}
