@@ -14,6 +14,7 @@
 #include "core/service_notify.hpp"
 #include "core/yaml_load.hpp"
 #include "daemon/check_config.hpp"
+#include "daemon/coverage.hpp"
 #include "daemon/log_setup.hpp"
 
 namespace assay {
@@ -294,6 +295,22 @@ void logExitSummary(const Pipeline& p) {
                value(consumer.consumed), static_cast<long>(sampling.sampledTotal()), invalid,
                detail.empty() ? "" : " (", detail, detail.empty() ? "" : ")", judged,
                value(sampling.dropped_queue_full) + value(sampling.dropped_shutdown));
+  // Coverage (daemon/coverage.hpp): after the stop nothing is in flight, so every event must be
+  // accounted for every judge; a gap is a bug (events lost between counters).
+  const Coverage coverage = coverageOf(p.registry().Collect());
+  std::string gaps;
+  for (const auto& [judge, n] : coverage.unaccounted)
+    if (n != 0) gaps += fmt::format("{}{}: {:+.0f}", gaps.empty() ? "" : ", ", judge, n);
+  if (!gaps.empty() || coverage.inFlight() != 0)
+    spdlog::error(
+        "coverage: {} consumed, {} finished; events not accounted for by each judge's terminal "
+        "counters: {} (a bug: please report it with this line)",
+        coverage.consumed, coverage.finished, gaps.empty() ? "none" : gaps);
+  else
+    spdlog::info(
+        "coverage: each of the {} consumed events ended in one terminal counter of "
+        "every judge ({} judges)",
+        coverage.consumed, coverage.unaccounted.size());
   if (const auto t = p.sinkStats().troubles(); !t.text.empty())
     spdlog::warn(
         "sinks: not every judgment was written: {} (assay_sink_writes_total, "

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <stdexcept>
@@ -101,6 +102,11 @@ struct JudgeRunner::Set {
     std::atomic<std::int64_t> silent_since_ns{0};
   };
   std::unique_ptr<Progress[]> progress;
+  /// The series of the judges configured in this process that this set lacks (coverage:
+  /// counted not_configured for each event it completes). Guarded by coverage_mu_.
+  std::vector<JudgeStats::Judge*> absent;
+  mutable std::atomic<int> pending_events{
+      0};  // events of this set whose asynchronous verdicts wait
 };
 
 /// One event's verdicts while asynchronous ones are on their way.
@@ -123,6 +129,10 @@ JudgeRunner::JudgeRunner(std::vector<RunnableJudge> judges, JudgeStats& stats,
                          JudgeServices* services)
     : judge_stats_(stats), queue_(queue), listener_(std::move(listener)), services_(services) {
   current_ = makeSet(std::move(judges));
+  {
+    std::lock_guard lock(set_mu_);
+    updateCoverage(*current_);
+  }
   pool_ = std::make_unique<WorkerPool>(
       workers,
       [this] {
@@ -158,7 +168,34 @@ std::shared_ptr<JudgeRunner::Set> JudgeRunner::current() const {
 void JudgeRunner::replaceJudges(std::vector<RunnableJudge> judges) {
   auto set = makeSet(std::move(judges));
   std::lock_guard lock(set_mu_);
+  updateCoverage(*set);
   retired_.push_back(std::exchange(current_, std::move(set)));
+}
+
+void JudgeRunner::updateCoverage(Set& added) {
+  std::lock_guard lock(coverage_mu_);
+  for (std::size_t i = 0; i < added.judges.size(); ++i) {
+    const auto it = std::find_if(ever_.begin(), ever_.end(),
+                                 [&](const auto& e) { return e.first == added.judges[i].name; });
+    if (it != ever_.end()) {
+      it->second = added.stats[i];  // its latest version's series
+      continue;
+    }
+    // Every event completed before it existed ends, for it, as not_configured.
+    added.stats[i]->skipped_not_configured->Increment(static_cast<double>(completed_));
+    ever_.emplace_back(added.judges[i].name, added.stats[i]);
+  }
+  std::vector<Set*> sets;
+  for (const auto& r : retired_) sets.push_back(r.get());
+  if (current_) sets.push_back(current_.get());
+  sets.push_back(&added);
+  for (Set* set : sets) {
+    set->absent.clear();
+    for (const auto& [name, stats] : ever_)
+      if (std::none_of(set->judges.begin(), set->judges.end(),
+                       [&](const RunnableJudge& j) { return j.name == name; }))
+        set->absent.push_back(stats);
+  }
 }
 
 std::vector<JudgeRunner::Silence> JudgeRunner::silences() const {
@@ -190,6 +227,22 @@ std::vector<JudgeRunner::Silence> JudgeRunner::silences() const {
     }
   }
   return out;
+}
+
+void JudgeRunner::countAbandoned() {
+  std::lock_guard lock(set_mu_);
+  std::vector<Set*> sets;
+  for (const auto& r : retired_) sets.push_back(r.get());
+  sets.push_back(current_.get());
+  std::lock_guard coverage(coverage_mu_);
+  for (Set* set : sets) {
+    for (std::size_t i = 0; i < set->judges.size(); ++i)
+      if (const int n = set->progress[i].outstanding.exchange(0); n > 0)
+        set->stats[i]->abandoned->Increment(n);
+    // The events left waiting never complete: the judges their set lacks end them here.
+    if (const int n = set->pending_events.load(); n > 0)
+      for (auto* stats : set->absent) stats->skipped_not_configured->Increment(n);
+  }
 }
 
 std::vector<std::string> JudgeRunner::judgeNames() const {
@@ -284,6 +337,7 @@ void JudgeRunner::startAsync(std::size_t i, const Event& event, const std::share
     }
     if (last) {
       complete(*p);
+      --p->set->pending_events;
       --pending_;
     }
   };
@@ -317,22 +371,33 @@ void JudgeRunner::run(const WorkItem& item) {
     return *p->redacted;
   };
   for (std::size_t i = 0; i < set.judges.size(); ++i) {
-    if (!item.sample.admits(set.rates[i].load(std::memory_order_relaxed))) continue;
+    if (!item.sample.admits(set.rates[i].load(std::memory_order_relaxed))) {
+      set.stats[i]->skipped_rate->Increment();
+      continue;
+    }
     if (set.judges[i].asynchronous) {
       later.push_back(i);
       continue;
     }
-    if (!admitted(set, i, *p)) continue;
+    if (!admitted(set, i, *p)) {
+      set.stats[i]->skipped_run_if->Increment();
+      continue;
+    }
     const auto t0 = Clock::now();
     Verdict v = runSync(set, i, redact_local ? redacted() : e);
     p->slots[i] = record(set, i, *p, std::move(v), secondsSince(t0));
   }
-  std::erase_if(later, [&](std::size_t i) { return !admitted(set, i, *p); });
+  std::erase_if(later, [&](std::size_t i) {
+    if (admitted(set, i, *p)) return false;
+    set.stats[i]->skipped_run_if->Increment();
+    return true;
+  });
   const Event& remote = redactor_ && !later.empty() ? redacted() : e;
   if (later.empty()) {
     complete(*p);
   } else {
     ++pending_;
+    ++set.pending_events;
     p->remaining = later.size();  // before any start: a verdict may come back at once
     for (std::size_t i : later) startAsync(i, remote, p);
   }
@@ -340,6 +405,11 @@ void JudgeRunner::run(const WorkItem& item) {
 }
 
 void JudgeRunner::complete(Pending& p) {
+  {
+    std::lock_guard lock(coverage_mu_);
+    for (auto* stats : p.set->absent) stats->skipped_not_configured->Increment();
+    ++completed_;
+  }
   if (redactor_ && redactor_->options().sinks) {
     if (!p.session) p.session = std::make_unique<Redactor::Session>(*redactor_);
     for (auto& s : p.slots)

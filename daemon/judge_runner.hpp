@@ -141,6 +141,9 @@ class JudgeRunner {
   /// idle ones too, so that their version's assay_judge_stalled goes back to 0), then of the
   /// current set, in configuration order. Any thread.
   std::vector<Silence> silences() const;
+  /// At the stop, once the judges' services stopped (no verdict comes after): every run still
+  /// outstanding counted in its judge's assay_judge_abandoned_total. Poll thread.
+  void countAbandoned();
   /// The judges events are judged with from now on (a copy of the current set's names).
   std::vector<std::string> judgeNames() const;
   /// A configuration reload: judge `index`'s nested sampling rate from now on (any thread).
@@ -167,8 +170,16 @@ class JudgeRunner {
   Verdict runSync(const Set& set, std::size_t index, const Event& event);
   void startAsync(std::size_t index, const Event& event, const std::shared_ptr<Pending>& p);
   void complete(Pending& p);
+  /// A new set: names never configured before join ever_, each seeded with the events
+  /// completed so far as not_configured; every set's absent list is recomputed. set_mu_ held.
+  void updateCoverage(Set& added);
 
   mutable std::mutex set_mu_;  // guards current_ and retired_
+  // Coverage (docs/metrics.md): every judge ever configured gets one terminal count per event.
+  // Guards ever_, completed_ and every Set's absent list.
+  mutable std::mutex coverage_mu_;
+  std::vector<std::pair<std::string, JudgeStats::Judge*>> ever_;  // name → its latest series
+  std::uint64_t completed_ = 0;  // events completed (their judgment handed on) so far
   std::shared_ptr<Set> current_;
   std::vector<std::shared_ptr<Set>> retired_;  // replaced sets, kept to the end
   JudgeStats& judge_stats_;

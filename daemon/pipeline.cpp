@@ -68,13 +68,18 @@ JudgeRunner::Listener Pipeline::runnerListener() {
                          gate->pass([&] { source_.finish(Origin{partition, offset, messages}); });
                        }));
         last_judged_ns_ = steadyNs();
+        sampling_stats_.finished.Increment();  // after every verdict's counter (coverage)
       }};
 }
 
 bool Pipeline::onEvent(Event&& event, const std::optional<KeyScreen>& screen, Origin& origin) {
   WorkItem item;
   item.sample = sampler_.decide(screen ? *screen : sampler_.screen(event.id), event);
-  if (!item.sample.sampled) return false;  // a tenant or app rule below the key's rate
+  if (!item.sample.sampled) {  // a tenant or app rule below the key's rate
+    sampling_stats_.sampled_out.Increment();
+    sampling_stats_.finished.Increment();
+    return false;
+  }
   sampling_stats_.countSampled(event.tenant);
   item.event = std::move(event);
   item.partition = origin.partition;
@@ -82,7 +87,13 @@ bool Pipeline::onEvent(Event&& event, const std::optional<KeyScreen>& screen, Or
   item.messages = std::move(origin.messages);
   if (backlog_.admit(item)) return true;
   origin.messages = std::move(item.messages);  // dropped (drop_newest): the source finishes it
+  sampling_stats_.finished.Increment();        // after assay_samples_dropped_total
   return false;
+}
+
+void Pipeline::ended(Ended why) {
+  if (why == Ended::kScreenedOut) sampling_stats_.sampled_out.Increment();
+  sampling_stats_.finished.Increment();
 }
 
 std::string Pipeline::onFeedback(std::string_view payload, std::string_view key,
@@ -205,6 +216,7 @@ void Pipeline::shutdown() {
   const std::size_t unjudged = queue_.takeAll().size(), held = backlog_.dropHeld();
   if (unjudged + held > 0) {
     sampling_stats_.dropped_shutdown.Increment(static_cast<double>(unjudged + held));
+    sampling_stats_.finished.Increment(static_cast<double>(unjudged + held));
     spdlog::warn(
         "shutdown: {} sampled event(s) not judged within drain_timeout_ms{}; their offsets are "
         "not committed, so they are redelivered",
@@ -218,8 +230,10 @@ void Pipeline::shutdown() {
         "shutdown: {} event(s) still wait for an asynchronous verdict after drain_timeout_ms; "
         "they are not committed and will be judged again",
         n);
-  services_.stop();    // abandons calls still running; records the settlements queued
-  tracker_.refresh();  // the last scrape shows the final statistics
+  services_.stop();          // abandons calls still running; records the settlements queued
+  runner_.countAbandoned();  // their verdicts never come: each counted for its judge
+  sampling_stats_.finished.Increment(static_cast<double>(runner_.pending()));
+  tracker_.refresh();                     // the last scrape shows the final statistics
   sinks_.flush(std::chrono::seconds(5));  // a sink stuck in a write is logged, not waited for
   source_.flushProducer(10000);
   if (!source_.close() && exit_code_ == 0) exit_code_ = 3;

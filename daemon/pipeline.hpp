@@ -109,6 +109,7 @@ class Pipeline final : private Downstream {
   bool assigned() const { return source_.assigned(); }
   std::size_t queued() const { return queue_.size(); }
   prometheus::Registry& registry() { return *registry_; }
+  const prometheus::Registry& registry() const { return *registry_; }
   /// Why the pipeline is not ready ("" = ready): the source's reason, or a budget store that
   /// does not answer. Thread-safe.
   std::string notReady() const;
@@ -131,6 +132,7 @@ class Pipeline final : private Downstream {
   // Downstream: what the source hands on.
   KeyScreen screen(std::string_view key_or_id) override { return sampler_.screen(key_or_id); }
   bool onEvent(Event&& event, const std::optional<KeyScreen>& screen, Origin& origin) override;
+  void ended(Ended why) override;
   bool holding() const override { return backlog_.paused(); }
   std::string onFeedback(std::string_view payload, std::string_view key,
                          std::int32_t partition) override;

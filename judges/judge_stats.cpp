@@ -27,6 +27,16 @@ JudgeStats::JudgeStats(prometheus::Registry& registry)
                    .Help("1 while an asynchronous judge has runs outstanding and has delivered "
                          "no verdict for longer than it may when it works, else 0")
                    .Register(registry)),
+      skipped_(prometheus::BuildCounter()
+                   .Name("assay_judge_skipped_total")
+                   .Help("Sampled events a judge did not run on: reason rate (its nested "
+                         "sampling rate) or run_if (its condition did not hold)")
+                   .Register(registry)),
+      abandoned_(prometheus::BuildCounter()
+                     .Name("assay_judge_abandoned_total")
+                     .Help("Judge runs still outstanding when the process stopped: no verdict "
+                           "(the event is redelivered)")
+                     .Register(registry)),
       pending(prometheus::BuildGauge()
                   .Name("assay_judge_pending_events")
                   .Help("Sampled events whose asynchronous (LLM) verdicts are not all in yet")
@@ -52,6 +62,10 @@ JudgeStats::Judge& JudgeStats::add(const std::string& name, const std::string& v
   j.score = &scores_.Add(with({{"criterion", info.criterion}}), info.buckets);
   j.latency = &latency_.Add(j.labels, kLatencyBuckets);
   j.stalled = &stalled_.Add(j.labels);
+  j.skipped_rate = &skipped_.Add(with({{"reason", "rate"}}));
+  j.skipped_run_if = &skipped_.Add(with({{"reason", "run_if"}}));
+  j.skipped_not_configured = &skipped_.Add(with({{"reason", "not_configured"}}));
+  j.abandoned = &abandoned_.Add(j.labels);
   return j;
 }
 

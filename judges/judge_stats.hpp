@@ -5,6 +5,14 @@
 ///   assay_judge_runs_total{judge, criterion, outcome}   one per run; outcome ok = a score
 ///   assay_judge_score{judge, criterion}                 histogram on the judge's own scale
 ///   assay_judge_latency_seconds{judge}                  wall time of one run, seconds
+///   assay_judge_skipped_total{judge, reason}            sampled events the judge did not run
+///                                                       on: reason rate (its nested rate),
+///                                                       run_if (its condition did not hold) or
+///                                                       not_configured (judged while a reload
+///                                                       had removed it or not yet added it)
+///   assay_judge_abandoned_total{judge}                  runs whose verdict never came: still
+///                                                       outstanding when the process stopped
+///                                                       (the event is redelivered)
 ///   assay_judge_pending_events                          sampled events whose asynchronous
 ///                                                       (LLM) verdicts are not all in
 ///   assay_judge_stalled{judge}                          1 while an asynchronous judge has runs
@@ -40,8 +48,12 @@ class JudgeStats {
     std::string criterion;
     std::array<std::atomic<prometheus::Counter*>, kOutcomeCount> runs{};  // by Outcome
     prometheus::Histogram* score = nullptr;
-    prometheus::Histogram* latency = nullptr;  ///< seconds
-    prometheus::Gauge* stalled = nullptr;      ///< 0 or 1, set by the pipeline each second
+    prometheus::Histogram* latency = nullptr;       ///< seconds
+    prometheus::Gauge* stalled = nullptr;           ///< 0 or 1, set by the pipeline each second
+    prometheus::Counter* skipped_rate = nullptr;    ///< assay_judge_skipped_total{reason=rate}
+    prometheus::Counter* skipped_run_if = nullptr;  ///< …{reason=run_if}
+    prometheus::Counter* skipped_not_configured = nullptr;  ///< …{reason=not_configured}
+    prometheus::Counter* abandoned = nullptr;               ///< assay_judge_abandoned_total
   };
   /// Adds one configured judge's series, labelled with its `version` (a judge added again, by a
   /// configuration reload, with the same version gets the same series: its counters go on; a
@@ -58,6 +70,8 @@ class JudgeStats {
   prometheus::Family<prometheus::Histogram>& scores_;
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Family<prometheus::Gauge>& stalled_;
+  prometheus::Family<prometheus::Counter>& skipped_;
+  prometheus::Family<prometheus::Counter>& abandoned_;
   std::mutex mu_;  // creating a series on first use
   std::deque<Judge> judges_;
 

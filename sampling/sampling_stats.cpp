@@ -3,7 +3,13 @@
 namespace assay {
 
 SamplingStats::SamplingStats(prometheus::Registry& registry, std::size_t max_label_values)
-    : sampled_(prometheus::BuildCounter()
+    : finished(prometheus::BuildCounter()
+                   .Name("assay_events_finished_total")
+                   .Help("Events-topic messages whose every terminal counter is counted: "
+                         "replay-skipped, invalid, sampled out, dropped, or judged")
+                   .Register(registry)
+                   .Add({})),
+      sampled_(prometheus::BuildCounter()
                    .Name("assay_events_sampled_total")
                    .Help("Events selected by hash sampling, by tenant")
                    .Register(registry)),
@@ -14,11 +20,17 @@ SamplingStats::SamplingStats(prometheus::Registry& registry, std::size_t max_lab
       tenants_(max_label_values),
       dropped_queue_full(dropped_.Add({{"reason", "queue_full"}})),
       dropped_shutdown(dropped_.Add({{"reason", "shutdown"}})),
+      sampled_out(prometheus::BuildCounter()
+                      .Name("assay_events_sampled_out_total")
+                      .Help("Events that sampling did not admit")
+                      .Register(registry)
+                      .Add({})),
       queue_depth(prometheus::BuildGauge()
                       .Name("assay_queue_depth")
                       .Help("Sampled events waiting for a judge worker")
                       .Register(registry)
                       .Add({})),
+
       paused(prometheus::BuildGauge()
                  .Name("assay_consumer_paused")
                  .Help("1 while consumption is paused because the judge backlog is full "

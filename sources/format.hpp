@@ -57,6 +57,9 @@ class InputFormat {
     /// The message is held by events still being assembled (a joined format): it is finished
     /// through release() once the last of them is; false: finished once `out`'s events are.
     bool held = false;
+    /// The message's key alone said sampling would not admit its event: never parsed
+    /// (counted as sampled out; a format that screens ids inside messages counts its own).
+    bool screened_out = false;
   };
   /// Decodes one message. Events it completes (of this message or, for a joined format, of
   /// earlier ones) are appended to `out`. Never throws on message content; a message larger

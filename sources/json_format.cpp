@@ -13,7 +13,7 @@ class JsonFormat final : public InputFormat {
   Read read(const Message& m, const Screen& screen, std::vector<DecodedEvent>& out) override {
     DecodedEvent d;
     d.screen = screen(m.key);
-    if (d.screen->rejected) return {};  // not sampled whatever it holds: never parsed
+    if (d.screen->rejected) return {true, {}, false, true};  // not sampled: never parsed
     const std::string fallback_id =
         d.screen->hash ? std::string(m.key)
                        : fmt::format("{}/{}/{}", m.topic, m.at.partition, m.at.offset);

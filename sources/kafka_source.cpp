@@ -141,28 +141,32 @@ void KafkaSource::handle(rd_kafka_message_t* m, Downstream& down) {
 }
 
 void KafkaSource::handleEvent(const rd_kafka_message_t* m, Downstream& down) {
-  if (first_consumed_ == Clock::time_point{}) first_consumed_ = Clock::now();
-  consumer_stats_.consumed.Increment();
-  if (offsets_.alreadyFinished(m->partition, m->offset)) {  // judged and written before
-    consumer_stats_.replay_skipped.Increment();
-    offsets_.skip(m->partition, m->offset);
-    return;
-  }
   if (mode_ == Mode::kBackfill) {  // only the planned range of each partition is read
     const auto it = backfill_ranges_.find(m->partition);
     if (it == backfill_ranges_.end() || m->offset >= it->second.second ||
         m->offset < it->second.first) {
       offsets_.skip(m->partition, m->offset);
-      return;
+      return;  // outside the plan: not an event of this run (not counted as consumed)
     }
     ++backfill_read_;
     backfill_next_[m->partition] = m->offset + 1;
+  }
+  if (first_consumed_ == Clock::time_point{}) first_consumed_ = Clock::now();
+  consumer_stats_.consumed.Increment();
+  if (offsets_.alreadyFinished(m->partition, m->offset)) {  // judged and written before
+    consumer_stats_.replay_skipped.Increment();
+    offsets_.skip(m->partition, m->offset);
+    return down.ended(Downstream::Ended::kReplaySkipped);
   }
   const MessageRef at{m->partition, m->offset};
   const InputFormat::Read read = format_->read(
       {payloadOf(m), keyOf(m), at, options_.topic},
       [&down](std::string_view key) { return down.screen(key); }, decoded_);
-  if (!read.ok) return finishInvalid(m, read.invalid);
+  if (!read.ok) {
+    finishInvalid(m, read.invalid);
+    return down.ended(Downstream::Ended::kInvalid);
+  }
+  if (read.screened_out) down.ended(Downstream::Ended::kScreenedOut);
   if (read.held) offsets_.begin(at.partition, at.offset);  // held by events being assembled
   deliver(down, &at, read.held);
 }

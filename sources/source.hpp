@@ -43,6 +43,15 @@ class Downstream {
   /// and written, or dropped; it may take `origin`'s content), false when it is not (sampled
   /// out): `origin` must then be left as it came, and the source finishes it at once.
   virtual bool onEvent(Event&& event, const std::optional<KeyScreen>& screen, Origin& origin) = 0;
+  /// Why the source ended a message of the events topic itself, without an event.
+  enum class Ended {
+    kReplaySkipped,  ///< finished before a restart or rebalance (assay_events_replay_skipped_total)
+    kInvalid,        ///< not a valid event (assay_events_invalid_total, counted already)
+    kScreenedOut     ///< its key alone said sampling would not admit it: never parsed
+  };
+  /// A message the source ended without an event: the last step of its coverage (docs/metrics.md,
+  /// "Coverage"), called after its own counter, if any, is counted.
+  virtual void ended(Ended why) = 0;
   /// True while the downstream holds back (back-pressure): the source hands it nothing more
   /// in this poll.
   virtual bool holding() const = 0;

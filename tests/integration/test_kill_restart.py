@@ -243,9 +243,27 @@ def run(args, workdir, checks):
             print(f"{unjudged()} sampled events unjudged; the last run's kafka lines:\n" +
                   "".join(tail[-40:]))
             raise
+        # Coverage (issue 31): the last run consumed redelivered messages (finished before a kill:
+        # replay-skipped) and re-emitted stored verdicts; at rest every consumed event is
+        # accounted for, once, by every judge.
+        status, text = tp.http_get(f"http://127.0.0.1:{admin}/metrics")
+        samples = tp.parse_metrics(text) if status == 200 else []
+        tp.log(f"the last run: {tp.metric(samples, 'assay_events_consumed_total')} consumed, "
+               f"{tp.metric(samples, 'assay_events_replay_skipped_total')} replay-skipped, "
+               f"{tp.metric(samples, 'assay_judge_stored_verdicts_total')} stored verdicts "
+               f"re-emitted, {tp.metric(samples, 'assay_events_sampled_out_total')} sampled out")
+        checks.eq("coverage at rest: no event unaccounted for by any judge",
+                  {"context_overlap": 0, JUDGE: 0}, tp.coverage_gaps(samples))
         daemon.send_signal(signal.SIGTERM)
         rc = daemon.wait(timeout=120)
         checks.eq("the last run stops on SIGTERM, code 0", 0, rc)
+        with open(log_path, errors="replace") as f:
+            f.seek(log_start)
+            last_log = f.read()
+        checks.true("the last run's exit summary: every event in one terminal counter per judge",
+                    "coverage: each of the" in last_log and "coverage: " in last_log
+                    and "a bug: please report" not in last_log,
+                    [l for l in last_log.splitlines() if "coverage" in l])
 
         # ---- What the sinks hold.
         lines = []

@@ -91,6 +91,11 @@ sinks: {{jsonl: {{path: {json.dumps(jsonl)}}}}}
         with open(log_path, errors="replace") as f:
             text = f.read()
         checks.true("the log says LLM calls were abandoned", "still wait for an asynchronous verdict" in text)
+        # Coverage (issue 31): the abandoned calls and the events dropped at the stop still end
+        # in one terminal counter of every judge.
+        checks.true("the exit summary: every event in one terminal counter per judge",
+                    "coverage: each of the" in text and "a bug: please report" not in text,
+                    [l for l in text.splitlines() if "coverage" in l])
         judged_with_llm = 0
         with open(jsonl) as f:
             for line in f:

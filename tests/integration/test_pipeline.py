@@ -413,6 +413,22 @@ def parse_metrics(text):
     return samples
 
 
+def coverage_gaps(samples):
+    """Coverage (docs/metrics.md, "Coverage"): per judge, consumed events that no terminal
+    counter accounts for, minus those in flight (consumed − finished): the recording rule
+    assay:judge_coverage_unaccounted:events. {} when no judge has a series."""
+    total = lambda name: sum(v for n, _, v in samples if n == name)  # noqa: E731
+    finished = total("assay_events_finished_total")
+    ended = sum(total(n) for n in ("assay_events_replay_skipped_total", "assay_events_invalid_total",
+                                   "assay_events_sampled_out_total", "assay_samples_dropped_total"))
+    terminal = {}
+    for n, l, v in samples:
+        if n in ("assay_judge_runs_total", "assay_judge_skipped_total",
+                 "assay_judge_abandoned_total"):
+            terminal[l["judge"]] = terminal.get(l["judge"], 0) + v
+    return {judge: finished - ended - t for judge, t in terminal.items()}
+
+
 def metric(samples, name, **labels):
     """Sum of the samples of `name` whose labels include `labels`; None when there is none."""
     vals = [v for n, l, v in samples
