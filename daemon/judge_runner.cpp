@@ -191,10 +191,10 @@ void JudgeRunner::updateCoverage(Set& added) {
   sets.push_back(&added);
   for (Set* set : sets) {
     set->absent.clear();
-    for (const auto& [name, stats] : ever_)
+    for (const auto& known : ever_)  // (clang 14 cannot capture a structured binding)
       if (std::none_of(set->judges.begin(), set->judges.end(),
-                       [&](const RunnableJudge& j) { return j.name == name; }))
-        set->absent.push_back(stats);
+                       [&](const RunnableJudge& j) { return j.name == known.first; }))
+        set->absent.push_back(known.second);
   }
 }
 
