@@ -225,6 +225,12 @@ void judgesFromConfig(const Config& c, std::int64_t event_tokens, double escalat
   std::string rubrics;
   const std::vector<Event> events =
       events_path.empty() ? std::vector<Event>{} : readEvents(events_path, c);
+  o.events_path = events_path;
+  for (const auto& e : events) {  // each tenant's and app's share of the traffic
+    o.tenant_shares[e.tenant.empty() ? "none" : e.tenant] +=
+        1.0 / static_cast<double>(events.size());
+    o.app_shares[e.app.empty() ? "none" : e.app] += 1.0 / static_cast<double>(events.size());
+  }
   for (const JudgeConfig& jc : c.judges) {
     if (!jc.factory || jc.factory->descriptor->kind != JudgeKind::kLlm) continue;
     EstimateJudge j;
@@ -285,6 +291,8 @@ void applyConfig(const EstimateFlags& f, EstimateOptions& o) {
   o.sample_rate = c.sampling.rate;
   o.usd_to_eur = c.budget.usd_to_eur;
   o.daily_limit_eur = c.budget.daily_limit_eur;
+  o.tenant_caps = c.budget.tenant_caps;
+  o.app_caps = c.budget.app_caps;
   for (const auto& p : c.budget.prices)
     o.prices.emplace_back(p.model,
                           llm::ModelPrice{p.input, p.cached_input, p.output, p.cache_write});
@@ -439,6 +447,49 @@ std::string capText(double projected, double cap) {
       money(projected), 100 * cap / projected);
 }
 
+/// budget.tenants (apps): each tenant's share of `total` euros a day (its share of the events
+/// of --events, every event costing the same) against its cap; the tenants under "*" each
+/// against that cap (the ten largest shown).
+void printScopeCaps(const char* kind, const char* key,
+                    const std::vector<std::pair<std::string, double>>& caps,
+                    const std::map<std::string, double>& shares, double total,
+                    const EstimateOptions& o, std::ostream& out) {
+  if (caps.empty()) return;
+  if (o.events_path.empty()) {
+    out << fmt::format(
+        "  budget.{}: {} cap(s); a per-{} projection needs --events FILE (each one's share of "
+        "the traffic)\n",
+        key, caps.size(), kind);
+    return;
+  }
+  const auto capOf = [&](const std::string& name) -> std::optional<double> {
+    std::optional<double> star;
+    for (const auto& [k, v] : caps) {
+      if (k == name) return v;
+      if (k == "*" && !star) star = v;
+    }
+    return star;
+  };
+  std::vector<std::pair<double, std::string>> by_share;
+  for (const auto& [name, share] : shares) by_share.emplace_back(share, name);
+  std::sort(by_share.rbegin(), by_share.rend());
+  std::size_t shown = 0, uncapped = 0;
+  for (const auto& [share, name] : by_share) {
+    const auto cap = capOf(name);
+    if (!cap) {
+      ++uncapped;
+      continue;
+    }
+    if (++shown > 10) continue;
+    out << fmt::format("  {} {} ({:.1f} % of the events of {}) cap {:.2f}: {}\n", kind, name,
+                       100 * share, o.events_path, *cap, capText(total * share, *cap));
+  }
+  if (shown > 10) out << fmt::format("  ... and {} more {}s with a cap\n", shown - 10, kind);
+  if (uncapped > 0)
+    out << fmt::format("  {} {}(s) of {} have no cap (not in budget.{}, no \"*\")\n", uncapped,
+                       kind, o.events_path, key);
+}
+
 /// From a config: the daily caps against the projection, then what the figures leave out.
 void printBudget(const Estimate& e, std::ostream& out) {
   const EstimateOptions& o = e.options;
@@ -455,6 +506,8 @@ void printBudget(const Estimate& e, std::ostream& out) {
   if (o.daily_limit_eur > 0)
     out << fmt::format("  budget.daily_limit_eur {:.2f} (every LLM judge together): {}\n",
                        o.daily_limit_eur, capText(capped, o.daily_limit_eur));
+  printScopeCaps("tenant", "tenants", o.tenant_caps, o.tenant_shares, capped, o, out);
+  printScopeCaps("app", "apps", o.app_caps, o.app_shares, capped, o, out);
   for (const auto& note : o.notes) out << "  note: " << note << "\n";
 }
 

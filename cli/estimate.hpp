@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -57,6 +58,11 @@ struct EstimateOptions {
   /// judge of --judge, and of every configured judge with a run_if; 1 = no cascade.
   double escalation_share = 1.0;
   std::vector<std::string> notes;  ///< what the estimate does not model (sampling rules, run_if)
+  /// The config's budget.tenants / budget.apps caps ("*": every other one), and, from --events,
+  /// each tenant's (app's) share of the events ("none" for events without one), in [0, 1].
+  std::vector<std::pair<std::string, double>> tenant_caps, app_caps;
+  std::map<std::string, double> tenant_shares, app_shares;
+  std::string events_path;  ///< where the shares come from ("" = no --events)
 };
 
 /// A bad argument or an unpriced model; the message is for the user, the exit code 2.

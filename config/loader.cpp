@@ -18,6 +18,7 @@
 
 #include "core/edit_distance.hpp"
 #include "core/rfc3339.hpp"
+#include "core/utf8.hpp"
 #include "core/yaml_load.hpp"
 #include "judges/llm/budget.hpp"
 #include "judges/secrets.hpp"
@@ -619,12 +620,48 @@ void loadLimits(Reader& r, const YAML::Node& n, LimitsOptions& o) {
            "drop-in");
 }
 
+/// budget.tenants / budget.apps: {name: euros per day}, "*" for every one not listed.
+void loadScopeCaps(Reader& r, const YAML::Node& n, const std::string& p,
+                   std::vector<std::pair<std::string, double>>& out) {
+  if (!n) return;
+  if (!n.IsMap()) {
+    r.error(n, p, "expected a mapping {name: euros per day} (\"*\": every other one)");
+    return;
+  }
+  constexpr std::size_t kMaxNamed = 10'000;
+  if (n.size() > kMaxNamed) {
+    r.error(n, p,
+            std::to_string(n.size()) + " entries: at most " + std::to_string(kMaxNamed) +
+                " (use \"*\" for the rest)");
+    return;
+  }
+  for (const auto& kv : n) {
+    const std::string name = kv.first.as<std::string>("");
+    const std::string at = p + "." + name;
+    if (name.empty() || name.size() > 128 || !isValidUtf8(name)) {
+      r.error(kv.first, p, "a name of 1 to 128 bytes of UTF-8 (the event's value, or \"*\")");
+      continue;
+    }
+    double cap = 0;
+    if (!kv.second.IsScalar() || !YAML::convert<double>::decode(kv.second, cap) ||
+        !std::isfinite(cap) || cap < 0 || cap > llm::kMaxLedgerEuros) {
+      r.error(kv.second, at,
+              "expected euros per day from 0 to " +
+                  std::to_string(static_cast<long>(llm::kMaxLedgerEuros)));
+      continue;
+    }
+    out.emplace_back(name, cap);
+  }
+}
+
 void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
   const std::string p = "budget";
   if (!r.checkMap(n, p,
                   {"usd_to_eur", "daily_limit_eur", "alert_ratio", "timezone", "store",
-                   "key_prefix", "password_file", "password_env", "prices"}))
+                   "key_prefix", "password_file", "password_env", "prices", "tenants", "apps"}))
     return;
+  loadScopeCaps(r, n["tenants"], p + ".tenants", o.tenant_caps);
+  loadScopeCaps(r, n["apps"], p + ".apps", o.app_caps);
   r.getRange(n, "usd_to_eur", p, o.usd_to_eur, 0.0001, 10000.0);
   // The ledger holds amounts up to kMaxLedgerEuros (exact integer nano-euros in Redis' Lua).
   r.getRange(n, "daily_limit_eur", p, o.daily_limit_eur, 0.0, llm::kMaxLedgerEuros);

@@ -37,11 +37,14 @@ bool same(const YAML::Node& a, const YAML::Node& b) {
 }
 
 /// A map without one key.
-YAML::Node without(const YAML::Node& map, const char* key) {
+YAML::Node without(const YAML::Node& map, std::initializer_list<const char*> keys) {
   if (!map.IsDefined() || !map.IsMap()) return map;
   YAML::Node copy(YAML::NodeType::Map);
-  for (const auto& kv : map)
-    if (kv.first.as<std::string>("") != key) copy[kv.first] = kv.second;
+  for (const auto& kv : map) {
+    const std::string k = kv.first.as<std::string>("");
+    if (std::none_of(keys.begin(), keys.end(), [&](const char* key) { return k == key; }))
+      copy[kv.first] = kv.second;
+  }
   return copy;
 }
 
@@ -72,7 +75,7 @@ void diffJudges(const YAML::Node& a, const YAML::Node& b, ReloadDiff& d) {
     for (std::size_t i = 0; i < a.size() && only_rates; ++i) {
       if (same(a[i], b[i])) continue;
       only_rates =
-          a[i].IsMap() && b[i].IsMap() && same(without(a[i], "rate"), without(b[i], "rate"));
+          a[i].IsMap() && b[i].IsMap() && same(without(a[i], {"rate"}), without(b[i], {"rate"}));
       rates.push_back(i);
     }
     if (only_rates) {
@@ -118,7 +121,8 @@ ReloadDiff diffConfigs(const std::string& running_yaml, const std::string& new_y
       d.log = true;
     else if (s == "judges")
       diffJudges(x, y, d);
-    else if (s == "budget" && same(without(x, "daily_limit_eur"), without(y, "daily_limit_eur")))
+    else if (s == "budget" && same(without(x, {"daily_limit_eur", "tenants", "apps"}),
+                                   without(y, {"daily_limit_eur", "tenants", "apps"})))  // caps
       d.budget_cap = true;
     else
       d.restart.push_back(s);

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace assay {
@@ -27,6 +28,11 @@ struct BudgetOptions {
   /// budget.password_file / password_env: replaces the password of the store's URL.
   std::optional<std::string> store_password;
   std::vector<PriceOverride> prices;  ///< add or override built-in model prices
+  /// budget.tenants / budget.apps: daily caps per tenant or app (the event's `tenant`, `app`;
+  /// "none" for an event without one), euros, each its own budget scope ("tenant:acme",
+  /// "app:checkout") reserved with the global and per-judge ones. The key "*" is the cap of
+  /// every tenant (app) not listed, each on its own; without it an unlisted one has no cap.
+  std::vector<std::pair<std::string, double>> tenant_caps, app_caps;
 };
 
 }  // namespace assay

@@ -102,6 +102,27 @@ void CallServices::addScope(const std::string& scope, double cap_eur) {
   scopes_.emplace(scope, std::move(s));
 }
 
+void CallServices::ensureScope(const std::string& scope, double cap_eur, std::size_t max_added) {
+  {
+    std::lock_guard lock(mu_);
+    if (const auto it = scopes_.find(scope); it != scopes_.end() && it->second.cap == cap_eur)
+      return;
+    if (scopes_.find(scope) == scopes_.end()) {
+      if (added_on_use_ >= max_added) {
+        if (!added_on_use_full_)
+          spdlog::warn(
+              "budget: {} tenant and app scopes have series already; '{}' and later ones are "
+              "capped without (their spend is in the store)",
+              max_added, scope);
+        added_on_use_full_ = true;
+        return;
+      }
+      ++added_on_use_;
+    }
+  }
+  addScope(scope, cap_eur);
+}
+
 void CallServices::addJudge(const LlmJudge* judge) {
   std::lock_guard lock(mu_);
   judges_.push_back(judge);

@@ -68,6 +68,10 @@ class CallServices {
   /// the new cap (a configuration reload rebuilt its judge): gauge, alerts and, when the cap was
   /// raised, the exhausted flag follow it.
   void addScope(const std::string& scope, double cap_eur);
+  /// A scope met on a call (a tenant or app under budget.tenants / apps "*"): as addScope,
+  /// unless `max_added` such scopes were added already (the cap still holds in the store; only
+  /// its series are not created). Any thread.
+  void ensureScope(const std::string& scope, double cap_eur, std::size_t max_added);
 
   /// Bookkeeping of one finished call: `exhausted_scope` (when not empty) refused it today
   /// under a cap of `exhausted_cap_eur` €/day. A refusal under a lower cap than the scope's
@@ -108,6 +112,8 @@ class CallServices {
   std::optional<BudgetStats> budget_stats_;
   std::mutex mu_;  // guards scopes_' bookkeeping (ledger, HTTP and poll threads)
   std::map<std::string, Scope> scopes_;
+  std::size_t added_on_use_ = 0;         // scopes ensureScope() added (guarded by mu_)
+  bool added_on_use_full_ = false;       // its warning was logged
   std::vector<const LlmJudge*> judges_;  // guarded by mu_
   // Threads last: destroyed (stopped) first.
   std::unique_ptr<Ledger> ledger_;

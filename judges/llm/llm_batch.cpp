@@ -189,8 +189,8 @@ void LlmBatch::submitBatch(std::vector<std::shared_ptr<Call>> calls) const {
     auto b = std::make_shared<Batch>();
     std::vector<std::shared_ptr<Call>> refused;
     for (auto& c : calls) {
-      s.release(c->reservation_id, c->day, judge_.scopes());
-      const auto r = s.reserve(judge_.scopes(), c->reserved_eur, c->day, c->reservation_id,
+      s.release(c->reservation_id, c->day, c->scopes);
+      const auto r = s.reserve(c->scopes, c->reserved_eur, c->day, c->reservation_id,
                                kWindowMs + 50'000, /*close_on_refusal=*/true);
       if (r.status == ReserveStatus::kReserved &&
           s.claim(c->event.id, judge_.settings_.name, c->reservation_id, kWindowMs).status ==

@@ -105,6 +105,7 @@ inline std::string redactSecrets(std::string text, const std::string& key,
 
 struct LlmJudge::Call {
   Event event;
+  std::vector<ScopeLimit> scopes;  // the budget scopes of this call (LlmJudge::scopes)
   Prompt prompt;
   HttpRequest request;
   std::function<void(LlmCallResult)> done;

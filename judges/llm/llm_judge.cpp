@@ -16,6 +16,7 @@
 #include "core/json_limits.hpp"
 #include "core/log_text.hpp"
 #include "core/rate_limited_log.hpp"
+#include "core/utf8.hpp"
 #include "judges/llm/attempt.hpp"
 #include "judges/llm/llm_batch.hpp"
 #include "judges/llm/llm_call.hpp"
@@ -151,6 +152,11 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
   services.addScope("global", settings_.global_daily_limit_eur);  // a reload may change it
   if (settings_.daily_limit_eur > 0)
     services.addScope("judge:" + settings_.name, settings_.daily_limit_eur);
+  // The tenants and apps named under budget: their series from the start ("*": on first use).
+  for (const auto& [name, cap] : settings_.tenant_caps)
+    if (name != "*") services.addScope("tenant:" + name, cap);
+  for (const auto& [name, cap] : settings_.app_caps)
+    if (name != "*") services.addScope("app:" + name, cap);
   services.addJudge(this);
   spdlog::info("llm judge '{}': {} {} via {} ({}), {} in flight at most", settings_.name,
                settings_.rubric.criterion, settings_.model, endpoint_shown_,
@@ -198,7 +204,7 @@ std::vector<LlmJudge::Abandoned> LlmJudge::abandon() const {
   // A submitted batch request keeps its reservation and lease: the batch is paid whether this
   // instance waits or not, and whichever instance takes the batch over settles it.
   for (const auto& c : reserved_)
-    if (!c->submitted) out.push_back({c->reservation_id, c->day, c->event.id, scopes()});
+    if (!c->submitted) out.push_back({c->reservation_id, c->day, c->event.id, c->scopes});
   reserved_.clear();
   waiting_.clear();
   if (batch_) batch_->clearOpen();
@@ -225,10 +231,24 @@ int LlmJudge::inFlight() const {
   return in_flight_;
 }
 
-std::vector<ScopeLimit> LlmJudge::scopes() const {
+std::vector<ScopeLimit> LlmJudge::scopes(const Event& event) const {
   std::vector<ScopeLimit> s{{"global", settings_.global_daily_limit_eur}};
   if (settings_.daily_limit_eur > 0)
     s.push_back({"judge:" + settings_.name, settings_.daily_limit_eur});
+  const auto add = [&](const char* kind, const std::string& value,
+                       const std::vector<std::pair<std::string, double>>& caps) {
+    if (caps.empty()) return;
+    const std::string name = value.empty() ? "none" : utf8Clean(value, 128);
+    const double* cap = nullptr;
+    for (const auto& [key, euros] : caps)
+      if (key == name || (key == "*" && !cap)) cap = &euros;
+    if (!cap) return;
+    const std::string scope = std::string(kind) + ":" + name;
+    s.push_back({scope, *cap});
+    services_.ensureScope(scope, *cap, kMaxScopeSeries);
+  };
+  add("tenant", event.tenant, settings_.tenant_caps);
+  add("app", event.app, settings_.app_caps);
   return s;
 }
 
@@ -312,6 +332,7 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   auto c = std::make_shared<Call>();
   c->started = t0;
   c->event = event;
+  c->scopes = scopes(event);
   c->prompt = std::move(*prompt);
   c->request = buildRequest(settings_.provider, settings_.endpoint, settings_.api_key,
                             settings_.model, c->prompt, settings_.max_tokens, format_);
@@ -344,7 +365,7 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
 
 void LlmJudge::reserve(const std::shared_ptr<Call>& c, bool chain) const {
   ReserveRequest r;
-  r.scopes = scopes();
+  r.scopes = c->scopes;
   r.amount_eur = c->reserved_eur;
   r.day = c->day;
   r.reservation_id = c->reservation_id;
@@ -366,7 +387,7 @@ void LlmJudge::finishEarly(const std::shared_ptr<Call>& c, Outcome o, std::strin
   r.store_unavailable = store_unavailable;
   // The cap the refusal was made under: a reload that raised it since must not be undone by
   // this late answer (CallServices::onCall).
-  for (const auto& l : scopes())
+  for (const auto& l : c->scopes)
     if (l.scope == scope) r.exhausted_cap_eur = l.daily_limit_eur;
   r.exhausted_scope = std::move(scope);
   r.verdict.outcome = o;
@@ -705,7 +726,7 @@ void LlmJudge::finish(const std::shared_ptr<Call>& c, LlmVerdict verdict,
 FinishRequest LlmJudge::endOf(const std::shared_ptr<Call>& c, std::optional<double> cost_eur,
                               std::optional<std::string> verdict) const {
   FinishRequest f;
-  f.scopes = scopes();
+  f.scopes = c->scopes;
   f.day = c->day;
   f.reservation_id = c->reservation_id;
   f.event_id = c->event.id;

@@ -70,8 +70,10 @@ struct LlmJudgeSettings {
   double usd_to_eur = 0.92;
   double daily_limit_eur = 0;  ///< this judge's cap, € per local day (0 = none apart from global)
   double global_daily_limit_eur = 0;  ///< the shared cap, € per local day
-  std::string timezone = "UTC";       ///< day boundary of the caps (IANA name)
-  int max_tokens = 300;               ///< reply cap sent to the API
+  /// budget.tenants / budget.apps (BudgetOptions): per-tenant and per-app caps, "*" = any other.
+  std::vector<std::pair<std::string, double>> tenant_caps, app_caps;
+  std::string timezone = "UTC";  ///< day boundary of the caps (IANA name)
+  int max_tokens = 300;          ///< reply cap sent to the API
   std::int64_t max_input_tokens = 16000;
   /// How the reply is constrained: kJsonSchema (default) sends the rubric's reply schema
   /// (replySchema(), prompt.hpp) as OpenAI `json_schema` strict / Anthropic forced tool;
@@ -248,7 +250,12 @@ class LlmJudge final : public Judge {
   /// The ledger's end of a call: `cost_eur` and `verdict` for a billed answer, else nullopt.
   FinishRequest endOf(const std::shared_ptr<Call>& call, std::optional<double> cost_eur,
                       std::optional<std::string> verdict) const;
-  std::vector<ScopeLimit> scopes() const;
+  /// The budget scopes a call on `event` reserves in: "global", "judge:<name>" when the judge
+  /// has a cap, "tenant:<t>" and "app:<a>" when budget.tenants / budget.apps give the event's
+  /// one a cap (t, a: the event's, "none" when empty, at most 128 bytes). A tenant or app
+  /// capped by "*" gets its budget series on first use (at most kMaxScopeSeries of them).
+  std::vector<ScopeLimit> scopes(const Event& event) const;
+  static constexpr std::size_t kMaxScopeSeries = 200;
   void warnSelfJudging(const Event& event) const;
 
   const LlmJudgeSettings settings_;

@@ -722,6 +722,8 @@ LlmJudgeSettings llmSettingsFrom(const JudgeOptionValues& values, const JudgeCon
                               "fix the name");
   s.usd_to_eur = ctx.budget->usd_to_eur;
   s.global_daily_limit_eur = ctx.budget->daily_limit_eur;
+  s.tenant_caps = ctx.budget->tenant_caps;
+  s.app_caps = ctx.budget->app_caps;
   s.timezone = ctx.budget->timezone;
   s.max_waiting = ctx.max_waiting;
   if (!ctx.hold_when_open) s.breaker_hold = Millis{0};

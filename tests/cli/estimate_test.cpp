@@ -377,3 +377,45 @@ TEST_CASE("--events: each judge measured on real events: median prompt, the shar
                        EstimateError);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("budget.tenants: each tenant's share of the projection against its cap") {
+  // Issue 31, "Budgets per tenant": the tenants' shares of --events split the projection.
+  const std::string dir = "/tmp/assay_estimate_tenants_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string config = dir + "/c.yaml", events = dir + "/e.jsonl";
+  std::ofstream(config) << "sampling: {rate: 1.0}\n"
+                           "budget:\n"
+                           "  daily_limit_eur: 1000\n"
+                           "  tenants: {acme: 0.5, \"*\": 100}\n"
+                           "judges:\n"
+                           "  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o}\n";
+  {
+    std::ofstream e(events);
+    for (int i = 0; i < 4; ++i)  // acme 3 of 4 events, globex 1
+      e << R"({"id":"e)" << i << R"(","tenant":")" << (i < 3 ? "acme" : "globex")
+        << R"(","question":"q","answer":"a","contexts":["c"]})"
+        << "\n";
+  }
+  const Estimate e =
+      estimate({"--config", config, "--requests-per-day", "10000", "--events", events});
+  REQUIRE(e.rows.size() == 1);
+  const double total = e.eur_per_day;
+  const auto shown = [](double v) {  // as the estimate prints euros
+    return v >= 1 ? fmt::format("{:.2f}", v) : fmt::format("{:.4f}", v);
+  };
+  CHECK(total > 0.5 / 0.75);  // acme's share is over its cap
+  CHECK(total * 0.25 < 100);  // globex's is within "*"
+  const std::string text = printed(e);
+  CAPTURE(text);
+  CHECK(text.find(fmt::format("tenant acme (75.0 % of the events of {}) cap 0.50: projected {} "
+                              "EUR/day: over it",
+                              events, shown(total * 0.75))) != std::string::npos);
+  CHECK(text.find(fmt::format("tenant globex (25.0 % of the events of {}) cap 100.00: projected",
+                              events)) != std::string::npos);
+  // Without --events: the shares are unknown, and it says so.
+  const std::string without =
+      printed(estimate({"--config", config, "--requests-per-day", "10000"}));
+  CHECK(without.find("budget.tenants: 2 cap(s); a per-tenant projection needs --events FILE") !=
+        std::string::npos);
+  std::filesystem::remove_all(dir);
+}

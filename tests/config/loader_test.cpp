@@ -74,6 +74,37 @@ TEST_CASE("budget.key_prefix: from the group id by default; braces and blanks re
   }
 }
 
+TEST_CASE("budget.tenants and budget.apps: caps per name, \"*\" for the rest; bad ones refused") {
+  const auto ok = load(std::string(kJudge) +
+                       "budget:\n  tenants: {acme: 2.5, \"*\": 0.5}\n  apps: {checkout: 0}\n");
+  REQUIRE(ok.ok());
+  CHECK(ok.config.budget.tenant_caps ==
+        std::vector<std::pair<std::string, double>>{{"acme", 2.5}, {"*", 0.5}});
+  CHECK(ok.config.budget.app_caps == std::vector<std::pair<std::string, double>>{{"checkout", 0}});
+  const std::pair<const char*, const char*> bad[] = {
+      {"tenants: [acme]", "budget.tenants"},
+      {"tenants: {acme: -1}", "budget.tenants.acme"},
+      {"tenants: {acme: lots}", "budget.tenants.acme"},
+      {"tenants: {acme: .nan}", "budget.tenants.acme"},
+      {"tenants: {acme: 2000000}", "budget.tenants.acme"},
+      {"apps: {checkout: {cap: 1}}", "budget.apps.checkout"},
+      {"tenants: {\"\": 1}", "budget.tenants"}};
+  for (const auto& [yaml, path] : bad) {
+    const std::string where = path;  // not a structured binding: CAPTURE is a lambda
+    const std::string text = yaml;
+    CAPTURE(text);
+    const auto r = load(std::string(kJudge) + "budget: {" + yaml + "}\n");
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].path == where);
+    CHECK(r.errors[0].line == 3);
+  }
+  // A reload applies them live, like budget.daily_limit_eur.
+  const auto d = diffConfigs(std::string(kJudge) + "budget: {tenants: {acme: 1}}\n",
+                             std::string(kJudge) + "budget: {tenants: {acme: 2}}\n");
+  CHECK(d.budget_cap);
+  CHECK(d.restart.empty());
+}
+
 TEST_CASE("every error is reported with line, column and key path") {
   const auto r = load(
       "kafka:\n"                                                    // 1

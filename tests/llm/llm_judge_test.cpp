@@ -12,9 +12,11 @@
 #include <set>
 #include <thread>
 
+#include "core/clock.hpp"
 #include "fake_server.hpp"
 #include "judges/budget_options.hpp"
 #include "judges/llm/llm_call.hpp"
+#include "redis_server.hpp"
 #include "tests/wait.hpp"
 
 using namespace assay;
@@ -1009,4 +1011,80 @@ TEST_CASE("a custom criterion on a 0-3 scale: its schema, its inputs, its outcom
   CHECK(na.verdict.outcome == Outcome::kNotApplicable);
   CHECK(na.verdict.justification == "the event has no value at /metadata/channel (rubric.inputs)");
   CHECK(fx.requests() == before);
+}
+
+TEST_CASE("budget.tenants and apps: a tenant over its cap is skipped_budget, the others go on") {
+  // Issue 31, "Budgets per tenant": reserved before the call with the global and per-judge
+  // caps, in the same store (a real redis-server), exact: a call is made only when its worst
+  // case fits, so the tenant's spend never passes its cap.
+  test::RedisServer redis;
+  test::FakeLlmServer server;
+  HttpClient client;
+  Services services(redis.url());
+  auto s = [&] {
+    Fixture fx;  // settings only (its own server and services are not used)
+    auto v = fx.settings();
+    v.endpoint = server.url("/v1");
+    return v;
+  }();
+  constexpr double kAcmeCap = 0.0004;
+  s.tenant_caps = {{"acme", kAcmeCap}, {"*", 1.0}};
+  s.app_caps = {{"checkout", 0.5}};
+  HttpRequest script;
+  script.url = server.url("/_fake/script");
+  std::string replies = "[";
+  for (int i = 0; i < 40; ++i) replies += std::string(i ? "," : "") + R"({"score": 3})";
+  script.body = replies + "]";
+  REQUIRE(client.send(script).status == 200);
+  LlmJudge j(s, services.calls);
+  const auto as = [](const char* tenant, const char* app) {
+    Event e = event();
+    e.tenant = tenant;
+    e.app = app;
+    return e;
+  };
+  std::map<std::string, std::map<Outcome, int>> outcomes;
+  std::string exhausted_scope;
+  for (int i = 0; i < 12; ++i) {
+    const auto r = run(j, as("acme", "checkout"));
+    ++outcomes["acme"][r.verdict.outcome];
+    if (r.verdict.outcome == Outcome::kSkippedBudget) exhausted_scope = r.exhausted_scope;
+    ++outcomes["globex"][run(j, as("globex", "")).verdict.outcome];
+  }
+  ++outcomes["none"][run(j, as("", "")).verdict.outcome];  // no tenant: "none", under "*"
+  CHECK(outcomes["acme"][Outcome::kOk] >= 1);
+  CHECK(outcomes["acme"][Outcome::kSkippedBudget] >= 1);
+  CHECK(outcomes["acme"][Outcome::kOk] + outcomes["acme"][Outcome::kSkippedBudget] == 12);
+  CHECK(exhausted_scope == "tenant:acme");
+  CHECK(outcomes["globex"][Outcome::kOk] == 12);  // the others go on
+  CHECK(outcomes["none"][Outcome::kOk] == 1);
+  // The spend per scope, from the store every instance shares.
+  auto& store = services.store();
+  const std::string day = budgetDay("UTC", epochMs());
+  const auto acme = store.spent("tenant:acme", day);
+  const auto globex = store.spent("tenant:globex", day);
+  const auto global = store.spent("global", day);
+  CHECK(acme.spent_eur > 0);
+  CHECK(acme.spent_eur <= kAcmeCap);  // never past its cap
+  CHECK(acme.outstanding_eur == 0);
+  CHECK(globex.spent_eur > 0);
+  CHECK(store.spent("tenant:none", day).spent_eur > 0);
+  CHECK(store.spent("app:checkout", day).spent_eur == doctest::Approx(acme.spent_eur));
+  CHECK(global.spent_eur == doctest::Approx(acme.spent_eur + globex.spent_eur +
+                                            store.spent("tenant:none", day).spent_eur));
+  MESSAGE("tenant:acme spent EUR " << acme.spent_eur << " of its EUR " << kAcmeCap << " cap in "
+                                   << outcomes["acme"][Outcome::kOk] << " calls; "
+                                   << outcomes["acme"][Outcome::kSkippedBudget]
+                                   << " skipped_budget; globex 12 of 12 judged");
+  // Their series: named tenants from the start, "*" ones on first use.
+  services.calls.refresh();
+  services.calls.ledger().sync();
+  std::set<std::string> scopes;
+  for (const auto& f : services.registry.Collect())
+    if (f.name == "assay_budget_limit_euros")
+      for (const auto& m : f.metric)
+        for (const auto& l : m.label)
+          if (l.name == "scope") scopes.insert(l.value);
+  CHECK(scopes == std::set<std::string>{"global", "tenant:acme", "app:checkout", "tenant:globex",
+                                        "tenant:none"});
 }
