@@ -9,13 +9,12 @@
 #include <vector>
 
 #include "config/options.hpp"
+#include "tracking/stats.hpp"
 
 namespace assay {
 
-/// Area under the ROC curve of `scores` for telling positives (label true) from negatives:
-/// the Mann–Whitney U statistic / (n_pos · n_neg), ties counted one half (Hanley & McNeil,
-/// Radiology 1982); equals sklearn.metrics.roc_auc_score. nullopt when a class is empty.
-std::optional<double> rocAuc(const std::vector<double>& scores, const std::vector<bool>& labels);
+/// ROC AUC (tracking/stats.hpp), as the report and the canary compute it.
+using stats::rocAuc;
 
 /// One escalation threshold of a cascade `run_if: [{judge: J, below: threshold}]`: the LLM
 /// judge runs on the events whose score is below `threshold`.

@@ -1014,6 +1014,29 @@ void loadJudges(Reader& r, const YAML::Node& n, Config& config) {
   }
 }
 
+void loadCanary(Reader& r, const YAML::Node& n, CanaryOptions& o) {
+  const std::string p = "canary";
+  if (!r.checkMap(n, p, {"file", "every", "sample", "label", "state_file"})) return;
+  r.get(n, "file", p, o.file);
+  if (o.file.empty())
+    r.error(n["file"] ? n["file"] : n, p + ".file", "missing: the events to replay");
+  if (const YAML::Node f = n["file"]) {
+    const auto m = f.Mark();
+    if (!m.is_null()) o.file_line = m.line + 1, o.file_column = m.column + 1;
+  }
+  if (const YAML::Node v = n["every"]) {
+    const auto window = parseWindow(v.IsScalar() ? v.Scalar() : "");
+    if (!window || window->second <= 0 || window->second > 7 * 86400.0)
+      r.error(v, p + ".every", "expected a duration from 1m to 7d, such as 30m, 6h or 1d");
+    else
+      o.every_seconds = window->second;
+  }
+  r.getRange(n, "sample", p, o.sample, 1, 10'000);
+  r.getPointer(n, "label", p, o.label);
+  if (n["label"] && o.label.empty()) r.error(n["label"], p + ".label", "expected a JSON Pointer");
+  r.get(n, "state_file", p, o.state_file);
+}
+
 void loadAb(Reader& r, const YAML::Node& n, AbOptions& o) {
   const std::string p = "ab";
   if (!r.checkMap(n, p,
@@ -1258,7 +1281,7 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   }
   if (!r.checkMap(root, "",
                   {"kafka", "events", "otlp", "sampling", "redact", "limits", "budget", "judges",
-                   "tracking", "ab", "admin", "sinks", "log"}))
+                   "tracking", "canary", "ab", "admin", "sinks", "log"}))
     return res;
   Config& c = res.config;
   if (auto n = root["kafka"]) loadKafka(r, n, c.kafka);
@@ -1283,6 +1306,7 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   }
   if (auto n = root["judges"]) loadJudges(r, n, c);
   if (auto n = root["tracking"]) loadTracking(r, n, c.tracking);
+  if (auto n = root["canary"]) loadCanary(r, n, c.canary);
   if (auto n = root["ab"]) loadAb(r, n, c.ab);
   if (!c.ab.experiments.empty() && c.kafka.feedback_topic.empty())
     r.warn(root["ab"], "ab.experiments",

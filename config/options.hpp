@@ -170,6 +170,23 @@ struct TrackingOptions {
   int max_label_values = 50;  ///< distinct tenant/app/variant label values before "other"
 };
 
+/// `canary:` (docs/canary.md): a fixed set of labelled events replayed through every judge on a
+/// schedule, to catch a judge whose scores move while its configuration does not (a provider
+/// changing weights under the same model name).
+struct CanaryOptions {
+  std::string file;  ///< JSON Lines events in the event format, with human labels; "" = none
+  int file_line = 0, file_column = 0;  ///< where the key is (error messages)
+  double every_seconds = 6 * 3600;     ///< a run every this many seconds, [60, 7 days]
+  int sample = 200;                    ///< events per run, the same ones each run, [1, 10000]
+  /// JSON Pointer of the human label in each line: a boolean (true = the answer is bad, e.g.
+  /// hallucinated: ROC AUC of a low score for it) or a number on the judge's scale or any scale
+  /// (Spearman, Kendall tau-b; Cohen's kappa when integer labels lie on the judge's scale).
+  std::string label = "/labels/hallucinated";
+  /// Where each judge version's first run is kept (JSON), so that a restart compares with it
+  /// and not with itself; "" = in memory (a restart takes a new first run, logged).
+  std::string state_file;
+};
+
 struct AdminOptions {
   std::string listen = "127.0.0.1:10464";  ///< host:port of /metrics, /healthz, /readyz
   int listen_line = 0, listen_column = 0;  ///< where the key is (error messages; 0 = default)
@@ -235,6 +252,7 @@ struct Config {
   BudgetOptions budget;
   std::vector<JudgeConfig> judges;
   TrackingOptions tracking;
+  CanaryOptions canary;
   AbOptions ab;
   AdminOptions admin;
   SinksOptions sinks;

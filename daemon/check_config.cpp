@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include "config/loader.hpp"
+#include "daemon/canary.hpp"
 #include "sinks/registry.hpp"
 #include "sources/kafka.hpp"
 #include "tracking/tracker.hpp"
@@ -104,6 +105,13 @@ std::vector<ConfigError> startupErrors(const Config& c) {
     } catch (const std::exception& e) {
       errors.push_back({c.file, t.baseline_file_line, t.baseline_file_column,
                         "tracking.baseline_file", e.what()});
+    }
+  }
+  if (!c.canary.file.empty()) {
+    try {  // the file's content, as the daemon will read it
+      (void)loadCanarySet(c.canary, c.events, c.limits.max_event_bytes);
+    } catch (const std::exception& e) {
+      errors.push_back({c.file, c.canary.file_line, c.canary.file_column, "canary.file", e.what()});
     }
   }
   for (auto& e : checkSinks(c.sinks, c.file)) errors.push_back(std::move(e));

@@ -245,6 +245,13 @@ void JudgeRunner::countAbandoned() {
   }
 }
 
+std::vector<JudgeRunner::Handle> JudgeRunner::currentJudges() const {
+  std::vector<Handle> out;
+  for (const auto& j : current()->judges)
+    out.push_back({j.name, j.version ? j.version->id : "", j.info, j.judge.get(), j.asynchronous});
+  return out;
+}
+
 std::vector<std::string> JudgeRunner::judgeNames() const {
   std::vector<std::string> out;
   for (const auto& j : current()->judges) out.push_back(j.name);

@@ -146,6 +146,16 @@ class JudgeRunner {
   void countAbandoned();
   /// The judges events are judged with from now on (a copy of the current set's names).
   std::vector<std::string> judgeNames() const;
+  /// A judge of the current set, for a run outside the event flow (the canary): called
+  /// directly, it counts in none of the judge's series. Valid as long as the runner (a reload
+  /// keeps replaced judges).
+  struct Handle {
+    std::string name, version;  ///< version: "" when built without one
+    JudgeInfo info;
+    const Judge* judge = nullptr;
+    bool asynchronous = false;
+  };
+  std::vector<Handle> currentJudges() const;
   /// A configuration reload: judge `index`'s nested sampling rate from now on (any thread).
   void setRate(std::size_t index, double rate);
   double rate(std::size_t index) const;

@@ -46,6 +46,10 @@ Pipeline::Pipeline(const Config& config, RunOptions run, PipelineWiring wiring)
   connectRedaction(config, runner_, *registry_);
   connectAb(config, wiring.ab, tracker_);
   if (sinks_.empty()) spdlog::warn("no sink configured: judgments go to the metrics only");
+  if (!config.canary.file.empty() && !run_.backfill)
+    canary_ = std::make_unique<Canary>(
+        config, runner_, *registry_,
+        loadCanarySet(config.canary, config.events, config.limits.max_event_bytes));
 }
 
 Pipeline::~Pipeline() = default;
@@ -204,6 +208,7 @@ void Pipeline::shutdown() {
   shut_down_ = true;
   service::stopping();
   source_.logSuppressed();
+  if (canary_) canary_->stop();  // a run in progress stops waiting for its verdicts
   queue_.close();
   const auto deadline = Clock::now() + std::chrono::milliseconds(config_.limits.drain_timeout_ms);
   while ((queue_.size() > 0 || runner_.busy() > 0 || runner_.pending() > 0) &&

@@ -27,6 +27,7 @@
 #include "config/options.hpp"
 #include "daemon/ab/ab.hpp"
 #include "daemon/backlog.hpp"
+#include "daemon/canary.hpp"
 #include "daemon/judge_runner.hpp"
 #include "judges/judge_stats.hpp"
 #include "judges/services.hpp"
@@ -121,6 +122,8 @@ class Pipeline final : private Downstream {
   /// assay backfill: the ranges read to their end and nothing left to judge or write.
   bool backfillDone() const;
   const JudgeRunner& runner() const { return runner_; }
+  /// The judges' canary (canary.file), or null.
+  Canary* canary() { return canary_.get(); }
   const SamplingStats& samplingStats() const { return sampling_stats_; }
   const SinkStats& sinkStats() const { return sink_stats_; }
   /// The sinks stuck in a write for `after_s` seconds with judgments waiting ("" = none).
@@ -160,7 +163,8 @@ class Pipeline final : private Downstream {
   std::vector<std::unique_ptr<Config>> reloaded_;  // configurations whose judges a reload built
   JudgeRunner runner_;  // destroyed first: closes the queue, joins, stops the services
   Backlog backlog_;
-  std::atomic<bool> store_ready_{true};          // the budget store answered
+  std::unique_ptr<Canary> canary_;       // canary.file: its schedule (stopped before the runner)
+  std::atomic<bool> store_ready_{true};  // the budget store answered
   std::atomic<std::int64_t> last_judged_ns_{0};  // steady clock, set by whoever delivers
   std::chrono::steady_clock::time_point last_refresh_{};
   int exit_code_ = 0;

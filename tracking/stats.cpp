@@ -211,4 +211,30 @@ std::optional<ChiSquare> chiSquareIndependence(const std::vector<std::vector<dou
   return ChiSquare{chi2, dof, p, min_expected, share, share <= 0.2 && min_expected >= 1};
 }
 
+std::optional<double> rocAuc(const std::vector<double>& scores, const std::vector<bool>& labels) {
+  const std::size_t n = scores.size();
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return scores[a] < scores[b]; });
+  // Average ranks (1-based) over ties, then U = R_pos − n_pos(n_pos + 1)/2.
+  double rank_sum_pos = 0;
+  std::size_t n_pos = 0;
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i;
+    while (j < n && scores[order[j]] == scores[order[i]]) ++j;
+    const double avg_rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;
+    for (std::size_t k = i; k < j; ++k) {
+      if (labels[order[k]]) {
+        rank_sum_pos += avg_rank;
+        ++n_pos;
+      }
+    }
+    i = j;
+  }
+  const std::size_t n_neg = n - n_pos;
+  if (n_pos == 0 || n_neg == 0) return std::nullopt;
+  const double u = rank_sum_pos - static_cast<double>(n_pos) * static_cast<double>(n_pos + 1) / 2.0;
+  return u / (static_cast<double>(n_pos) * static_cast<double>(n_neg));
+}
+
 }  // namespace assay::stats

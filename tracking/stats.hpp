@@ -96,4 +96,9 @@ struct ChiSquare {
 /// nullopt when fewer than 2 rows or columns remain.
 std::optional<ChiSquare> chiSquareIndependence(const std::vector<std::vector<double>>& table);
 
+/// Area under the ROC curve of `scores` for telling positives (label true) from negatives:
+/// the Mann–Whitney U statistic / (n_pos · n_neg), ties counted one half (Hanley & McNeil,
+/// Radiology 1982); equals sklearn.metrics.roc_auc_score. nullopt when a class is empty.
+std::optional<double> rocAuc(const std::vector<double>& scores, const std::vector<bool>& labels);
+
 }  // namespace assay::stats

@@ -36,6 +36,9 @@
 // A request with a verdict schema (a "score" property: an LLM judge's json_schema or forced
 // tool) is answered {"justification", "unsupported_claim" (if the schema has it), "score"}; an
 // Anthropic request that forces a tool is answered with a tool_use block holding the reply.
+// POST /_fake/shift {"levels": N} moves every unscripted verdict N levels up the schema's scale
+// (down if negative, clamped to its ends) from then on: a provider whose model changed under the
+// same name (the judges' canary must catch it).
 // POST /_fake/outage {"ms": N, "status": S} answers every API request with S (default 503, a
 // real error body, nothing billed) for the next N ms: an endpoint down for a while.
 // --delay-ms N delays every unscripted reply by N ms (a marker overrides it). --call-log FILE
@@ -87,6 +90,7 @@ std::string g_api_key;
 int g_delay_ms = 0;
 std::atomic<std::int64_t> g_outage_until_ms{0};
 std::atomic<int> g_outage_status{503};
+std::atomic<int> g_score_shift{0};  // POST /_fake/shift
 std::FILE* g_call_log = nullptr;
 std::FILE* g_request_log = nullptr;  // --request-log: every API request body, one per line
 
@@ -248,14 +252,18 @@ std::vector<int> scoreEnum(const rapidjson::Value& score) {
 /// model's, one of the schema's allowed scores: the (FNV-1a of the prompt mod their count)-th,
 /// which for the built-in 1-4 scale is the 1 + hash mod 4 of rule 4.
 std::optional<std::string> verdictReply(const std::string& schema_text, int score, bool hashed,
-                                        const std::string& prompt) {
+                                        const std::string& prompt, int shift) {
   rapidjson::Document schema;
   schema.Parse(schema_text.c_str());
   if (schema.HasParseError() || !schema.IsObject() || !schema.HasMember("properties") ||
       !schema["properties"].IsObject() || !schema["properties"].HasMember("score"))
     return std::nullopt;
-  if (const auto allowed = scoreEnum(schema["properties"]["score"]); hashed && !allowed.empty())
-    score = allowed[fnv1a(prompt) % allowed.size()];
+  const auto allowed = scoreEnum(schema["properties"]["score"]);
+  if (hashed && !allowed.empty()) score = allowed[fnv1a(prompt) % allowed.size()];
+  score += shift;
+  if (!allowed.empty())
+    score = std::clamp(score, *std::min_element(allowed.begin(), allowed.end()),
+                       *std::max_element(allowed.begin(), allowed.end()));
   std::string out = "{\"justification\": \"" + fakeJustification(prompt) + "\", ";
   if (schema["properties"].HasMember("unsupported_claim")) out += "\"unsupported_claim\": null, ";
   return out + "\"score\": " + std::to_string(score) + "}";
@@ -618,6 +626,14 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
     }
     return finish(200, "{\"queued\":" + std::to_string(d.Size()) + "}");
   }
+  if (target == "/_fake/shift") {
+    rapidjson::Document d;
+    d.Parse(req.body().c_str());
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember("levels") || !d["levels"].IsInt())
+      return finish(400, R"({"error":"expected {\"levels\": N}"})");
+    g_score_shift = d["levels"].GetInt();
+    return finish(200, "{\"levels\":" + std::to_string(g_score_shift.load()) + "}");
+  }
   if (target == "/_fake/outage") {
     rapidjson::Document d;
     d.Parse(req.body().c_str());
@@ -774,8 +790,9 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
   }
   if (!scripted && !s.content) {
     if (const auto schema = replySchema(d, prompt))
-      s.content = verdictReply(*schema, s.score, hashed, prompt)
-                      .value_or(listwiseReply(*schema, prompt, model));
+      s.content =
+          verdictReply(*schema, s.score, hashed, prompt, scripted ? 0 : g_score_shift.load())
+              .value_or(listwiseReply(*schema, prompt, model));
     else if (wantsText(d, anthropic))
       s.content = textReply(d, model);
   }
