@@ -336,7 +336,10 @@ void Canary::exportRun(const JudgeRunner::Handle& j, const CanaryStatistics& s) 
       base && base->mean && s.mean && width > 0
           ? std::optional<double>((*s.mean - *base->mean) / width)
           : std::nullopt);
-  std::string summary;
+  std::string summary, moved;
+  if (base && base->mean && s.mean && width > 0 && std::abs(*s.mean - *base->mean) >= 0.1 * width)
+    moved =
+        fmt::format("the mean moved {:+.0f} % of the scale", 100 * (*s.mean - *base->mean) / width);
   for (const char* name : kStatistics) {
     const auto now = s.agreement.find(name);
     const std::optional<double> current =
@@ -351,7 +354,15 @@ void Canary::exportRun(const JudgeRunner::Handle& j, const CanaryStatistics& s) 
     if (current)
       summary += fmt::format(", {} {:.3f}{}", name, *current,
                              first ? fmt::format(" (first {:.3f})", *first) : "");
+    if (current && first && *first - *current >= 0.1)
+      moved +=
+          fmt::format("{}{} fell by {:.3f}", moved.empty() ? "" : "; ", name, *first - *current);
   }
+  if (!moved.empty())
+    spdlog::warn(
+        "canary: judge '{}' ({}) moved since its version's first run with the same configuration: "
+        "{} (its provider changed the model behind its name?)",
+        j.name, j.version.empty() ? "unversioned" : j.version, moved);
   spdlog::info(
       "canary: judge '{}' ({}): {} scored, {} failed{}{}", j.name,
       j.version.empty() ? "unversioned" : j.version, s.scored, s.failed,
