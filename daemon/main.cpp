@@ -44,8 +44,9 @@ constexpr const char* kUsage =
   --help                   print this help
 signals: SIGTERM/SIGINT stop cleanly (a second one ends assayd at once, exit 128+signal);
          SIGHUP reopens the JSON Lines file (logrotate) and reloads the configuration
-         (sampling, log, the judges and budget.daily_limit_eur apply at once; kafka, the
-         rest of budget, limits, tracking, admin, sinks and events need a restart)
+         (sampling, log, the judges and the budget's caps, daily_limit_eur, tenants and
+         apps, apply at once; kafka, the rest of budget, limits, tracking, canary, admin,
+         sinks and events need a restart)
 exit codes: 0 clean stop, 1 runtime failure, 2 bad configuration or arguments,
             3 stopped, but the final offset commit failed or the stop did not end within
               limits.drain_timeout_ms + 35 s (events since the last commit are consumed

@@ -105,6 +105,34 @@ TEST_CASE("budget.tenants and budget.apps: caps per name, \"*\" for the rest; ba
   CHECK(d.restart.empty());
 }
 
+TEST_CASE("canary: file, every, sample, label and state_file; bad values named at their key") {
+  const auto ok = load(std::string(kJudge) +
+                       "canary: {file: /tmp/c.jsonl, every: 30m, sample: 50, label: /l/bad}\n");
+  REQUIRE(ok.ok());
+  CHECK(ok.config.canary.file == "/tmp/c.jsonl");
+  CHECK(ok.config.canary.every_seconds == 1800);
+  CHECK(ok.config.canary.sample == 50);
+  CHECK(ok.config.canary.label == "/l/bad");
+  CHECK(ok.config.canary.file_line == 3);
+  const std::pair<const char*, const char*> bad[] = {
+      {"{every: 6h}", "canary.file"},
+      {"{file: f, every: 10s}", "canary.every"},
+      {"{file: f, every: 8d}", "canary.every"},
+      {"{file: f, every: 100}", "canary.every"},
+      {"{file: f, sample: 0}", "canary.sample"},
+      {"{file: f, sample: 10001}", "canary.sample"},
+      {"{file: f, label: labels}", "canary.label"},
+      {"{file: f, lable: /x}", "canary.lable"}};
+  for (const auto& [yaml, path] : bad) {
+    const std::string where = path;  // not a structured binding: CAPTURE is a lambda
+    const std::string text = yaml;
+    CAPTURE(text);
+    const auto r = load(std::string(kJudge) + "canary: " + yaml + "\n");
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].path == where);
+  }
+}
+
 TEST_CASE("every error is reported with line, column and key path") {
   const auto r = load(
       "kafka:\n"                                                    // 1
