@@ -61,6 +61,9 @@ constexpr FamilySpec kFamilies[] = {
      "1 for the current agreement level: high (tau >= 0.7), moderate (0.4 <= tau < 0.7), low"},
     {"assay_judge_human_spearman", "Spearman rho between the judge and human annotations"},
     {"assay_judge_human_pairs", "(judge score, human annotation) pairs in the window"},
+    {"assay_judge_human_kendall_tau", "Kendall tau-b between the judge and human annotations"},
+    {"assay_judge_human_kappa",
+     "Cohen's kappa between the judge and human annotations on the judge's integer scale"},
     {"assay_annotator_kappa",
      "Cohen's kappa between two annotators of the same events (below 0.6: ambiguous rubric)"},
     {"assay_ab_p_value",
@@ -773,6 +776,23 @@ void ScoreTracker::exportAgreement(const Snapshot& snap, Touched& touched) {
     if (!enough(xy)) continue;
     if (const auto rho = stats::spearman(xy.first, xy.second))
       setGauge("assay_judge_human_spearman", l, rho->coefficient, touched);
+    setGauge("assay_judge_human_kendall_tau", l, stats::kendallTauB(xy.first, xy.second), touched);
+    // Kappa where the scales match: integer scores and annotations on the judge's integer scale.
+    const auto on_scale = [&](double v) {
+      return v == std::floor(v) && v >= j->min_score && v <= j->max_score;
+    };
+    if (j->min_score == std::floor(j->min_score) && j->max_score - j->min_score <= 10 &&
+        std::all_of(xy.first.begin(), xy.first.end(), on_scale) &&
+        std::all_of(xy.second.begin(), xy.second.end(), on_scale)) {
+      const std::vector<int> a(xy.first.begin(), xy.first.end()),
+          b(xy.second.begin(), xy.second.end());
+      auto none = l, quadratic = l;
+      none["weighting"] = "none";
+      quadratic["weighting"] = "quadratic";
+      setGauge("assay_judge_human_kappa", none, stats::cohenKappa(a, b), touched);
+      setGauge("assay_judge_human_kappa", quadratic,
+               stats::cohenKappa(a, b, stats::KappaWeights::kQuadratic), touched);
+    }
   }
   for (const auto& [key, xy] : snap.kappa) {
     // A pair is exported only when both annotators keep their own label value

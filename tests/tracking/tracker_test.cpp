@@ -290,6 +290,17 @@ TEST_CASE("annotations: judge-vs-human Spearman and Cohen's kappa between annota
   }
   CHECK(value(reg, "assay_judge_human_spearman", kFaith) ==
         doctest::Approx(stats::spearman(x, y)->coefficient).epsilon(1e-12));
+  // Issue 31: tau-b and, on the judge's 1-4 scale, kappa too (scipy kendalltau, sklearn
+  // cohen_kappa_score on the same 20 pairs).
+  CHECK(value(reg, "assay_judge_human_kendall_tau", kFaith) ==
+        doctest::Approx(0.8402777777777778).epsilon(1e-12));
+  auto judge_none = kFaith, judge_quadratic = kFaith;
+  judge_none["weighting"] = "none";
+  judge_quadratic["weighting"] = "quadratic";
+  CHECK(value(reg, "assay_judge_human_kappa", judge_none) ==
+        doctest::Approx(0.7222222222222222).epsilon(1e-12));
+  CHECK(value(reg, "assay_judge_human_kappa", judge_quadratic) ==
+        doctest::Approx(0.8958333333333334).epsilon(1e-12));
   const std::map<std::string, std::string> pair = {
       {"criterion", "faithfulness"}, {"annotator_a", "alice"}, {"annotator_b", "bob"}};
   auto none = pair, quadratic = pair;
