@@ -471,6 +471,7 @@ void printScopeCaps(const char* kind, const char* key,
     return star;
   };
   std::vector<std::pair<double, std::string>> by_share;
+  by_share.reserve(shares.size());
   for (const auto& [name, share] : shares) by_share.emplace_back(share, name);
   std::sort(by_share.rbegin(), by_share.rend());
   std::size_t shown = 0, uncapped = 0;

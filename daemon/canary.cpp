@@ -265,7 +265,7 @@ std::map<std::string, CanaryStatistics> Canary::runOnce(double wait_s,
         ++st->outstanding;
       }
       try {
-        judges[j].judge->judgeAsync(e, [st, keep](Verdict v) {
+        judges[j].judge->judgeAsync(e, [st, keep](const Verdict& v) {
           keep(v);
           std::lock_guard lock(st->mu);
           --st->outstanding;
