@@ -280,6 +280,8 @@ namespace {
 
 /// The combinations the flags allow (docs/calibration.md, "From assayd's judgments file").
 void checkCalibrateArgs(const CalibrateOptions& o, const std::set<std::string>& given) {
+  if (!o.judge_version.empty() && o.across_versions)
+    throw CalibrateError("--judge-version and --across-versions: give one (a version, or all)");
   if (o.judgments_path.empty()) {
     for (const char* flag : {"--events", "--feedback"})
       if (given.count(flag)) throw CalibrateError(std::string(flag) + " needs --judgments FILE");
@@ -965,9 +967,10 @@ void printInput(const CalibrationData& d, const CalibrationResult& r, std::ostre
     out << fmt::format("  {:<13}{}\n", "judge", d.judge_column);
   else
     out << fmt::format(
-        "  {:<13}{} in {} (criterion {}; {} events judged, {} scored; the last judgment of each "
-        "id)\n",
-        "judge", d.judge_column, d.judgments_source, d.judge_criterion, d.judged, d.scored);
+        "  {:<13}{} in {} (criterion {}; version {}; {} events judged, {} scored; the last "
+        "judgment of each id)\n",
+        "judge", d.judge_column, d.judgments_source, d.judge_criterion, d.judge_versions, d.judged,
+        d.scored);
   out << fmt::format("  {:<13}{}{}\n", "human", join(d.human_columns),
                      d.long_format ? " (annotator: " + d.annotator_column + ")" : "");
   std::string scale = fmt::format("{:g}..{:g}", d.min_score, d.max_score);

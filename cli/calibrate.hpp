@@ -143,6 +143,7 @@ struct CalibrationData {
   /// From a judgments file (CalibrateOptions::judgments_path); empty otherwise.
   std::string judgments_source;
   std::string judge_criterion;  ///< the judge's criterion in the judgments
+  std::string judge_versions;   ///< its judge_versions read ("unversioned" for none)
   std::size_t judged = 0;       ///< ids the judge has a verdict for (scored or not)
   std::size_t scored = 0;       ///< …of which with a score
   /// Rows (events, annotations, table rows) of ids the judge has no verdict for (not sampled,

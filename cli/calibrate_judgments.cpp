@@ -38,6 +38,7 @@ struct JudgeVerdict {
 struct JudgeScores {
   std::string name, criterion;
   std::optional<double> min, max;  ///< the judge's scale, from its verdicts
+  std::string versions;            ///< the judge versions read, for the output
   /// Every id of the file; nullopt when its last judgment has no verdict of the judge.
   std::unordered_map<std::string, std::optional<JudgeVerdict>> by_id;
 
@@ -118,6 +119,8 @@ JudgeScores readJudgeScores(const std::string& path, const std::string& judge,
   std::unordered_map<std::string, std::string> version_of;  // id → its verdict's version
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> fields;
   std::vector<std::string> order;  // versions in order of first appearance
+  std::set<std::string> all_seen;  // every version of the judge in the file, for an error
+  std::string all_versions;
   forEachLine(readInputFile(path), [&](std::size_t, std::string_view line) {
     ++lines;
     JudgmentRecord d;
@@ -125,8 +128,13 @@ JudgeScores readJudgeScores(const std::string& path, const std::string& judge,
     std::optional<JudgeVerdict> mine;
     for (const auto& v : d.verdicts) {
       judges.insert(v.judge);
+      if (v.judge == judge && all_seen.insert(v.version).second)
+        all_versions += (all_versions.empty() ? "" : ", ") +
+                        (v.version.empty() ? std::string("unversioned") : v.version);
       if (v.judge != judge || mine) continue;
-      if (!version.empty() && v.version != version) continue;
+      if (!version.empty() &&
+          (version == "unversioned" ? !v.version.empty() : v.version != version))
+        continue;
       mine.emplace();
       readVerdict(v, j, *mine);
       version_of[*d.id] = v.version;
@@ -141,8 +149,13 @@ JudgeScores readJudgeScores(const std::string& path, const std::string& judge,
     std::vector<std::pair<std::string, std::size_t>> versions;
     for (const auto& v : order)
       if (count[v] > 0) versions.emplace_back(v, count[v]);
+    // Verdicts written before versions existed go with the one version written since.
+    if (versions.size() == 2 && (versions[0].first.empty() || versions[1].first.empty()))
+      versions.erase(versions[0].first.empty() ? versions.begin() : versions.begin() + 1);
     checkOneVersion(path, judge, versions, fields);
   }
+  for (const auto& v : order)
+    j.versions += (j.versions.empty() ? "" : ", ") + (v.empty() ? std::string("unversioned") : v);
   for (const auto& [id, v] : j.by_id) with_verdict += v ? 1 : 0;
   if (j.by_id.empty())
     throw CalibrateError(fmt::format(
@@ -151,9 +164,12 @@ JudgeScores readJudgeScores(const std::string& path, const std::string& judge,
   if (with_verdict == 0) {
     std::string names;
     for (const auto& n : judges) names += (names.empty() ? "" : ", ") + n;
-    throw CalibrateError(fmt::format("{}: no verdict of judge '{}'{} in {} judgments (judges: {})",
-                                     path, judge, version.empty() ? "" : " of version " + version,
-                                     j.by_id.size(), names));
+    if (!version.empty() && judges.count(judge))
+      throw CalibrateError(
+          fmt::format("{}: no verdict of judge '{}' of version {} (its versions: {})", path, judge,
+                      version, all_versions.empty() ? "none" : all_versions));
+    throw CalibrateError(fmt::format("{}: no verdict of judge '{}' in {} judgments (judges: {})",
+                                     path, judge, j.by_id.size(), names));
   }
   return j;
 }
@@ -298,6 +314,7 @@ CalibrationData loadWithJudgments(const CalibrateOptions& o) {
       readJudgeScores(o.judgments_path, o.judge_column, o.judge_version, o.across_versions);
   CalibrationData d;
   d.judgments_source = o.judgments_path;
+  d.judge_versions = j.versions;
   d.judge_criterion = j.criterion;
   for (const auto& [id, v] : j.by_id) {
     d.judged += v ? 1 : 0;

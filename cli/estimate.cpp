@@ -482,8 +482,8 @@ void printScopeCaps(const char* kind, const char* key,
       continue;
     }
     if (++shown > 10) continue;
-    out << fmt::format("  {} {} ({:.1f} % of the events of {}) cap {:.2f}: {}\n", kind, name,
-                       100 * share, o.events_path, *cap, capText(total * share, *cap));
+    out << fmt::format("  {} {} ({:.1f} % of the events of {}) cap {}: {}\n", kind, name,
+                       100 * share, o.events_path, money(*cap), capText(total * share, *cap));
   }
   if (shown > 10) out << fmt::format("  ... and {} more {}s with a cap\n", shown - 10, kind);
   if (uncapped > 0)

@@ -20,6 +20,7 @@
 #include "config/options.hpp"
 #include "core/json_limits.hpp"
 #include "core/judgment.hpp"
+#include "core/log_text.hpp"
 #include "core/rfc3339.hpp"
 #include "sampling/sampler.hpp"
 #include "tracking/stats.hpp"
@@ -254,6 +255,40 @@ void addJudgment(const JudgmentRecord& d, bool across, Judgments& j) {
 
 /// Names every summary: the judge's name, or `name@version` when the file holds more than one
 /// version of the judge; re-keys the index and the scores by that name.
+/// A judge whose file holds verdicts without a version (written before versions existed) and
+/// exactly one version since: the unversioned ones are counted with it, earlier ones first.
+void poolUnversioned(Judgments& j) {
+  std::map<std::string, std::vector<std::size_t>> by_name;
+  for (std::size_t i = 0; i < j.judges.size(); ++i) by_name[j.judges[i].name].push_back(i);
+  std::vector<std::size_t> merged;
+  for (const auto& [name, list] : by_name) {
+    if (list.size() != 2) continue;
+    std::size_t old = list[0], now = list[1];
+    if (j.judges[old].versions.front().empty() == j.judges[now].versions.front().empty()) continue;
+    if (!j.judges[old].versions.front().empty()) std::swap(old, now);
+    JudgeSummary& from = j.judges[old];
+    JudgeSummary& to = j.judges[now];
+    long runs = 0;
+    for (const auto& [o, n] : from.outcomes) {
+      to.outcomes[o] += n;
+      runs += n;
+    }
+    to.pooled_unversioned = runs;
+    to.scores.insert(to.scores.begin(), from.scores.begin(), from.scores.end());
+    to.times.insert(to.times.begin(), from.times.begin(), from.times.end());
+    to.pass_fail = to.pass_fail || from.pass_fail;
+    if (!from.first_judged_at.empty() &&
+        (to.first_judged_at.empty() || from.first_judged_at < to.first_judged_at))
+      to.first_judged_at = from.first_judged_at;
+    auto& into = j.score_by_id[to.judge];
+    for (const auto& [id, score] : j.score_by_id[from.judge]) into.emplace(id, score);
+    j.score_by_id.erase(from.judge);
+    merged.push_back(old);
+  }
+  std::sort(merged.rbegin(), merged.rend());
+  for (std::size_t i : merged) j.judges.erase(j.judges.begin() + static_cast<long>(i));
+}
+
 void nameSummaries(Judgments& j) {
   std::map<std::string, int> per_name;
   for (const auto& s : j.judges) ++per_name[s.name];
@@ -279,17 +314,30 @@ void printVersions(const Judgments& j, bool across, std::ostream& out) {
   std::map<std::string, std::vector<const JudgeSummary*>> by_name;
   for (const auto& s : j.judges) by_name[s.name].push_back(&s);
   std::erase_if(by_name, [&](const auto& kv) {
-    return across ? kv.second.front()->versions.size() < 2 : kv.second.size() < 2;
+    return (across ? kv.second.front()->versions.size() < 2 : kv.second.size() < 2) &&
+           kv.second.front()->pooled_unversioned == 0;
   });
   if (by_name.empty()) return;
+  const auto shown = [](const std::string& v) {
+    return v.empty() ? std::string("(unversioned)") : logText(v, 40);
+  };
   out << (across ? "versions: pooled by --across-versions (each judge's statistics below mix the "
                    "scores of its versions):\n"
                  : "versions: each version of a judge is summarised, tested and compared on its "
                    "own; --across-versions pools them:\n");
   for (const auto& [name, list] : by_name) {
     if (across) {
-      out << fmt::format("  {:<18} {} versions: {}\n", name, list.front()->versions.size(),
-                         fmt::join(list.front()->versions, ", "));
+      std::vector<std::string> versions;
+      for (const auto& v : list.front()->versions) versions.push_back(shown(v));
+      out << fmt::format("  {:<18} {} versions: {}\n", name, versions.size(),
+                         fmt::join(versions, ", "));
+      continue;
+    }
+    if (list.size() == 1) {  // one version, with verdicts written before versions existed
+      out << fmt::format(
+          "  {:<18} {:<14} {} verdicts written before judge versions existed are counted with "
+          "it (the only version since)\n",
+          name, shown(list.front()->versions.front()), list.front()->pooled_unversioned);
       continue;
     }
     const JudgeSummary* before = nullptr;
@@ -298,14 +346,17 @@ void printVersions(const Judgments& j, bool across, std::ostream& out) {
       for (const auto& [o, n] : s->outcomes) runs += n;
       std::string changed;
       if (before) {
-        const auto fields = changedFields(before->version_fields, s->version_fields);
+        const auto fields = before->version_fields.empty() || s->version_fields.empty()
+                                ? std::vector<std::string>{}
+                                : changedFields(before->version_fields, s->version_fields);
         changed = fields.empty()
-                      ? fmt::format("; against {}: fields not recorded", before->versions.front())
-                      : fmt::format("; against {}, changed: {}", before->versions.front(),
+                      ? fmt::format("; against {}: the changed fields are not recorded",
+                                    shown(before->versions.front()))
+                      : fmt::format("; against {}, changed: {}", shown(before->versions.front()),
                                     fmt::join(fields, ", "));
       }
       out << fmt::format("  {:<18} {:<14} runs {:>5}, judged {} .. {}{}\n", before ? "" : name,
-                         s->versions.front().empty() ? "(unversioned)" : s->versions.front(), runs,
+                         shown(s->versions.front()), runs,
                          s->first_judged_at.empty() ? "?" : s->first_judged_at,
                          s->last_judged_at.empty() ? "?" : s->last_judged_at, changed);
       before = s;
@@ -342,6 +393,7 @@ bool readJudgments(const std::string& path, std::istream& in, bool across, Judgm
     ++j.events;
     addJudgment(docs[di], across, j);
   }
+  if (!across) poolUnversioned(j);
   nameSummaries(j);
   return true;
 }

@@ -45,6 +45,9 @@ struct JudgeSummary {
   std::vector<std::string> versions;
   std::vector<std::pair<std::string, std::string>> version_fields;  ///< of the first verdict
   std::string first_judged_at, last_judged_at;                      ///< as written
+  /// Verdicts written before judge versions existed (no judge_version), counted with the one
+  /// version written since (the only one: nothing tells them apart).
+  long pooled_unversioned = 0;
   double min_score = 0, max_score = 1;
   std::map<std::string, long> outcomes;  ///< "ok", "no_context", …
   std::vector<double> scores;            ///< ok runs only

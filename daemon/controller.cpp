@@ -188,7 +188,7 @@ void Controller::reloadConfig(Pipeline& p) {
         "SIGHUP: judges rebuilt ({}{}{}): {}; global cap €{}/day; events already being judged "
         "finish with the previous judges",
         changed, !changed.empty() && diff.budget_cap ? ", " : "",
-        diff.budget_cap ? "budget.daily_limit_eur" : "", names.empty() ? "none" : names,
+        diff.budget_cap ? "the budget caps" : "", names.empty() ? "none" : names,
         applied.budget.daily_limit_eur);
     versions_->update(configuredVersions(applied));
   }

@@ -58,12 +58,19 @@ void JudgeVersions::show(const std::string& judge, const JudgeVersion& v, Seen& 
 
 std::vector<JudgeVersions::Change> JudgeVersions::update(const std::vector<Configured>& judges) {
   std::vector<Change> out;
+  // A judge no longer configured judges with no version now.
+  for (auto& [name, seen] : seen_)
+    if (std::none_of(judges.begin(), judges.end(),
+                     [&](const Configured& c) { return c.name == name && c.version; }))
+      for (const auto& s : seen.shown)
+        current_.Add({{"judge", name}, {"judge_version", s.id}}).Set(0);
   for (const auto& j : judges) {
     if (!j.version) continue;
     auto [it, added] = seen_.try_emplace(j.name);
     Seen& seen = it->second;
     if (added) {
       spdlog::info("judge '{}': version {}", j.name, j.version->id);
+      changes_.Add({{"judge", j.name}});  // at 0 from the start: increase() sees the first
     } else if (seen.current && seen.current->id != j.version->id) {
       Change c{j.name, seen.current->id, j.version->id,
                changedFields(seen.current->fields, j.version->fields)};

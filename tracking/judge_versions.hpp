@@ -7,7 +7,8 @@
 ///                                                         version seen, at most
 ///                                                         kMaxVersionsShown per judge
 ///   assay_judge_version_current{judge, judge_version}     1 for the version judging now, 0
-///                                                         for an earlier one still shown
+///                                                         for an earlier one still shown (every
+///                                                         one of a judge a reload removed)
 ///   assay_judge_version_changes_total{judge}              reloads that gave a judge a new
 ///                                                         version
 /// Poll thread only (start-up and SIGHUP).

@@ -145,8 +145,8 @@ TEST_CASE("assay calibrate --judgments: output, exit codes and argument errors")
   CHECK(s.find("assay calibrate: " + kData + "events_small.jsonl (JSON Lines, wide format)\n") !=
         std::string::npos);
   CHECK(s.find("  judge        faith_llm in " + kData +
-               "judgments_small.jsonl (criterion faithfulness; 7 events judged, 6 scored; the "
-               "last judgment of each id)\n") != std::string::npos);
+               "judgments_small.jsonl (criterion faithfulness; version unversioned; 7 events "
+               "judged, 6 scored; the last judgment of each id)\n") != std::string::npos);
   CHECK(s.find("  human        /labels/faithfulness, /labels/expert\n") != std::string::npos);
   CHECK(s.find("  scale        1..4\n") != std::string::npos);
   CHECK(s.find("  left out     2 rows of events the judge has no verdict for") !=

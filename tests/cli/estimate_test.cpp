@@ -407,7 +407,7 @@ TEST_CASE("budget.tenants: each tenant's share of the projection against its cap
   CHECK(total * 0.25 < 100);  // globex's is within "*"
   const std::string text = printed(e);
   CAPTURE(text);
-  CHECK(text.find(fmt::format("tenant acme (75.0 % of the events of {}) cap 0.50: projected {} "
+  CHECK(text.find(fmt::format("tenant acme (75.0 % of the events of {}) cap 0.5000: projected {} "
                               "EUR/day: over it",
                               events, shown(total * 0.75))) != std::string::npos);
   CHECK(text.find(fmt::format("tenant globex (25.0 % of the events of {}) cap 100.00: projected",

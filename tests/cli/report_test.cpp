@@ -301,3 +301,32 @@ TEST_CASE("assay report: each version of a judge on its own, the changed fields 
   CHECK(p.find("faith@") == std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("assay report: verdicts written before judge versions go with the one version since") {
+  // An upgrade: the file's first judgments have no judge_version; they are not a version of
+  // their own (nothing tells them apart from the version written since).
+  const std::string dir = "/tmp/assay_report_upgrade_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream j(dir + "/j.jsonl");
+    for (int i = 0; i < 10; ++i)
+      j << R"({"id":"u)" << i
+        << R"(","judged_at":"2026-12-01T10:00:00.000Z","verdicts":[{"judge":"faith","criterion":"faithfulness","score":2,"min":1,"max":4}]})"
+        << "\n";
+    for (int i = 0; i < 5; ++i)
+      j << R"({"id":"v)" << i
+        << R"(","judged_at":"2026-12-05T10:00:00.000Z","verdicts":[{"judge":"faith","criterion":"faithfulness","judge_version":"aaaaaaaaaaaa","judge_version_fields":[1,2],"score":3,"min":1,"max":4}]})"
+        << "\n";
+  }
+  ReportOptions o;
+  o.judgments_path = dir + "/j.jsonl";
+  std::ostringstream out, err;
+  REQUIRE(runReport(o, out, err) == 0);
+  const std::string text = out.str();
+  CAPTURE(text);
+  CHECK(text.find("faith              aaaaaaaaaaaa   10 verdicts written before judge versions "
+                  "existed are counted with it") != std::string::npos);
+  CHECK(text.find("faith              faithfulness         runs   15: ok=15") != std::string::npos);
+  CHECK(text.find("faith@") == std::string::npos);
+  std::filesystem::remove_all(dir);
+}

@@ -118,7 +118,7 @@ def run(args, workdir, checks):
             log = f.read()
         checks.true("the log says the judges were rebuilt",
                     "SIGHUP: judges rebuilt (added 'nonempty', changed 'f', removed 'overlap', "
-                    "budget.daily_limit_eur): "
+                    "the budget caps): "
                     "nonempty, f; global cap €5/day" in log, log[-3000:])
         checks.true("the log names the new version of f and what changed",
                     f"judge 'f': new version {new_version} (was {old_version}; changed: model)"
