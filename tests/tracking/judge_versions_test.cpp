@@ -57,7 +57,8 @@ TEST_CASE("judge versions: first seen, then a change named by its fields and cou
   CHECK(value(reg, "assay_judge_version_current",
               {{"judge", "faith"}, {"judge_version", v1->id}}) == 1.0);
   CHECK(series(reg, "assay_judge_version_info") == 2);  // the unversioned judge has none
-  CHECK(value(reg, "assay_judge_version_changes_total", {{"judge", "faith"}}) == 0.0);  // from the start
+  CHECK(value(reg, "assay_judge_version_changes_total", {{"judge", "faith"}}) ==
+        0.0);  // from the start
 
   // A reload that changes nothing of faith's: no change.
   now += 60;
