@@ -22,6 +22,7 @@
 #include "cli/calibrate_table.hpp"
 #include "core/json_limits.hpp"
 #include "core/judgment.hpp"
+#include "core/log_text.hpp"
 
 namespace assay::calibrate_detail {
 
@@ -100,7 +101,7 @@ void checkOneVersion(
   std::string list;
   for (const auto& [v, n] : versions)
     list += fmt::format("{}{} ({} verdicts)", list.empty() ? "" : ", ",
-                        v.empty() ? "unversioned" : v, n);
+                        v.empty() ? "unversioned" : logText(v, 40), n);
   const auto changed =
       changedFields(fields.at(versions.front().first), fields.at(versions.back().first));
   throw CalibrateError(fmt::format(
@@ -130,7 +131,7 @@ JudgeScores readJudgeScores(const std::string& path, const std::string& judge,
       judges.insert(v.judge);
       if (v.judge == judge && all_seen.insert(v.version).second)
         all_versions += (all_versions.empty() ? "" : ", ") +
-                        (v.version.empty() ? std::string("unversioned") : v.version);
+                        (v.version.empty() ? std::string("unversioned") : logText(v.version, 40));
       if (v.judge != judge || mine) continue;
       if (!version.empty() &&
           (version == "unversioned" ? !v.version.empty() : v.version != version))
@@ -155,7 +156,8 @@ JudgeScores readJudgeScores(const std::string& path, const std::string& judge,
     checkOneVersion(path, judge, versions, fields);
   }
   for (const auto& v : order)
-    j.versions += (j.versions.empty() ? "" : ", ") + (v.empty() ? std::string("unversioned") : v);
+    j.versions += (j.versions.empty() ? "" : ", ") +
+                  (v.empty() ? std::string("unversioned") : logText(v, 40));
   for (const auto& [id, v] : j.by_id) with_verdict += v ? 1 : 0;
   if (j.by_id.empty())
     throw CalibrateError(fmt::format(

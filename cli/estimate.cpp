@@ -13,6 +13,7 @@
 #include "cli/cli_text.hpp"
 #include "config/loader.hpp"
 #include "core/bounded_file.hpp"
+#include "core/log_text.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/llm/prompt.hpp"
 #include "judges/registry.hpp"
@@ -482,8 +483,9 @@ void printScopeCaps(const char* kind, const char* key,
       continue;
     }
     if (++shown > 10) continue;
-    out << fmt::format("  {} {} ({:.1f} % of the events of {}) cap {}: {}\n", kind, name,
-                       100 * share, o.events_path, money(*cap), capText(total * share, *cap));
+    out << fmt::format("  {} {} ({:.1f} % of the events of {}) cap {}: {}\n", kind,
+                       logText(name, 120), 100 * share, o.events_path, money(*cap),
+                       capText(total * share, *cap));
   }
   if (shown > 10) out << fmt::format("  ... and {} more {}s with a cap\n", shown - 10, kind);
   if (uncapped > 0)

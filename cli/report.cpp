@@ -16,6 +16,7 @@
 #include <map>
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "config/options.hpp"
 #include "core/json_limits.hpp"
@@ -175,29 +176,46 @@ void printTracking(
   out << "agreement between judges of the same criterion, on the events both scored (Kendall "
          "tau-b; high >= 0.7, moderate >= 0.4, else low):\n";
   bool any = false;
-  for (std::size_t a = 0; a < judges.size(); ++a)
-    for (std::size_t b = a + 1; b < judges.size(); ++b) {
-      // Two versions of one judge never judged the same event (the last judgment of an id).
-      if (judges[a].criterion != judges[b].criterion || judges[a].name == judges[b].name) continue;
-      const auto ia = score_by_id.find(judges[a].judge), ib = score_by_id.find(judges[b].judge);
-      if (ia == score_by_id.end() || ib == score_by_id.end()) continue;
-      const auto [x, y] = joinById(ia->second, ib->second);
-      const auto tau = stats::kendallTauB(x, y);
-      const auto rho = stats::spearman(x, y);
-      any = true;
-      const std::string why = x.size() < 3 ? " (too few events both scored)"
-                              : !tau       ? " (a judge gave one score only)"
-                                           : "";
-      out << fmt::format("  {:<17} {} vs {}: n {}, tau-b {}, Spearman {}{}{}{}\n",
-                         judges[a].criterion, judges[a].judge, judges[b].judge, x.size(), num(tau),
-                         num(rhoOf(rho)), tau ? fmt::format(" -> {}", agreementLevel(*tau)) : "",
-                         why,
-                         x.size() < static_cast<std::size_t>(t.min_pairs)
-                             ? fmt::format(" [below tracking.min_pairs {}: the daemon exports "
-                                           "no statistic yet]",
-                                           t.min_pairs)
-                             : "");
-    }
+  // Pairs of summaries of one criterion and two judges (two versions of one judge never judged
+  // the same event: the last judgment of an id), grouped so that many versions of one judge
+  // cost their product with the other judges only; pairs with no event in common are counted.
+  std::map<std::string, std::map<std::string, std::vector<std::size_t>>> by_criterion;
+  for (std::size_t i = 0; i < judges.size(); ++i)
+    by_criterion[judges[i].criterion][judges[i].name].push_back(i);
+  std::size_t disjoint = 0;
+  for (const auto& [criterion, names] : by_criterion)
+    for (auto na = names.begin(); na != names.end(); ++na)
+      for (auto nb = std::next(na); nb != names.end(); ++nb)
+        for (std::size_t a : na->second)
+          for (std::size_t b : nb->second) {
+            if (a > b) std::swap(a, b);  // in the order of the file's first verdicts
+            const auto ia = score_by_id.find(judges[a].judge),
+                       ib = score_by_id.find(judges[b].judge);
+            if (ia == score_by_id.end() || ib == score_by_id.end()) continue;
+            const auto [x, y] = joinById(ia->second, ib->second);
+            any = true;
+            if (x.empty()) {
+              ++disjoint;
+              continue;
+            }
+            const auto tau = stats::kendallTauB(x, y);
+            const auto rho = stats::spearman(x, y);
+            const std::string why = x.size() < 3 ? " (too few events both scored)"
+                                    : !tau       ? " (a judge gave one score only)"
+                                                 : "";
+            out << fmt::format(
+                "  {:<17} {} vs {}: n {}, tau-b {}, Spearman {}{}{}{}\n", judges[a].criterion,
+                judges[a].judge, judges[b].judge, x.size(), num(tau), num(rhoOf(rho)),
+                tau ? fmt::format(" -> {}", agreementLevel(*tau)) : "", why,
+                x.size() < static_cast<std::size_t>(t.min_pairs)
+                    ? fmt::format(" [below tracking.min_pairs {}: the daemon exports "
+                                  "no statistic yet]",
+                                  t.min_pairs)
+                    : "");
+          }
+  if (disjoint > 0)
+    out << fmt::format("  ({} pair(s) of judges of one criterion scored no event in common)\n",
+                       disjoint);
   if (!any) out << "  (no two judges share a criterion)\n";
 }
 
@@ -212,6 +230,8 @@ struct Judgments {
   std::unordered_map<std::string, std::size_t> judge_index;
   /// score per (judge, event id), for the label analyses
   std::unordered_map<std::string, std::unordered_map<std::string, double>> score_by_id;
+  /// The versions each summary holds (by its key): a set beside JudgeSummary::versions' list.
+  std::unordered_map<std::string, std::unordered_set<std::string>> versions_seen;
   long events = 0, bad_lines = 0, lines_read = 0, duplicates = 0;
 };
 
@@ -224,21 +244,22 @@ void addJudgment(const JudgmentRecord& d, bool across, Judgments& j) {
   if (d.judged_at)
     if (const auto ms = parseRfc3339(*d.judged_at)) judged_at = *ms / 1000.0;
   for (const auto& v : d.verdicts) {
-    const std::string key = across ? v.judge : v.judge + '\x1f' + v.version;
+    // The name's length first: no two (judge, version) pairs share a key.
+    const std::string key =
+        across ? v.judge : std::to_string(v.judge.size()) + ":" + v.judge + v.version;
     auto [it, inserted] = j.judge_index.emplace(key, j.judges.size());
     if (inserted) {
       JudgeSummary s;
       s.judge = key;
-      s.name = v.judge;
-      s.criterion = v.criterion;
+      s.name = logText(v.judge, 120);  // printed: control characters escaped
+      s.criterion = logText(v.criterion, 120);
       if (v.min) s.min_score = *v.min;
       if (v.max) s.max_score = *v.max;
       s.version_fields = v.version_fields;
       j.judges.push_back(std::move(s));
     }
     auto& s = j.judges[it->second];
-    if (std::find(s.versions.begin(), s.versions.end(), v.version) == s.versions.end())
-      s.versions.push_back(v.version);
+    if (j.versions_seen[key].insert(v.version).second) s.versions.push_back(v.version);
     if (d.judged_at) {
       if (s.first_judged_at.empty()) s.first_judged_at = *d.judged_at;
       s.last_judged_at = *d.judged_at;
@@ -298,7 +319,11 @@ void nameSummaries(Judgments& j) {
     auto& s = j.judges[i];
     std::string shown = s.name;
     if (per_name[s.name] > 1)
-      shown += "@" + (s.versions.front().empty() ? std::string("unversioned") : s.versions.front());
+      shown += "@" + (s.versions.front().empty() ? std::string("unversioned")
+                                                 : logText(s.versions.front(), 40));
+    // A judge named like another's NAME@VERSION (names may hold '@'): told apart.
+    for (int n = 2; j.judge_index.count(shown); ++n)
+      shown = s.name + " (" + std::to_string(n) + ")";
     if (auto it = j.score_by_id.find(s.judge); it != j.score_by_id.end())
       by_id[shown] = std::move(it->second);
     s.judge = shown;

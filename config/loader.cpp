@@ -638,8 +638,12 @@ void loadScopeCaps(Reader& r, const YAML::Node& n, const std::string& p,
   for (const auto& kv : n) {
     const std::string name = kv.first.as<std::string>("");
     const std::string at = p + "." + name;
-    if (name.empty() || name.size() > 128 || !isValidUtf8(name)) {
-      r.error(kv.first, p, "a name of 1 to 128 bytes of UTF-8 (the event's value, or \"*\")");
+    if (name.empty() || name.size() > 128 || !isValidUtf8(name) ||
+        std::any_of(name.begin(), name.end(),
+                    [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+      r.error(kv.first, p,
+              "a name of 1 to 128 bytes of UTF-8 without control characters (the event's value, "
+              "or \"*\")");
       continue;
     }
     double cap = 0;
@@ -993,6 +997,10 @@ void loadJudges(Reader& r, const YAML::Node& n, Config& config) {
     r.get(j, "name", jp, jc.name);
     if (jc.name.empty())
       r.error(j, jp + ".name", "missing");
+    else if (std::any_of(jc.name.begin(), jc.name.end(),
+                         [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+      r.error(j["name"], jp + ".name",
+              "control characters in a judge name (it is a metric label and a log word)");
     else if (!names.insert(jc.name).second)
       r.error(j["name"], jp + ".name", "duplicate judge name '" + jc.name + "'");
     jc.factory = judgeTypeOf(r, j, jp);

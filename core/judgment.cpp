@@ -122,8 +122,9 @@ std::optional<JudgmentLineProblem> readJudgmentLine(std::string_view line, Judgm
     if (m == o.MemberEnd() || !m->value.IsNumber()) return std::nullopt;
     return m->value.GetDouble();
   };
-  if (const auto* id = string(d, "id")) out.id.emplace(id->GetString());
-  if (const auto* t = string(d, "judged_at")) out.judged_at.emplace(t->GetString());
+  if (const auto* id = string(d, "id")) out.id.emplace(id->GetString(), id->GetStringLength());
+  if (const auto* t = string(d, "judged_at"))
+    out.judged_at.emplace(t->GetString(), t->GetStringLength());
   const auto vs = d.FindMember("verdicts");
   if (vs == d.MemberEnd() || !vs->value.IsArray()) return std::nullopt;
   out.verdicts_array = true;
@@ -132,18 +133,20 @@ std::optional<JudgmentLineProblem> readJudgmentLine(std::string_view line, Judgm
     const auto* judge = string(v, "judge");
     if (!judge) continue;
     VerdictRecord r;
-    r.judge = judge->GetString();
-    if (const auto* c = string(v, "criterion")) r.criterion = c->GetString();
+    r.judge.assign(judge->GetString(), judge->GetStringLength());
+    if (const auto* c = string(v, "criterion"))
+      r.criterion.assign(c->GetString(), c->GetStringLength());
     r.min = number(v, "min");
     r.max = number(v, "max");
     r.score = number(v, "score");
-    if (const auto* e = string(v, "error")) r.outcome = e->GetString();
+    if (const auto* e = string(v, "error")) r.outcome.assign(e->GetString(), e->GetStringLength());
     r.has_passed = v.HasMember("passed");
-    if (const auto* ver = string(v, "judge_version")) r.version = ver->GetString();
+    if (const auto* ver = string(v, "judge_version"))
+      r.version.assign(ver->GetString(), ver->GetStringLength());
     const auto fields = v.FindMember("judge_version_fields");
     if (fields != v.MemberEnd() && fields->value.IsObject())
       for (const auto& f : fields->value.GetObject())
-        if (f.value.IsString())
+        if (f.value.IsString() && r.version_fields.size() < kMaxVersionFields)
           r.version_fields.emplace_back(
               std::string(f.name.GetString(), f.name.GetStringLength()),
               std::string(f.value.GetString(), f.value.GetStringLength()));

@@ -40,6 +40,8 @@ struct Judgment {
 std::string toJson(const Judgment& j);
 
 /// One verdict of a judgment line as read back.
+inline constexpr std::size_t kMaxVersionFields = 100;
+
 struct VerdictRecord {
   std::string judge;                      ///< configured judge name (always a string)
   std::string criterion;                  ///< "" when absent or not a string
@@ -47,7 +49,8 @@ struct VerdictRecord {
   std::string outcome = "ok";             ///< the `error` member when a string, else "ok"
   bool has_passed = false;                ///< a `passed` member is present (a check)
   std::string version;                    ///< `judge_version` when a string, else ""
-  /// `judge_version_fields`: its members whose values are strings, in order (name → digest).
+  /// `judge_version_fields`: its members whose values are strings, in order (name → digest), the
+  /// first kMaxVersionFields of them (a judge has a few dozen options at most).
   std::vector<std::pair<std::string, std::string>> version_fields;
 };
 

@@ -59,11 +59,13 @@ void JudgeVersions::show(const std::string& judge, const JudgeVersion& v, Seen& 
 std::vector<JudgeVersions::Change> JudgeVersions::update(const std::vector<Configured>& judges) {
   std::vector<Change> out;
   // A judge no longer configured judges with no version now.
-  for (auto& [name, seen] : seen_)
+  for (auto& entry : seen_) {  // (clang 14 cannot capture a structured binding)
+    const std::string& name = entry.first;
     if (std::none_of(judges.begin(), judges.end(),
                      [&](const Configured& c) { return c.name == name && c.version; }))
-      for (const auto& s : seen.shown)
+      for (const auto& s : entry.second.shown)
         current_.Add({{"judge", name}, {"judge_version", s.id}}).Set(0);
+  }
   for (const auto& j : judges) {
     if (!j.version) continue;
     auto [it, added] = seen_.try_emplace(j.name);

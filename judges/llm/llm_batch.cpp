@@ -127,6 +127,14 @@ std::string LlmBatch::batchRecord(const Batch& b) {
     w.StartArray();
     for (const std::string* s : {&c->custom_id, &c->event.id, &c->reservation_id, &c->day}) str(*s);
     w.Int64(c->prompt.estimated_tokens);
+    w.StartArray();  // its budget scopes, [name, cap], so that whoever takes it over settles them
+    for (const auto& scope : c->scopes) {
+      w.StartArray();
+      str(scope.scope);
+      w.Double(scope.daily_limit_eur);
+      w.EndArray();
+    }
+    w.EndArray();
     w.EndArray();
   }
   w.EndArray();
@@ -539,8 +547,8 @@ void LlmBatch::recover(const std::string& key, const std::string& record) const 
           ? d["submitted_ms"].GetInt64()
           : epochMs();
   for (const auto& r : d["requests"].GetArray()) {
-    if (!r.IsArray() || r.Size() != 5 || !r[0].IsString() || !r[1].IsString() || !r[2].IsString() ||
-        !r[3].IsString() || !r[4].IsInt64())
+    if (!r.IsArray() || r.Size() < 5 || r.Size() > 6 || !r[0].IsString() || !r[1].IsString() ||
+        !r[2].IsString() || !r[3].IsString() || !r[4].IsInt64())
       continue;
     auto c = std::make_shared<Call>();
     c->custom_id = r[0].GetString();
@@ -548,6 +556,14 @@ void LlmBatch::recover(const std::string& key, const std::string& record) const 
     c->reservation_id = r[2].GetString();
     c->day = r[3].GetString();
     c->prompt.estimated_tokens = r[4].GetInt64();
+    // The scopes its reservation was made in; a record written before they were kept: the
+    // global and the judge's (a tenant's or app's reservation then expires unsettled).
+    if (r.Size() == 6 && r[5].IsArray())
+      for (const auto& scope : r[5].GetArray())
+        if (scope.IsArray() && scope.Size() == 2 && scope[0].IsString() && scope[1].IsNumber())
+          c->scopes.push_back({std::string(scope[0].GetString(), scope[0].GetStringLength()),
+                               scope[1].GetDouble()});
+    if (c->scopes.empty()) c->scopes = judge_.baseScopes();
     c->batched = c->submitted = true;
     c->done = [](const LlmCallResult&) {
     };  // its event, redelivered, finds the verdict in the store

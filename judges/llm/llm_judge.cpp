@@ -1,9 +1,11 @@
 #include "judges/llm/llm_judge.hpp"
 
+#include <fmt/format.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <spdlog/spdlog.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cctype>
@@ -231,18 +233,29 @@ int LlmJudge::inFlight() const {
   return in_flight_;
 }
 
-std::vector<ScopeLimit> LlmJudge::scopes(const Event& event) const {
+std::vector<ScopeLimit> LlmJudge::baseScopes() const {
   std::vector<ScopeLimit> s{{"global", settings_.global_daily_limit_eur}};
   if (settings_.daily_limit_eur > 0)
     s.push_back({"judge:" + settings_.name, settings_.daily_limit_eur});
+  return s;
+}
+
+std::vector<ScopeLimit> LlmJudge::scopes(const Event& event) const {
+  std::vector<ScopeLimit> s = baseScopes();
   const auto add = [&](const char* kind, const std::string& value,
                        const std::vector<std::pair<std::string, double>>& caps) {
     if (caps.empty()) return;
-    const std::string name = value.empty() ? "none" : utf8Clean(value, 128);
+    const std::string& raw = value.empty() ? std::string("none") : value;
     const double* cap = nullptr;
     for (const auto& [key, euros] : caps)
-      if (key == name || (key == "*" && !cap)) cap = &euros;
+      if (key == raw || (key == "*" && !cap)) cap = &euros;
     if (!cap) return;
+    // The scope's name goes into Redis keys, metric labels and log lines: control characters
+    // escaped (core/log_text.hpp); a long name cut, with a hash of the whole so that two
+    // tenants sharing their first bytes keep two budgets.
+    std::string name = logText(raw, kMaxScopeNameBytes);
+    if (raw.size() > kMaxScopeNameBytes)
+      name += fmt::format("#{:08x}", XXH3_64bits(raw.data(), raw.size()) >> 32);
     const std::string scope = std::string(kind) + ":" + name;
     s.push_back({scope, *cap});
     services_.ensureScope(scope, *cap, kMaxScopeSeries);

@@ -255,6 +255,9 @@ class LlmJudge final : public Judge {
   /// one a cap (t, a: the event's, "none" when empty, at most 128 bytes). A tenant or app
   /// capped by "*" gets its budget series on first use (at most kMaxScopeSeries of them).
   std::vector<ScopeLimit> scopes(const Event& event) const;
+  /// "global", and "judge:<name>" when the judge has a cap.
+  std::vector<ScopeLimit> baseScopes() const;
+  static constexpr std::size_t kMaxScopeNameBytes = 128;
   static constexpr std::size_t kMaxScopeSeries = 200;
   void warnSelfJudging(const Event& event) const;
 

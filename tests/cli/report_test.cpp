@@ -330,3 +330,33 @@ TEST_CASE("assay report: verdicts written before judge versions go with the one 
   CHECK(text.find("faith@") == std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("assay report: hostile judge names and versions stay apart and print escaped") {
+  // From the hostile trial: a name and version that joined to one key, NUL escapes that cut a
+  // name, terminal escapes printed raw.
+  const std::string dir = "/tmp/assay_report_hostile_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream j(dir + "/j.jsonl");
+    const char* verdicts[] = {
+        R"({"judge":"x\u001fy","judge_version":"z","criterion":"c","score":1,"min":0,"max":1})",
+        R"({"judge":"x","judge_version":"y\u001fz","criterion":"c","score":0,"min":0,"max":1})",
+        R"({"judge":"faith\u0000evil","criterion":"f","score":1,"min":0,"max":1})",
+        R"({"judge":"esc\u001b[2J","criterion":"f","score":1,"min":0,"max":1})"};
+    for (int i = 0; i < 4; ++i)
+      j << R"({"id":"e)" << i << R"(","verdicts":[)" << verdicts[i] << "]}\n";
+  }
+  ReportOptions o;
+  o.judgments_path = dir + "/j.jsonl";
+  std::ostringstream out, err;
+  REQUIRE(runReport(o, out, err) == 0);
+  const std::string text = out.str();
+  CAPTURE(text);
+  CHECK(text.find("x\\x1fy") != std::string::npos);  // two judges, each its own summary
+  CHECK(text.find("runs    1: ok=1") != std::string::npos);
+  CHECK(text.find("faith\\x00evil") != std::string::npos);  // the whole name, escaped
+  CHECK(text.find("esc\\x1b[2J") != std::string::npos);
+  CHECK(text.find('\x1b') == std::string::npos);  // no raw escape reaches the terminal
+  CHECK(text.find('\0') == std::string::npos);
+  std::filesystem::remove_all(dir);
+}

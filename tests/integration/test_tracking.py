@@ -108,7 +108,7 @@ def build_inputs(data_path):
     return events, feedback, annotations, ratings
 
 
-def write_config(path, bootstrap, group_id, port, jsonl_path, fake_port):
+def write_config(path, bootstrap, group_id, port, jsonl_path, fake_port, canary_file):
     q = json.dumps
     text = f"""# written by tests/integration/test_tracking.py
 kafka:
@@ -137,6 +137,12 @@ judges:
     timeout_ms: 10000
 budget:
   daily_limit_eur: 5.0
+# The judges' canary (docs/canary.md): 20 labelled dev events through every judge, 10 s after
+# start; its verdicts must stay out of every statistic checked below.
+canary:
+  file: {q(canary_file)}
+  every: 1h
+  sample: 20
 # The ratings' experiment is the events' app: routed through the A/B store (memory), decided
 # and recorded (assay_ab_decision_*). The chi-square rule, whose p does not depend on the order
 # the four partitions' ratings reach the store (the anytime-valid p does: it may not decide).
@@ -180,7 +186,8 @@ def run(args, workdir, checks):
         jsonl_path = os.path.join(workdir, "judgments.jsonl")
         fake, fake_port = tp.start_fake_provider(args.assayd)
         port = tp.free_loopback_port()
-        write_config(config_path, bootstrap, f"track-{os.getpid()}", port, jsonl_path, fake_port)
+        write_config(config_path, bootstrap, f"track-{os.getpid()}", port, jsonl_path, fake_port,
+                     args.data)
         cc = subprocess.run([args.assayd, "--check-config", config_path], capture_output=True)
         if not checks.eq("assayd --check-config exit code", 0, cc.returncode):
             raise tp.TestFailure((cc.stdout + cc.stderr).decode())
@@ -196,7 +203,8 @@ def run(args, workdir, checks):
             seen = (tp.metric(s, "assay_feedback_events_total") or 0) + \
                 (tp.metric(s, "assay_feedback_pending") or 0)
             return (tp.metric(s, "assay_events_judged_total") == len(events) and
-                    seen == n_feedback_valid + 2 and tp.metric(s, "assay_queue_depth") == 0)
+                    seen == n_feedback_valid + 2 and tp.metric(s, "assay_queue_depth") == 0 and
+                    (tp.metric(s, "assay_canary_runs_total") or 0) >= 1)
         s, _ = tp.scrape_until(base, consumed, 120)
         if not consumed(s):
             raise tp.TestFailure("within 120 s /metrics never showed every event judged and "
@@ -350,6 +358,13 @@ def run(args, workdir, checks):
               tp.metric(s, "assay_score_window_mean", judge="overlap"))
         checks.eq("assay_judge_window_size{overlap}", len(ov),
                   tp.metric(s, "assay_judge_window_size", judge="overlap"))
+        # The canary's run (issue 31): every judge on its 20 labelled events, the LLM judge
+        # through the fake provider; none of it in the windows checked above.
+        checks.eq("canary: faith_llm scored its 20 events", 20,
+                  tp.metric(s, "assay_canary_verdicts", judge="faith_llm", result="scored"))
+        checks.true("canary: overlap's ROC AUC against the dev labels exported",
+                    0 <= (tp.metric(s, "assay_canary_agreement", judge="overlap",
+                                    statistic="roc_auc") or -1) <= 1)
         checks.true("assay_score_drift{overlap} is 0 or 1 and its p-value in [0, 1]",
                     tp.metric(s, "assay_score_drift", judge="overlap") in (0, 1) and
                     0 <= tp.metric(s, "assay_score_drift_p_value", judge="overlap") <= 1)
