@@ -1045,6 +1045,38 @@ void loadCanary(Reader& r, const YAML::Node& n, CanaryOptions& o) {
   r.get(n, "state_file", p, o.state_file);
 }
 
+void loadReview(Reader& r, const YAML::Node& n, Config& c) {
+  ReviewOptions& o = c.review;
+  const std::string p = "review";
+  if (!r.checkMap(n, p, {"path", "judges", "share", "max_per_hour"})) return;
+  r.get(n, "path", p, o.path);
+  if (o.path.empty()) r.error(n["path"] ? n["path"] : n, p + ".path", "missing: the review file");
+  r.getRange(n, "share", p, o.share, 0.0, 1.0);
+  r.getRange(n, "max_per_hour", p, o.max_per_hour, 1, 1'000'000);
+  const YAML::Node judges = n["judges"];
+  if (!judges || !judges.IsMap() || judges.size() == 0) {
+    r.error(judges ? judges : n, p + ".judges",
+            "expected {JUDGE: {below: SCORE}}: the judges whose verdicts are reviewed");
+    return;
+  }
+  for (const auto& kv : judges) {
+    const std::string name = kv.first.as<std::string>("");
+    const std::string jp = p + ".judges." + name;
+    const auto jc = std::find_if(c.judges.begin(), c.judges.end(),
+                                 [&](const JudgeConfig& j) { return j.name == name; });
+    if (jc == c.judges.end()) {
+      r.error(kv.first, jp, "no judge of that name in judges");
+      continue;
+    }
+    if (!r.checkMap(kv.second, jp, {"below"})) continue;
+    ReviewOptions::Judge j{name, 0};
+    const JudgeInfo info = jc->factory->info(jc->values);
+    r.getRange(kv.second, "below", jp, j.below, info.min_score, info.max_score);
+    if (!kv.second["below"]) r.error(kv.second, jp + ".below", "missing: the threshold");
+    o.judges.push_back(j);
+  }
+}
+
 void loadAb(Reader& r, const YAML::Node& n, AbOptions& o) {
   const std::string p = "ab";
   if (!r.checkMap(n, p,
@@ -1289,7 +1321,7 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   }
   if (!r.checkMap(root, "",
                   {"kafka", "events", "otlp", "sampling", "redact", "limits", "budget", "judges",
-                   "tracking", "canary", "ab", "admin", "sinks", "log"}))
+                   "tracking", "canary", "review", "ab", "admin", "sinks", "log"}))
     return res;
   Config& c = res.config;
   if (auto n = root["kafka"]) loadKafka(r, n, c.kafka);
@@ -1315,6 +1347,7 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   if (auto n = root["judges"]) loadJudges(r, n, c);
   if (auto n = root["tracking"]) loadTracking(r, n, c.tracking);
   if (auto n = root["canary"]) loadCanary(r, n, c.canary);
+  if (auto n = root["review"]) loadReview(r, n, c);
   if (auto n = root["ab"]) loadAb(r, n, c.ab);
   if (!c.ab.experiments.empty() && c.kafka.feedback_topic.empty())
     r.warn(root["ab"], "ab.experiments",

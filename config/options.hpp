@@ -187,6 +187,19 @@ struct CanaryOptions {
   std::string state_file;
 };
 
+/// `review:` (docs/review.md): judgments a human should look at, written to a review file: the
+/// verdicts of a judge below its threshold, plus a random share of its other scored verdicts.
+struct ReviewOptions {
+  std::string path;  ///< JSON Lines review file (appended); "" = no review routing
+  struct Judge {
+    std::string name;
+    double below = 0;  ///< route a score below this (the judge's scale)
+  };
+  std::vector<Judge> judges;
+  double share = 0.02;     ///< and this share of the judge's other scored verdicts, [0, 1]
+  int max_per_hour = 100;  ///< routed events per judge and clock hour, [1, 1000000]
+};
+
 struct AdminOptions {
   std::string listen = "127.0.0.1:10464";  ///< host:port of /metrics, /healthz, /readyz
   int listen_line = 0, listen_column = 0;  ///< where the key is (error messages; 0 = default)
@@ -253,6 +266,7 @@ struct Config {
   std::vector<JudgeConfig> judges;
   TrackingOptions tracking;
   CanaryOptions canary;
+  ReviewOptions review;
   AbOptions ab;
   AdminOptions admin;
   SinksOptions sinks;

@@ -114,6 +114,16 @@ std::vector<ConfigError> startupErrors(const Config& c) {
       errors.push_back({c.file, c.canary.file_line, c.canary.file_column, "canary.file", e.what()});
     }
   }
+  if (!c.review.path.empty()) {  // the file assayd appends to, or the folder it creates it in
+    std::filesystem::path at = c.review.path;
+    std::error_code ec;
+    while (!at.empty() && !std::filesystem::exists(at, ec)) at = at.parent_path();
+    if (at.empty()) at = ".";
+    if (::access(at.c_str(), W_OK) != 0)
+      errors.push_back(
+          {c.file, 0, 0, "review.path",
+           "'" + at.string() + "' is not writable by this user: " + std::strerror(errno)});
+  }
   for (auto& e : checkSinks(c.sinks, c.file)) errors.push_back(std::move(e));
   if (const auto why = listenProblem(c.admin.listen); !why.empty())
     errors.push_back({c.file, c.admin.listen_line, c.admin.listen_column, "admin.listen", why});

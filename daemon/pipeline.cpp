@@ -36,6 +36,9 @@ Pipeline::Pipeline(const Config& config, RunOptions run, PipelineWiring wiring)
       sampler_(config.sampling.rate, config.sampling.rules),
       queue_(config.limits.queue_capacity),
       services_(config.budget, *registry_),
+      review_(config.review.path.empty() || run_.backfill
+                  ? nullptr
+                  : std::make_unique<ReviewRouter>(config.review, *registry_)),
       runner_(buildJudges(config, services_), judge_stats_, queue_, runnerListener(),
               run_.no_workers ? 0 : config.limits.workers, &services_),
       backlog_(
@@ -57,6 +60,7 @@ Pipeline::~Pipeline() = default;
 JudgeRunner::Listener Pipeline::runnerListener() {
   return JudgeRunner::Listener{
       [this](const WorkItem& w) {
+        if (review_) review_->remember(w.event);
         // An event joined from several messages has no one partition.
         tracker_.noteEvent(w.event.id, w.event.variant, w.event.app,
                            w.messages.empty() ? w.partition : -1);
@@ -66,6 +70,7 @@ JudgeRunner::Listener Pipeline::runnerListener() {
       },
       [this](const Judgment& j, std::int32_t partition, std::int64_t offset,
              const std::vector<MessageRef>& messages) {
+        if (review_) review_->route(j, epochMs());
         // The event's origin is finished when the last sink lets go of the token.
         sinks_.deliver(j, DeliveryToken(nullptr, [this, gate = finish_gate_.gate, partition, offset,
                                                   messages](void*) {

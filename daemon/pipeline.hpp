@@ -29,6 +29,7 @@
 #include "daemon/backlog.hpp"
 #include "daemon/canary.hpp"
 #include "daemon/judge_runner.hpp"
+#include "daemon/review.hpp"
 #include "judges/judge_stats.hpp"
 #include "judges/services.hpp"
 #include "sampling/bounded_queue.hpp"
@@ -161,6 +162,7 @@ class Pipeline final : private Downstream {
   BoundedQueue<WorkItem> queue_;
   JudgeServices services_;
   std::vector<std::unique_ptr<Config>> reloaded_;  // configurations whose judges a reload built
+  std::unique_ptr<ReviewRouter> review_;  // review.path: routing (outlives the runner's workers)
   JudgeRunner runner_;  // destroyed first: closes the queue, joins, stops the services
   Backlog backlog_;
   std::unique_ptr<Canary> canary_;       // canary.file: its schedule (stopped before the runner)

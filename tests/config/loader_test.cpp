@@ -132,6 +132,37 @@ TEST_CASE("canary: file, every, sample, label and state_file; bad values named a
   }
 }
 
+TEST_CASE("review: judges that exist, thresholds on their scale, share and hourly cap in range") {
+  const std::string judges =
+      "judges:\n  - {name: r, kind: lexical, metric: rouge_l}\n"
+      "  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, api_key_env: K}\n";
+  const auto ok = load(judges +
+                       "review: {path: /tmp/r.jsonl, judges: {f: {below: 3}, r: {below: "
+                       "0.2}}, share: 0.05, max_per_hour: 10}\n");
+  REQUIRE(ok.ok());
+  REQUIRE(ok.config.review.judges.size() == 2);
+  CHECK(ok.config.review.judges[0].name == "f");
+  CHECK(ok.config.review.judges[0].below == 3);
+  CHECK(ok.config.review.share == 0.05);
+  const std::pair<const char*, const char*> bad[] = {
+      {"{judges: {f: {below: 3}}}", "review.path"},
+      {"{path: p, judges: {nope: {below: 3}}}", "review.judges.nope"},
+      {"{path: p, judges: {f: {below: 5}}}", "review.judges.f.below"},  // the rubric is 1..4
+      {"{path: p, judges: {r: {below: 2}}}", "review.judges.r.below"},  // rouge_l is 0..1
+      {"{path: p, judges: {f: {}}}", "review.judges.f.below"},
+      {"{path: p, judges: {f: {below: 3}}, share: 1.5}", "review.share"},
+      {"{path: p, judges: {f: {below: 3}}, max_per_hour: 0}", "review.max_per_hour"},
+      {"{path: p}", "review.judges"}};
+  for (const auto& [yaml, path] : bad) {
+    const std::string where = path;  // not a structured binding: CAPTURE is a lambda
+    const std::string text = yaml;
+    CAPTURE(text);
+    const auto r = load(judges + "review: " + yaml + "\n");
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].path == where);
+  }
+}
+
 TEST_CASE("every error is reported with line, column and key path") {
   const auto r = load(
       "kafka:\n"                                                    // 1

@@ -1,0 +1,175 @@
+#include "daemon/review.hpp"
+
+#include <fmt/format.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <spdlog/spdlog.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <stdexcept>
+
+namespace assay {
+namespace {
+
+void writeEvent(rapidjson::Writer<rapidjson::StringBuffer>& w, const Event& e) {
+  const auto str = [&](const char* key, const std::string& v) {
+    w.Key(key);
+    w.String(v.data(), static_cast<rapidjson::SizeType>(v.size()));
+  };
+  w.StartObject();
+  str("id", e.id);
+  str("tenant", e.tenant);
+  str("app", e.app);
+  str("variant", e.variant);
+  str("question", e.question);
+  w.Key("contexts");
+  w.StartArray();
+  for (const auto& c : e.contexts) {
+    w.StartObject();
+    str("id", c.id);
+    str("text", c.text);
+    if (!c.source.empty()) str("source", c.source);
+    w.EndObject();
+  }
+  w.EndArray();
+  str("answer", e.answer);
+  if (e.reference) str("reference", *e.reference);
+  w.EndObject();
+}
+
+/// XXH3 of (judge, id) as a share of 2^64, in [0, 1).
+double pick(const std::string& judge, const std::string& id) {
+  std::string key = judge;
+  key += '\x1f';
+  key += id;
+  return static_cast<double>(XXH3_64bits(key.data(), key.size())) /
+         (static_cast<double>(std::numeric_limits<std::uint64_t>::max()) + 1.0);
+}
+
+}  // namespace
+
+std::string reviewLine(const Event& event, const Judgment& judgment,
+                       const std::string& reasons_json, std::int64_t now_ms) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  w.Key("reviewed_at");
+  const std::string at = formatRfc3339(now_ms);
+  w.String(at.data(), static_cast<rapidjson::SizeType>(at.size()));
+  w.Key("reasons");
+  w.RawValue(reasons_json.data(), reasons_json.size(), rapidjson::kArrayType);
+  w.Key("event");
+  writeEvent(w, event);
+  w.Key("judgment");
+  const std::string j = toJson(judgment);
+  w.RawValue(j.data(), j.size(), rapidjson::kObjectType);
+  w.EndObject();
+  return {buf.GetString(), buf.GetSize()};
+}
+
+ReviewRouter::ReviewRouter(const ReviewOptions& options, prometheus::Registry& registry)
+    : options_(options),
+      routed_(prometheus::BuildCounter()
+                  .Name("assay_review_routed_total")
+                  .Help("Verdicts routed to the review file, by judge and reason")
+                  .Register(registry)),
+      skipped_(prometheus::BuildCounter()
+                   .Name("assay_review_skipped_total")
+                   .Help("Verdicts that would have been routed to review but were not: "
+                         "hourly_cap, no_event")
+                   .Register(registry)),
+      write_errors_(prometheus::BuildCounter()
+                        .Name("assay_review_write_errors_total")
+                        .Help("Review lines the review file did not take")
+                        .Register(registry)
+                        .Add({})) {
+  for (const auto& j : options_.judges) {
+    for (const char* reason : {"below_threshold", "random_share"})
+      routed_.Add({{"judge", j.name}, {"reason", reason}});
+    for (const char* reason : {"hourly_cap", "no_event"})
+      skipped_.Add({{"judge", j.name}, {"reason", reason}});
+  }
+  std::error_code ec;
+  const auto folder = std::filesystem::path(options_.path).parent_path();
+  if (!folder.empty()) std::filesystem::create_directories(folder, ec);
+  file_ = std::fopen(options_.path.c_str(), "a");
+  if (!file_)
+    throw std::runtime_error("review.path: cannot open '" + options_.path +
+                             "' for appending: " + std::strerror(errno));
+  spdlog::info("review: {} judge(s) routed to {} (share {}, at most {} an hour each)",
+               options_.judges.size(), options_.path, options_.share, options_.max_per_hour);
+}
+
+ReviewRouter::~ReviewRouter() {
+  if (file_) std::fclose(file_);
+}
+
+void ReviewRouter::remember(const Event& event) {
+  std::lock_guard lock(mu_);
+  if (events_.size() < kMaxKept) events_.insert_or_assign(event.id, event);
+}
+
+void ReviewRouter::forget(const std::string& id) {
+  std::lock_guard lock(mu_);
+  events_.erase(id);
+}
+
+void ReviewRouter::route(const Judgment& judgment, std::int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  const auto it = events_.find(judgment.id);
+  std::string reasons;
+  const std::int64_t hour = now_ms / 3'600'000;
+  for (const auto& v : judgment.verdicts) {
+    const auto rule =
+        std::find_if(options_.judges.begin(), options_.judges.end(),
+                     [&](const ReviewOptions::Judge& j) { return j.name == v.judge; });
+    if (rule == options_.judges.end() || !v.verdict.score) continue;
+    const double score = *v.verdict.score;
+    const char* reason = score < rule->below                           ? "below_threshold"
+                         : pick(v.judge, judgment.id) < options_.share ? "random_share"
+                                                                       : nullptr;
+    if (!reason) continue;
+    if (it == events_.end()) {
+      skipped_.Add({{"judge", v.judge}, {"reason", "no_event"}}).Increment();
+      continue;
+    }
+    auto& [at, n] = hour_[v.judge];
+    if (at != hour) at = hour, n = 0;
+    if (n >= options_.max_per_hour) {
+      skipped_.Add({{"judge", v.judge}, {"reason", "hourly_cap"}}).Increment();
+      continue;
+    }
+    ++n;
+    routed_.Add({{"judge", v.judge}, {"reason", reason}}).Increment();
+    rapidjson::StringBuffer buf;
+    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+    w.StartObject();
+    w.Key("judge");
+    w.String(v.judge.data(), static_cast<rapidjson::SizeType>(v.judge.size()));
+    if (v.version) {
+      w.Key("judge_version");
+      w.String(v.version->id.data(), static_cast<rapidjson::SizeType>(v.version->id.size()));
+    }
+    w.Key("reason");
+    w.String(reason);
+    w.Key("score");
+    w.Double(score);
+    w.Key("threshold");
+    w.Double(rule->below);
+    w.EndObject();
+    reasons += (reasons.empty() ? "" : ",") + std::string(buf.GetString(), buf.GetSize());
+  }
+  if (!reasons.empty()) {
+    const std::string line = reviewLine(it->second, judgment, "[" + reasons + "]", now_ms) + "\n";
+    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
+      write_errors_.Increment();
+  }
+  if (it != events_.end()) events_.erase(it);
+}
+
+}  // namespace assay
