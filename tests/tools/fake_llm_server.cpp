@@ -789,12 +789,17 @@ http::response<http::string_body> reply(const http::request<http::string_body>& 
         R"({"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}})");
   }
   if (!scripted && !s.content) {
-    if (const auto schema = replySchema(d, prompt))
-      s.content =
-          verdictReply(*schema, s.score, hashed, prompt, scripted ? 0 : g_score_shift.load())
-              .value_or(listwiseReply(*schema, prompt, model));
-    else if (wantsText(d, anthropic))
+    if (const auto schema = replySchema(d, prompt)) {
+      // Not value_or: that would build the listwise reply for every verdict too, reading the
+      // schema's missing members (rapidjson's shared null value: a data race under TSan).
+      if (auto verdict =
+              verdictReply(*schema, s.score, hashed, prompt, scripted ? 0 : g_score_shift.load()))
+        s.content = std::move(verdict);
+      else
+        s.content = listwiseReply(*schema, prompt, model);
+    } else if (wantsText(d, anthropic)) {
       s.content = textReply(d, model);
+    }
   }
   std::string content =
       s.content.value_or("{\"score\": " + std::to_string(s.score) + ", \"justification\": \"" +
