@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/log_text.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/services.hpp"
 
@@ -121,6 +122,31 @@ void CallServices::ensureScope(const std::string& scope, double cap_eur, std::si
     }
   }
   addScope(scope, cap_eur);
+}
+
+void CallServices::retireScopes(const std::string& kind,
+                                const std::vector<std::pair<std::string, double>>& caps) {
+  if (std::any_of(caps.begin(), caps.end(), [](const auto& c) { return c.first == "*"; })) return;
+  const std::string prefix = kind + ":";
+  std::lock_guard lock(mu_);
+  if (!budget_stats_) return;
+  for (auto it = scopes_.begin(); it != scopes_.end();) {
+    const std::string& scope = it->first;
+    const bool capped =
+        scope.rfind(prefix, 0) != 0 || std::any_of(caps.begin(), caps.end(), [&](const auto& c) {
+          return scope == prefix + logText(c.first, kMaxScopeNameBytes);
+        });
+    if (capped) {
+      ++it;
+      continue;
+    }
+    spdlog::info("budget {}: no cap from now on (not in budget.{}s)", scope, kind);
+    budget_stats_->spent.Remove(it->second.gauges.spent);
+    budget_stats_->limit.Remove(it->second.gauges.limit);
+    budget_stats_->exhausted.Remove(it->second.gauges.exhausted);
+    budget_stats_->projected.Remove(it->second.gauges.projected);
+    it = scopes_.erase(it);
+  }
 }
 
 void CallServices::addJudge(const LlmJudge* judge) {

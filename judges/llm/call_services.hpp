@@ -50,6 +50,10 @@ class Projection {
   std::deque<std::pair<std::int64_t, double>> samples_;  // (epoch ms, spent euros), oldest first
 };
 
+/// A tenant's or app's budget scope name is its value escaped (core/log_text.hpp) and, past
+/// this many bytes, cut with a hash of the whole (LlmJudge::scopes).
+inline constexpr std::size_t kMaxScopeNameBytes = 128;
+
 class CallServices {
  public:
   CallServices(const BudgetOptions& budget, prometheus::Registry& registry);
@@ -72,6 +76,11 @@ class CallServices {
   /// unless `max_added` such scopes were added already (the cap still holds in the store; only
   /// its series are not created). Any thread.
   void ensureScope(const std::string& scope, double cap_eur, std::size_t max_added);
+  /// budget.tenants / budget.apps as configured now (a judge built at start-up or by a reload):
+  /// the `kind:` scopes ("tenant", "app") they no longer cap lose their series (a removed
+  /// tenant would otherwise show its old cap). With "*" every one stays capped. Any thread.
+  void retireScopes(const std::string& kind,
+                    const std::vector<std::pair<std::string, double>>& caps);
 
   /// Bookkeeping of one finished call: `exhausted_scope` (when not empty) refused it today
   /// under a cap of `exhausted_cap_eur` €/day. A refusal under a lower cap than the scope's

@@ -154,7 +154,10 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
   services.addScope("global", settings_.global_daily_limit_eur);  // a reload may change it
   if (settings_.daily_limit_eur > 0)
     services.addScope("judge:" + settings_.name, settings_.daily_limit_eur);
-  // The tenants and apps named under budget: their series from the start ("*": on first use).
+  // The tenants and apps named under budget: their series from the start ("*": on first use);
+  // those a reload left uncapped lose theirs.
+  services.retireScopes("tenant", settings_.tenant_caps);
+  services.retireScopes("app", settings_.app_caps);
   for (const auto& [name, cap] : settings_.tenant_caps)
     if (name != "*") services.addScope("tenant:" + name, cap);
   for (const auto& [name, cap] : settings_.app_caps)

@@ -257,7 +257,6 @@ class LlmJudge final : public Judge {
   std::vector<ScopeLimit> scopes(const Event& event) const;
   /// "global", and "judge:<name>" when the judge has a cap.
   std::vector<ScopeLimit> baseScopes() const;
-  static constexpr std::size_t kMaxScopeNameBytes = 128;
   static constexpr std::size_t kMaxScopeSeries = 200;
   void warnSelfJudging(const Event& event) const;
 

@@ -1088,3 +1088,28 @@ TEST_CASE("budget.tenants and apps: a tenant over its cap is skipped_budget, the
   CHECK(scopes == std::set<std::string>{"global", "tenant:acme", "app:checkout", "tenant:globex",
                                         "tenant:none"});
 }
+
+TEST_CASE("budget.tenants: a reload that drops a tenant's cap drops its series") {
+  // From the hostile trial: after {acme, beta} → {gamma}, acme and beta still showed their old
+  // caps on /metrics though they had none any more.
+  Fixture fx;
+  const auto scopes = [&] {
+    std::set<std::string> out;
+    for (const auto& f : fx.services.registry.Collect())
+      if (f.name == "assay_budget_limit_euros")
+        for (const auto& m : f.metric)
+          for (const auto& l : m.label)
+            if (l.name == "scope") out.insert(l.value);
+    return out;
+  };
+  auto s = fx.settings();
+  s.tenant_caps = {{"acme", 0.5}, {"beta", 1}};
+  auto before = std::make_unique<LlmJudge>(s, fx.services.calls);
+  CHECK(scopes() == std::set<std::string>{"global", "tenant:acme", "tenant:beta"});
+  s.tenant_caps = {{"gamma", 2}};
+  LlmJudge after(s, fx.services.calls);  // the reload's judge
+  CHECK(scopes() == std::set<std::string>{"global", "tenant:gamma"});
+  s.tenant_caps = {{"*", 1}};  // "*" caps every tenant: nothing is dropped
+  LlmJudge star(s, fx.services.calls);
+  CHECK(scopes() == std::set<std::string>{"global", "tenant:gamma"});
+}
