@@ -111,6 +111,11 @@ std::optional<double> rhoOf(const std::optional<stats::Correlation>& c) {
   return c ? std::optional<double>(c->coefficient) : std::nullopt;
 }
 
+void printAgreement(
+    const std::vector<JudgeSummary>& judges,
+    const std::unordered_map<std::string, std::unordered_map<std::string, double>>& score_by_id,
+    const TrackingOptions& t, std::ostream& out);
+
 /// Leniency and drift per judge, with the daemon's own code and tracking settings, over the
 /// file's scores in order (duration windows use judged_at); then agreement between judges of
 /// one criterion on the same events.
@@ -173,6 +178,14 @@ void printTracking(
                                                          : "no",
         drift_text);
   }
+  printAgreement(judges, score_by_id, t, out);
+}
+
+/// Agreement between judges of one criterion on the events both scored.
+void printAgreement(
+    const std::vector<JudgeSummary>& judges,
+    const std::unordered_map<std::string, std::unordered_map<std::string, double>>& score_by_id,
+    const TrackingOptions& t, std::ostream& out) {
   out << "agreement between judges of the same criterion, on the events both scored (Kendall "
          "tau-b; high >= 0.7, moderate >= 0.4, else low):\n";
   bool any = false;

@@ -19,6 +19,7 @@
 #include "judges/llm/http_client.hpp"
 #include "tests/llm/fake_server.hpp"
 #include "tests/llm/redis_server.hpp"
+#include "tests/metric_value.hpp"
 #include "tests/wait.hpp"
 
 using namespace assay;
@@ -45,17 +46,7 @@ std::string line(int i, int score, bool bad) {
 
 std::optional<double> value(prometheus::Registry& r, const std::string& name,
                             const std::map<std::string, std::string>& labels) {
-  for (const auto& f : r.Collect()) {
-    if (f.name != name) continue;
-    for (const auto& m : f.metric) {
-      std::size_t matched = 0;
-      for (const auto& l : m.label)
-        if (auto it = labels.find(l.name); it != labels.end() && it->second == l.value) ++matched;
-      if (matched == labels.size())
-        return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
-    }
-  }
-  return std::nullopt;
+  return test::metricValue(r, name, labels);
 }
 
 }  // namespace

@@ -8,23 +8,15 @@
 #include <optional>
 #include <string>
 
+#include "tests/metric_value.hpp"
+
 using namespace assay;
 
 namespace {
 
 std::optional<double> value(prometheus::Registry& r, const std::string& name,
                             const std::map<std::string, std::string>& labels) {
-  for (const auto& f : r.Collect()) {
-    if (f.name != name) continue;
-    for (const auto& m : f.metric) {
-      std::size_t matched = 0;
-      for (const auto& l : m.label)
-        if (auto it = labels.find(l.name); it != labels.end() && it->second == l.value) ++matched;
-      if (matched != labels.size()) continue;
-      return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
-    }
-  }
-  return std::nullopt;
+  return test::metricValue(r, name, labels);
 }
 
 std::size_t series(prometheus::Registry& r, const std::string& name) {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/rfc3339.hpp"
+#include "tests/metric_value.hpp"
 #include "tracking/stats.hpp"
 
 using namespace assay;
@@ -22,21 +23,9 @@ std::string text(prometheus::Registry& r) {
   return out.str();
 }
 
-/// The value of the series of `name` whose labels include every one of `labels`, or nullopt.
 std::optional<double> value(prometheus::Registry& r, const std::string& name,
                             const std::map<std::string, std::string>& labels) {
-  for (const auto& f : r.Collect()) {
-    if (f.name != name) continue;
-    for (const auto& m : f.metric) {
-      std::size_t matched = 0;
-      for (const auto& l : m.label)
-        if (auto it = labels.find(l.name); it != labels.end() && it->second == l.value) ++matched;
-      if (matched != labels.size()) continue;
-      if (f.type == prometheus::MetricType::Counter) return m.counter.value;
-      return m.gauge.value;
-    }
-  }
-  return std::nullopt;
+  return test::metricValue(r, name, labels);
 }
 
 /// The vectors have ten pairs: below the default tracking.min_pairs (30).
