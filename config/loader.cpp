@@ -60,6 +60,18 @@ std::string formatNumber(double v) {
   return out.str();
 }
 
+/// A Kafka topic name as the broker accepts it: 1 to 249 characters of ASCII letters, digits,
+/// '.', '_' and '-', and neither "." nor ".." (Apache Kafka, Topic.validate). "" when valid.
+std::string kafkaTopicProblem(const std::string& topic) {
+  if (topic.empty()) return "must not be empty";
+  if (topic.size() > 249) return "longer than 249 characters (Kafka's limit for a topic name)";
+  if (topic == "." || topic == "..") return "'.' and '..' are not topic names";
+  for (const char c : topic)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
+      return "a topic name holds only ASCII letters, digits, '.', '_' and '-'";
+  return "";
+}
+
 /// kafka.brokers: "embedded", or comma-separated HOST[:PORT] entries, each optionally prefixed
 /// by one of the security protocols librdkafka accepts there (plaintext://, ssl://,
 /// sasl_plaintext://, sasl_ssl://); PORT from 1 to 65535. librdkafka itself only logs a bad
@@ -386,6 +398,13 @@ void loadKafka(Reader& r, const YAML::Node& n, KafkaOptions& o) {
   if (const std::string why = brokersProblem(o.brokers); !why.empty())
     r.error(n["brokers"], p + ".brokers", why);
   if (o.topic.empty()) r.error(n["topic"], p + ".topic", "must not be empty");
+  for (const auto& [key, topic] : {std::pair<const char*, const std::string&>{"topic", o.topic},
+                                   {"results_topic", o.results_topic},
+                                   {"dead_letter_topic", o.dead_letter_topic},
+                                   {"feedback_topic", o.feedback_topic}})
+    if (!topic.empty())
+      if (const std::string why = kafkaTopicProblem(topic); !why.empty())
+        r.error(n[key], p + "." + key, why);
   if (o.group_id.empty()) r.error(n["group_id"], p + ".group_id", "must not be empty");
   if (const auto props = n["properties"]) {
     if (const auto m = props.Mark(); !m.is_null())
@@ -1048,9 +1067,16 @@ void loadCanary(Reader& r, const YAML::Node& n, CanaryOptions& o) {
 void loadReview(Reader& r, const YAML::Node& n, Config& c) {
   ReviewOptions& o = c.review;
   const std::string p = "review";
-  if (!r.checkMap(n, p, {"path", "judges", "share", "max_per_hour"})) return;
+  if (!r.checkMap(n, p, {"path", "topic", "judges", "share", "max_per_hour"})) return;
   r.get(n, "path", p, o.path);
-  if (o.path.empty()) r.error(n["path"] ? n["path"] : n, p + ".path", "missing: the review file");
+  r.get(n, "topic", p, o.topic);
+  if (n["path"] && o.path.empty()) r.error(n["path"], p + ".path", "must not be empty");
+  if (n["topic"]) {
+    if (const std::string why = kafkaTopicProblem(o.topic); !why.empty())
+      r.error(n["topic"], p + ".topic", why);
+  }
+  if (!n["path"] && !n["topic"])
+    r.error(n, p, "missing: a review file (path) or a Kafka topic (topic), or both");
   r.getRange(n, "share", p, o.share, 0.0, 1.0);
   r.getRange(n, "max_per_hour", p, o.max_per_hour, 1, 1'000'000);
   const YAML::Node judges = n["judges"];

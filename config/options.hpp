@@ -190,7 +190,8 @@ struct CanaryOptions {
 /// `review:` (docs/review.md): judgments a human should look at, written to a review file: the
 /// verdicts of a judge below its threshold, plus a random share of its other scored verdicts.
 struct ReviewOptions {
-  std::string path;  ///< JSON Lines review file (appended); "" = no review routing
+  std::string path;   ///< JSON Lines review file (appended); "" = none
+  std::string topic;  ///< Kafka topic the review lines are produced to; "" = none
   struct Judge {
     std::string name;
     double below = 0;  ///< route a score below this (the judge's scale)

@@ -36,9 +36,10 @@ Pipeline::Pipeline(const Config& config, RunOptions run, PipelineWiring wiring)
       sampler_(config.sampling.rate, config.sampling.rules),
       queue_(config.limits.queue_capacity),
       services_(config.budget, *registry_),
-      review_(config.review.path.empty() || run_.backfill
+      review_((config.review.path.empty() && config.review.topic.empty()) || run_.backfill
                   ? nullptr
-                  : std::make_unique<ReviewRouter>(config.review, *registry_)),
+                  : std::make_unique<ReviewRouter>(config.review, *registry_,
+                                                   source_.producerHandle())),
       runner_(buildJudges(config, services_), judge_stats_, queue_, runnerListener(),
               run_.no_workers ? 0 : config.limits.workers, &services_),
       backlog_(

@@ -109,6 +109,8 @@ class Pipeline final : private Downstream {
   const KafkaSource& source() const { return source_; }
   const OffsetTracker& offsets() const { return source_.offsets(); }
   bool assigned() const { return source_.assigned(); }
+  /// kafka.brokers, or the embedded broker's address (tests read its topics).
+  const std::string& bootstrapServers() const { return source_.bootstrapServers(); }
   std::size_t queued() const { return queue_.size(); }
   prometheus::Registry& registry() { return *registry_; }
   const prometheus::Registry& registry() const { return *registry_; }
@@ -162,7 +164,9 @@ class Pipeline final : private Downstream {
   BoundedQueue<WorkItem> queue_;
   JudgeServices services_;
   std::vector<std::unique_ptr<Config>> reloaded_;  // configurations whose judges a reload built
-  std::unique_ptr<ReviewRouter> review_;  // review.path: routing (outlives the runner's workers)
+  // review.path / review.topic: routing (outlives the runner's workers; its topic lines go
+  // through source_'s producer, flushed with it at the stop)
+  std::unique_ptr<ReviewRouter> review_;
   JudgeRunner runner_;  // destroyed first: closes the queue, joins, stops the services
   Backlog backlog_;
   std::unique_ptr<Canary> canary_;       // canary.file: its schedule (stopped before the runner)

@@ -6,12 +6,15 @@
 #include <spdlog/spdlog.h>
 #include <xxhash.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <stdexcept>
+
+#include "sinks/kafka_results_sink.hpp"
 
 namespace assay {
 namespace {
@@ -72,7 +75,8 @@ std::string reviewLine(const Event& event, const Judgment& judgment,
   return {buf.GetString(), buf.GetSize()};
 }
 
-ReviewRouter::ReviewRouter(const ReviewOptions& options, prometheus::Registry& registry)
+ReviewRouter::ReviewRouter(const ReviewOptions& options, prometheus::Registry& registry,
+                           rd_kafka_t* producer)
     : options_(options),
       routed_(prometheus::BuildCounter()
                   .Name("assay_review_routed_total")
@@ -83,26 +87,65 @@ ReviewRouter::ReviewRouter(const ReviewOptions& options, prometheus::Registry& r
                    .Help("Verdicts that would have been routed to review but were not: "
                          "hourly_cap, no_event")
                    .Register(registry)),
+      written_(prometheus::BuildCounter()
+                   .Name("assay_review_written_total")
+                   .Help("Review lines the review file took (output=file) or the broker "
+                         "acknowledged (output=topic)")
+                   .Register(registry)),
       write_errors_(prometheus::BuildCounter()
                         .Name("assay_review_write_errors_total")
-                        .Help("Review lines the review file did not take")
-                        .Register(registry)
-                        .Add({})) {
+                        .Help("Review lines the review file did not take, or the review topic's "
+                              "producer refused or the broker did not acknowledge")
+                        .Register(registry)),
+      file_ok_(written_.Add({{"output", "file"}})),
+      file_errors_(write_errors_.Add({{"output", "file"}})),
+      topic_ok_(written_.Add({{"output", "topic"}})),
+      topic_errors_(write_errors_.Add({{"output", "topic"}})),
+      producer_(producer) {
   for (const auto& j : options_.judges) {
     for (const char* reason : {"below_threshold", "random_share"})
       routed_.Add({{"judge", j.name}, {"reason", reason}});
     for (const char* reason : {"hourly_cap", "no_event"})
       skipped_.Add({{"judge", j.name}, {"reason", reason}});
   }
-  std::error_code ec;
-  const auto folder = std::filesystem::path(options_.path).parent_path();
-  if (!folder.empty()) std::filesystem::create_directories(folder, ec);
-  file_ = std::fopen(options_.path.c_str(), "a");
-  if (!file_)
-    throw std::runtime_error("review.path: cannot open '" + options_.path +
-                             "' for appending: " + std::strerror(errno));
+  if (!options_.topic.empty() && !producer_)
+    throw std::runtime_error("review.topic: '" + options_.topic + "' needs a Kafka producer");
+  if (!options_.path.empty()) {
+    std::error_code ec;
+    const auto folder = std::filesystem::path(options_.path).parent_path();
+    if (!folder.empty()) std::filesystem::create_directories(folder, ec);
+    file_ = std::fopen(options_.path.c_str(), "a");
+    if (!file_)
+      throw std::runtime_error("review.path: cannot open '" + options_.path +
+                               "' for appending: " + std::strerror(errno));
+  }
+  std::string to = options_.path;
+  if (!options_.topic.empty())
+    to += (to.empty() ? "topic '" : " and topic '") + options_.topic + "'";
   spdlog::info("review: {} judge(s) routed to {} (share {}, at most {} an hour each)",
-               options_.judges.size(), options_.path, options_.share, options_.max_per_hour);
+               options_.judges.size(), to, options_.share, options_.max_per_hour);
+}
+
+void ReviewRouter::write(const std::string& id, const std::string& line) {
+  if (file_) {
+    if (std::fwrite(line.data(), 1, line.size(), file_) == line.size() &&
+        std::fputc('\n', file_) != EOF && std::fflush(file_) == 0)
+      file_ok_.Increment();
+    else
+      file_errors_.Increment();
+  }
+  if (options_.topic.empty()) return;
+  void* opaque = KafkaResultsSink::deliveryOpaque(&topic_ok_, &topic_errors_, "review topic");
+  const rd_kafka_resp_err_t err = rd_kafka_producev(
+      producer_, RD_KAFKA_V_TOPIC(options_.topic.c_str()), RD_KAFKA_V_KEY(id.data(), id.size()),
+      RD_KAFKA_V_VALUE(const_cast<char*>(line.data()), line.size()),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+  if (err) {  // queue full, message too large, unknown topic: counted
+    KafkaResultsSink::dropOpaque(opaque);
+    static std::atomic<int> logged{0};
+    if (logged++ < 10)
+      spdlog::error("review.topic '{}': produce failed: {}", options_.topic, rd_kafka_err2str(err));
+  }
 }
 
 ReviewRouter::~ReviewRouter() {
@@ -164,11 +207,8 @@ void ReviewRouter::route(const Judgment& judgment, std::int64_t now_ms) {
     w.EndObject();
     reasons += (reasons.empty() ? "" : ",") + std::string(buf.GetString(), buf.GetSize());
   }
-  if (!reasons.empty()) {
-    const std::string line = reviewLine(it->second, judgment, "[" + reasons + "]", now_ms) + "\n";
-    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
-      write_errors_.Increment();
-  }
+  if (!reasons.empty())
+    write(judgment.id, reviewLine(it->second, judgment, "[" + reasons + "]", now_ms));
   if (it != events_.end()) events_.erase(it);
 }
 

@@ -42,8 +42,9 @@ void KafkaResultsSink::write(const Judgment& j, const std::string& json, Deliver
 
 void KafkaResultsSink::flush() { rd_kafka_flush(producer_, 10000); }
 
-void* KafkaResultsSink::deliveryOpaque(prometheus::Counter* ok, prometheus::Counter* errors) {
-  return new Pending{nullptr, ok, errors, "dead-letter topic"};
+void* KafkaResultsSink::deliveryOpaque(prometheus::Counter* ok, prometheus::Counter* errors,
+                                       const char* what) {
+  return new Pending{nullptr, ok, errors, what};
 }
 
 void KafkaResultsSink::dropOpaque(void* opaque) {

@@ -22,9 +22,11 @@ class KafkaResultsSink final : public Sink {
   /// Delivery-report handler for the shared producer: releases the token carried in the
   /// message's opaque, counting broker-side failures. Messages without opaque are ignored.
   static void deliveryReport(rd_kafka_t* rk, const rd_kafka_message_t* msg, void* conf_opaque);
-  /// An opaque for another message of the same producer (a dead-letter copy): its delivery
-  /// report increments `ok` or `errors` (both must outlive the producer).
-  static void* deliveryOpaque(prometheus::Counter* ok, prometheus::Counter* errors);
+  /// An opaque for another message of the same producer (a dead-letter copy, a review line):
+  /// its delivery report increments `ok` or `errors` (both must outlive the producer); `what`
+  /// (a literal) names the topic's role in the log when delivery fails.
+  static void* deliveryOpaque(prometheus::Counter* ok, prometheus::Counter* errors,
+                              const char* what = "dead-letter topic");
   /// Frees an opaque whose message was never queued, counting it in `errors`.
   static void dropOpaque(void* opaque);
 

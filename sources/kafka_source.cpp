@@ -15,11 +15,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::unique_ptr<EmbeddedBroker> embeddedBroker(const KafkaOptions& k) {
+std::unique_ptr<EmbeddedBroker> embeddedBroker(const Config& config) {
+  const KafkaOptions& k = config.kafka;
   if (k.brokers != "embedded") return nullptr;
   auto broker = std::make_unique<EmbeddedBroker>(
-      k.partitions,
-      std::vector<std::string>{k.topic, k.results_topic, k.dead_letter_topic, k.feedback_topic});
+      k.partitions, std::vector<std::string>{k.topic, k.results_topic, k.dead_letter_topic,
+                                             k.feedback_topic, config.review.topic});
   spdlog::info(
       "kafka: embedded broker (librdkafka mock cluster) at {}, topic '{}' with {} partitions",
       broker->bootstrapServers(), k.topic, k.partitions);
@@ -54,7 +55,7 @@ KafkaSource::KafkaSource(const Config& config, Mode mode, prometheus::Registry& 
       mode_(mode),
       consumer_stats_(registry, topicsOf(config.kafka), version),
       kafka_stats_(registry),
-      broker_(embeddedBroker(config.kafka)),
+      broker_(embeddedBroker(config)),
       bootstrap_(broker_ ? broker_->bootstrapServers() : config.kafka.brokers),
       format_(makeInputFormat(config, registry)),
       producer_(config.kafka, bootstrap_, &kafka_stats_),

@@ -90,6 +90,8 @@ class KafkaSource final : public Source {
   // ---- Observers.
   const OffsetTracker& offsets() const { return offsets_; }
   bool assigned() const { return assigned_.load(); }
+  /// The brokers this source talks to: kafka.brokers, or the embedded broker's address.
+  const std::string& bootstrapServers() const { return bootstrap_; }
   const ConsumerStats& stats() const { return consumer_stats_; }
   rd_kafka_t* producerHandle() const { return producer_.handle(); }
   /// Serves the producer's delivery reports (results-topic tokens, dead letters).

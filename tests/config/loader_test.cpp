@@ -144,8 +144,19 @@ TEST_CASE("review: judges that exist, thresholds on their scale, share and hourl
   CHECK(ok.config.review.judges[0].name == "f");
   CHECK(ok.config.review.judges[0].below == 3);
   CHECK(ok.config.review.share == 0.05);
+  CHECK(ok.config.review.topic.empty());
+  const auto topic = load(judges + "review: {topic: assay.review-1, judges: {f: {below: 3}}}\n");
+  REQUIRE(topic.ok());
+  CHECK(topic.config.review.topic == "assay.review-1");
+  CHECK(topic.config.review.path.empty());
+  const std::string long_topic = "{topic: " + std::string(250, 't') + ", judges: {f: {below: 3}}}";
   const std::pair<const char*, const char*> bad[] = {
-      {"{judges: {f: {below: 3}}}", "review.path"},
+      {"{judges: {f: {below: 3}}}", "review"},  // neither a file nor a topic
+      {"{path: '', judges: {f: {below: 3}}}", "review.path"},
+      {"{topic: 'review topic', judges: {f: {below: 3}}}", "review.topic"},
+      {"{topic: '..', judges: {f: {below: 3}}}", "review.topic"},
+      {"{topic: '', path: p, judges: {f: {below: 3}}}", "review.topic"},
+      {long_topic.c_str(), "review.topic"},
       {"{path: p, judges: {nope: {below: 3}}}", "review.judges.nope"},
       {"{path: p, judges: {f: {below: 5}}}", "review.judges.f.below"},  // the rubric is 1..4
       {"{path: p, judges: {r: {below: 2}}}", "review.judges.r.below"},  // rouge_l is 0..1
@@ -161,6 +172,26 @@ TEST_CASE("review: judges that exist, thresholds on their scale, share and hourl
     REQUIRE(r.errors.size() == 1);
     CHECK(r.errors[0].path == where);
   }
+}
+
+TEST_CASE("kafka topics: names the broker accepts, at their key") {
+  const std::pair<const char*, const char*> bad[] = {
+      {"{topic: 'rag events'}", "kafka.topic"},
+      {"{results_topic: 'r/s'}", "kafka.results_topic"},
+      {"{dead_letter_topic: '.'}", "kafka.dead_letter_topic"},
+      {"{feedback_topic: 'fé'}", "kafka.feedback_topic"}};
+  for (const auto& [yaml, path] : bad) {
+    const std::string where = path;  // not a structured binding: CAPTURE is a lambda
+    const std::string text = yaml;
+    CAPTURE(text);
+    const auto r = load(std::string(kJudge) + "kafka: " + yaml + "\n");
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].path == where);
+    CHECK(r.errors[0].message.find("topic name") != std::string::npos);
+  }
+  CHECK(
+      load(std::string(kJudge) + "kafka: {topic: rag.events_v2-1, results_topic: assay.results}\n")
+          .ok());
 }
 
 TEST_CASE("every error is reported with line, column and key path") {

@@ -5,11 +5,14 @@
 #include "daemon/pipeline.hpp"
 
 #include <doctest/doctest.h>
+#include <librdkafka/rdkafka.h>
+#include <rapidjson/document.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "config/loader.hpp"
@@ -35,6 +38,39 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
 };
 
+/// (key, value) of the first `want` messages of `topic`'s partitions 0..partitions-1, read
+/// from the beginning by a consumer of its own (no group); waits at most 30 s.
+std::vector<std::pair<std::string, std::string>> readTopic(const std::string& bootstrap,
+                                                           const std::string& topic, int partitions,
+                                                           std::size_t want) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  REQUIRE(rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err) ==
+          RD_KAFKA_CONF_OK);
+  REQUIRE(rd_kafka_conf_set(conf, "group.id", "pipeline-test-reader", err, sizeof err) ==
+          RD_KAFKA_CONF_OK);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  REQUIRE(rk);
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+  for (int i = 0; i < partitions; ++i)
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), i)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  REQUIRE(rd_kafka_assign(rk, list) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_topic_partition_list_destroy(list);
+  std::vector<std::pair<std::string, std::string>> out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (out.size() < want && std::chrono::steady_clock::now() < deadline) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
+    if (!m) continue;
+    if (!m->err)
+      out.emplace_back(std::string(static_cast<const char*>(m->key), m->key_len),
+                       std::string(static_cast<const char*>(m->payload), m->len));
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("pollOnce: consume, screen, parse, sample and queue; judge; finish every offset") {
@@ -58,6 +94,7 @@ judges:
   - {name: overlap, kind: lexical, metric: context_overlap}
 admin: {listen: "127.0.0.1:0"}
 sinks: {jsonl: {path: ")" + jsonl + R"("}}
+review: {topic: review, judges: {overlap: {below: 0.2}}, share: 1}
 )",
                                        "pipeline_test.yaml");
   REQUIRE(loaded.ok());
@@ -113,6 +150,7 @@ sinks: {jsonl: {path: ")" + jsonl + R"("}}
   p.shutdown();
   std::ifstream in(jsonl);
   std::size_t lines = 0;
+  std::set<std::string> scored;  // by overlap: the events review routes
   for (std::string l; std::getline(in, l);) {
     ++lines;
     // …and every verdict written names it, with the digests of the fields it comes from.
@@ -122,6 +160,29 @@ sinks: {jsonl: {path: ")" + jsonl + R"("}}
     CHECK(r.verdicts[0].version == version);
     CHECK(r.verdicts[1].version == loaded.config.judges[1].version->id);
     CHECK(r.verdicts[0].version_fields.size() == loaded.config.judges[0].version->digests.size());
+    if (r.verdicts[1].score) scored.insert(*r.id);
   }
+  CHECK(scored.size() > expected / 2);
   CHECK(lines == expected);
+
+  // review.topic: share 1 routes every judged event, one message each, keyed by its id, on
+  // the topic the embedded broker created; the broker acknowledged each.
+  text = serializeMetrics(p.registry());
+  CHECK(sample(text, "assay_review_written_total{output=\"topic\"}") ==
+        static_cast<double>(scored.size()));
+  CHECK(sample(text, "assay_review_write_errors_total{output=\"topic\"}") == 0);
+  const auto review = readTopic(p.bootstrapServers(), "review", 2, scored.size());
+  REQUIRE(review.size() == scored.size());
+  std::set<std::string> keys;
+  for (const auto& [key, value] : review) {
+    keys.insert(key);
+    rapidjson::Document d;
+    REQUIRE_FALSE(d.Parse(value.c_str()).HasParseError());
+    CHECK(std::string(d["event"]["id"].GetString()) == key);
+    CHECK(std::string(d["judgment"]["id"].GetString()) == key);
+    REQUIRE(d["reasons"].Size() == 1);
+    const std::string reason = d["reasons"][0]["reason"].GetString();
+    CHECK((reason == "random_share") == (d["reasons"][0]["score"].GetDouble() >= 0.2));
+  }
+  CHECK(keys == scored);
 }

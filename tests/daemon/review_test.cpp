@@ -83,6 +83,10 @@ TEST_CASE("review: below the threshold, a share of the rest per tenant, at most 
   const double routed_share = counter(reg, "assay_review_routed_total", "faith", "random_share");
   CHECK(routed_below == below);  // 400: every one below the threshold
   CHECK(static_cast<double>(got.size()) == routed_below + routed_share);
+  // the "output" label read as the reason: one count per line the file took, none refused
+  CHECK(counter(reg, "assay_review_written_total", "", "file") == static_cast<double>(got.size()));
+  CHECK(counter(reg, "assay_review_write_errors_total", "", "file") == 0);
+  CHECK(counter(reg, "assay_review_written_total", "", "topic") == 0);
   // The share of the 3,600 others: 10 % within a binomial 4-sigma band (sd 18).
   CHECK(routed_share > 360 - 72);
   CHECK(routed_share < 360 + 72);
@@ -135,4 +139,8 @@ TEST_CASE("review: the hourly cap per judge, and a judgment whose event was not 
   // An unwritable path: refused at start with the file named.
   o.path = "/proc/assay-review.jsonl";
   CHECK_THROWS_WITH(ReviewRouter(o, reg), doctest::Contains("review.path: cannot open"));
+  // A topic needs the pipeline's producer.
+  o.path.clear();
+  o.topic = "review";
+  CHECK_THROWS_WITH(ReviewRouter(o, reg), doctest::Contains("review.topic: 'review'"));
 }
