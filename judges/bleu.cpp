@@ -14,7 +14,7 @@ namespace assay {
 namespace {
 
 constexpr OptionSpec kBleuOptions[] = {
-    {"max_order", OptionType::kInt, "highest n-gram order N (BLEU-N), 1..8; default 4"},
+    {"max_order", OptionType::kInt, "highest n-gram order N (BLEU-N), 1..8; default 4", true, "4"},
 };
 
 // N-grams are counted over token ids (one vocabulary for hypothesis and references), each

@@ -18,12 +18,13 @@ constexpr OptionSpec kCitesOptions[] = {
      "extra regexes (RE2 syntax, case-insensitive) that count as a citation, e.g. 'Source: \\w+'"},
 };
 constexpr OptionSpec kContextCountOptions[] = {
-    {"min", OptionType::kInt, "fewest retrieved contexts, >= 0; default 1"},
-    {"max", OptionType::kInt, "most retrieved contexts; 0 = no limit (default)"},
+    {"min", OptionType::kInt, "fewest retrieved contexts, >= 0; default 1", true, "1"},
+    {"max", OptionType::kInt, "most retrieved contexts; 0 = no limit (default)", true, "0"},
 };
 constexpr OptionSpec kAnswerLengthOptions[] = {
-    {"min_chars", OptionType::kInt, "shortest answer in Unicode code points; default 1"},
-    {"max_chars", OptionType::kInt, "longest answer in code points; 0 = no limit (default)"},
+    {"min_chars", OptionType::kInt, "shortest answer in Unicode code points; default 1", true, "1"},
+    {"max_chars", OptionType::kInt, "longest answer in code points; 0 = no limit (default)", true,
+     "0"},
 };
 constexpr OptionSpec kRefusalOptions[] = {
     {"patterns", OptionType::kStringList,

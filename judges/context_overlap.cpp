@@ -12,9 +12,9 @@ namespace {
 
 constexpr OptionSpec kContextOverlapOptions[] = {
     {"number_weight", OptionType::kNumber,
-     "weight of numbers and dates relative to other content words, 1..100; default 4"},
+     "weight of numbers and dates relative to other content words, 1..100; default 4", true, "4"},
     {"name_weight", OptionType::kNumber,
-     "weight of names (capitalised words inside a sentence), 1..100; default 1"},
+     "weight of names (capitalised words inside a sentence), 1..100; default 1", true, "1"},
 };
 
 // lightStem without a copy: a prefix of `t`, or (for "-ies" → "-y") the stem written to `buf`.

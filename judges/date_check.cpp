@@ -16,7 +16,7 @@ constexpr OptionSpec kDateOptions[] = {
     {"pointer", OptionType::kString,
      "JSON Pointer (RFC 6901) to the date in a JSON answer; default: every date in the text"},
     {"day_first", OptionType::kBool,
-     "DD/MM/YYYY (true, default) or MM/DD/YYYY (false) for the numeric forms"},
+     "DD/MM/YYYY (true, default) or MM/DD/YYYY (false) for the numeric forms", true, "true"},
     {"min", OptionType::kString, "earliest date allowed, YYYY-MM-DD (inclusive)"},
     {"max", OptionType::kString, "latest date allowed, YYYY-MM-DD (inclusive)"},
 };

@@ -178,6 +178,7 @@ JudgeVersion judgeVersionOf(const JudgeDescriptor& d, const JudgeOptionValues& v
             text = fmt::format("{}", x);
         },
         *v);
+    if (!spec.default_value.empty() && text == spec.default_value) continue;  // as if omitted
     fields.emplace_back(std::string(spec.name), std::move(text));
   }
   return JudgeVersion::make(std::move(fields));

@@ -53,6 +53,12 @@ struct OptionSpec {
   /// (judgeVersion): false for what only changes how calls are made (keys, timeouts,
   /// concurrency, rate limits, retries, budget caps, batching).
   bool scoring = true;
+  /// The value the judge takes when the option is not written, as judgeVersionOf writes it
+  /// (numbers in their shortest form, booleans true/false, strings quoted: "\"openai\""); ""
+  /// when there is none or it depends on other options. Writing the default out explicitly
+  /// then gives the same version as leaving it out (tests/judges/registry_compliance_test
+  /// checks each).
+  std::string_view default_value = "";
 };
 
 /// What a local judge answers when it cannot judge an event: the default `outcomes` of a

@@ -8,7 +8,7 @@ namespace assay {
 namespace {
 
 constexpr OptionSpec kRetrievalOptions[] = {
-    {"k", OptionType::kInt, "rank cut-off k (top k retrieved chunks), >= 1; default 5"},
+    {"k", OptionType::kInt, "rank cut-off k (top k retrieved chunks), >= 1; default 5", true, "5"},
 };
 
 RetrievalJudgeOptions parseOptions(const JudgeOptionValues& values) {

@@ -25,7 +25,8 @@ const OptionSpec kOptions[] = {
     {"criterion", OptionType::kString,
      "a built-in rubric (faithfulness, answer_relevancy, completeness, context_relevance), or a "
      "name of your own whose rubric (definition, levels) the rubric option gives"},
-    {"provider", OptionType::kString, "openai (any OpenAI-compatible endpoint) or anthropic"},
+    {"provider", OptionType::kString, "openai (any OpenAI-compatible endpoint) or anthropic", true,
+     "\"openai\""},
     {"endpoint", OptionType::kString,
      "base URL (default https://api.openai.com/v1, or https://api.anthropic.com)"},
     {"model", OptionType::kString, "the judge model; it needs a price (built in or budget.prices)"},
@@ -36,9 +37,11 @@ const OptionSpec kOptions[] = {
      false},
     {"daily_limit_eur", OptionType::kNumber,
      "this judge's own cap, euros per local day, 0..1000000 (0 = the global cap only)", false},
-    {"max_tokens", OptionType::kInt, "reply cap sent to the API, 16..100000 (default 300)"},
+    {"max_tokens", OptionType::kInt, "reply cap sent to the API, 16..100000 (default 300)", true,
+     "300"},
     {"max_input_tokens", OptionType::kInt,
-     "prompt cap, 256..10000000 (default 16000): lower-ranked contexts are dropped to fit"},
+     "prompt cap, 256..10000000 (default 16000): lower-ranked contexts are dropped to fit", true,
+     "16000"},
     {"timeout_ms", OptionType::kInt, "per attempt, 100..600000 (default 30000)", false},
     {"max_in_flight", OptionType::kInt, "concurrent calls, 1..1024 (default 8)", false},
     {"requests_per_minute", OptionType::kNumber, "0 = no limit", false},
@@ -60,10 +63,12 @@ const OptionSpec kOptions[] = {
      false},
     {"reply_format", OptionType::kString,
      "json_schema (default: the reply schema as OpenAI json_schema strict, or Anthropic's forced "
-     "tool) or json_object (JSON mode, for servers and models without schema support)"},
+     "tool) or json_object (JSON mode, for servers and models without schema support)",
+     true, "\"json_schema\""},
     {"score_trimmed", OptionType::kBool,
      "true counts a faithfulness score judged on contexts trimmed to max_input_tokens (default "
-     "false: outcome contexts_trimmed)"},
+     "false: outcome contexts_trimmed)",
+     true, "false"},
     {"batch", OptionType::kBool,
      "true sends the calls through the provider's batch API (OpenAI Batch API, Anthropic Message "
      "Batches) at half the list price; verdicts come within the provider's 24 h window",

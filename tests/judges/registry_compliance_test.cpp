@@ -226,6 +226,56 @@ TEST_CASE("registry: every judge is created from its fewest options and judges t
   CHECK_THROWS_AS(llm->create(JudgeOptionValues{}, checking), OptionError);
 }
 
+TEST_CASE("registry: an option's default written out is the same judge and the same version") {
+  const Event e = fixtureEvent();
+  Setup setup;
+  int defaults = 0;
+  for (const auto& f : judgeRegistry()) {
+    const auto& d = *f.descriptor;
+    const auto base = setup.minimal(d);
+    const std::string version = judgeVersion(d, base);
+    const auto plain = setup.create(f, base);
+    REQUIRE(plain != nullptr);
+    Event first = e;
+    first.id += "-default-plain";
+    const auto score = plain->judge(first).score;
+    for (const auto& spec : d.options) {
+      if (spec.default_value.empty()) continue;
+      ++defaults;
+      const std::string name = label(d) + "." + std::string(spec.name);
+      CAPTURE(name);
+      const std::string text(spec.default_value);
+      OptionValue value;
+      switch (spec.type) {
+        case OptionType::kInt:
+          value = std::int64_t{std::stoll(text)};
+          break;
+        case OptionType::kNumber:
+          value = std::stod(text);
+          break;
+        case OptionType::kBool:
+          value = text == "true";
+          break;
+        case OptionType::kString:
+          REQUIRE(text.size() >= 2);
+          value = text.substr(1, text.size() - 2);
+          break;
+        default:
+          FAIL("a default for an option of this type is not written as text");
+      }
+      const auto written = with(base, {{std::string(spec.name), value}});
+      CHECK(judgeVersion(d, written) == version);
+      std::unique_ptr<Judge> j;
+      REQUIRE_NOTHROW(j = setup.create(f, written));
+      REQUIRE(j != nullptr);
+      Event again = e;
+      again.id += "-default-" + std::string(spec.name);
+      CHECK(j->judge(again).score == score);
+    }
+  }
+  CHECK(defaults >= 14);
+}
+
 TEST_CASE("registry: every judge survives an empty event and hostile input") {
   Event empty;
   Event hostile = fixtureEvent();
