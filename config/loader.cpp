@@ -1091,7 +1091,17 @@ void loadReview(Reader& r, const YAML::Node& n, Config& c) {
     const auto jc = std::find_if(c.judges.begin(), c.judges.end(),
                                  [&](const JudgeConfig& j) { return j.name == name; });
     if (jc == c.judges.end()) {
-      r.error(kv.first, jp, "no judge of that name in judges");
+      std::vector<std::string_view> names;
+      for (const auto& j : c.judges) names.push_back(j.name);
+      std::string msg = "no judge of that name in judges";
+      if (const std::string best = r.nearestKey(name, names); !best.empty()) {
+        msg += "; did you mean '" + best + "'?";
+      } else if (names.size() <= 20) {
+        msg += " (judges:";
+        for (const auto n : names) msg += " " + std::string(n);
+        msg += ")";
+      }
+      r.error(kv.first, jp, msg);
       continue;
     }
     if (!r.checkMap(kv.second, jp, {"below"})) continue;

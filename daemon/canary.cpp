@@ -9,8 +9,10 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -81,8 +83,8 @@ CanarySet loadCanarySet(const CanaryOptions& o, const EventFieldOptions& fields,
     }
     readLabel(line, o.label, item);
     if (!item.bad && !item.number) {
-      ++set.unlabelled;
-      problem(number, "no boolean or number at " + o.label);
+      // A labelled file often holds a few lines without a label: counted, the first named.
+      if (set.unlabelled++ == 0) set.first_unlabelled = fmt::format("{}:{}", o.file, number);
       continue;
     }
     set.items.push_back(std::move(item));
@@ -101,6 +103,29 @@ CanarySet loadCanarySet(const CanaryOptions& o, const EventFieldOptions& fields,
     set.items.resize(static_cast<std::size_t>(o.sample));
   return set;
 }
+
+namespace {
+
+/// An outcome that says the judge cannot judge this event, not that it failed.
+bool cannotJudge(Outcome o) {
+  switch (o) {
+    case Outcome::kNoReference:
+    case Outcome::kNoContext:
+    case Outcome::kNoGroundTruth:
+    case Outcome::kNoContextIds:
+    case Outcome::kEmptyInput:
+    case Outcome::kNotApplicable:
+    case Outcome::kAbstained:
+    case Outcome::kTooLong:
+    case Outcome::kContextTooLong:
+    case Outcome::kContextsTrimmed:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
 
 CanaryStatistics canaryStatistics(const std::vector<std::pair<double, const CanaryItem*>>& scores,
                                   std::size_t failed, double min_score, double max_score) {
@@ -172,7 +197,9 @@ Canary::Canary(const Config& config, JudgeRunner& runner, prometheus::Registry& 
       drop_(gauge(registry, "assay_canary_agreement_drop",
                   "First run's agreement minus the last run's, by statistic")),
       verdicts_(gauge(registry, "assay_canary_verdicts",
-                      "Canary verdicts of the last run, scored or failed")),
+                      "Canary verdicts of the last run: scored, not_scored (an outcome that "
+                      "says the judge cannot judge the event: no_reference, empty_input…), "
+                      "failed (errors, timeouts, budget skips, too late)")),
       runs_(prometheus::BuildCounter()
                 .Name("assay_canary_runs_total")
                 .Help("Canary runs")
@@ -191,10 +218,10 @@ Canary::Canary(const Config& config, JudgeRunner& runner, prometheus::Registry& 
   for (const auto& p : set_.problems) spdlog::warn("canary: {}", p);
   loadState();
   spdlog::info(
-      "canary: {} labelled events of {} ({} lines, {} not events, {} unlabelled), a run every "
-      "{:g} s",
-      set_.items.size(), options_.file, set_.lines, set_.invalid, set_.unlabelled,
-      options_.every_seconds);
+      "canary: {} labelled events of {} ({} lines, {} not events, {} without a label at {}{}), "
+      "a run every {:g} s",
+      set_.items.size(), options_.file, set_.lines, set_.invalid, set_.unlabelled, options_.label,
+      set_.unlabelled ? ", the first at " + set_.first_unlabelled : "", options_.every_seconds);
   thread_ = std::thread([this, first_delay_s] { loop(first_delay_s); });
 }
 
@@ -242,16 +269,21 @@ std::map<std::string, CanaryStatistics> Canary::runOnce(double wait_s,
     std::condition_variable cv;
     std::size_t outstanding = 0;
     std::vector<std::vector<std::optional<double>>> scores;  // [judge][item]
+    std::vector<std::size_t> not_scored;                     // [judge]
   };
   auto st = std::make_shared<State>();
   st->scores.assign(judges.size(), std::vector<std::optional<double>>(set_.items.size()));
+  st->not_scored.assign(judges.size(), 0);
   for (std::size_t j = 0; j < judges.size(); ++j)
     for (std::size_t i = 0; i < set_.items.size(); ++i) {
       Event e = set_.items[i].event;
       e.id = fmt::format("canary:{}:{}", period, e.id);
       const auto keep = [st, j, i](const Verdict& v) {
         std::lock_guard lock(st->mu);
-        if (v.outcome == Outcome::kOk && v.score) st->scores[j][i] = *v.score;
+        if (v.outcome == Outcome::kOk && v.score)
+          st->scores[j][i] = *v.score;
+        else if (cannotJudge(v.outcome))
+          ++st->not_scored[j];
       };
       if (!judges[j].asynchronous) {
         try {
@@ -291,8 +323,11 @@ std::map<std::string, CanaryStatistics> Canary::runOnce(double wait_s,
       std::vector<std::pair<double, const CanaryItem*>> scored;
       for (std::size_t i = 0; i < set_.items.size(); ++i)
         if (st->scores[j][i]) scored.emplace_back(*st->scores[j][i], &set_.items[i]);
-      out[judges[j].name] = canaryStatistics(scored, set_.items.size() - scored.size(),
-                                             judges[j].info.min_score, judges[j].info.max_score);
+      const std::size_t not_scored = st->not_scored[j];
+      auto& s = out[judges[j].name] =
+          canaryStatistics(scored, set_.items.size() - scored.size() - not_scored,
+                           judges[j].info.min_score, judges[j].info.max_score);
+      s.not_scored = not_scored;
     }
   }
   for (const auto& j : judges) exportRun(j, out[j.name]);
@@ -310,6 +345,7 @@ void Canary::exportRun(const JudgeRunner::Handle& j, const CanaryStatistics& s) 
     return m;
   };
   verdicts_.Add(with("result", "scored")).Set(static_cast<double>(s.scored));
+  verdicts_.Add(with("result", "not_scored")).Set(static_cast<double>(s.not_scored));
   verdicts_.Add(with("result", "failed")).Set(static_cast<double>(s.failed));
   const auto set = [](prometheus::Family<prometheus::Gauge>& f, const prometheus::Labels& labels,
                       std::optional<double> v) {
@@ -364,8 +400,8 @@ void Canary::exportRun(const JudgeRunner::Handle& j, const CanaryStatistics& s) 
         "{} (its provider changed the model behind its name?)",
         j.name, j.version.empty() ? "unversioned" : j.version, moved);
   spdlog::info(
-      "canary: judge '{}' ({}): {} scored, {} failed{}{}", j.name,
-      j.version.empty() ? "unversioned" : j.version, s.scored, s.failed,
+      "canary: judge '{}' ({}): {} scored, {} it cannot judge, {} failed{}{}", j.name,
+      j.version.empty() ? "unversioned" : j.version, s.scored, s.not_scored, s.failed,
       s.mean ? fmt::format(", mean {:.3f}{}", *s.mean,
                            base && base->mean ? fmt::format(" (first {:.3f})", *base->mean) : "")
              : "",
@@ -436,19 +472,25 @@ void Canary::saveState() {
   }
   w.EndObject();
   const std::string tmp = options_.state_file + ".tmp";
+  std::string why;
   {
+    errno = 0;
     std::ofstream out(tmp, std::ios::trunc);
     out << buf.GetString() << "\n";
-    if (!out) {
-      spdlog::error("canary: cannot write {}: a restart takes new first runs", tmp);
-      return;
-    }
+    out.flush();
+    if (!out) why = fmt::format("cannot write {}: {}", tmp, errno ? std::strerror(errno) : "?");
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, options_.state_file, ec);
-  if (ec)
-    spdlog::error("canary: cannot replace {}: {}: a restart takes new first runs",
-                  options_.state_file, ec.message());
+  if (why.empty()) {
+    std::error_code ec;
+    std::filesystem::rename(tmp, options_.state_file, ec);
+    if (ec) why = fmt::format("cannot replace {}: {}", options_.state_file, ec.message());
+  }
+  if (why.empty()) {
+    state_failing_ = false;
+  } else if (!state_failing_) {  // once until it works again, not once per judge
+    state_failing_ = true;
+    spdlog::error("canary: {}: a restart takes new first runs", why);
+  }
 }
 
 }  // namespace assay

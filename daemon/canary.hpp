@@ -55,7 +55,8 @@ struct CanarySet {
   std::size_t lines = 0;              ///< non-empty lines read
   std::size_t invalid = 0;            ///< lines that are not events of the configured format
   std::size_t unlabelled = 0;         ///< events without a boolean or number at canary.label
-  std::vector<std::string> problems;  ///< the first 5 as "FILE:LINE: why"
+  std::vector<std::string> problems;  ///< the first 5 lines that are not events, "FILE:LINE: why"
+  std::string first_unlabelled;       ///< "FILE:LINE" of the first unlabelled event, or ""
 };
 
 /// At most this many lines and bytes in a canary file.
@@ -69,7 +70,12 @@ CanarySet loadCanarySet(const CanaryOptions& options, const EventFieldOptions& f
 
 /// One judge's run: its scores with their items' labels.
 struct CanaryStatistics {
-  std::size_t scored = 0, failed = 0;
+  std::size_t scored = 0;
+  /// Verdicts with an outcome that says the judge cannot judge this event (no_reference,
+  /// empty_input, not_applicable, abstained, too_long…): the judge works, the event is not for it.
+  std::size_t not_scored = 0;
+  /// Failures: errors, timeouts, budget skips, and verdicts that did not come in time.
+  std::size_t failed = 0;
   std::optional<double> mean;
   std::map<std::string, double> agreement;  ///< by statistic name (those defined)
 };
@@ -123,6 +129,7 @@ class Canary {
   prometheus::Gauge& last_run_;
   std::mutex run_mu_;                                                 // one run at a time
   std::map<std::string, std::map<std::string, Baseline>> baselines_;  // judge → version → first
+  bool state_failing_ = false;  // the last saveState() failed (logged once)
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

@@ -13,6 +13,7 @@
 
 #include "config/loader.hpp"
 #include "daemon/canary.hpp"
+#include "sinks/jsonl_sink.hpp"
 #include "sinks/registry.hpp"
 #include "sources/kafka.hpp"
 #include "tracking/tracker.hpp"
@@ -84,6 +85,23 @@ bool namesFile(const std::string& key, const std::string& value) {
   return std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys);
 }
 
+/// Why the canary could not keep its state at `path` ("" = it can, or no path): it writes
+/// PATH.tmp and renames it over PATH, so the folder must exist and be writable.
+std::string stateFileProblem(const std::string& path) {
+  if (path.empty()) return "";
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return "'" + path + "' is a directory, not a file";
+  const fs::path dir = fs::absolute(path, ec).parent_path();
+  if (!fs::is_directory(dir, ec))
+    return "its folder '" + dir.string() + "' does not exist (assayd does not create it)";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return "its folder '" + dir.string() +
+           "' is not writable by this user: " + std::strerror(errno) +
+           " (the state is written to a .tmp file renamed over it)";
+  return "";
+}
+
 }  // namespace
 
 std::vector<ConfigError> startupErrors(const Config& c) {
@@ -114,16 +132,11 @@ std::vector<ConfigError> startupErrors(const Config& c) {
       errors.push_back({c.file, c.canary.file_line, c.canary.file_column, "canary.file", e.what()});
     }
   }
-  if (!c.review.path.empty()) {  // the file assayd appends to, or the folder it creates it in
-    std::filesystem::path at = c.review.path;
-    std::error_code ec;
-    while (!at.empty() && !std::filesystem::exists(at, ec)) at = at.parent_path();
-    if (at.empty()) at = ".";
-    if (::access(at.c_str(), W_OK) != 0)
-      errors.push_back(
-          {c.file, 0, 0, "review.path",
-           "'" + at.string() + "' is not writable by this user: " + std::strerror(errno)});
-  }
+  // The file assayd appends to, or the folder it creates it in: as the JSON Lines sink's.
+  if (const auto why = c.review.path.empty() ? "" : jsonlPathProblem(c.review.path); !why.empty())
+    errors.push_back({c.file, 0, 0, "review.path", why});
+  if (const auto why = stateFileProblem(c.canary.state_file); !why.empty())
+    errors.push_back({c.file, 0, 0, "canary.state_file", why});
   for (auto& e : checkSinks(c.sinks, c.file)) errors.push_back(std::move(e));
   if (const auto why = listenProblem(c.admin.listen); !why.empty())
     errors.push_back({c.file, c.admin.listen_line, c.admin.listen_column, "admin.listen", why});

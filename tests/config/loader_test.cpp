@@ -172,6 +172,12 @@ TEST_CASE("review: judges that exist, thresholds on their scale, share and hourl
     REQUIRE(r.errors.size() == 1);
     CHECK(r.errors[0].path == where);
   }
+  const auto typo = load(judges + "review: {path: p, judges: {ff: {below: 3}}}\n");
+  REQUIRE(typo.errors.size() == 1);
+  CHECK(typo.errors[0].message == "no judge of that name in judges; did you mean 'f'?");
+  const auto far = load(judges + "review: {path: p, judges: {nope: {below: 3}}}\n");
+  REQUIRE(far.errors.size() == 1);
+  CHECK(far.errors[0].message == "no judge of that name in judges (judges: r f)");
 }
 
 TEST_CASE("kafka topics: names the broker accepts, at their key") {

@@ -106,9 +106,9 @@ TEST_CASE("the canary file: bounded, invalid and unlabelled lines counted, a sta
   CHECK(set.lines == 8);
   CHECK(set.invalid == 1);
   CHECK(set.unlabelled == 1);
-  REQUIRE(set.problems.size() == 2);
+  REQUIRE(set.problems.size() == 1);  // logged as warnings; the unlabelled one is not a problem
   CHECK(set.problems[0].rfind(o.file + ":7: not an event (not_json", 0) == 0);
-  CHECK(set.problems[1] == o.file + ":9: no boolean or number at /labels/hallucinated");
+  CHECK(set.first_unlabelled == o.file + ":9");
   REQUIRE(set.items.size() == 3);
   // The same three whatever the file's order.
   {
@@ -149,6 +149,7 @@ judges:
   - {{name: faith, kind: llm, criterion: faithfulness, endpoint: "{}", model: gpt-4o-mini,
      api_key_env: ASSAY_CANARY_TEST_KEY, max_in_flight: 4}}
   - {{name: overlap, kind: lexical, metric: context_overlap}}
+  - {{name: rouge, kind: lexical, metric: rouge_l}}
 canary: {{file: "{}", sample: 20, state_file: "{}"}}
 )",
                   redis.url(), fake.url("/v1"), file, (dir.path / "state.json").string()),
@@ -185,6 +186,15 @@ canary: {{file: "{}", sample: 20, state_file: "{}"}}
     CHECK(*first.at("faith").mean == 2.5);
     CHECK(*faith(registry, "assay_canary_mean_shift") == 0.0);  // its own first run
     CHECK(requests() == 20);
+    // No reference in the canary lines: rouge cannot judge them, which is not a failure.
+    CHECK(first.at("rouge").scored == 0);
+    CHECK(first.at("rouge").not_scored == 20);
+    CHECK(first.at("rouge").failed == 0);
+    CHECK(first.at("faith").not_scored == 0);
+    CHECK(value(registry, "assay_canary_verdicts",
+                {{"judge", "rouge"},
+                 {"judge_version", config.judges[2].version->id},
+                 {"result", "not_scored"}}) == 20.0);
   }
   // A restart within the period: new judges and canary, the same Redis and state file. The
   // verdict store re-emits the 20 verdicts: nothing is called, nothing paid, again.

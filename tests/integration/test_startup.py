@@ -272,6 +272,25 @@ def run(args, workdir, checks):
             checks.eq(f"{flag} {label}: exit", 2, rc)
             checks.true(f"{flag} {label}: says why", says in err, err[-300:])
 
+    # 8d. review.path and canary.state_file that cannot be written (a new user's trial: both
+    #     passed --check-config; the review file then stopped start-up with exit 1, the state
+    #     file failed at every canary run): both refused by --check-config and start-up.
+    canary = os.path.join(workdir, "canary.jsonl")
+    with open(canary, "w") as f:
+        f.write('{"id": "c1", "question": "q", "contexts": [{"id": "1", "text": "t"}], '
+                '"answer": "a", "labels": {"hallucinated": false}}\n')
+    for key, extra in (
+            ("review.path", "review: {path: /proc/assay/review.jsonl, "
+                            "judges: {overlap: {below: 0.5}}}\n"),
+            ("canary.state_file", f"canary: {{file: {canary}, "
+                                  f"state_file: {workdir}/no/such/folder/state.json}}\n")):
+        cfg = write_config(workdir, key.replace(".", "_"), 16, extra=extra)
+        rc, _, err = run_assayd(args, "--check-config", cfg)
+        tp.log(f"--check-config, {key}: exit {rc}: {err.strip()}")
+        checks.eq(f"--check-config refuses {key}: exit", 2, rc)
+        checks.true(f"--check-config names {key}", f"{key}: " in err, err)
+        check_start_failure(checks, args, f"{key} unwritable", cfg, key)
+
     # 9. Readiness says why: an LLM judge whose budget store does not answer.
     admin = tp.free_loopback_port()
     llm = ("  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o-mini, "
