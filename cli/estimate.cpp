@@ -476,10 +476,13 @@ void printScopeCaps(const char* kind, const char* key,
   for (const auto& [name, share] : shares) by_share.emplace_back(share, name);
   std::sort(by_share.rbegin(), by_share.rend());
   std::size_t shown = 0, uncapped = 0;
+  std::string uncapped_names;  // the first five, by share
   for (const auto& [share, name] : by_share) {
     const auto cap = capOf(name);
     if (!cap) {
-      ++uncapped;
+      if (++uncapped <= 5)
+        uncapped_names += fmt::format("{}{} ({:.1f} %)", uncapped == 1 ? "" : ", ",
+                                      logText(name.empty() ? "(none)" : name, 60), 100 * share);
       continue;
     }
     if (++shown > 10) continue;
@@ -489,8 +492,9 @@ void printScopeCaps(const char* kind, const char* key,
   }
   if (shown > 10) out << fmt::format("  ... and {} more {}s with a cap\n", shown - 10, kind);
   if (uncapped > 0)
-    out << fmt::format("  {} {}(s) of {} have no cap (not in budget.{}, no \"*\")\n", uncapped,
-                       kind, o.events_path, key);
+    out << fmt::format("  {} {}(s) of {} have no cap (not in budget.{}, no \"*\"): {}{}\n",
+                       uncapped, kind, o.events_path, key, uncapped_names,
+                       uncapped > 5 ? ", …" : "");
 }
 
 /// From a config: the daily caps against the projection, then what the figures leave out.

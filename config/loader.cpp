@@ -688,6 +688,15 @@ void loadBudget(Reader& r, const YAML::Node& n, BudgetOptions& o) {
   r.getRange(n, "usd_to_eur", p, o.usd_to_eur, 0.0001, 10000.0);
   // The ledger holds amounts up to kMaxLedgerEuros (exact integer nano-euros in Redis' Lua).
   r.getRange(n, "daily_limit_eur", p, o.daily_limit_eur, 0.0, llm::kMaxLedgerEuros);
+  for (const auto* caps : {&o.tenant_caps, &o.app_caps})
+    for (const auto& [name, cap] : *caps)
+      if (cap > o.daily_limit_eur) {
+        const std::string key = caps == &o.tenant_caps ? "tenants" : "apps";
+        r.warn(n[key][name], p + "." + key + "." + name,
+               formatNumber(cap) + " euros a day is above budget.daily_limit_eur (" +
+                   formatNumber(o.daily_limit_eur) +
+                   "): the global cap stops every call first, so this cap never applies");
+      }
   r.getRange(n, "alert_ratio", p, o.alert_ratio, 0.0, 1.0);
   r.get(n, "timezone", p, o.timezone);
   r.get(n, "store", p, o.store);

@@ -387,6 +387,7 @@ TEST_CASE("budget.tenants: each tenant's share of the projection against its cap
                            "budget:\n"
                            "  daily_limit_eur: 1000\n"
                            "  tenants: {acme: 0.5, \"*\": 100}\n"
+                           "  apps: {checkout: 1}\n"
                            "judges:\n"
                            "  - {name: f, kind: llm, criterion: faithfulness, model: gpt-4o}\n";
   {
@@ -411,6 +412,10 @@ TEST_CASE("budget.tenants: each tenant's share of the projection against its cap
                               "EUR/day: over it",
                               events, shown(total * 0.75))) != std::string::npos);
   CHECK(text.find(fmt::format("tenant globex (25.0 % of the events of {}) cap 100.00: projected",
+                              events)) != std::string::npos);
+  // The events name no app, and no "*" caps the rest: named with their share.
+  CHECK(text.find(fmt::format("1 app(s) of {} have no cap (not in budget.apps, no \"*\"): none "
+                              "(100.0 %)\n",
                               events)) != std::string::npos);
   // Without --events: the shares are unknown, and it says so.
   const std::string without =
