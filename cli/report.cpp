@@ -246,6 +246,7 @@ struct Judgments {
   /// The versions each summary holds (by its key): a set beside JudgeSummary::versions' list.
   std::unordered_map<std::string, std::unordered_set<std::string>> versions_seen;
   long events = 0, bad_lines = 0, lines_read = 0, duplicates = 0;
+  long repeated_verdicts = 0;  ///< a judge's second verdict in one judgment: skipped
 };
 
 /// Adds one judgment's verdicts to the per-judge summaries: one per judge and version, or per
@@ -256,7 +257,12 @@ void addJudgment(const JudgmentRecord& d, bool across, Judgments& j) {
   double judged_at = 0;
   if (d.judged_at)
     if (const auto ms = parseRfc3339(*d.judged_at)) judged_at = *ms / 1000.0;
+  std::unordered_set<std::string_view> judged;  // a judge counts once per judgment
   for (const auto& v : d.verdicts) {
+    if (!judged.insert(v.judge).second) {
+      ++j.repeated_verdicts;
+      continue;
+    }
     // The name's length first: no two (judge, version) pairs share a key.
     const std::string key =
         across ? v.judge : std::to_string(v.judge.size()) + ":" + v.judge + v.version;
@@ -686,10 +692,14 @@ int runReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
     return 0;
   }
   out << fmt::format(
-      "judgments: {} events in {}{}{}\n", j.events, o.judgments_path,
+      "judgments: {} events in {}{}{}{}\n", j.events, o.judgments_path,
       j.bad_lines ? fmt::format(" ({} unreadable lines skipped)", j.bad_lines) : "",
       j.duplicates ? fmt::format(" ({} repeated ids: the last judgment of each kept)", j.duplicates)
-                   : "");
+                   : "",
+      j.repeated_verdicts ? fmt::format(" ({} verdicts of a judge already in their judgment "
+                                        "skipped: the first of each kept)",
+                                        j.repeated_verdicts)
+                          : "");
   printVersions(j, o.across_versions, out);
   out << "per judge: runs by outcome (ok = scored; any other outcome = could not judge), then\n"
          "the score distribution of ok runs (p10/p90 = 10th/90th percentile; top-score share =\n"

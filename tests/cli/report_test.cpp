@@ -345,6 +345,10 @@ TEST_CASE("assay report: hostile judge names and versions stay apart and print e
         R"({"judge":"esc\u001b[2J","criterion":"f","score":1,"min":0,"max":1})"};
     for (int i = 0; i < 4; ++i)
       j << R"({"id":"e)" << i << R"(","verdicts":[)" << verdicts[i] << "]}\n";
+    // One judge twice in one judgment: counted once, the first kept.
+    j << R"({"id":"twice","verdicts":[{"judge":"dup","score":1,"min":0,"max":1},)"
+      << R"({"judge":"dup","score":0,"min":0,"max":1}]})"
+      << "\n";
   }
   ReportOptions o;
   o.judgments_path = dir + "/j.jsonl";
@@ -358,5 +362,13 @@ TEST_CASE("assay report: hostile judge names and versions stay apart and print e
   CHECK(text.find("esc\\x1b[2J") != std::string::npos);
   CHECK(text.find('\x1b') == std::string::npos);  // no raw escape reaches the terminal
   CHECK(text.find('\0') == std::string::npos);
+  CHECK(text.find("(1 verdicts of a judge already in their judgment skipped: the first of each "
+                  "kept)") != std::string::npos);
+  // the first verdict (score 1) kept: one run, its mean 1
+  const auto dup = text.find("\n  dup ");
+  REQUIRE(dup != std::string::npos);
+  const auto dup_end = text.find('\n', dup + 1);
+  CHECK(text.substr(dup, dup_end - dup).find("runs    1: ok=1") != std::string::npos);
+  CHECK(text.substr(dup_end, 60).find("mean 1.000") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
