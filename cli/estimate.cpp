@@ -169,21 +169,41 @@ std::optional<llm::LlmJudgeSettings> settingsOf(const JudgeConfig& jc, const Con
 
 /// The events of `path` (JSON Lines in the configuration's event format; lines that are not
 /// events are skipped), at most 100,000.
-std::vector<Event> readEvents(const std::string& path, const Config& c) {
+/// The events of `path` (the first 100,000); lines that are not events are counted in a note
+/// naming the first, so that a projection does not silently rest on part of the file.
+std::vector<Event> readEvents(const std::string& path, const Config& c,
+                              std::vector<std::string>& notes) {
   std::string text;
   if (const auto why = readRegularFile(path, kMaxDataFileBytes, text); !why.empty())
     throw EstimateError("--events " + path + " " + why);
   const EventParser parser(c.events, c.limits.max_event_bytes);
   std::vector<Event> out;
-  std::size_t start = 0;
+  std::size_t start = 0, invalid = 0;
+  std::string first;  // LINE: why
   for (std::size_t n = 1; start < text.size() && out.size() < 100'000; ++n) {
     const auto end = std::min(text.find('\n', start), text.size());
     const std::string_view line(text.data() + start, end - start);
     start = end + 1;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     Event e;
-    if (parser.parse(line, "line-" + std::to_string(n), e).ok) out.push_back(std::move(e));
+    const ParseOutcome po = parser.parse(line, "line-" + std::to_string(n), e);
+    if (po.ok) {
+      out.push_back(std::move(e));
+    } else if (invalid++ == 0) {
+      first = fmt::format("{}: {}", n, invalidReasonName(po.reason));
+    }
   }
   if (out.empty()) throw EstimateError("--events " + path + ": no line is an event");
+  if (invalid > 0)
+    notes.push_back(
+        fmt::format("--events {}: {} line(s) are not events and are left out (the "
+                    "first at line {}); the shares come from the {} events",
+                    path, invalid, first, out.size()));
+  if (start < text.size())
+    notes.push_back(
+        fmt::format("--events {}: the first {} events are read; the rest of the file "
+                    "is left out",
+                    path, out.size()));
   return out;
 }
 
@@ -225,7 +245,7 @@ void judgesFromConfig(const Config& c, std::int64_t event_tokens, double escalat
                       const std::string& events_path, EstimateOptions& o) {
   std::string rubrics;
   const std::vector<Event> events =
-      events_path.empty() ? std::vector<Event>{} : readEvents(events_path, c);
+      events_path.empty() ? std::vector<Event>{} : readEvents(events_path, c, o.notes);
   o.events_path = events_path;
   for (const auto& e : events) {  // each tenant's and app's share of the traffic
     o.tenant_shares[e.tenant.empty() ? "none" : e.tenant] +=

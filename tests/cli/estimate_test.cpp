@@ -396,6 +396,7 @@ TEST_CASE("budget.tenants: each tenant's share of the projection against its cap
       e << R"({"id":"e)" << i << R"(","tenant":")" << (i < 3 ? "acme" : "globex")
         << R"(","question":"q","answer":"a","contexts":["c"]})"
         << "\n";
+    e << "\nnot an event\n";  // a blank line (skipped) and an invalid one (counted)
   }
   const Estimate e =
       estimate({"--config", config, "--requests-per-day", "10000", "--events", events});
@@ -412,6 +413,9 @@ TEST_CASE("budget.tenants: each tenant's share of the projection against its cap
                               "EUR/day: over it",
                               events, shown(total * 0.75))) != std::string::npos);
   CHECK(text.find(fmt::format("tenant globex (25.0 % of the events of {}) cap 100.00: projected",
+                              events)) != std::string::npos);
+  CHECK(text.find(fmt::format("--events {}: 1 line(s) are not events and are left out (the first "
+                              "at line 6: not_json); the shares come from the 4 events",
                               events)) != std::string::npos);
   // The events name no app, and no "*" caps the rest: named with their share.
   CHECK(text.find(fmt::format("1 app(s) of {} have no cap (not in budget.apps, no \"*\"): none "
