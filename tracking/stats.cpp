@@ -69,28 +69,68 @@ std::optional<double> spearmanRho(const std::vector<double>& x, const std::vecto
 std::optional<double> kendallTauB(const std::vector<double>& x, const std::vector<double>& y) {
   const std::size_t n = x.size();
   if (n != y.size() || n < 2 || constant(x) || constant(y)) return std::nullopt;
-  long long concordant = 0, discordant = 0, tied_x = 0, tied_y = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t j = i + 1; j < n; ++j) {
-      const double dx = x[i] - x[j], dy = y[i] - y[j];
-      if (dx == 0 && dy == 0) {
-        ++tied_x, ++tied_y;
-      } else if (dx == 0) {
-        ++tied_x;
-      } else if (dy == 0) {
-        ++tied_y;
-      } else if ((dx > 0) == (dy > 0)) {
-        ++concordant;
-      } else {
-        ++discordant;
-      }
+  // Knight (1966), O(n log n), as scipy.stats.kendalltau: sort by (x, y); count the pairs tied
+  // in x and tied in both; a merge sort by y counts the discordant pairs as its swaps.
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return x[a] < x[b] || (x[a] == x[b] && y[a] < y[b]);
+  });
+  const auto pairs = [](long long t) { return t * (t - 1) / 2; };
+  long long tied_x = 0, tied_xy = 0;
+  for (std::size_t i = 0, run_x = 1, run_xy = 1; i < n; ++i) {
+    const bool same_x = i + 1 < n && x[order[i + 1]] == x[order[i]];
+    const bool same_xy = same_x && y[order[i + 1]] == y[order[i]];
+    if (same_x) {
+      ++run_x;
+    } else {
+      tied_x += pairs(static_cast<long long>(run_x));
+      run_x = 1;
+    }
+    if (same_xy) {
+      ++run_xy;
+    } else {
+      tied_xy += pairs(static_cast<long long>(run_xy));
+      run_xy = 1;
     }
   }
-  const double n0 = static_cast<double>(n) * static_cast<double>(n - 1) / 2.0;
+  // Bottom-up merge sort of `order` by y; a swap is an element of the right half taken before
+  // the elements left in the left half (strictly smaller y): one discordant pair each.
+  long long swaps = 0;
+  std::vector<std::size_t> buffer(n);
+  for (std::size_t width = 1; width < n; width *= 2) {
+    for (std::size_t lo = 0; lo < n; lo += 2 * width) {
+      const std::size_t mid = std::min(lo + width, n), hi = std::min(lo + 2 * width, n);
+      std::size_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) {
+        if (y[order[j]] < y[order[i]]) {
+          swaps += static_cast<long long>(mid - i);
+          buffer[k++] = order[j++];
+        } else {
+          buffer[k++] = order[i++];
+        }
+      }
+      while (i < mid) buffer[k++] = order[i++];
+      while (j < hi) buffer[k++] = order[j++];
+    }
+    order.swap(buffer);
+  }
+  long long tied_y = 0;
+  for (std::size_t i = 0, run = 1; i < n; ++i) {
+    if (i + 1 < n && y[order[i + 1]] == y[order[i]]) {
+      ++run;
+    } else {
+      tied_y += pairs(static_cast<long long>(run));
+      run = 1;
+    }
+  }
+  const long long n0 = pairs(static_cast<long long>(n));
+  // concordant − discordant = (n0 − tied_x − tied_y + tied_xy) − 2 × discordant
+  const long long difference = n0 - tied_x - tied_y + tied_xy - 2 * swaps;
   const double denom =
-      std::sqrt((n0 - static_cast<double>(tied_x)) * (n0 - static_cast<double>(tied_y)));
+      std::sqrt(static_cast<double>(n0 - tied_x) * static_cast<double>(n0 - tied_y));
   if (denom == 0) return std::nullopt;
-  return static_cast<double>(concordant - discordant) / denom;
+  return static_cast<double>(difference) / denom;
 }
 
 std::optional<double> cohenKappa(const std::vector<int>& a, const std::vector<int>& b,

@@ -34,7 +34,9 @@ std::optional<double> spearmanRho(const std::vector<double>& x, const std::vecto
 
 /// Kendall's tau-b (Kendall 1945): (concordant − discordant) / sqrt((n0 − n1)(n0 − n2)), with
 /// n0 = n(n−1)/2 and n1, n2 the pairs tied in x and in y; scipy.stats.kendalltau(variant="b").
-/// O(n²) (windows of a few thousand). nullopt when n < 2, sizes differ, or a vector is constant.
+/// O(n log n) by Knight's algorithm (Knight 1966, "A computer method for calculating Kendall's
+/// tau with ungrouped data", JASA 61; scipy's too). nullopt when n < 2, sizes differ, or a
+/// vector is constant.
 std::optional<double> kendallTauB(const std::vector<double>& x, const std::vector<double>& y);
 
 enum class KappaWeights { kNone, kQuadratic };
