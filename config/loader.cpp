@@ -1050,9 +1050,48 @@ void loadJudges(Reader& r, const YAML::Node& n, Config& config) {
   }
 }
 
-void loadCanary(Reader& r, const YAML::Node& n, CanaryOptions& o) {
+/// A judge name written under `at` that is not configured: the error, with the nearest name or
+/// the configured ones.
+void unknownJudge(Reader& r, const YAML::Node& where, const std::string& at,
+                  const std::string& name, const Config& c) {
+  std::vector<std::string_view> names;
+  for (const auto& j : c.judges) names.push_back(j.name);
+  std::string msg = "no judge of that name in judges";
+  if (const std::string best = r.nearestKey(name, names); !best.empty()) {
+    msg += "; did you mean '" + best + "'?";
+  } else if (names.size() <= 20) {
+    msg += " (judges:";
+    for (const auto n : names) msg += " " + std::string(n);
+    msg += ")";
+  }
+  r.error(where, at, msg);
+}
+
+bool configured(const Config& c, const std::string& name) {
+  return std::any_of(c.judges.begin(), c.judges.end(),
+                     [&](const JudgeConfig& j) { return j.name == name; });
+}
+
+void loadCanary(Reader& r, const YAML::Node& n, Config& c) {
+  CanaryOptions& o = c.canary;
   const std::string p = "canary";
-  if (!r.checkMap(n, p, {"file", "every", "sample", "label", "state_file"})) return;
+  if (!r.checkMap(n, p, {"file", "every", "sample", "label", "state_file", "judges"})) return;
+  if (const YAML::Node list = n["judges"]) {
+    if (!list.IsSequence() || list.size() == 0) {
+      r.error(list, p + ".judges", "expected a list of judge names (leave it out for every judge)");
+    } else {
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string at = p + ".judges[" + std::to_string(i) + "]";
+        const std::string name = list[i].IsScalar() ? list[i].Scalar() : "";
+        if (!configured(c, name))
+          unknownJudge(r, list[i], at, name, c);
+        else if (std::find(o.judges.begin(), o.judges.end(), name) != o.judges.end())
+          r.error(list[i], at, "'" + name + "' is listed twice");
+        else
+          o.judges.push_back(name);
+      }
+    }
+  }
   r.get(n, "file", p, o.file);
   if (o.file.empty())
     r.error(n["file"] ? n["file"] : n, p + ".file", "missing: the events to replay");
@@ -1100,17 +1139,7 @@ void loadReview(Reader& r, const YAML::Node& n, Config& c) {
     const auto jc = std::find_if(c.judges.begin(), c.judges.end(),
                                  [&](const JudgeConfig& j) { return j.name == name; });
     if (jc == c.judges.end()) {
-      std::vector<std::string_view> names;
-      for (const auto& j : c.judges) names.push_back(j.name);
-      std::string msg = "no judge of that name in judges";
-      if (const std::string best = r.nearestKey(name, names); !best.empty()) {
-        msg += "; did you mean '" + best + "'?";
-      } else if (names.size() <= 20) {
-        msg += " (judges:";
-        for (const auto n : names) msg += " " + std::string(n);
-        msg += ")";
-      }
-      r.error(kv.first, jp, msg);
+      unknownJudge(r, kv.first, jp, name, c);
       continue;
     }
     if (!r.checkMap(kv.second, jp, {"below"})) continue;
@@ -1391,7 +1420,7 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& file) {
   }
   if (auto n = root["judges"]) loadJudges(r, n, c);
   if (auto n = root["tracking"]) loadTracking(r, n, c.tracking);
-  if (auto n = root["canary"]) loadCanary(r, n, c.canary);
+  if (auto n = root["canary"]) loadCanary(r, n, c);
   if (auto n = root["review"]) loadReview(r, n, c);
   if (auto n = root["ab"]) loadAb(r, n, c.ab);
   if (!c.ab.experiments.empty() && c.kafka.feedback_topic.empty())

@@ -185,6 +185,8 @@ struct CanaryOptions {
   /// Where each judge version's first run is kept (JSON), so that a restart compares with it
   /// and not with itself; "" = in memory (a restart takes a new first run, logged).
   std::string state_file;
+  /// The judges a run calls, by name (configured judges); empty = every judge.
+  std::vector<std::string> judges;
 };
 
 /// `review:` (docs/review.md): judgments a human should look at, written to a review file: the

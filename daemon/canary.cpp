@@ -259,7 +259,12 @@ void Canary::loop(double first_delay_s) {
 std::map<std::string, CanaryStatistics> Canary::runOnce(double wait_s,
                                                         std::optional<long long> period_given) {
   std::lock_guard run(run_mu_);
-  const auto judges = runner_.currentJudges();
+  auto judges = runner_.currentJudges();
+  if (!options_.judges.empty())  // canary.judges: only those (a judge a reload removed: none)
+    std::erase_if(judges, [&](const JudgeRunner::Handle& h) {
+      return std::find(options_.judges.begin(), options_.judges.end(), h.name) ==
+             options_.judges.end();
+    });
   // A run's ids carry its period: a restart within the period finds the verdicts the LLM
   // judges stored (no second payment); the next period calls again.
   const long long period = period_given.value_or(

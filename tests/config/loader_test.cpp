@@ -114,14 +114,23 @@ TEST_CASE("canary: file, every, sample, label and state_file; bad values named a
   CHECK(ok.config.canary.sample == 50);
   CHECK(ok.config.canary.label == "/l/bad");
   CHECK(ok.config.canary.file_line == 3);
-  const std::pair<const char*, const char*> bad[] = {{"{every: 6h}", "canary.file"},
-                                                     {"{file: f, every: 10s}", "canary.every"},
-                                                     {"{file: f, every: 8d}", "canary.every"},
-                                                     {"{file: f, every: 100}", "canary.every"},
-                                                     {"{file: f, sample: 0}", "canary.sample"},
-                                                     {"{file: f, sample: 10001}", "canary.sample"},
-                                                     {"{file: f, label: labels}", "canary.label"},
-                                                     {"{file: f, lable: /x}", "canary.lable"}};
+  CHECK(ok.config.canary.judges.empty());  // every judge
+  const auto some = load(std::string(kJudge) + "canary: {file: f, judges: [r]}\n");
+  REQUIRE(some.ok());
+  CHECK(some.config.canary.judges == std::vector<std::string>{"r"});
+  const std::pair<const char*, const char*> bad[] = {
+      {"{every: 6h}", "canary.file"},
+      {"{file: f, judges: [rr]}", "canary.judges[0]"},
+      {"{file: f, judges: [r, r]}", "canary.judges[1]"},
+      {"{file: f, judges: []}", "canary.judges"},
+      {"{file: f, judges: r}", "canary.judges"},
+      {"{file: f, every: 10s}", "canary.every"},
+      {"{file: f, every: 8d}", "canary.every"},
+      {"{file: f, every: 100}", "canary.every"},
+      {"{file: f, sample: 0}", "canary.sample"},
+      {"{file: f, sample: 10001}", "canary.sample"},
+      {"{file: f, label: labels}", "canary.label"},
+      {"{file: f, lable: /x}", "canary.lable"}};
   for (const auto& [yaml, path] : bad) {
     const std::string where = path;  // not a structured binding: CAPTURE is a lambda
     const std::string text = yaml;

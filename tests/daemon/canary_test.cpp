@@ -203,6 +203,15 @@ canary: {{file: "{}", sample: 20, state_file: "{}"}}
   Canary canary(config, runner, registry, canarySet(), 1e9);
   CHECK(canary.runOnce(60, 1).at("faith").scored == 20);
   CHECK(requests() == 20);
+  {  // canary.judges: only the judges listed are called
+    Config only = config;
+    only.canary.judges = {"overlap"};
+    Canary some(only, runner, registry, canarySet(), 1e9);
+    const auto run = some.runOnce(60, 7);  // another period: faith would call again
+    CHECK(run.size() == 1);
+    CHECK(run.count("overlap") == 1);
+    CHECK(requests() == 20);
+  }
   // The provider moves one level up; the next period's run calls again and sees it.
   llm::HttpClient client;
   llm::HttpRequest shift;
