@@ -17,9 +17,11 @@
 #include <fstream>
 #include <numeric>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "core/bounded_file.hpp"
 #include "core/clock.hpp"
+#include "core/json_limits.hpp"
 #include "core/log_text.hpp"
 #include "sources/event_parser.hpp"
 #include "tracking/stats.hpp"
@@ -62,6 +64,7 @@ CanarySet loadCanarySet(const CanaryOptions& o, const EventFieldOptions& fields,
       set.problems.push_back(fmt::format("{}:{}: {}", o.file, line, logText(why, 200)));
   };
   std::size_t start = 0, number = 0;
+  std::unordered_map<std::string, std::size_t> seen;  // event id → its line
   while (start < text.size()) {
     const auto end = std::min(text.find('\n', start), text.size());
     const std::string_view line(text.data() + start, end - start);
@@ -79,6 +82,13 @@ CanarySet loadCanarySet(const CanaryOptions& o, const EventFieldOptions& fields,
       ++set.invalid;
       problem(number, "not an event (" + std::string(invalidReasonName(po.reason)) +
                           (po.detail.empty() ? "" : ": " + po.detail) + ")");
+      continue;
+    }
+    // An id twice: the verdict store would answer the second from the first's verdict (and the
+    // statistics count one judgment twice), so only the first line of an id is kept.
+    if (const auto [at, first] = seen.try_emplace(item.event.id, number); !first) {
+      ++set.invalid;
+      problem(number, fmt::format("repeats the id of line {} (ignored)", at->second));
       continue;
     }
     readLabel(line, o.label, item);
@@ -425,6 +435,14 @@ void Canary::loadState() {
     return;
   }
   rapidjson::Document d;
+  // Bounded first (core/json_limits.hpp): a state file nested millions deep crashed every start.
+  if (const auto shape = jsonShapeProblem(text)) {
+    spdlog::warn(
+        "canary: state file {} is not accepted as JSON ({}): the versions' first runs "
+        "start again",
+        options_.state_file, shape->message());
+    return;
+  }
   d.Parse(text.data(), text.size());
   if (d.HasParseError() || !d.IsObject()) {
     spdlog::warn("canary: state file {} is not a JSON object: the versions' first runs start again",

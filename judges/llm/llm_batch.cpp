@@ -32,6 +32,7 @@
 #include <sstream>
 
 #include "core/clock.hpp"
+#include "core/json_limits.hpp"
 #include "core/log_text.hpp"
 #include "core/utf8.hpp"
 #include "judges/llm/llm_call.hpp"
@@ -59,12 +60,19 @@ std::string stringMember(const rapidjson::Value& o, const char* key) {
 
 bool ok2xx(const HttpResponse& r) { return r.status >= 200 && r.status < 300; }
 
+/// Parses `text` into `d` when it is within core/json_limits.hpp's bounds: a provider's reply
+/// or a record from the store nested thousands deep would overflow RapidJSON's recursion.
+/// False on a bound crossed or a syntax error.
+bool parseBounded(rapidjson::Document& d, std::string_view text) {
+  if (jsonShapeProblem(text)) return false;
+  return !d.Parse(text.data(), text.size()).HasParseError();
+}
+
 // The "id" of what a 2xx reply created (a file, a batch); "" for any other reply.
 std::string createdId(const HttpResponse& r) {
   if (!ok2xx(r)) return {};
   rapidjson::Document d;
-  d.Parse(r.body.c_str());
-  return d.HasParseError() ? std::string() : stringMember(d, "id");
+  return parseBounded(d, r.body) ? stringMember(d, "id") : std::string();
 }
 
 std::string why(const HttpResponse& r) {
@@ -125,7 +133,8 @@ std::string LlmBatch::batchRecord(const Batch& b) {
   w.StartArray();
   for (const auto& c : b.calls) {
     w.StartArray();
-    for (const std::string* s : {&c->custom_id, &c->event.id, &c->reservation_id, &c->day}) str(*s);
+    for (const std::string* s : {&c->custom_id, &c->store_key, &c->reservation_id, &c->day})
+      str(*s);
     w.Int64(c->prompt.estimated_tokens);
     w.StartArray();  // its budget scopes, [name, cap], so that whoever takes it over settles them
     for (const auto& scope : c->scopes) {
@@ -201,7 +210,7 @@ void LlmBatch::submitBatch(std::vector<std::shared_ptr<Call>> calls) const {
       const auto r = s.reserve(c->scopes, c->reserved_eur, c->day, c->reservation_id,
                                kWindowMs + 50'000, /*close_on_refusal=*/true);
       if (r.status == ReserveStatus::kReserved &&
-          s.claim(c->event.id, judge_.settings_.name, c->reservation_id, kWindowMs).status ==
+          s.claim(c->store_key, judge_.settings_.name, c->reservation_id, kWindowMs).status ==
               ClaimResult::Status::kClaimed)
         b->calls.push_back(c);
       else
@@ -372,8 +381,7 @@ void LlmBatch::pollBatch(const std::shared_ptr<Batch>& b) const {
   judge_.client_.submit(
       std::move(req), ifAlive(judge_.alive_, [this, b, anthropic](const HttpResponse& r) {
         rapidjson::Document d;
-        if (ok2xx(r)) d.Parse(r.body.c_str());
-        if (!ok2xx(r) || d.HasParseError() || !d.IsObject()) {
+        if (!ok2xx(r) || !parseBounded(d, r.body) || !d.IsObject()) {
           long suppressed = 0;
           if (judge_.failure_log_.allow(suppressed))
             spdlog::warn("llm judge '{}': batch {} status: {}; asked again in {} s{}",
@@ -423,8 +431,7 @@ void LlmBatch::settleResults(const std::shared_ptr<Batch>& b, const std::string&
   std::size_t answered = 0;
   for (std::string line; std::getline(lines, line);) {
     rapidjson::Document d;
-    d.Parse(line.c_str());
-    if (d.HasParseError() || !d.IsObject()) continue;
+    if (!parseBounded(d, line) || !d.IsObject()) continue;
     const auto it = b->by_custom_id.find(stringMember(d, "custom_id"));
     if (it == b->by_custom_id.end()) continue;
     auto c = it->second;
@@ -527,8 +534,8 @@ void LlmBatch::scanBatches() const {
 
 void LlmBatch::recover(const std::string& key, const std::string& record) const {
   rapidjson::Document d;
-  d.Parse(record.c_str());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("requests") || !d["requests"].IsArray()) {
+  if (!parseBounded(d, record) || !d.IsObject() || !d.HasMember("requests") ||
+      !d["requests"].IsArray()) {
     spdlog::error("llm judge '{}': batch {}: unreadable record in the store; dropped",
                   judge_.settings_.name, key);
     judge_.ledger_.run(ifAlive(
@@ -552,7 +559,9 @@ void LlmBatch::recover(const std::string& key, const std::string& record) const 
       continue;
     auto c = std::make_shared<Call>();
     c->custom_id = r[0].GetString();
-    c->event.id = r[1].GetString();
+    // The verdict store's key (a record written before keys were hashed: the event id, whose
+    // verdict the redelivered event then does not find: judged once more)
+    c->store_key = r[1].GetString();
     c->reservation_id = r[2].GetString();
     c->day = r[3].GetString();
     c->prompt.estimated_tokens = r[4].GetInt64();
@@ -614,8 +623,7 @@ void LlmBatch::findBatch(const std::shared_ptr<Batch>& b, const std::string& aft
   judge_.client_.submit(
       std::move(req), ifAlive(judge_.alive_, [this, b](const HttpResponse& r) {
         rapidjson::Document d;
-        if (ok2xx(r)) d.Parse(r.body.c_str());
-        if (!ok2xx(r) || d.HasParseError() || !d.IsObject() || !d.HasMember("data") ||
+        if (!ok2xx(r) || !parseBounded(d, r.body) || !d.IsObject() || !d.HasMember("data") ||
             !d["data"].IsArray()) {
           spdlog::warn(
               "llm judge '{}': listing the batches to find the one of file {}: {}; asked "

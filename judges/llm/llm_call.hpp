@@ -45,6 +45,15 @@ inline const std::string& processNonce() {
   return nonce;
 }
 
+/// The verdict store's key for a call (docs/configuration.md, "The verdict store"): 32 hex
+/// digits of XXH3-128 over the judge's version, the request body as sent (model, rubric,
+/// prompt with the event's text) and the event id, each prefixed by its length. A redelivered
+/// event (the same bytes) finds its verdict; an event that reuses another's id with other
+/// content, or a canary event with a production event's id, does not: a stored verdict is only
+/// ever re-emitted for the prompt it answered. Fixed size whatever the id's length.
+std::string verdictStoreKey(std::string_view version, std::string_view body,
+                            std::string_view event_id);
+
 /// `text` with every occurrence of `key` replaced: a provider's error message may quote the
 /// key it refused, and error messages reach the judgments and the logs.
 inline std::string redactKey(std::string text, const std::string& key,
@@ -109,6 +118,9 @@ struct LlmJudge::Call {
   Prompt prompt;
   HttpRequest request;
   std::function<void(LlmCallResult)> done;
+  // The verdict store's key for this call (verdictStoreKey): 32 hex digits of XXH3-128 over
+  // the judge's version, the request body as sent and the event id.
+  std::string store_key;
   std::string day, reservation_id;
   double reserved_eur = 0;
   std::int64_t token_cost = 0;  // rate-limit weight: prompt estimate + max_tokens

@@ -1,3 +1,5 @@
+// XXH3's streaming state on the stack (verdictStoreKey): no allocation per call.
+#define XXH_STATIC_LINKING_ONLY
 #include "judges/llm/llm_judge.hpp"
 
 #include <fmt/format.h>
@@ -25,6 +27,22 @@
 #include "judges/llm/prompt.hpp"
 
 namespace assay::llm {
+
+std::string verdictStoreKey(std::string_view version, std::string_view body,
+                            std::string_view event_id) {
+  XXH3_state_t state;
+  XXH3_128bits_reset(&state);
+  for (const std::string_view part : {version, body, event_id}) {
+    const std::uint64_t size = part.size();
+    XXH3_128bits_update(&state, &size, sizeof size);
+    XXH3_128bits_update(&state, part.data(), part.size());
+  }
+  const XXH128_hash_t h = XXH3_128bits_digest(&state);
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return std::string(buf, 32);
+}
 
 using Steady = std::chrono::steady_clock;
 
@@ -209,7 +227,7 @@ std::vector<LlmJudge::Abandoned> LlmJudge::abandon() const {
   // A submitted batch request keeps its reservation and lease: the batch is paid whether this
   // instance waits or not, and whichever instance takes the batch over settles it.
   for (const auto& c : reserved_)
-    if (!c->submitted) out.push_back({c->reservation_id, c->day, c->event.id, c->scopes});
+    if (!c->submitted) out.push_back({c->reservation_id, c->day, c->store_key, c->scopes});
   reserved_.clear();
   waiting_.clear();
   if (batch_) batch_->clearOpen();
@@ -353,6 +371,7 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   c->request = buildRequest(settings_.provider, settings_.endpoint, settings_.api_key,
                             settings_.model, c->prompt, settings_.max_tokens, format_);
   c->request.timeout = settings_.timeout;
+  c->store_key = verdictStoreKey(settings_.version, c->request.body, event.id);
   c->token_cost = c->prompt.estimated_tokens + settings_.max_tokens;
   c->batched = settings_.batch;
   // Reserve the worst case before anything is sent (at the batch price for a batch judge).
@@ -363,7 +382,7 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   const auto now_ms = epochMs();
   c->day = budgetDay(settings_.timezone, now_ms);
   // Unique across calls, restarts and instances: it is also the call's lease token.
-  c->reservation_id = event.id + "/" + settings_.name + "/" + processNonce() + "/" +
+  c->reservation_id = c->store_key + "/" + settings_.name + "/" + processNonce() + "/" +
                       std::to_string(now_ms) + "/" + std::to_string(sequence_++);
   // The lease lasts as long as the call can (every attempt and the longest pauses) plus 10 s;
   // the reservation another minute, so that a late settlement still finds it. An open
@@ -391,7 +410,7 @@ void LlmJudge::reserve(const std::shared_ptr<Call>& c, bool chain) const {
   // A redelivered event (Kafka delivers at least once) is neither called nor paid for twice:
   // the verdict store holds the (event id, judge) pair's lease while a call runs, and its
   // verdict for 48 h once the call was billed.
-  r.event_id = c->event.id;
+  r.event_id = c->store_key;
   r.judge = settings_.name;
   ledger_.reserve(std::move(r),
                   [this, c, chain](const ReserveAnswer& a) { onReserved(c, a, chain); });
@@ -745,7 +764,7 @@ FinishRequest LlmJudge::endOf(const std::shared_ptr<Call>& c, std::optional<doub
   f.scopes = c->scopes;
   f.day = c->day;
   f.reservation_id = c->reservation_id;
-  f.event_id = c->event.id;
+  f.event_id = c->store_key;
   f.judge = settings_.name;
   f.cost_eur = cost_eur;
   f.verdict = std::move(verdict);

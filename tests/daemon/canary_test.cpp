@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <rapidjson/document.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -98,17 +99,19 @@ TEST_CASE("the canary file: bounded, invalid and unlabelled lines counted, a sta
     std::ofstream f(o.file);
     for (int i = 0; i < 6; ++i) f << line(i, 3, i % 2 == 0) << "\n";
     f << "not json\n\n";
+    f << line(0, 3, false) << "\n";  // line 9: the id of line 1 again
     f << R"({"id":"u","question":"q","answer":"a","labels":{"hallucinated":"yes"}})"
       << "\n";
   }
   const EventFieldOptions fields;
   const auto set = loadCanarySet(o, fields, 1 << 20);
-  CHECK(set.lines == 8);
-  CHECK(set.invalid == 1);
+  CHECK(set.lines == 9);
+  CHECK(set.invalid == 2);
   CHECK(set.unlabelled == 1);
-  REQUIRE(set.problems.size() == 1);  // logged as warnings; the unlabelled one is not a problem
+  REQUIRE(set.problems.size() == 2);  // logged as warnings; the unlabelled one is not a problem
   CHECK(set.problems[0].rfind(o.file + ":7: not an event (not_json", 0) == 0);
-  CHECK(set.first_unlabelled == o.file + ":9");
+  CHECK(set.problems[1] == o.file + ":9: repeats the id of line 1 (ignored)");
+  CHECK(set.first_unlabelled == o.file + ":10");
   REQUIRE(set.items.size() == 3);
   // The same three whatever the file's order.
   {
@@ -233,4 +236,41 @@ canary: {{file: "{}", sample: 20, state_file: "{}"}}
   // Canary verdicts are in no production series.
   CHECK_FALSE(value(registry, "assay_judge_runs_total", {{"judge", "faith"}, {"outcome", "ok"}})
                   .value_or(0) > 0);
+}
+
+TEST_CASE("canary: a hostile state file is set aside, never a crash at start-up") {
+  // The hostile trial: a state file nested 8 million deep crashed assayd at every start.
+  TempDir dir;
+  const std::string file = (dir.path / "canary.jsonl").string();
+  const std::string state = (dir.path / "state.json").string();
+  {
+    std::ofstream f(file);
+    for (int i = 0; i < 10; ++i) f << line(i, 3, i % 2) << "\n";
+  }
+  std::ofstream(state) << "{\"overlap\":" << std::string(8'000'000, '[');
+  const auto loaded = loadConfigString(
+      fmt::format("judges:\n  - {{name: overlap, kind: lexical, metric: context_overlap}}\n"
+                  "canary: {{file: \"{}\", sample: 10, state_file: \"{}\"}}\n",
+                  file, state),
+      "canary_state_test.yaml");
+  REQUIRE(loaded.ok());
+  prometheus::Registry registry;
+  JudgeStats judge_stats(registry);
+  BoundedQueue<WorkItem> queue(10);
+  JudgeServices services(loaded.config.budget, registry);
+  JudgeRunner runner(buildJudges(loaded.config, services), judge_stats, queue, {}, 0, &services);
+  Canary canary(loaded.config, runner, registry,
+                loadCanarySet(loaded.config.canary, loaded.config.events,
+                              loaded.config.limits.max_event_bytes),
+                1e9);
+  const auto run = canary.runOnce(60, 1);
+  CHECK(run.at("overlap").scored == 10);
+  // Its first run is the baseline now, and the state file is rewritten as a valid object.
+  CHECK(value(registry, "assay_canary_mean_shift", {{"judge", "overlap"}}) == 0.0);
+  std::string text;
+  std::getline(std::ifstream(state), text, '\0');
+  rapidjson::Document d;
+  CHECK_FALSE(d.Parse(text.c_str()).HasParseError());
+  CHECK(d.IsObject());
+  CHECK(d.HasMember("overlap"));
 }

@@ -390,6 +390,41 @@ TEST_CASE("a redelivered event re-emits its stored verdict: no second call, no c
   CHECK(fx.requests() == before + 2);
 }
 
+TEST_CASE("a stored verdict is re-emitted only for the prompt it answered") {
+  // The hostile trial: a producer that wrote events with the canary's ids (canary:PERIOD:ID)
+  // and answers it chose had their verdicts re-emitted to the canary, which called nothing.
+  Fixture fx;
+  LlmJudge j(fx.settings(), fx.services.calls);
+  Event planted = event();
+  planted.id = "canary:1234:c1";
+  planted.answer = "Ten years, and a free upgrade.";
+  fx.script(R"([{"score": 1}, {"score": 4}])");
+  const long before = fx.requests();
+  CHECK(callOnce(j, planted).verdict.score == 1);
+  Event honest = event();  // the canary's own event under the same id: its own call
+  honest.id = planted.id;
+  const auto own = callOnce(j, honest);
+  CHECK_FALSE(own.from_store);
+  CHECK(own.verdict.score == 4);
+  CHECK(fx.requests() == before + 2);
+  // …and each is still found again by a redelivery of the same bytes.
+  CHECK(callOnce(j, honest).from_store);
+  CHECK(callOnce(j, planted).from_store);
+  CHECK(fx.requests() == before + 2);
+  // A judge whose version changed (another rubric, model…) does not re-emit the old verdict.
+  auto changed = fx.settings();
+  changed.version = "0123456789ab";
+  LlmJudge next(changed, fx.services.calls);
+  fx.script(R"([{"score": 3}])");
+  CHECK_FALSE(callOnce(next, honest).from_store);
+  CHECK(fx.requests() == before + 3);
+  // The key: 32 hex digits whatever the id's length.
+  const std::string key = verdictStoreKey("v", "body", std::string(100'000, 'x'));
+  CHECK(key.size() == 32);
+  CHECK(key.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(verdictStoreKey("v", "body", "id") != verdictStoreKey("v", "bodyi", "d"));
+}
+
 TEST_CASE("a call nobody billed is not stored: the next delivery calls again") {
   Fixture fx;
   auto s = fx.settings();
