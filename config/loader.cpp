@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <librdkafka/rdkafka.h>
+#include <rapidjson/pointer.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -298,6 +299,15 @@ class Reader : public YamlReader {
     get(map, key, path, v);
     if (!v.empty() && v.front() != '/') {
       error(n, join(path, key), "expected a JSON Pointer (RFC 6901) starting with '/', or ''");
+      return;
+    }
+    // RapidJSON reads an invalid pointer (a '~' not followed by 0 or 1, a bad %-escape) as the
+    // whole document: every event would then be refused at run time.
+    if (const rapidjson::Pointer p(v.data(), v.size()); !p.IsValid()) {
+      error(n, join(path, key),
+            "not a valid JSON Pointer (RFC 6901) at character " +
+                std::to_string(p.GetParseErrorOffset() + 1) +
+                ": '~' must be followed by 0 ('~') or 1 ('/')");
       return;
     }
     out = v;
@@ -1108,7 +1118,9 @@ void loadCanary(Reader& r, const YAML::Node& n, Config& c) {
   }
   r.getRange(n, "sample", p, o.sample, 1, 10'000);
   r.getPointer(n, "label", p, o.label);
-  if (n["label"] && o.label.empty()) r.error(n["label"], p + ".label", "expected a JSON Pointer");
+  if (n["label"] && o.label.empty())
+    r.error(n["label"], p + ".label",
+            "expected a JSON Pointer to each line's label, such as /labels/hallucinated");
   r.get(n, "state_file", p, o.state_file);
 }
 

@@ -20,7 +20,8 @@ struct ConfigError {
   int line = 0, column = 0;  ///< 1-based; 0 when unknown
   std::string path;          ///< dotted key path, e.g. "judges[2].rate"
   std::string message;
-  /// `FILE:LINE:COLUMN: path: message` (without line and column when they are unknown)
+  /// `FILE:LINE:COLUMN: path: message` (without line and column when they are unknown), its
+  /// control characters as \xNN (a key quoted from the file cannot split the line)
   std::string format() const;
 };
 

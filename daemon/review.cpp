@@ -1,9 +1,12 @@
 #include "daemon/review.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <atomic>
@@ -114,10 +117,27 @@ ReviewRouter::ReviewRouter(const ReviewOptions& options, prometheus::Registry& r
     std::error_code ec;
     const auto folder = std::filesystem::path(options_.path).parent_path();
     if (!folder.empty()) std::filesystem::create_directories(folder, ec);
-    file_ = std::fopen(options_.path.c_str(), "a");
-    if (!file_)
+    // Without blocking: a FIFO with no reader would hang start-up in open(2) for good.
+    const int fd =
+        ::open(options_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0640);
+    if (fd < 0)
+      throw std::runtime_error("review.path: cannot open '" + options_.path + "' for appending: " +
+                               (errno == ENXIO
+                                    ? "a FIFO without reader (the review file is a regular file)"
+                                    : std::strerror(errno)));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw std::runtime_error("review.path: '" + options_.path +
+                               "' is not a regular file (the review file is appended to)");
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    file_ = ::fdopen(fd, "a");
+    if (!file_) {
+      ::close(fd);
       throw std::runtime_error("review.path: cannot open '" + options_.path +
                                "' for appending: " + std::strerror(errno));
+    }
   }
   std::string to = options_.path;
   if (!options_.topic.empty())

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <unordered_set>
 #include <vector>
 
 #include "core/clock.hpp"
@@ -128,25 +129,29 @@ void CallServices::retireScopes(const std::string& kind,
                                 const std::vector<std::pair<std::string, double>>& caps) {
   if (std::any_of(caps.begin(), caps.end(), [](const auto& c) { return c.first == "*"; })) return;
   const std::string prefix = kind + ":";
+  std::unordered_set<std::string> kept;  // the scope names of the caps: one pass, not caps × scopes
+  kept.reserve(caps.size());
+  for (const auto& c : caps) kept.insert(prefix + logText(c.first, kMaxScopeNameBytes));
   std::lock_guard lock(mu_);
   if (!budget_stats_) return;
+  std::size_t retired = 0;
   for (auto it = scopes_.begin(); it != scopes_.end();) {
     const std::string& scope = it->first;
-    const bool capped =
-        scope.rfind(prefix, 0) != 0 || std::any_of(caps.begin(), caps.end(), [&](const auto& c) {
-          return scope == prefix + logText(c.first, kMaxScopeNameBytes);
-        });
-    if (capped) {
+    if (scope.rfind(prefix, 0) != 0 || kept.count(scope) > 0) {
       ++it;
       continue;
     }
-    spdlog::info("budget {}: no cap from now on (not in budget.{}s)", scope, kind);
+    if (++retired <= 10)
+      spdlog::info("budget {}: no cap from now on (not in budget.{}s)", scope, kind);
     budget_stats_->spent.Remove(it->second.gauges.spent);
     budget_stats_->limit.Remove(it->second.gauges.limit);
     budget_stats_->exhausted.Remove(it->second.gauges.exhausted);
     budget_stats_->projected.Remove(it->second.gauges.projected);
     it = scopes_.erase(it);
   }
+  if (retired > 10)
+    spdlog::info("budget: {} {} scopes have no cap from now on (the first 10 logged)", retired,
+                 kind);
 }
 
 void CallServices::addJudge(const LlmJudge* judge) {

@@ -181,12 +181,32 @@ TEST_CASE("review: judges that exist, thresholds on their scale, share and hourl
     REQUIRE(r.errors.size() == 1);
     CHECK(r.errors[0].path == where);
   }
+  // A key with control characters: escaped in the formatted error, one line, no ESC.
+  const auto hostile = load(judges + "review: {path: p, judges: {\"a\\nb\\e[31m\": {below: 3}}}\n");
+  REQUIRE(hostile.errors.size() == 1);
+  CHECK(hostile.errors[0].format().find("review.judges.a\\x0ab\\x1b[31m: no judge") !=
+        std::string::npos);
   const auto typo = load(judges + "review: {path: p, judges: {ff: {below: 3}}}\n");
   REQUIRE(typo.errors.size() == 1);
   CHECK(typo.errors[0].message == "no judge of that name in judges; did you mean 'f'?");
   const auto far = load(judges + "review: {path: p, judges: {nope: {below: 3}}}\n");
   REQUIRE(far.errors.size() == 1);
   CHECK(far.errors[0].message == "no judge of that name in judges (judges: r f)");
+}
+
+TEST_CASE(
+    "JSON Pointers: an invalid escape is refused at its key (RapidJSON read it as the root)") {
+  // The hostile trial: events.tenant "/tenant~2" passed --check-config, then every event was
+  // refused (the invalid pointer resolved to the whole event, not a string).
+  for (const char* yaml : {"events: {tenant: /tenant~2}", "canary: {file: f, label: /labels/~2}",
+                           "events: {answer: '/a~'}"}) {
+    const std::string text = yaml;
+    CAPTURE(text);
+    const auto r = load(std::string(kJudge) + yaml + "\n");
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].message.find("not a valid JSON Pointer (RFC 6901) at character") == 0);
+  }
+  CHECK(load(std::string(kJudge) + "events: {tenant: /meta/a~1b~0c}\n").ok());
 }
 
 TEST_CASE("kafka topics: names the broker accepts, at their key") {

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 #include <rapidjson/document.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -139,6 +140,10 @@ TEST_CASE("review: the hourly cap per judge, and a judgment whose event was not 
   // An unwritable path: refused at start with the file named.
   o.path = "/proc/assay-review.jsonl";
   CHECK_THROWS_WITH(ReviewRouter(o, reg), doctest::Contains("review.path: cannot open"));
+  // A FIFO without reader: refused at once (open(2) blocked start-up for good).
+  o.path = (dir.path / "fifo").string();
+  REQUIRE(::mkfifo(o.path.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(ReviewRouter(o, reg), doctest::Contains("a FIFO without reader"));
   // A topic needs the pipeline's producer.
   o.path.clear();
   o.topic = "review";
