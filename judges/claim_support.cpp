@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "judges/abstention.hpp"
 #include "judges/context_overlap.hpp"
 #include "judges/tokenizer.hpp"
 
@@ -306,8 +307,14 @@ ClaimSupportDetail claimSupport(std::string_view question, std::string_view answ
   std::vector<ClaimToken> claim;
   std::vector<Key> keys;
   for (std::size_t s = 0; s < spans.size(); ++s) {
-    const std::string text =
+    std::string text =
         stripCitationMarkers(answer.substr(spans[s].first, spans[s].second - spans[s].first));
+    // An abstaining sentence asserts nothing; a hedge ("I'm not sure, but …") asserts its rest.
+    if (const auto a = sentenceAbstention(text); a.abstains) {
+      if (d.abstaining++ == 0) d.abstaining_sentence = clip(text, kMaxEvidenceClaim);
+      if (a.asserted_from >= text.size()) continue;
+      text.erase(0, a.asserted_from);
+    }
     const auto tokens = tokenizeDetailed(text);
     keys.clear();
     for (const auto& t : tokens) keys.push_back(keyOf(t));
@@ -344,6 +351,11 @@ ClaimSupportDetail claimSupport(std::string_view question, std::string_view answ
               clip(std::string_view(text).substr(t.begin, t.end - t.begin), kMaxEvidenceToken));
     }
   }
+  if (d.claims == 0 && d.abstaining > 0) {
+    // Nothing asserted beyond the abstentions (or only the question's own words).
+    d.abstained = true;
+    return d;
+  }
   if (d.empty) return d;
   if (d.claims == 0) {
     d.restates_question = true;
@@ -367,7 +379,9 @@ const JudgeDescriptor ClaimSupportJudge::kDescriptor{
     {},
     CostClass::kCpuMicroseconds,
     "faithfulness proxy: the answer's sentences scored against the contexts (contiguous "
-    "support, figures, negation), the least-supported sentence weighing most"};
+    "support, figures, negation), the least-supported sentence weighing most",
+    kFaithfulnessOutcomes,
+    "abstentions-1"};
 
 std::unique_ptr<Judge> ClaimSupportJudge::create(const JudgeOptionValues&) {
   return std::make_unique<ClaimSupportJudge>();
@@ -379,6 +393,9 @@ Verdict ClaimSupportJudge::judge(const Event& e) const {
     if (!c.text.empty()) texts.push_back(c.text);
   if (texts.empty()) return Verdict::fail(Outcome::kNoContext);
   const auto d = claimSupport(e.question, e.answer, texts);
+  if (d.abstained)
+    return Verdict::fail(Outcome::kAbstained,
+                         "the answer abstains: \"" + d.abstaining_sentence + "\"");
   if (d.empty) return Verdict::fail(Outcome::kEmptyInput, "no content words");
   if (d.restates_question)
     return Verdict::ok(d.score, "the answer only restates the question: no claim of its own");
@@ -397,6 +414,10 @@ Verdict ClaimSupportJudge::judge(const Event& e) const {
       for (const auto& t : d.unsupported) evidence += " " + t;
     }
   }
+  if (d.abstaining > 0)
+    evidence += std::string(evidence.empty() ? "" : "; ") + "judged on what it asserts (" +
+                std::to_string(d.abstaining) + " sentence(s) abstain: \"" + d.abstaining_sentence +
+                "\")";
   return Verdict::ok(d.score, std::move(evidence));
 }
 

@@ -74,12 +74,17 @@ struct ClaimSupportDetail {
   double score = 0;  ///< the answer's score in [0, 1]; 0.7 when the answer restates the question
   bool restates_question = false;  ///< every content token of the answer is in the question
   bool empty = false;              ///< the answer has no content token at all
-  std::size_t claims = 0;          ///< claims with a weight above 0
-  double mean = 0;                 ///< the claims' support, mean weighted by their weight
-  std::size_t uncited = 0;         ///< claims with no citation marker in an answer that has some
-  std::string uncited_claim;       ///< the first of them as written (≤ 200 bytes)
-  double least_score = 1;          ///< the lowest claim's support
-  std::string least_claim;         ///< that claim as written in the answer (≤ 200 bytes)
+  /// Every sentence with a word abstains and asserts nothing (judges/abstention.hpp): the
+  /// outcome `abstained`, no score.
+  bool abstained = false;
+  std::size_t abstaining = 0;       ///< sentences that abstain (a hedge's asserted part is judged)
+  std::string abstaining_sentence;  ///< the first of them as written (≤ 200 bytes)
+  std::size_t claims = 0;           ///< claims with a weight above 0
+  double mean = 0;                  ///< the claims' support, mean weighted by their weight
+  std::size_t uncited = 0;          ///< claims with no citation marker in an answer that has some
+  std::string uncited_claim;        ///< the first of them as written (≤ 200 bytes)
+  double least_score = 1;           ///< the lowest claim's support
+  std::string least_claim;          ///< that claim as written in the answer (≤ 200 bytes)
   std::vector<std::string>
       unsupported;  ///< up to 5 of its unsupported tokens, as written (≤ 40 bytes each)
 };

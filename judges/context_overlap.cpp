@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "judges/abstention.hpp"
 #include "judges/token_ids.hpp"
 #include "judges/tokenizer.hpp"
 
@@ -133,7 +134,9 @@ const JudgeDescriptor ContextOverlapJudge::kDescriptor{
     kUnitIntervalBuckets,
     kContextOverlapOptions,
     CostClass::kCpuMicroseconds,
-    "faithfulness proxy: weighted share of the answer's content words found in the contexts"};
+    "faithfulness proxy: weighted share of the answer's content words found in the contexts",
+    kFaithfulnessOutcomes,
+    "abstentions-1"};
 
 std::unique_ptr<Judge> ContextOverlapJudge::create(const JudgeOptionValues& values) {
   ContextOverlapOptions o;
@@ -151,6 +154,8 @@ Verdict ContextOverlapJudge::judge(const Event& e) const {
   for (const auto& c : e.contexts)
     if (!c.text.empty()) texts.emplace_back(c.text);
   if (texts.empty()) return Verdict::fail(Outcome::kNoContext);
+  if (answerAbstains(e.answer))  // judges/abstention.hpp: it asserts nothing
+    return Verdict::fail(Outcome::kAbstained, "the answer abstains");
   const auto d = contextOverlap(e.answer, texts, options_);
   if (d.total_weight == 0) return Verdict::fail(Outcome::kEmptyInput, "no content words");
   std::string evidence;

@@ -67,6 +67,12 @@ inline constexpr Outcome kCannotJudgeOutcomes[] = {
     Outcome::kNoReference,  Outcome::kNoContext,  Outcome::kNoGroundTruth,
     Outcome::kNoContextIds, Outcome::kEmptyInput, Outcome::kNotApplicable};
 
+/// A faithfulness judge's: the above, and `abstained` for an answer that declines or says the
+/// contexts do not cover the question (judges/abstention.hpp).
+inline constexpr Outcome kFaithfulnessOutcomes[] = {
+    Outcome::kNoReference, Outcome::kNoContext,     Outcome::kNoGroundTruth, Outcome::kNoContextIds,
+    Outcome::kEmptyInput,  Outcome::kNotApplicable, Outcome::kAbstained};
+
 class JudgeOptionValues;
 
 struct JudgeDescriptor {

@@ -1,0 +1,43 @@
+#pragma once
+/// Abstentions: an answer, or a sentence of it, that declines ("I don't know", "I'm not sure"),
+/// or says that the retrieved contexts do not cover the question ("Not stated in the
+/// documents.", "The provided context does not mention …", "Le contexte ne précise pas …").
+/// A faithfulness judge does not score an abstention as a low faithfulness: it asserts nothing,
+/// so nothing in it can be unfaithful, and a cascade gate (`run_if: below`) must not pay an LLM
+/// judge for every honest "I don't know" (docs/claim-support.md, "Abstentions").
+///
+/// A sentence abstains when one of the phrases below (English and French, the languages of the
+/// refusal check, judges/checks.hpp) occurs in it, matched by RE2 on a normalised copy: lower
+/// case, ’ and ‘ read as ', the spaced contractions of tokenised dialogue data ("i ' m",
+/// "do n't") joined, runs of white space as one space. A sentence that abstains and then goes
+/// on after "but", "however", "mais" or "cependant" is a hedge ("I'm not sure, but it was
+/// founded in 1971"): what follows the connector is asserted and judged like any claim.
+/// The phrases: first-person uncertainty (I don't know, I'm not sure, I have no idea, I can't
+/// answer); a context, document, passage, source or text that does not mention, state, cover…
+/// it; something not stated, mentioned, provided… in the context, documents, sources; no
+/// information, not enough or additional information required; cannot be determined; their
+/// French forms (je ne sais pas, le contexte ne précise pas, aucune information, n'est pas
+/// mentionné…).
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+namespace assay {
+
+struct SentenceAbstention {
+  bool abstains = false;  ///< an abstention phrase occurs in the sentence
+  /// When it abstains: the byte offset in the sentence where its asserted part starts (after
+  /// the connector of a hedge), or the sentence's size when it asserts nothing.
+  std::size_t asserted_from = 0;
+};
+
+/// Whether `sentence` (any UTF-8; invalid bytes are left as they are) abstains, and what of it
+/// is asserted. Linear in the sentence's length (RE2). Never throws.
+SentenceAbstention sentenceAbstention(std::string_view sentence);
+
+/// Whether every sentence of `answer` (judges/tokenizer.hpp sentenceSpans) that has a letter or
+/// digit abstains without asserting anything, and at least one does: the whole answer abstains.
+bool answerAbstains(std::string_view answer);
+
+}  // namespace assay
