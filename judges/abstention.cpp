@@ -19,7 +19,7 @@ constexpr const char* kAbstention =
     // "I have no idea." abstains; "I had no idea he died" tells something
     R"(|\bi (?:have|'ve) no idea(?:$|[,.!?;:]| but| about| what| how| who| where| when| why| )"
     R"(whether| if| which))"
-    R"(|\bi (?:do not|don't|dont|did not|didn't|really don't) know\b)"
+    R"(|\bi (?:do not|don't|dont|really don't|honestly don't) know\b)"
     R"(|\bi (?:cannot|can't|cant|am unable to|'m unable to|am not able to|'m not able to) )"
     R"((?:answer|say|tell|determine|find|help|provide|confirm)\b)"
     // the contexts do not cover it
@@ -54,7 +54,9 @@ constexpr const char* kAbstention =
     R"(|\bn'est pas (?:mentionnée?|précisée?|indiquée?|fournie?|spécifiée?|abordée?))"
     R"())";
 
-constexpr const char* kConnector = R"(\b(?:but|however|mais|cependant)\b)";
+constexpr const char* kConnector = R"(\b(?:but|however|mais|cependant)\b|\bi (?:do )?know\b)";
+// A clause boundary after the abstention: the rest is asserted when it has 3 words or more.
+constexpr const char* kBoundary = R"([,;:.!?](?: |$))";
 // "While the text does not say X, it implies Y": the concession ends at its comma.
 constexpr const char* kConcession = R"(^(?:while|although|though|even though|bien que|même si)\b)";
 
@@ -65,6 +67,11 @@ const re2::RE2& abstentionRe() {
 
 const re2::RE2& connectorRe() {
   static const re2::RE2 re(kConnector);
+  return re;
+}
+
+const re2::RE2& boundaryRe() {
+  static const re2::RE2 re(kBoundary);
   return re;
 }
 
@@ -132,28 +139,81 @@ bool hasWord(std::string_view s) {
   return false;
 }
 
-}  // namespace
+std::size_t words(std::string_view s) {
+  std::size_t n = 0;
+  bool in = false;
+  for (const char c : s) {
+    const bool w =
+        std::isalnum(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) >= 0x80;
+    n += w && !in ? 1 : 0;
+    in = w;
+  }
+  return n;
+}
 
-SentenceAbstention sentenceAbstention(std::string_view sentence) {
+/// The offset in `n.text` of the first match of `re` at or after `from`, and its end.
+bool find(const re2::RE2& re, const Normalised& n, std::size_t from, std::size_t& begin,
+          std::size_t& end) {
+  const re2::StringPiece text(n.text);
+  re2::StringPiece m;
+  if (from > text.size() || !re.Match(text, from, text.size(), re2::RE2::UNANCHORED, &m, 1))
+    return false;
+  begin = static_cast<std::size_t>(m.data() - text.data());
+  end = begin + m.size();
+  return true;
+}
+
+/// Byte of `sentence` where normalised offset `at` comes from (its size past the end).
+std::size_t original(const Normalised& n, std::size_t at, std::size_t size) {
+  return at < n.from.size() ? n.from[at] : size;
+}
+
+void append(std::string& out, std::string_view part) {
+  if (!hasWord(part)) return;
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (space(part.front())) part.remove_prefix(1);
+  while (space(part.back())) part.remove_suffix(1);
+  if (!out.empty()) out += ' ';
+  out += part;
+}
+
+SentenceAbstention abstention(std::string_view sentence, int depth) {
   SentenceAbstention out;
   const Normalised n = normalise(sentence);
-  re2::StringPiece match;
-  const re2::StringPiece text(n.text);
-  if (!abstentionRe().Match(text, 0, text.size(), re2::RE2::UNANCHORED, &match, 1)) return out;
+  std::size_t ms = 0, me = 0;
+  if (!find(abstentionRe(), n, 0, ms, me)) return out;
   out.abstains = true;
-  out.asserted_from = sentence.size();
-  const auto after = static_cast<std::size_t>(match.data() - text.data()) + match.size();
-  std::size_t end = n.text.size();  // where the asserted part starts, in the normalised text
-  re2::StringPiece connector;
-  if (connectorRe().Match(text, after, text.size(), re2::RE2::UNANCHORED, &connector, 1))
-    end = static_cast<std::size_t>(connector.data() - text.data()) + connector.size();
-  else if (const auto comma = n.text.find(',', after);
-           comma != std::string::npos && re2::RE2::PartialMatch(text, concessionRe()))
-    end = comma + 1;
-  const std::size_t from = end < n.from.size() ? n.from[end] : sentence.size();
-  if (hasWord(sentence.substr(from))) out.asserted_from = from;
+  // Before: up to the last connector that precedes the abstention ("X, but I don't know Y").
+  for (std::size_t from = 0, cb = 0, ce = 0; find(connectorRe(), n, from, cb, ce) && ce <= ms;
+       from = ce) {
+    out.asserted.clear();
+    append(out.asserted, sentence.substr(0, original(n, cb, sentence.size())));
+  }
+  // After: from a connector, a concession's comma, or a boundary followed by 3 words or more.
+  std::size_t rest = std::string::npos, cb = 0, ce = 0, bb = 0, be = 0;
+  const bool connector = find(connectorRe(), n, me, cb, ce);
+  const bool boundary = find(boundaryRe(), n, me, bb, be);
+  // A connector right after the boundary (", but …") is the same cut.
+  if (connector && (!boundary || cb <= bb || n.text.find_first_not_of(' ', be) == cb)) {
+    rest = original(n, ce, sentence.size());
+  } else if (boundary) {
+    const std::size_t at = original(n, be, sentence.size());
+    const bool concession = re2::RE2::PartialMatch(n.text, concessionRe());
+    if (concession || words(sentence.substr(at)) >= 3) rest = at;
+  }
+  if (rest == std::string::npos || rest >= sentence.size()) return out;
+  const std::string_view after = sentence.substr(rest);
+  if (const auto again = depth < 8 ? abstention(after, depth + 1) : SentenceAbstention{};
+      again.abstains)
+    append(out.asserted, again.asserted);
+  else
+    append(out.asserted, after);
   return out;
 }
+
+}  // namespace
+
+SentenceAbstention sentenceAbstention(std::string_view sentence) { return abstention(sentence, 0); }
 
 bool answerAbstains(std::string_view answer) {
   bool any = false;
@@ -161,7 +221,7 @@ bool answerAbstains(std::string_view answer) {
     const std::string_view s = answer.substr(begin, end - begin);
     if (!hasWord(s)) continue;
     const auto a = sentenceAbstention(s);
-    if (!a.abstains || a.asserted_from < s.size()) return false;
+    if (!a.abstains || !a.asserted.empty()) return false;
     any = true;
   }
   return any;

@@ -9,17 +9,22 @@
 /// A sentence abstains when one of the phrases below (English and French, the languages of the
 /// refusal check, judges/checks.hpp) occurs in it, matched by RE2 on a normalised copy: lower
 /// case, ’ and ‘ read as ', the spaced contractions of tokenised dialogue data ("i ' m",
-/// "do n't") joined, runs of white space as one space. A sentence that abstains and then goes
-/// on after "but", "however", "mais" or "cependant" is a hedge ("I'm not sure, but it was
-/// founded in 1971"): what follows the connector is asserted and judged like any claim.
+/// "do n't") joined, runs of white space as one space. What else the sentence says is asserted
+/// and judged like any claim (a hedge):
+///   - after the abstention, from a connector ("but", "however", "mais", "cependant", "I do
+///     know") or, when at least 3 words follow, from the next , ; : . ! ? ("I'm not sure, they
+///     released it in 1997"); a rest that abstains again is read the same way;
+///   - before it, up to a connector ("It has six novels, but I don't know the rest");
+///   - after a concession's comma ("While the text does not say X, it implies Y").
 /// The phrases: first-person uncertainty (I don't know, I'm not sure, I have no idea, I can't
-/// answer); a context, document, passage, source or text that does not mention, state, cover…
-/// it; something not stated, mentioned, provided… in the context, documents, sources; no
-/// information, not enough or additional information required; cannot be determined; their
-/// French forms (je ne sais pas, le contexte ne précise pas, aucune information, n'est pas
-/// mentionné…).
+/// answer; not "I didn't know that", which is surprise at a fact); a context, document,
+/// passage, source or text that does not mention, state, cover… it; something not stated,
+/// mentioned, provided… in the context, documents, sources; no information, not enough or
+/// additional information required; cannot be determined; their French forms (je ne sais pas,
+/// le contexte ne précise pas, aucune information, n'est pas mentionné…).
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -27,9 +32,9 @@ namespace assay {
 
 struct SentenceAbstention {
   bool abstains = false;  ///< an abstention phrase occurs in the sentence
-  /// When it abstains: the byte offset in the sentence where its asserted part starts (after
-  /// the connector of a hedge), or the sentence's size when it asserts nothing.
-  std::size_t asserted_from = 0;
+  /// When it abstains: what it asserts besides, as written (its parts joined by a space), or
+  /// "" when it asserts nothing.
+  std::string asserted;
 };
 
 /// Whether `sentence` (any UTF-8; invalid bytes are left as they are) abstains, and what of it

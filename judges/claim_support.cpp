@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "judges/abstention.hpp"
+#include "judges/claim_support_model.hpp"
 #include "judges/context_overlap.hpp"
 #include "judges/tokenizer.hpp"
 
@@ -192,6 +193,7 @@ struct Evidence {
   enum : std::uint8_t { kPlain = 1, kNegated = 2 };
   std::vector<std::pair<std::uint64_t, std::uint8_t>> keys;  // sorted, one entry per key
   std::vector<std::uint64_t> pairs;                          // sorted
+  std::size_t content_tokens = 0;                            // a feature: the contexts' size
 
   void add(std::string_view text) {
     const auto tokens = tokenizeDetailed(text);
@@ -201,6 +203,7 @@ struct Evidence {
     std::vector<std::size_t> content;
     for (std::size_t i = 0; i < k.size(); ++i) {
       if (!k[i].content) continue;
+      ++content_tokens;
       keys.emplace_back(k[i].hash, negatedAt(k, i, 0) ? kNegated : kPlain);
       content.push_back(i);
     }
@@ -238,6 +241,7 @@ struct ClaimToken {
 
 struct ClaimScore {
   double score = 0, weight = 0;
+  double u = 0, b = 0;  // unigram and contiguous support
 };
 
 ClaimScore scoreClaim(const std::vector<ClaimToken>& t, const Evidence& ev) {
@@ -262,6 +266,8 @@ ClaimScore scoreClaim(const std::vector<ClaimToken>& t, const Evidence& ev) {
     if (pair_weight > 0) b = pair_supported / pair_weight;
   }
   c.score = kUnigramShare * u + (1 - kUnigramShare) * b;
+  c.u = u;
+  c.b = b;
   return c;
 }
 
@@ -304,16 +310,23 @@ ClaimSupportDetail claimSupport(std::string_view question, std::string_view answ
   ClaimSupportDetail d;
   d.empty = true;
   double weighted_sum = 0, total_weight = 0, lowest = 1;
+  // For the features (kClaimFeatureNames).
+  struct {
+    double u = 0, b = 0, least_u = 1;
+    std::size_t sentences = 0, numbers = 0, numbers_missing = 0, mismatched = 0, tokens = 0,
+                asked = 0, weak = 0, names = 0, names_missing = 0;
+  } f;
   std::vector<ClaimToken> claim;
   std::vector<Key> keys;
   for (std::size_t s = 0; s < spans.size(); ++s) {
     std::string text =
         stripCitationMarkers(answer.substr(spans[s].first, spans[s].second - spans[s].first));
+    ++f.sentences;
     // An abstaining sentence asserts nothing; a hedge ("I'm not sure, but …") asserts its rest.
-    if (const auto a = sentenceAbstention(text); a.abstains) {
+    if (auto a = sentenceAbstention(text); a.abstains) {
       if (d.abstaining++ == 0) d.abstaining_sentence = clip(text, kMaxEvidenceClaim);
-      if (a.asserted_from >= text.size()) continue;
-      text.erase(0, a.asserted_from);
+      if (a.asserted.empty()) continue;
+      text = std::move(a.asserted);
     }
     const auto tokens = tokenizeDetailed(text);
     keys.clear();
@@ -330,12 +343,29 @@ ClaimSupportDetail claimSupport(std::string_view question, std::string_view answ
       const bool supported =
           negated ? (seen & Evidence::kNegated) != 0 : (seen & Evidence::kPlain) != 0;
       claim.push_back(ClaimToken{keys[i].hash, weight, supported, tokens[i].begin, tokens[i].end});
+      ++f.tokens;
+      if (weight == 0) {
+        ++f.asked;
+        continue;
+      }
+      f.mismatched += seen != 0 && !supported ? 1 : 0;
+      if (keys[i].number) {
+        ++f.numbers;
+        f.numbers_missing += supported ? 0 : 1;
+      } else if (tokens[i].capitalized && !tokens[i].sentence_start) {
+        ++f.names;
+        f.names_missing += supported ? 0 : 1;
+      }
     }
     const auto c = scoreClaim(claim, ev);
     if (c.weight == 0) continue;
     ++d.claims;
     weighted_sum += c.score * c.weight;
     total_weight += c.weight;
+    f.u += c.u * c.weight;
+    f.b += c.b * c.weight;
+    f.least_u = std::min(f.least_u, c.u);
+    f.weak += c.score < 0.5 ? 1 : 0;
     const auto as_written = [&] {
       const std::size_t from = tokens[0].begin;
       return clip(std::string_view(text).substr(from, tokens.back().end - from), kMaxEvidenceClaim);
@@ -360,31 +390,84 @@ ClaimSupportDetail claimSupport(std::string_view question, std::string_view answ
   if (d.claims == 0) {
     d.restates_question = true;
     d.score = kRestatedScore;
-    return d;
+    d.mean = 1;
+    f.u = f.b = 1;
+    total_weight = 1;
+    f.least_u = 1;
+  } else {
+    d.least_score = lowest;
+    d.mean = weighted_sum / total_weight;
+    d.score = 1 - (1 - d.mean) / std::pow(static_cast<double>(d.claims), kClaimsExponent);
+    if (d.uncited > 0) d.score *= kUncitedKeeps;
   }
-  d.least_score = lowest;
-  d.mean = weighted_sum / total_weight;
-  d.score = 1 - (1 - d.mean) / std::pow(static_cast<double>(d.claims), kClaimsExponent);
-  if (d.uncited > 0) d.score *= kUncitedKeeps;
+  const auto share = [](std::size_t part, std::size_t whole) {
+    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+  };
+  const auto ln1p = [](std::size_t n) { return std::log1p(static_cast<double>(n)); };
+  d.features = {d.score,
+                d.mean,
+                d.claims == 0 ? 1.0 : d.least_score,
+                f.u / total_weight,
+                f.b / total_weight,
+                ln1p(d.claims),
+                share(d.uncited, d.claims),
+                answer_cites ? 1.0 : 0.0,
+                share(f.numbers_missing, f.numbers),
+                ln1p(f.numbers_missing),
+                share(f.mismatched, f.tokens),
+                share(f.asked, f.tokens),
+                d.restates_question ? 1.0 : 0.0,
+                share(d.abstaining, f.sentences),
+                ln1p(f.tokens),
+                share(f.weak, d.claims),
+                f.least_u,
+                share(f.names_missing, f.names),
+                ln1p(ev.content_tokens)};
   return d;
 }
 
+namespace {
+constexpr OptionSpec kClaimSupportOptions[] = {
+    {"combination", OptionType::kString,
+     "learned (default: the features weighed by the built-in or `weights` model) or formula (the "
+     "hand-set score)",
+     true, "\"learned\""},
+    {"weights", OptionType::kString,
+     "a weights file written by scripts/train_claim_support (default: the built-in one)", true, "",
+     true},
+};
+}  // namespace
+
 const JudgeDescriptor ClaimSupportJudge::kDescriptor{
-    "claim_support",
-    JudgeKind::kLexical,
-    "faithfulness",
-    0.0,
-    1.0,
-    kUnitIntervalBuckets,
-    {},
-    CostClass::kCpuMicroseconds,
+    "claim_support", JudgeKind::kLexical, "faithfulness", 0.0, 1.0, kUnitIntervalBuckets,
+    kClaimSupportOptions, CostClass::kCpuMicroseconds,
     "faithfulness proxy: the answer's sentences scored against the contexts (contiguous "
     "support, figures, negation), the least-supported sentence weighing most",
     kFaithfulnessOutcomes,
-    "abstentions-1"};
+    // Bumped with the scoring code and with the built-in weights (claim_support_model_test
+    // pins their digest next to it).
+    "learned-1"};
 
-std::unique_ptr<Judge> ClaimSupportJudge::create(const JudgeOptionValues&) {
-  return std::make_unique<ClaimSupportJudge>();
+std::unique_ptr<Judge> ClaimSupportJudge::create(const JudgeOptionValues& values) {
+  const std::string combination = values.getString("combination", "learned");
+  const std::string weights = values.getString("weights", "");
+  if (combination == "formula") {
+    if (!weights.empty())
+      throw OptionError("weights", "applies to combination: learned only (the formula has none)");
+    return std::make_unique<ClaimSupportJudge>();
+  }
+  if (combination != "learned")
+    throw OptionError("combination",
+                      "expected learned (the default) or formula, got '" + combination + "'");
+  try {
+    return std::make_unique<ClaimSupportJudge>(
+        weights.empty()
+            ? std::shared_ptr<const ClaimSupportModel>(std::shared_ptr<void>(),
+                                                       &builtinClaimSupportModel())
+            : std::make_shared<const ClaimSupportModel>(loadClaimSupportModel(weights)));
+  } catch (const std::runtime_error& e) {
+    throw OptionError("weights", e.what());
+  }
 }
 
 Verdict ClaimSupportJudge::judge(const Event& e) const {
@@ -398,7 +481,8 @@ Verdict ClaimSupportJudge::judge(const Event& e) const {
                          "the answer abstains: \"" + d.abstaining_sentence + "\"");
   if (d.empty) return Verdict::fail(Outcome::kEmptyInput, "no content words");
   if (d.restates_question)
-    return Verdict::ok(d.score, "the answer only restates the question: no claim of its own");
+    return Verdict::ok(model_ ? model_->score(d.features) : d.score,
+                       "the answer only restates the question: no claim of its own");
   std::string evidence;
   if (d.uncited > 0) {
     evidence = "uncited (" + std::to_string(d.uncited) + " of " + std::to_string(d.claims) +
@@ -418,7 +502,7 @@ Verdict ClaimSupportJudge::judge(const Event& e) const {
     evidence += std::string(evidence.empty() ? "" : "; ") + "judged on what it asserts (" +
                 std::to_string(d.abstaining) + " sentence(s) abstain: \"" + d.abstaining_sentence +
                 "\")";
-  return Verdict::ok(d.score, std::move(evidence));
+  return Verdict::ok(model_ ? model_->score(d.features) : d.score, std::move(evidence));
 }
 
 }  // namespace assay

@@ -61,6 +61,9 @@
 /// no allocation per token beyond the tokenizer's short strings: 48 µs per dev event on one
 /// core (Google Benchmark, tests/bench/pipeline_bench.cpp BM_Judge).
 
+#include <array>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +71,31 @@
 #include "judges/judge.hpp"
 
 namespace assay {
+
+/// The answer-level features the learned combination weighs (claim_support_model.hpp), in
+/// this order; their names are the weights file's `features`.
+inline constexpr std::string_view kClaimFeatureNames[] = {
+    "formula",              // the hand-set score of steps 5-7 above, [0, 1]
+    "mean_support",         // m: the claims' support, weighted mean, [0, 1]
+    "least_support",        // the lowest claim's support, [0, 1]
+    "mean_unigram",         // the claims' u, weighted mean, [0, 1]
+    "mean_pairs",           // the claims' b, weighted mean, [0, 1]
+    "log_claims",           // ln(1 + claims)
+    "uncited_share",        // claims without a marker in an answer that cites, / claims
+    "cites",                // 1 when the answer carries a citation marker
+    "number_unsupported",   // unsupported figures / figures (0 without figures)
+    "log_numbers_missing",  // ln(1 + unsupported figures)
+    "polarity_mismatch",    // tokens found in a context with the other polarity, / tokens
+    "question_share",       // content tokens the question already has, / content tokens
+    "restates_question",    // 1 when the answer only restates the question
+    "abstaining_share",     // sentences that abstain (a hedge's asserted part is judged) / all
+    "log_tokens",           // ln(1 + content tokens of the answer)
+    "weak_claims",          // claims of support below 0.5, / claims
+    "least_unigram",        // the lowest claim's u
+    "name_unsupported",     // capitalised mid-sentence words not in a context, / such words
+    "log_context_tokens",   // ln(1 + content tokens of the contexts)
+};
+inline constexpr std::size_t kClaimFeatureCount = std::size(kClaimFeatureNames);
 
 /// One claim's support, for tests and the evidence line.
 struct ClaimSupportDetail {
@@ -87,6 +115,8 @@ struct ClaimSupportDetail {
   std::string least_claim;          ///< that claim as written in the answer (≤ 200 bytes)
   std::vector<std::string>
       unsupported;  ///< up to 5 of its unsupported tokens, as written (≤ 40 bytes each)
+  /// kClaimFeatureNames' values for this answer (all finite); zeros when empty or abstained.
+  std::array<double, kClaimFeatureCount> features{};
 };
 
 /// Scores `answer` against `contexts` (texts, rank order irrelevant), `question`'s content
@@ -94,11 +124,24 @@ struct ClaimSupportDetail {
 ClaimSupportDetail claimSupport(std::string_view question, std::string_view answer,
                                 const std::vector<std::string_view>& contexts);
 
+struct ClaimSupportModel;
+
+/// The judge's score: the learned combination of the features (claim_support_model.hpp; the
+/// built-in weights, or `weights: PATH`), or with `combination: formula` the hand-set score of
+/// steps 5-7 (the feature `formula`).
 class ClaimSupportJudge final : public Judge {
  public:
   static const JudgeDescriptor kDescriptor;
+  /// Options `combination` (learned | formula) and `weights` (a weights file; learned only).
+  /// Throws OptionError naming the key (a weights file refused: its path and reason).
   static std::unique_ptr<Judge> create(const JudgeOptionValues& values);
+  /// `model` null: the formula.
+  explicit ClaimSupportJudge(std::shared_ptr<const ClaimSupportModel> model = nullptr)
+      : model_(std::move(model)) {}
   Verdict judge(const Event& event) const override;
+
+ private:
+  std::shared_ptr<const ClaimSupportModel> model_;
 };
 
 }  // namespace assay

@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <variant>
 
+#include "core/bounded_file.hpp"
+
 namespace assay {
 
 std::string_view judgeKindName(JudgeKind k) {
@@ -179,6 +181,12 @@ JudgeVersion judgeVersionOf(const JudgeDescriptor& d, const JudgeOptionValues& v
         },
         *v);
     if (!spec.default_value.empty() && text == spec.default_value) continue;  // as if omitted
+    if (const auto* path = std::get_if<std::string>(v); spec.file_digest && path) {
+      std::string bytes;
+      text += readRegularFile(*path, std::size_t{16} << 20, bytes).empty()
+                  ? fmt::format("#{:016x}", XXH3_64bits(bytes.data(), bytes.size()))
+                  : "#unreadable";
+    }
     fields.emplace_back(std::string(spec.name), std::move(text));
   }
   return JudgeVersion::make(std::move(fields));

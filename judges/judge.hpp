@@ -59,6 +59,10 @@ struct OptionSpec {
   /// then gives the same version as leaving it out (tests/judges/registry_compliance_test
   /// checks each).
   std::string_view default_value = "";
+  /// The option names a file whose content scores (a weights file): the version's field is
+  /// the path and a digest of the file's bytes (XXH3, at most 16 MiB read), so editing the file
+  /// in place starts a new version as a new path would.
+  bool file_digest = false;
 };
 
 /// What a local judge answers when it cannot judge an event: the default `outcomes` of a

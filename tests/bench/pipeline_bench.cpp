@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/options.hpp"
+#include "judges/claim_support_model.hpp"
 #include "judges/registry.hpp"
 #include "judges/rouge_l.hpp"
 #include "judges/tokenizer.hpp"
@@ -167,6 +168,14 @@ void BM_Judge(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_Judge)->DenseRange(0, static_cast<int>(localJudges().size()) - 1);
+
+// claim_support's weights: parsed and checked whole, as at start-up (issue: under 10 ms).
+void BM_ClaimSupportModelLoad(benchmark::State& state) {
+  const std::string text(builtinClaimSupportModelText());
+  for (auto _ : state) benchmark::DoNotOptimize(parseClaimSupportModel(text, "built-in"));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ClaimSupportModelLoad)->Unit(benchmark::kMicrosecond);
 
 // All judges on one event: the per-event CPU cost of the demo configuration.
 void BM_AllJudgesPerEvent(benchmark::State& state) {

@@ -26,7 +26,7 @@ Event event(std::string answer) {
 std::string asserted(std::string_view s) {
   const auto a = sentenceAbstention(s);
   if (!a.abstains) return "-";
-  return std::string(s.substr(a.asserted_from));
+  return a.asserted;
 }
 
 }  // namespace
@@ -60,6 +60,7 @@ TEST_CASE("abstention: whole abstentions in English and French, none where a fac
            "The warranty does not cover water damage.", "I had no idea he died.",
            "I'm sure it lasts two years.", "The text of the contract is long.",
            "He does not know the answer, the documents say.",  // reported speech: no pattern
+           "i didn ' t know that . i know that tolkien adapted orcs .",  // surprise, not doubt
        }) {
     const std::string text = s;
     CAPTURE(text);
@@ -68,17 +69,26 @@ TEST_CASE("abstention: whole abstentions in English and French, none where a fac
   }
 }
 
-TEST_CASE("abstention: a hedge asserts what follows its connector") {
-  CHECK(asserted("i ' m not sure , but they were founded in 1971") == " they were founded in 1971");
+TEST_CASE("abstention: a hedge asserts what surrounds its abstention") {
+  CHECK(asserted("i ' m not sure , but they were founded in 1971") == "they were founded in 1971");
   CHECK(asserted("I'm not sure, but I do know that it originated in Michigan.") ==
-        " I do know that it originated in Michigan.");
+        "I do know that it originated in Michigan.");
+  CHECK(asserted("well i'm not sure i do know the role was related to nursing.") ==
+        "the role was related to nursing.");
   CHECK(asserted("The context does not mention it; however, the warranty lasts two years.") ==
         ", the warranty lasts two years.");
   CHECK(asserted("While the text does not provide a detailed explanation, it implies a link.") ==
-        " it implies a link.");
-  CHECK(asserted("Je ne sais pas, mais elle dure deux ans.") == " elle dure deux ans.");
-  // A connector before the abstention does not count; nothing after it: nothing asserted.
-  CHECK(asserted("It lasts, but I'm not sure.") == "");
+        "it implies a link.");
+  CHECK(asserted("Je ne sais pas, mais elle dure deux ans.") == "elle dure deux ans.");
+  // A boundary followed by 3 words or more; fewer is an aside.
+  CHECK(asserted("I 'm not sure , they released the first book in 1997 .") ==
+        "they released the first book in 1997 .");
+  CHECK(asserted("i'm not sure if you like green. i do know that minerals are green.") ==
+        "that minerals are green.");
+  CHECK(asserted("Not stated in the documents, unfortunately.") == "");
+  // Before the abstention, up to a connector; a rest that abstains again asserts nothing.
+  CHECK(asserted("It has six novels, but I don't know any audio books.") == "It has six novels,");
+  CHECK(asserted("The context does not say, and I cannot tell which.") == "");
   // Partial answers: not a whole abstention.
   CHECK_FALSE(answerAbstains("I don't know the brand. The warranty lasts two years."));
   CHECK_FALSE(answerAbstains("I'm not sure, but it lasts two years."));
