@@ -28,7 +28,7 @@ judge = ("  - name: faithfulness_llm\n"
          f"    model: {json.dumps(model)}\n"
          + ("    api_key_env: OPENAI_API_KEY\n" if has_key else "")
          + "    max_in_flight: 4\n"
-         "    run_if: [{judge: claim_support, below: 0.8}]\n")
+         "    run_if: [{judge: claim_support, below: 0.6}]\n")
 head, sep, tail = text.partition("tracking:")
 text = head.rstrip("\n") + "\n" + judge + sep + tail
 text = text.replace("judges:\n", budget + "judges:\n", 1)
