@@ -271,8 +271,8 @@ int usage(const std::string& command, const std::string& msg, std::ostream& err)
 int runReportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   ReportOptions o;
   static const std::vector<std::string> kFlags = {
-      "--judgments",       "--events", "--label",   "--group",  "--auc", "--human",
-      "--human-criterion", "--config", "--cascade", "--recall", "--half"};
+      "--judgments",       "--events", "--label",   "--group",  "--auc",  "--human",
+      "--human-criterion", "--config", "--cascade", "--recall", "--half", "--price-per-call"};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--across-versions") {  // the one flag without a value
@@ -302,6 +302,13 @@ int runReportCommand(const std::vector<std::string>& args, std::ostream& out, st
       o.cascade_recall = std::strtod(v.c_str(), &end);
       if (end == v.c_str() || *end != '\0' || !(o.cascade_recall > 0 && o.cascade_recall <= 1))
         return usage("report", "--recall '" + v + "': expected a number in (0, 1]", err);
+    } else if (a == "--price-per-call") {
+      char* end = nullptr;
+      const double price = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(price > 0 && price <= 1000))
+        return usage("report",
+                     "--price-per-call '" + v + "': expected euros per LLM call in (0, 1000]", err);
+      o.price_per_call = price;
     } else if (a == "--half") {
       if (v != "A" && v != "B") return usage("report", "--half '" + v + "': expected A or B", err);
       o.half = v;

@@ -583,12 +583,29 @@ void printCascade(const ReportOptions& o, const std::string& judge, const Judgme
     // Between curve points the counts are those of the last point at or below t.
     return p;
   };
-  out << "  below      LLM share  recall\n";
+  // Euros per hallucination caught: the calls sent × the price / the positives among them.
+  const auto perCaught = [&](const CascadePoint& p) -> std::optional<double> {
+    const double caught = p.recall * static_cast<double>(pos);
+    if (!o.price_per_call || caught <= 0) return std::nullopt;
+    return p.share * static_cast<double>(all.size()) * *o.price_per_call / caught;
+  };
+  const auto column = [&](const CascadePoint& p) -> std::string {
+    if (!o.price_per_call) return "";
+    const auto v = perCaught(p);
+    return v ? fmt::format("  {:>14.4g}", *v) : fmt::format("  {:>14}", "-");
+  };
+  out << "  below      LLM share  recall" << (o.price_per_call ? "  EUR per caught" : "") << "\n";
   for (int k = 1; k <= 10; ++k) {
     const double t = summary.min_score + (summary.max_score - summary.min_score) * k / 10.0;
     const auto p = at(t);
-    out << fmt::format("  {:<9.4g}  {:>9.3f}  {:>6.3f}\n", t, p.share, p.recall);
+    out << fmt::format("  {:<9.4g}  {:>9.3f}  {:>6.3f}{}\n", t, p.share, p.recall, column(p));
   }
+  if (o.price_per_call && pos > 0)
+    out << fmt::format(
+        "  (at EUR {} a call: every event to the LLM judge costs EUR {:.4g} per hallucination "
+        "caught)\n",
+        *o.price_per_call,
+        static_cast<double>(all.size()) * *o.price_per_call / static_cast<double>(pos));
   const auto* target = cascadeForRecall(curve, o.cascade_recall);
   if (!target) {
     out << fmt::format("  no threshold reaches recall {} ({} positives)\n", o.cascade_recall, pos);
@@ -609,9 +626,12 @@ void printCascade(const ReportOptions& o, const std::string& judge, const Judgme
     if (back > sent_max && back <= next_min) break;
   }
   out << fmt::format(
-      "  recall >= {}: below {} sends {:.1f} % of the events on (recall {:.3f}); "
+      "  recall >= {}: below {} sends {:.1f} % of the events on (recall {:.3f}){}; "
       "assay estimate --escalation-share {:.3f} prices it\n",
-      o.cascade_recall, written, 100 * target->share, target->recall, target->share);
+      o.cascade_recall, written, 100 * target->share, target->recall,
+      perCaught(*target) ? fmt::format(", EUR {:.4g} per hallucination caught", *perCaught(*target))
+                         : "",
+      target->share);
   std::map<std::string, std::pair<std::vector<double>, std::vector<bool>>> by_group;
   for (const auto& e : labels.labelled)
     if (auto it = scores.find(e.id); it != scores.end()) {

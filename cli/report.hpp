@@ -66,6 +66,9 @@ struct ReportOptions {
   /// `--cascade JUDGE`: escalation thresholds of JUDGE, LLM share and recall of the label.
   std::vector<std::string> cascade_judges;
   double cascade_recall = 0.9;  ///< `--recall`: the recall the threshold must reach, (0, 1]
+  /// `--price-per-call EUR`: the LLM judge's price per call, euros (assay estimate's per-call
+  /// figure): the cascade then prints the euros per hallucination caught at each threshold.
+  std::optional<double> price_per_call;
   /// `--half A|B`: only the labelled events with XXH3_64(id) < 2^63 (A: those a
   /// `sampling.rate: 0.5` samples) or the others (B); "" = all. For honest selection: choose on
   /// one half, report the other (docs/claim-support.md).

@@ -278,6 +278,94 @@ std::string clip(std::string_view s, std::size_t max_bytes) {
   return std::string(s.substr(0, n)) + "…";
 }
 
+/// Which sentences carry a citation marker; `any`: some marker in the answer.
+std::vector<bool> citedSentences(std::string_view answer,
+                                 const std::vector<std::pair<std::size_t, std::size_t>>& spans,
+                                 bool& any) {
+  std::vector<bool> cited(spans.size(), false);
+  any = false;
+  for (std::size_t s = 0; s < spans.size(); ++s) {
+    const auto [begin, end] = spans[s];
+    const std::string_view span = answer.substr(0, end);
+    bool leading = s > 0;  // "… a month. [1] It …": a marker before the first word cites back
+    for (std::size_t i = begin; i < end; ++i) {
+      if (const std::size_t n = citationMarkerLength(span, i); n > 0) {
+        (leading ? cited[s - 1] : cited[s]) = true;
+        any = true;
+        i += n - 1;
+      } else if (span[i] != ' ' && span[i] != '\t' && span[i] != '\n' && span[i] != '\r') {
+        leading = false;
+      }
+    }
+  }
+  return cited;
+}
+
+/// What the claims loop counts for the features (kClaimFeatureNames).
+struct FeatureCounts {
+  double u = 0, b = 0, least_u = 1;  // weighted sums of the claims' u and b; the lowest u
+  std::size_t sentences = 0, numbers = 0, numbers_missing = 0, mismatched = 0, tokens = 0,
+              asked = 0, weak = 0, names = 0, names_missing = 0;
+};
+
+void setFeatures(ClaimSupportDetail& d, const FeatureCounts& f, double total_weight, bool cites,
+                 std::size_t context_tokens) {
+  const auto share = [](std::size_t part, std::size_t whole) {
+    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+  };
+  const auto ln1p = [](std::size_t n) { return std::log1p(static_cast<double>(n)); };
+  d.features = {d.score,
+                d.mean,
+                d.claims == 0 ? 1.0 : d.least_score,
+                f.u / total_weight,
+                f.b / total_weight,
+                ln1p(d.claims),
+                share(d.uncited, d.claims),
+                cites ? 1.0 : 0.0,
+                share(f.numbers_missing, f.numbers),
+                ln1p(f.numbers_missing),
+                share(f.mismatched, f.tokens),
+                share(f.asked, f.tokens),
+                d.restates_question ? 1.0 : 0.0,
+                share(d.abstaining, f.sentences),
+                ln1p(f.tokens),
+                share(f.weak, d.claims),
+                f.least_u,
+                share(f.names_missing, f.names),
+                ln1p(context_tokens)};
+}
+
+/// The claim's content tokens (weight, support), counted in `f` too.
+void claimTokens(const std::vector<Token>& tokens, const std::vector<Key>& keys,
+                 const std::vector<std::uint64_t>& asked, const Evidence& ev,
+                 std::vector<ClaimToken>& claim, FeatureCounts& f) {
+  claim.clear();
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (!keys[i].content) continue;
+    const double weight = contains(asked, keys[i].hash) ? 0.0
+                          : keys[i].number              ? kNumberWeight
+                                                        : 1.0;
+    const auto seen = ev.polarity(keys[i].hash);
+    const bool negated = negatedAt(keys, i, 0);
+    const bool supported =
+        negated ? (seen & Evidence::kNegated) != 0 : (seen & Evidence::kPlain) != 0;
+    claim.push_back(ClaimToken{keys[i].hash, weight, supported, tokens[i].begin, tokens[i].end});
+    ++f.tokens;
+    if (weight == 0) {
+      ++f.asked;
+      continue;
+    }
+    f.mismatched += seen != 0 && !supported ? 1 : 0;
+    if (keys[i].number) {
+      ++f.numbers;
+      f.numbers_missing += supported ? 0 : 1;
+    } else if (tokens[i].capitalized && !tokens[i].sentence_start) {
+      ++f.names;
+      f.names_missing += supported ? 0 : 1;
+    }
+  }
+}
+
 }  // namespace
 
 ClaimSupportDetail claimSupport(std::string_view question, std::string_view answer,
@@ -290,32 +378,13 @@ ClaimSupportDetail claimSupport(std::string_view question, std::string_view answ
   std::sort(asked.begin(), asked.end());
 
   const auto spans = sentenceSpans(answer);
-  std::vector<bool> cited(spans.size(), false);
   bool answer_cites = false;
-  for (std::size_t s = 0; s < spans.size(); ++s) {
-    const auto [begin, end] = spans[s];
-    const std::string_view span = answer.substr(0, end);
-    bool leading = s > 0;  // "… a month. [1] It …": a marker before the first word cites back
-    for (std::size_t i = begin; i < end; ++i) {
-      if (const std::size_t n = citationMarkerLength(span, i); n > 0) {
-        (leading ? cited[s - 1] : cited[s]) = true;
-        answer_cites = true;
-        i += n - 1;
-      } else if (span[i] != ' ' && span[i] != '\t' && span[i] != '\n' && span[i] != '\r') {
-        leading = false;
-      }
-    }
-  }
+  const std::vector<bool> cited = citedSentences(answer, spans, answer_cites);
 
   ClaimSupportDetail d;
   d.empty = true;
   double weighted_sum = 0, total_weight = 0, lowest = 1;
-  // For the features (kClaimFeatureNames).
-  struct {
-    double u = 0, b = 0, least_u = 1;
-    std::size_t sentences = 0, numbers = 0, numbers_missing = 0, mismatched = 0, tokens = 0,
-                asked = 0, weak = 0, names = 0, names_missing = 0;
-  } f;
+  FeatureCounts f;
   std::vector<ClaimToken> claim;
   std::vector<Key> keys;
   for (std::size_t s = 0; s < spans.size(); ++s) {
@@ -331,35 +400,12 @@ ClaimSupportDetail claimSupport(std::string_view question, std::string_view answ
     const auto tokens = tokenizeDetailed(text);
     keys.clear();
     for (const auto& t : tokens) keys.push_back(keyOf(t));
-    claim.clear();
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
-      if (!keys[i].content) continue;
-      d.empty = false;
-      const double weight = contains(asked, keys[i].hash) ? 0.0
-                            : keys[i].number              ? kNumberWeight
-                                                          : 1.0;
-      const auto seen = ev.polarity(keys[i].hash);
-      const bool negated = negatedAt(keys, i, 0);
-      const bool supported =
-          negated ? (seen & Evidence::kNegated) != 0 : (seen & Evidence::kPlain) != 0;
-      claim.push_back(ClaimToken{keys[i].hash, weight, supported, tokens[i].begin, tokens[i].end});
-      ++f.tokens;
-      if (weight == 0) {
-        ++f.asked;
-        continue;
-      }
-      f.mismatched += seen != 0 && !supported ? 1 : 0;
-      if (keys[i].number) {
-        ++f.numbers;
-        f.numbers_missing += supported ? 0 : 1;
-      } else if (tokens[i].capitalized && !tokens[i].sentence_start) {
-        ++f.names;
-        f.names_missing += supported ? 0 : 1;
-      }
-    }
+    claimTokens(tokens, keys, asked, ev, claim, f);
+    if (!claim.empty()) d.empty = false;
     const auto c = scoreClaim(claim, ev);
     if (c.weight == 0) continue;
     ++d.claims;
+    d.claim_scores.push_back(c.score);
     weighted_sum += c.score * c.weight;
     total_weight += c.weight;
     f.u += c.u * c.weight;
@@ -400,29 +446,7 @@ ClaimSupportDetail claimSupport(std::string_view question, std::string_view answ
     d.score = 1 - (1 - d.mean) / std::pow(static_cast<double>(d.claims), kClaimsExponent);
     if (d.uncited > 0) d.score *= kUncitedKeeps;
   }
-  const auto share = [](std::size_t part, std::size_t whole) {
-    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
-  };
-  const auto ln1p = [](std::size_t n) { return std::log1p(static_cast<double>(n)); };
-  d.features = {d.score,
-                d.mean,
-                d.claims == 0 ? 1.0 : d.least_score,
-                f.u / total_weight,
-                f.b / total_weight,
-                ln1p(d.claims),
-                share(d.uncited, d.claims),
-                answer_cites ? 1.0 : 0.0,
-                share(f.numbers_missing, f.numbers),
-                ln1p(f.numbers_missing),
-                share(f.mismatched, f.tokens),
-                share(f.asked, f.tokens),
-                d.restates_question ? 1.0 : 0.0,
-                share(d.abstaining, f.sentences),
-                ln1p(f.tokens),
-                share(f.weak, d.claims),
-                f.least_u,
-                share(f.names_missing, f.names),
-                ln1p(ev.content_tokens)};
+  setFeatures(d, f, total_weight, answer_cites, ev.content_tokens);
   return d;
 }
 
@@ -503,6 +527,51 @@ Verdict ClaimSupportJudge::judge(const Event& e) const {
                 std::to_string(d.abstaining) + " sentence(s) abstain: \"" + d.abstaining_sentence +
                 "\")";
   return Verdict::ok(model_ ? model_->score(d.features) : d.score, std::move(evidence));
+}
+
+// ---- context_recall ----------------------------------------------------------------------------
+
+const JudgeDescriptor ContextRecallJudge::kDescriptor{
+    "context_recall",
+    JudgeKind::kRetrieval,
+    "context_recall",
+    0.0,
+    1.0,
+    kUnitIntervalBuckets,
+    {},
+    CostClass::kCpuMicroseconds,
+    "share of the reference answer's claims the retrieved contexts support (RAGAS context "
+    "recall, claim by claim, without a model)"};
+
+std::unique_ptr<Judge> ContextRecallJudge::create(const JudgeOptionValues&) {
+  return std::make_unique<ContextRecallJudge>();
+}
+
+Verdict ContextRecallJudge::judge(const Event& e) const {
+  if (!e.reference || e.reference->find_first_not_of(" \t\r\n") == std::string::npos)
+    return Verdict::fail(Outcome::kNoReference);
+  std::vector<std::string_view> texts;
+  for (const auto& c : e.contexts)
+    if (!c.text.empty()) texts.push_back(c.text);
+  if (texts.empty()) return Verdict::fail(Outcome::kNoContext);
+  const auto d = claimSupport(e.question, *e.reference, texts);
+  if (d.empty || d.abstained || d.claims == 0)
+    return Verdict::fail(Outcome::kEmptyInput, "the reference has no claim beyond the question");
+  const auto found = static_cast<std::size_t>(std::count_if(
+      d.claim_scores.begin(), d.claim_scores.end(), [](double s) { return s >= kFound; }));
+  std::string evidence = std::to_string(found) + " of " + std::to_string(d.claims) +
+                         " reference claims found in the contexts";
+  if (d.least_score < kFound) {
+    char score[16];
+    std::snprintf(score, sizeof score, "%.2f", d.least_score);
+    evidence += std::string("; least found (") + score + "): \"" + d.least_claim + "\"";
+    if (!d.unsupported.empty()) {
+      evidence += "; missing:";
+      for (const auto& t : d.unsupported) evidence += " " + t;
+    }
+  }
+  return Verdict::ok(static_cast<double>(found) / static_cast<double>(d.claims),
+                     std::move(evidence));
 }
 
 }  // namespace assay

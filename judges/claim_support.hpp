@@ -124,6 +124,7 @@ struct ClaimSupportDetail {
   std::string least_claim;          ///< that claim as written in the answer (≤ 200 bytes)
   std::vector<std::string>
       unsupported;  ///< up to 5 of its unsupported tokens, as written (≤ 40 bytes each)
+  std::vector<double> claim_scores;  ///< each claim's support, in the answer's order
   /// kClaimFeatureNames' values for this answer (all finite); zeros when empty or abstained.
   std::array<double, kClaimFeatureCount> features{};
 };
@@ -151,6 +152,26 @@ class ClaimSupportJudge final : public Judge {
 
  private:
   std::shared_ptr<const ClaimSupportModel> model_;
+};
+
+/// `context_recall` (kind retrieval, criterion context_recall): RAGAS's context recall without a
+/// model (Es et al. 2023, "RAGAS: Automated Evaluation of Retrieval Augmented Generation"): the
+/// share of the reference answer's claims that the retrieved contexts support, each claim
+/// scored by claimSupport() against the contexts (the question's own words weigh 0), a claim
+/// counting as found when its support is at least kFound. A low recall with a faithful answer
+/// is a retriever that missed what the answer needed; a high recall with an unfaithful answer
+/// is a generator that did not use what it was given. Outcomes: `no_reference` without a
+/// reference, `no_context` when no context has text, `empty_input` when the reference has no
+/// claim beyond the question. Evidence: "3 of 4 reference claims found; least found (0.25):
+/// \"…\"; missing: …".
+class ContextRecallJudge final : public Judge {
+ public:
+  /// A reference claim is found when the contexts support it at least this much ((u + b) / 2,
+  /// step 4 above): half of its weighted words and word pairs.
+  static constexpr double kFound = 0.5;
+  static const JudgeDescriptor kDescriptor;
+  static std::unique_ptr<Judge> create(const JudgeOptionValues& values);
+  Verdict judge(const Event& event) const override;
 };
 
 }  // namespace assay

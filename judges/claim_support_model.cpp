@@ -14,7 +14,7 @@
 namespace assay {
 namespace {
 
-constexpr std::size_t kMaxModelBytes = 64 * 1024;
+constexpr std::size_t kMaxModelBytes = std::size_t{64} * 1024;
 constexpr std::string_view kFormat = "assay-claim-support-model";
 constexpr int kVersion = 1;
 

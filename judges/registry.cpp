@@ -55,6 +55,8 @@ const JudgeFactory kJudges[] = {
     entry<HitRateJudge>(),
     entry<MrrJudge>(),
     entry<NdcgJudge>(),
+    // retrieval, against the reference answer's claims
+    entry<ContextRecallJudge>(),
     // reference-free lexical
     entry<ContextOverlapJudge>(),
     entry<ClaimSupportJudge>(),

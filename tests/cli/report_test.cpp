@@ -216,6 +216,20 @@ TEST_CASE("assay report --cascade and --half on files") {
   CHECK(s.find("recall >= 0.9: below 0.8 sends 75.0 % of the events on (recall 1.000); "
                "assay estimate --escalation-share 0.750 prices it") != std::string::npos);
   CHECK(err.str().empty());  // claim_support is one of the default --auc judges, present here
+  // --price-per-call: below 0.5 sends 4 of 8 events (EUR 0.04) and catches 3 of 4: 0.01333 each;
+  // below 0.8 sends 6 (0.06) for all 4: 0.015; every event to the LLM: 0.08 / 4 = 0.02.
+  o.price_per_call = 0.01;
+  std::ostringstream priced;
+  CHECK(runReport(o, priced, err) == 0);
+  const std::string p = priced.str();
+  CAPTURE(p);
+  CHECK(p.find("  below      LLM share  recall  EUR per caught\n") != std::string::npos);
+  CHECK(p.find("  0.5            0.500   0.750         0.01333\n") != std::string::npos);
+  CHECK(p.find("  0.8            0.750   1.000           0.015\n") != std::string::npos);
+  CHECK(p.find("every event to the LLM judge costs EUR 0.02 per hallucination caught") !=
+        std::string::npos);
+  CHECK(p.find("(recall 1.000), EUR 0.015 per hallucination caught;") != std::string::npos);
+  o.price_per_call.reset();
   // --half: XXH3_64 of the ids ("a".."h") puts b d f h in half A (below 2^63) and a c e g in
   // half B (computed with Python's xxhash.xxh3_64_intdigest).
   o.half = "A";

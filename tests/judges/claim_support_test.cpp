@@ -197,3 +197,35 @@ TEST_CASE("claim_support: '18 h.' ends a sentence; the letters of 'e.g.' are not
 }
 
 }  // namespace assay
+
+namespace assay {
+
+TEST_CASE("context_recall: the share of the reference's claims the contexts support") {
+  Event e;
+  e.question = "How long is the warranty?";
+  e.contexts.push_back(Context{"1", "The warranty lasts two years.", ""});
+  e.answer = "Two years.";
+  e.reference = "The warranty lasts two years. It covers water damage.";
+  const ContextRecallJudge judge;
+  const auto half = judge.judge(e);
+  REQUIRE(half.outcome == Outcome::kOk);
+  CHECK(*half.score == 0.5);
+  CHECK(half.evidence ==
+        "1 of 2 reference claims found in the contexts; least found (0.00): \"It covers water "
+        "damage\"; missing: covers water damage");
+  e.contexts.push_back(Context{"2", "Water damage is covered.", ""});
+  CHECK(*judge.judge(e).score == 1.0);  // "covers" and "covered": one key, and the pair
+  e.reference = "Two years";            // the number only: found
+  CHECK(*judge.judge(e).score == 1.0);
+  e.reference = "Three years";
+  CHECK(*judge.judge(e).score == 0.0);
+  e.reference = "The warranty?";  // nothing beyond the question's words
+  CHECK(judge.judge(e).outcome == Outcome::kEmptyInput);
+  e.reference.reset();
+  CHECK(judge.judge(e).outcome == Outcome::kNoReference);
+  e.reference = "Two years.";
+  e.contexts.clear();
+  CHECK(judge.judge(e).outcome == Outcome::kNoContext);
+}
+
+}  // namespace assay

@@ -171,6 +171,8 @@ TEST_CASE("registry: the issue's judges are all listed") {
       {JudgeKind::kRetrieval, "hit_rate"},
       {JudgeKind::kRetrieval, "mrr"},
       {JudgeKind::kRetrieval, "ndcg"},
+      {JudgeKind::kRetrieval, "context_recall"},
+      {JudgeKind::kLexical, "claim_support"},
       {JudgeKind::kLexical, "context_overlap"},
       {JudgeKind::kLexical, "question_overlap"},
       {JudgeKind::kLlm, "llm"},
