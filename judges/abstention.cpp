@@ -2,6 +2,7 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 
@@ -199,7 +200,12 @@ SentenceAbstention abstention(std::string_view sentence, int depth) {
   } else if (boundary) {
     const std::size_t at = original(n, be, sentence.size());
     const bool concession = re2::RE2::PartialMatch(n.text, concessionRe());
-    if (concession || words(sentence.substr(at)) >= 3) rest = at;
+    // An aside ("…, unfortunately.") is not a claim; 3 words or a figure are ("…: 10 years").
+    const std::string_view tail = sentence.substr(at);
+    if (concession || words(tail) >= 3 || std::any_of(tail.begin(), tail.end(), [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c)) != 0;
+        }))
+      rest = at;
   }
   if (rest == std::string::npos || rest >= sentence.size()) return out;
   const std::string_view after = sentence.substr(rest);

@@ -12,8 +12,9 @@
 /// "do n't") joined, runs of white space as one space. What else the sentence says is asserted
 /// and judged like any claim (a hedge):
 ///   - after the abstention, from a connector ("but", "however", "mais", "cependant", "I do
-///     know") or, when at least 3 words follow, from the next , ; : . ! ? ("I'm not sure, they
-///     released it in 1997"); a rest that abstains again is read the same way;
+///     know") or, when at least 3 words or a figure follow, from the next , ; : . ! ? ("I'm not
+///     sure, they released it in 1997"; "Not stated: 10 years"); a rest that abstains again is
+///     read the same way;
 ///   - before it, up to a connector ("It has six novels, but I don't know the rest");
 ///   - after a concession's comma ("While the text does not say X, it implies Y").
 /// The phrases: first-person uncertainty (I don't know, I'm not sure, I have no idea, I can't

@@ -86,6 +86,7 @@ TEST_CASE("abstention: a hedge asserts what surrounds its abstention") {
   CHECK(asserted("i'm not sure if you like green. i do know that minerals are green.") ==
         "that minerals are green.");
   CHECK(asserted("Not stated in the documents, unfortunately.") == "");
+  CHECK(asserted("Not stated in the documents: 10 years.") == "10 years.");  // a figure asserts
   // Before the abstention, up to a connector; a rest that abstains again asserts nothing.
   CHECK(asserted("It has six novels, but I don't know any audio books.") == "It has six novels,");
   CHECK(asserted("The context does not say, and I cannot tell which.") == "");
