@@ -66,8 +66,8 @@ constexpr std::string_view kReport =
     R"(usage: assay report --judgments FILE [--events FILE] [--label POINTER]
                     [--group POINTER] [--auc JUDGE]... [--human POINTER]
                     [--human-criterion NAME] [--config ASSAYD.yaml]
-                    [--cascade JUDGE]... [--recall R] [--half A|B]
-                    [--across-versions]
+                    [--cascade JUDGE]... [--recall R] [--price-per-call EUR]
+                    [--half A|B] [--across-versions]
 
 Summarises a judgments JSON Lines file (what assayd writes to sinks.jsonl.path; the last
 judgment of each id): per judge the outcomes and score distribution; leniency, drift and the
@@ -87,6 +87,8 @@ exits 0; a file with lines but no judgment is an error (2).
                            sent on to the LLM and the recall of the label among them, at ten
                            thresholds and at the lowest one reaching --recall (repeatable)
   --recall R               the recall the cascade threshold must reach (default 0.9)
+  --price-per-call EUR     the LLM judge's price per call (assay estimate gives it): the
+                           cascade table adds the euros per hallucination caught
   --half A|B               the label sections (judge vs human, AUC, cascade) on the labelled
                            events of one half only: A = XXH3_64(id) < 2^63 (those sampling.rate
                            0.5 samples), B = the others; distributions, leniency, drift and
@@ -323,6 +325,8 @@ int runReportCommand(const std::vector<std::string>& args, std::ostream& out, st
     }
   }
   if (o.judgments_path.empty()) return usage("report", "--judgments FILE is required", err);
+  if (o.price_per_call && o.cascade_judges.empty())
+    return usage("report", "--price-per-call prices a cascade: give --cascade JUDGE too", err);
   for (const auto* p : {&o.label_pointer, &o.group_pointer, &o.human_pointer})
     if (!p->empty() && p->front() != '/')
       return usage("report", "'" + *p + "' is not a JSON Pointer", err);

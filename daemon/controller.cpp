@@ -98,6 +98,8 @@ Controller::Controller(const Config& config, RunOptions run)
                          .Add({});
   versions_ = std::make_unique<JudgeVersions>(*registry_);
   versions_->update(configuredVersions(config));
+  for (const auto& j : config.judges)
+    if (j.version) applied_versions_[j.name] = j.version->id;
   const std::string host = config.admin.listen.substr(0, config.admin.listen.rfind(':'));
   spdlog::info("admin: http://{}:{}/metrics, /healthz, /readyz", host.empty() ? "0.0.0.0" : host,
                admin_.port());
@@ -171,7 +173,17 @@ void Controller::reloadConfig(Pipeline& p) {
   }
   // What applies live is compared with the file as last applied (a part applied by an earlier
   // reload is not applied again); what needs a restart with the file assayd started with.
-  const ReloadDiff diff = diffConfigs(applied_text_, text);
+  ReloadDiff diff = diffConfigs(applied_text_, text);
+  // A file a judge scores with (OptionSpec::file_digest: claim_support's weights) edited in place:
+  // the configuration reads the same, the judge's version does not. Rebuilt like an edit.
+  for (const auto& j : res.config.judges) {
+    const auto it = applied_versions_.find(j.name);
+    if (it != applied_versions_.end() && j.version && it->second != j.version->id &&
+        !diff.judges) {
+      diff.judges = true;
+      diff.changed_judges.push_back("'" + j.name + "' (a file it reads changed)");
+    }
+  }
   const std::vector<std::string> restart = diffConfigs(start_text_, text).restart;
   const Config* applied_ptr = &res.config;
   if (diff.judges || diff.budget_cap) {
@@ -191,6 +203,9 @@ void Controller::reloadConfig(Pipeline& p) {
         diff.budget_cap ? "the budget caps" : "", names.empty() ? "none" : names,
         applied.budget.daily_limit_eur);
     versions_->update(configuredVersions(applied));
+    applied_versions_.clear();
+    for (const auto& j : applied.judges)
+      if (j.version) applied_versions_[j.name] = j.version->id;
   }
   if (diff.sampling) {
     p.setSampling(applied.sampling);

@@ -278,6 +278,12 @@ std::string clip(std::string_view s, std::size_t max_bytes) {
   return std::string(s.substr(0, n)) + "…";
 }
 
+std::string_view trimmed(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
+}
+
 /// Which sentences carry a citation marker; `any`: some marker in the answer.
 std::vector<bool> citedSentences(std::string_view answer,
                                  const std::vector<std::pair<std::size_t, std::size_t>>& spans,
@@ -393,7 +399,7 @@ ClaimSupportDetail claimSupport(std::string_view question, std::string_view answ
     ++f.sentences;
     // An abstaining sentence asserts nothing; a hedge ("I'm not sure, but …") asserts its rest.
     if (auto a = sentenceAbstention(text); a.abstains) {
-      if (d.abstaining++ == 0) d.abstaining_sentence = clip(text, kMaxEvidenceClaim);
+      if (d.abstaining++ == 0) d.abstaining_sentence = clip(trimmed(text), kMaxEvidenceClaim);
       if (a.asserted.empty()) continue;
       text = std::move(a.asserted);
     }
@@ -480,6 +486,8 @@ std::unique_ptr<Judge> ClaimSupportJudge::create(const JudgeOptionValues& values
       throw OptionError("weights", "applies to combination: learned only (the formula has none)");
     return std::make_unique<ClaimSupportJudge>();
   }
+  if (values.find("weights") && weights.empty())
+    throw OptionError("weights", "must not be empty (leave it out for the built-in weights)");
   if (combination != "learned")
     throw OptionError("combination",
                       "expected learned (the default) or formula, got '" + combination + "'");

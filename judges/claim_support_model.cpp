@@ -1,6 +1,7 @@
 #include "judges/claim_support_model.hpp"
 
 #include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -55,7 +56,8 @@ ClaimSupportModel parseClaimSupportModel(std::string_view json, const std::strin
   d.Parse(json.data(), json.size());
   if (d.HasParseError())
     throw std::runtime_error(origin + ": not JSON at byte " + std::to_string(d.GetErrorOffset()) +
-                             " (truncated?)");
+                             ": " + rapidjson::GetParseError_En(d.GetParseError()) +
+                             " (truncated, or a NaN or infinity, which JSON has not)");
   if (!d.IsObject()) throw std::runtime_error(origin + ": not a JSON object");
   if (!d.HasMember("format") || !d["format"].IsString() ||
       std::string_view(d["format"].GetString(), d["format"].GetStringLength()) != kFormat)

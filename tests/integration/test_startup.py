@@ -27,6 +27,7 @@ Invoked by ctest with --assayd, --mock-broker and --data (tests/CMakeLists.txt).
 """
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -316,6 +317,45 @@ def run(args, workdir, checks):
     checks.eq("/readyz with no broker: status", 503, status)
     checks.true("/readyz names the brokers",
                 f"no Kafka broker answers (kafka.brokers: 127.0.0.1:{closed})" in body, body)
+
+    # 11. claim_support's weights file edited in place, then SIGHUP: the configuration reads the
+    #     same but the judge's version does not (its file's bytes are in it): the judges are
+    #     rebuilt and the change counted (a new user's trial: "cfg unchanged", the old model kept).
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "judges", "data", "claim_support_weights.json")) as f:
+        weights_text = f.read()
+    weights = os.path.join(workdir, "weights.json")
+    with open(weights, "w") as f:
+        f.write(weights_text)
+    admin = tp.free_loopback_port()
+    cfg = write_config(workdir, "weights", 17, admin=admin, judges=(
+        f"  - {{name: cs, kind: lexical, metric: claim_support, weights: {weights}}}\n"))
+    log_path = os.path.join(workdir, "weights.log")
+    with open(log_path, "wb") as log:
+        daemon = subprocess.Popen([args.assayd, "--config", cfg], stdout=log, stderr=log,
+                                  start_new_session=True)
+    url = f"http://127.0.0.1:{admin}"
+
+    def value(name, **labels):
+        status, text = tp.http_get(url + "/metrics")
+        return tp.metric(tp.parse_metrics(text), name, **labels) if status == 200 else None
+
+    try:
+        tp.wait_for("cs's version exported",
+                    lambda: value("assay_judge_version_changes_total", judge="cs") == 0, 30)
+        with open(weights, "w") as f:
+            f.write(weights_text.replace('"intercept": ', '"intercept": 0.25, "was": '))
+        daemon.send_signal(signal.SIGHUP)
+        tp.wait_for("the reload applied",
+                    lambda: value("assay_config_reloads_total", result="applied") == 1, 15)
+        checks.eq("weights edited in place: cs's version change counted", 1,
+                  value("assay_judge_version_changes_total", judge="cs"))
+    finally:
+        tp.stop_process(daemon, "assayd (weights)")
+    with open(log_path) as f:
+        log = f.read()
+    checks.true("the log says why the judges were rebuilt",
+                "SIGHUP: judges rebuilt ('cs' (a file it reads changed))" in log, log[-2000:])
     return "start-up failures exit 2 (configuration) or 1 (run time) with one line naming the cause"
 
 
