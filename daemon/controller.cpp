@@ -178,8 +178,7 @@ void Controller::reloadConfig(Pipeline& p) {
   // the configuration reads the same, the judge's version does not. Rebuilt like an edit.
   for (const auto& j : res.config.judges) {
     const auto it = applied_versions_.find(j.name);
-    if (it != applied_versions_.end() && j.version && it->second != j.version->id &&
-        !diff.judges) {
+    if (it != applied_versions_.end() && j.version && it->second != j.version->id && !diff.judges) {
       diff.judges = true;
       diff.changed_judges.push_back("'" + j.name + "' (a file it reads changed)");
     }
