@@ -307,7 +307,9 @@ int runReportCommand(const std::vector<std::string>& args, std::ostream& out, st
     } else if (a == "--price-per-call") {
       char* end = nullptr;
       const double price = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || !(price > 0 && price <= 1000))
+      // Decimal only: strtod also reads " 0.4" and "0x10" (16).
+      if (end == v.c_str() || *end != '\0' || !(price >= 1e-9 && price <= 1000) ||
+          v.find_first_not_of("0123456789.eE+-") != std::string::npos)
         return usage("report",
                      "--price-per-call '" + v + "': expected euros per LLM call in (0, 1000]", err);
       o.price_per_call = price;

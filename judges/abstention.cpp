@@ -56,6 +56,8 @@ constexpr const char* kAbstention =
     R"())";
 
 constexpr const char* kConnector = R"(\b(?:but|however|mais|cependant)\b|\bi (?:do )?know\b)";
+constexpr const char* kConnectorGroup =
+    R"((\b(?:but|however|mais|cependant)\b|\bi (?:do )?know\b))";
 // A clause boundary after the abstention: the rest is asserted when it has 3 words or more.
 constexpr const char* kBoundary = R"([,;:.!?](?: |$))";
 // "While the text does not say X, it implies Y": the concession ends at its comma.
@@ -68,6 +70,11 @@ const re2::RE2& abstentionRe() {
 
 const re2::RE2& connectorRe() {
   static const re2::RE2 re(kConnector);
+  return re;
+}
+
+const re2::RE2& connectorGroupRe() {
+  static const re2::RE2 re(kConnectorGroup);
   return re;
 }
 
@@ -178,18 +185,49 @@ void append(std::string& out, std::string_view part) {
   out += part;
 }
 
+/// Words that talk about the documents, or fill, rather than assert: "Based on the provided
+/// context, …", "Sorry, …" before an abstention are no claim.
+bool leadIn(std::string_view token) {
+  static constexpr std::string_view kWords[] = {
+      "based",     "given",     "provided", "context",       "contexts",
+      "document",  "documents", "passage",  "passages",      "source",
+      "sources",   "text",      "texts",    "information",   "retrieved",
+      "available", "according", "sorry",    "unfortunately", "well",
+      "honestly",  "oh",        "hmm",      "yes",           "no",
+      "ok",        "okay",      "actually"};
+  return std::find(std::begin(kWords), std::end(kWords), token) != std::end(kWords);
+}
+
+/// Whether `text` states a fact of its own: a figure, a name (a capitalised word past the
+/// first), or (unless `strict`) two content words that are not lead-in words.
+bool assertsFact(std::string_view text, bool strict) {
+  std::size_t content = 0;
+  bool first = true;
+  for (const auto& t : tokenizeDetailed(text)) {
+    if (t.numeric) return true;
+    if (t.capitalized && !first && t.text != "i") return true;
+    first = false;
+    if (!isStopword(t.text) && !leadIn(t.text)) ++content;
+  }
+  return !strict && content >= 2;
+}
+
 SentenceAbstention abstention(std::string_view sentence, int depth) {
   SentenceAbstention out;
   const Normalised n = normalise(sentence);
   std::size_t ms = 0, me = 0;
   if (!find(abstentionRe(), n, 0, ms, me)) return out;
   out.abstains = true;
-  // Before: up to the last connector that precedes the abstention ("X, but I don't know Y").
-  for (std::size_t from = 0, cb = 0, ce = 0; find(connectorRe(), n, from, cb, ce) && ce <= ms;
-       from = ce) {
-    out.asserted.clear();
-    append(out.asserted, sentence.substr(0, original(n, cb, sentence.size())));
-  }
+  // Before: up to the last connector that precedes the abstention ("X, but I don't know Y"),
+  // one pass; without one, the text before it when it states a fact of its own ("Acme was
+  // founded in 1971, I'm not sure.": a lie must not hide behind a hedge).
+  std::size_t last_connector = std::string::npos;
+  re2::StringPiece scan(n.text.data(), ms), connector_match;
+  while (re2::RE2::FindAndConsume(&scan, connectorGroupRe(), &connector_match))
+    last_connector = static_cast<std::size_t>(connector_match.data() - n.text.data());
+  const std::string_view before = sentence.substr(
+      0, original(n, last_connector != std::string::npos ? last_connector : ms, sentence.size()));
+  if (assertsFact(before, false)) append(out.asserted, before);
   // After: from a connector, a concession's comma, or a boundary followed by 3 words or more.
   std::size_t rest = std::string::npos, cb = 0, ce = 0, bb = 0, be = 0;
   const bool connector = find(connectorRe(), n, me, cb, ce);
@@ -207,7 +245,16 @@ SentenceAbstention abstention(std::string_view sentence, int depth) {
         }))
       rest = at;
   }
-  if (rest == std::string::npos || rest >= sentence.size()) return out;
+  if (rest == std::string::npos) {
+    // No cut: what follows the phrase is asserted when it holds a figure or a name ("I don't
+    // know why Acme was founded in 1971"), not when it is the object of the doubt ("I don't
+    // know the name of the drummer").
+    const std::string_view tail =
+        sentence.substr(std::min(original(n, me, sentence.size()), sentence.size()));
+    if (assertsFact(tail, true)) append(out.asserted, tail);
+    return out;
+  }
+  if (rest >= sentence.size()) return out;
   const std::string_view after = sentence.substr(rest);
   if (const auto again = depth < 8 ? abstention(after, depth + 1) : SentenceAbstention{};
       again.abstains)

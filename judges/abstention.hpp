@@ -15,7 +15,12 @@
 ///     know") or, when at least 3 words or a figure follow, from the next , ; : . ! ? ("I'm not
 ///     sure, they released it in 1997"; "Not stated: 10 years"); a rest that abstains again is
 ///     read the same way;
-///   - before it, up to a connector ("It has six novels, but I don't know the rest");
+///   - before it (up to a connector when there is one) when it states a fact of its own: a
+///     figure, a name, or two content words that are not lead-ins such as "based on the
+///     provided context" ("Acme was founded in 1971, I'm not sure": a lie must not hide behind
+///     a hedge);
+///   - after it without a cut, when it holds a figure or a name ("I don't know why Acme was
+///     founded in 1971");
 ///   - after a concession's comma ("While the text does not say X, it implies Y").
 /// The phrases: first-person uncertainty (I don't know, I'm not sure, I have no idea, I can't
 /// answer; not "I didn't know that", which is surprise at a fact); a context, document,

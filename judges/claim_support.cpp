@@ -476,7 +476,7 @@ const JudgeDescriptor ClaimSupportJudge::kDescriptor{
     kFaithfulnessOutcomes,
     // Bumped with the scoring code and with the built-in weights (claim_support_model_test
     // pins their digest next to it).
-    "learned-1"};
+    "learned-2"};
 
 std::unique_ptr<Judge> ClaimSupportJudge::create(const JudgeOptionValues& values) {
   const std::string combination = values.getString("combination", "learned");

@@ -65,7 +65,7 @@
 /// sentence against the contexts it cites only, names weighing 2, the tokenizer's sentence
 /// starts (colons, line breaks: −0.03).
 /// The learned combination on the dev events (docs/claim-support.md, "The learned
-/// combination"; train: 0.891): pooled 0.867 (0.882 / 0.850 / 0.947 / 0.771), 65.9 %.
+/// combination"; train: 0.891): pooled 0.867 (0.882 / 0.852 / 0.947 / 0.771), 65.9 %.
 /// Cost: one pass over the contexts and the answer; keys are 64-bit hashes in sorted vectors,
 /// no allocation per token beyond the tokenizer's short strings: 39 µs per dev event on one
 /// core (Google Benchmark, tests/bench/pipeline_bench.cpp BM_Judge).

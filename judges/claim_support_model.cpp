@@ -59,6 +59,11 @@ ClaimSupportModel parseClaimSupportModel(std::string_view json, const std::strin
                              ": " + rapidjson::GetParseError_En(d.GetParseError()) +
                              " (truncated, or a NaN or infinity, which JSON has not)");
   if (!d.IsObject()) throw std::runtime_error(origin + ": not a JSON object");
+  for (auto a = d.MemberBegin(); a != d.MemberEnd(); ++a)  // a key twice: which one is meant?
+    for (auto b = a + 1; b != d.MemberEnd(); ++b)
+      if (a->name == b->name)
+        throw std::runtime_error(origin + ": the key \"" + logText(a->name.GetString(), 60) +
+                                 "\" appears twice");
   if (!d.HasMember("format") || !d["format"].IsString() ||
       std::string_view(d["format"].GetString(), d["format"].GetStringLength()) != kFormat)
     throw std::runtime_error(origin + ": \"format\" is not \"" + std::string(kFormat) + "\"");
@@ -86,13 +91,30 @@ ClaimSupportModel parseClaimSupportModel(std::string_view json, const std::strin
   m.mean = numbers(d, "mean", n, origin);
   m.scale = numbers(d, "scale", n, origin);
   m.coef = numbers(d, "coef", n, origin);
+  // Bounded so that the sum cannot overflow: the features are shares and logarithms (at most
+  // about 30), a trained model's numbers a few units (the hostile trial's 1e308 means and
+  // 5e-324 scales passed every other check and scored NaN).
+  const auto bounded = [&](const std::vector<double>& v, const char* key, double lo, double hi) {
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (!(std::abs(v[i]) >= lo && std::abs(v[i]) <= hi))
+        throw std::runtime_error(origin + ": \"" + key + "\"[" + std::to_string(i) +
+                                 "] is outside what a trained model holds (|x| " +
+                                 (lo > 0 ? "from 1e-6 " : "") + "up to 1e6)");
+  };
+  bounded(m.mean, "mean", 0, 1e6);
+  bounded(m.coef, "coef", 0, 1e6);
   for (std::size_t i = 0; i < n; ++i)
     if (!(m.scale[i] > 0))
       throw std::runtime_error(origin + ": \"scale\"[" + std::to_string(i) + "] is not above 0");
+  bounded(m.scale, "scale", 1e-6, 1e6);
   if (!d.HasMember("intercept") || !d["intercept"].IsNumber() ||
       !std::isfinite(d["intercept"].GetDouble()))
     throw std::runtime_error(origin + ": \"intercept\" is missing or not a finite number");
   m.intercept = d["intercept"].GetDouble();
+  if (std::abs(m.intercept) > 1e6)
+    throw std::runtime_error(origin +
+                             ": \"intercept\" is outside what a trained model holds "
+                             "(|x| up to 1e6)");
   m.digest = XXH3_64bits(json.data(), json.size());
   return m;
 }

@@ -90,10 +90,33 @@ TEST_CASE("abstention: a hedge asserts what surrounds its abstention") {
   // Before the abstention, up to a connector; a rest that abstains again asserts nothing.
   CHECK(asserted("It has six novels, but I don't know any audio books.") == "It has six novels,");
   CHECK(asserted("The context does not say, and I cannot tell which.") == "");
+  // The hostile trial: a lie must not hide behind a hedge without a connector, before or after.
+  CHECK(asserted("Acme was founded in 1971 by Mary Jones in Paris, I'm not sure.") ==
+        "Acme was founded in 1971 by Mary Jones in Paris,");
+  CHECK(asserted("It makes rockets and anvils, I don't know more.") ==
+        "It makes rockets and anvils,");
+  CHECK(asserted("I don't know why Acme was founded in 1971 by Mary Jones.") ==
+        "why Acme was founded in 1971 by Mary Jones.");
+  CHECK(asserted("Acme a été fondée en 1971 à Paris, je ne sais pas pourquoi.") ==
+        "Acme a été fondée en 1971 à Paris,");
+  // …while lead-ins and objects of the doubt stay no claim.
+  CHECK(asserted("Based on the provided context, there is no information about the warranty.") ==
+        "");
+  CHECK(asserted("I don't know the name of the drummer.") == "");
   // Partial answers: not a whole abstention.
   CHECK_FALSE(answerAbstains("I don't know the brand. The warranty lasts two years."));
   CHECK_FALSE(answerAbstains("I'm not sure, but it lasts two years."));
   CHECK_FALSE(answerAbstains(""));
+}
+
+TEST_CASE("abstention: linear in the sentence (many connectors before the phrase)") {
+  // The hostile trial: "but " × n + "I don't know." copied the prefix once per connector.
+  std::string s;
+  for (int i = 0; i < 200'000; ++i) s += "but ";
+  s += "I don't know.";
+  const auto a = sentenceAbstention(s);  // 800 KB: quadratic took seconds, linear a few ms
+  CHECK(a.abstains);
+  CHECK(a.asserted.empty());
 }
 
 TEST_CASE("abstention: the faithfulness judges say abstained, never a low score") {

@@ -84,10 +84,10 @@ TEST_CASE("claim_support model: the C++ scores equal the Python model's on 30 de
 
 TEST_CASE("claim_support model: the built-in weights, pinned with the judge's version salt") {
   // Retrained weights change every claim_support score: bump the descriptor's version_salt
-  // ("learned-1", judges/claim_support.cpp) with this digest, so that a new version starts.
+  // ("learned-2", judges/claim_support.cpp) with this digest, so that a new version starts.
   const auto& m = builtinClaimSupportModel();
-  CHECK(m.digest == 0x8c3ec4e3765976dcULL);
-  CHECK(ClaimSupportJudge::kDescriptor.version_salt == "learned-1");
+  CHECK(m.digest == 0xe96c5d8b02cb46e0ULL);
+  CHECK(ClaimSupportJudge::kDescriptor.version_salt == "learned-2");
   CHECK(m.feature.size() == 4);
   CHECK(kClaimFeatureNames[m.feature[0]] == "formula");
   // The formula's weight is negative: a higher formula, a lower P(hallucinated).
@@ -109,6 +109,15 @@ TEST_CASE("claim_support model: a bad weights file is refused whole, with its pa
     REQUIRE(at != std::string::npos);
     return s.replace(at, from.size(), to);
   };
+  // A one-feature model with these numbers.
+  const auto model = [](const std::string& mean, const std::string& scale, const std::string& coef,
+                        const std::string& intercept) {
+    return R"({"format": "assay-claim-support-model", "version": 1, "features": ["formula"], )"
+           R"("mean": [)" +
+           mean + R"(], "scale": [)" + scale + R"(], "coef": [)" + coef + R"(], "intercept": )" +
+           intercept + "}";
+  };
+  CHECK_NOTHROW(parseClaimSupportModel(model("0.5", "0.3", "-2", "1"), "ok"));
   const std::string missing = (dir.path / "missing.json").string();
   const std::pair<std::string, std::string> bad[] = {
       {missing, "cannot be opened"},
@@ -125,6 +134,12 @@ TEST_CASE("claim_support model: a bad weights file is refused whole, with its pa
       {dir.write("count.json", replaced("\"coef\": [", "\"coef\": [1, ")), "\"coef\" has 5"},
       {dir.write("deep.json", std::string(10000, '[')), "nested deeper"},
       {dir.path.string(), "not a regular file"},
+      {dir.write("hugemean.json", model("1e308", "1", "1", "0")), "\"mean\"[0] is outside"},
+      {dir.write("denorm.json", model("0", "5e-324", "1", "0")), "\"scale\"[0] is outside"},
+      {dir.write("bigcoef.json", model("0", "1", "-1e7", "0")), "\"coef\"[0] is outside"},
+      {dir.write("bigb.json", model("0", "1", "1", "1e7")), "\"intercept\" is outside"},
+      {dir.write("dupkey.json", replaced("\"version\": 1", "\"version\": 1, \"version\": 1")),
+       "the key \"version\" appears twice"},
   };
   for (const auto& [path, why] : bad) {
     const std::string expected = path + ": ";
