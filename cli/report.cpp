@@ -592,7 +592,7 @@ void printCascade(const ReportOptions& o, const std::string& judge, const Judgme
   const auto column = [&](const CascadePoint& p) -> std::string {
     if (!o.price_per_call) return "";
     const auto v = perCaught(p);
-    return v ? fmt::format("  {:>14.4g}", *v) : fmt::format("  {:>14}", "-");
+    return v ? fmt::format("  {:>#14.4g}", *v) : fmt::format("  {:>14}", "-");
   };
   out << "  below      LLM share  recall" << (o.price_per_call ? "  EUR per caught" : "") << "\n";
   for (int k = 1; k <= 10; ++k) {
@@ -602,7 +602,7 @@ void printCascade(const ReportOptions& o, const std::string& judge, const Judgme
   }
   if (o.price_per_call && pos > 0)
     out << fmt::format(
-        "  (at EUR {} a call: every event to the LLM judge costs EUR {:.4g} per hallucination "
+        "  (at EUR {} a call: every event to the LLM judge costs EUR {:#.4g} per hallucination "
         "caught)\n",
         *o.price_per_call,
         static_cast<double>(all.size()) * *o.price_per_call / static_cast<double>(pos));
@@ -629,8 +629,9 @@ void printCascade(const ReportOptions& o, const std::string& judge, const Judgme
       "  recall >= {}: below {} sends {:.1f} % of the events on (recall {:.3f}){}; "
       "assay estimate --escalation-share {:.3f} prices it\n",
       o.cascade_recall, written, 100 * target->share, target->recall,
-      perCaught(*target) ? fmt::format(", EUR {:.4g} per hallucination caught", *perCaught(*target))
-                         : "",
+      perCaught(*target)
+          ? fmt::format(", EUR {:#.4g} per hallucination caught", *perCaught(*target))
+          : "",
       target->share);
   std::map<std::string, std::pair<std::vector<double>, std::vector<bool>>> by_group;
   for (const auto& e : labels.labelled)

@@ -225,10 +225,10 @@ TEST_CASE("assay report --cascade and --half on files") {
   CAPTURE(p);
   CHECK(p.find("  below      LLM share  recall  EUR per caught\n") != std::string::npos);
   CHECK(p.find("  0.5            0.500   0.750         0.01333\n") != std::string::npos);
-  CHECK(p.find("  0.8            0.750   1.000           0.015\n") != std::string::npos);
-  CHECK(p.find("every event to the LLM judge costs EUR 0.02 per hallucination caught") !=
+  CHECK(p.find("  0.8            0.750   1.000         0.01500\n") != std::string::npos);
+  CHECK(p.find("every event to the LLM judge costs EUR 0.02000 per hallucination caught") !=
         std::string::npos);
-  CHECK(p.find("(recall 1.000), EUR 0.015 per hallucination caught;") != std::string::npos);
+  CHECK(p.find("(recall 1.000), EUR 0.01500 per hallucination caught;") != std::string::npos);
   o.price_per_call.reset();
   // --half: XXH3_64 of the ids ("a".."h") puts b d f h in half A (below 2^63) and a c e g in
   // half B (computed with Python's xxhash.xxh3_64_intdigest).
