@@ -23,6 +23,7 @@
 #include "core/clock.hpp"
 #include "core/json_limits.hpp"
 #include "core/log_text.hpp"
+#include "judges/judge.hpp"
 #include "sources/event_parser.hpp"
 #include "tracking/stats.hpp"
 
@@ -116,23 +117,12 @@ CanarySet loadCanarySet(const CanaryOptions& o, const EventFieldOptions& fields,
 
 namespace {
 
-/// An outcome that says the judge cannot judge this event, not that it failed.
+/// An outcome that says the judge cannot judge this event, not that it failed: the local
+/// judges' "cannot judge" outcomes and abstentions, and the inputs too long to judge.
 bool cannotJudge(Outcome o) {
-  switch (o) {
-    case Outcome::kNoReference:
-    case Outcome::kNoContext:
-    case Outcome::kNoGroundTruth:
-    case Outcome::kNoContextIds:
-    case Outcome::kEmptyInput:
-    case Outcome::kNotApplicable:
-    case Outcome::kAbstained:
-    case Outcome::kTooLong:
-    case Outcome::kContextTooLong:
-    case Outcome::kContextsTrimmed:
-      return true;
-    default:
-      return false;
-  }
+  return std::find(std::begin(kFaithfulnessOutcomes), std::end(kFaithfulnessOutcomes), o) !=
+             std::end(kFaithfulnessOutcomes) ||
+         o == Outcome::kTooLong || o == Outcome::kContextTooLong || o == Outcome::kContextsTrimmed;
 }
 
 }  // namespace

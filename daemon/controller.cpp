@@ -98,8 +98,6 @@ Controller::Controller(const Config& config, RunOptions run)
                          .Add({});
   versions_ = std::make_unique<JudgeVersions>(*registry_);
   versions_->update(configuredVersions(config));
-  for (const auto& j : config.judges)
-    if (j.version) applied_versions_[j.name] = j.version->id;
   const std::string host = config.admin.listen.substr(0, config.admin.listen.rfind(':'));
   spdlog::info("admin: http://{}:{}/metrics, /healthz, /readyz", host.empty() ? "0.0.0.0" : host,
                admin_.port());
@@ -177,8 +175,8 @@ void Controller::reloadConfig(Pipeline& p) {
   // A file a judge scores with (OptionSpec::file_digest: claim_support's weights) edited in place:
   // the configuration reads the same, the judge's version does not. Rebuilt like an edit.
   for (const auto& j : res.config.judges) {
-    const auto it = applied_versions_.find(j.name);
-    if (it != applied_versions_.end() && j.version && it->second != j.version->id && !diff.judges) {
+    const std::string current = versions_->current(j.name);
+    if (!current.empty() && j.version && current != j.version->id && !diff.judges) {
       diff.judges = true;
       diff.changed_judges.push_back("'" + j.name + "' (a file it reads changed)");
     }
@@ -202,9 +200,6 @@ void Controller::reloadConfig(Pipeline& p) {
         diff.budget_cap ? "the budget caps" : "", names.empty() ? "none" : names,
         applied.budget.daily_limit_eur);
     versions_->update(configuredVersions(applied));
-    applied_versions_.clear();
-    for (const auto& j : applied.judges)
-      if (j.version) applied_versions_[j.name] = j.version->id;
   }
   if (diff.sampling) {
     p.setSampling(applied.sampling);

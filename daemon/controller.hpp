@@ -92,7 +92,6 @@ class Controller {
   std::string start_text_;                   // the configuration file assayd started with
   std::string applied_text_;                 // the file whose live parts were last applied
   std::unique_ptr<JudgeVersions> versions_;  // the judges' versions: start-up, then reloads
-  std::map<std::string, std::string> applied_versions_;  // judge → version id, as applied
   prometheus::Family<prometheus::Counter>* reloads_ = nullptr;
   prometheus::Gauge* reload_ok_ = nullptr;       // assay_config_last_reload_successful
   prometheus::Gauge* restart_needed_ = nullptr;  // assay_config_restart_needed

@@ -1,11 +1,9 @@
 #include "daemon/review.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -17,6 +15,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "sinks/jsonl_sink.hpp"
 #include "sinks/kafka_results_sink.hpp"
 
 namespace assay {
@@ -118,20 +117,11 @@ ReviewRouter::ReviewRouter(const ReviewOptions& options, prometheus::Registry& r
     const auto folder = std::filesystem::path(options_.path).parent_path();
     if (!folder.empty()) std::filesystem::create_directories(folder, ec);
     // Without blocking: a FIFO with no reader would hang start-up in open(2) for good.
-    const int fd =
-        ::open(options_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0640);
+    std::string why;
+    const int fd = openForAppend(options_.path, why);
     if (fd < 0)
-      throw std::runtime_error("review.path: cannot open '" + options_.path + "' for appending: " +
-                               (errno == ENXIO
-                                    ? "a FIFO without reader (the review file is a regular file)"
-                                    : std::strerror(errno)));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      throw std::runtime_error("review.path: '" + options_.path +
-                               "' is not a regular file (the review file is appended to)");
-    }
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      throw std::runtime_error("review.path: cannot open '" + options_.path +
+                               "' for appending: " + why);
     file_ = ::fdopen(fd, "a");
     if (!file_) {
       ::close(fd);

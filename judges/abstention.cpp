@@ -55,37 +55,22 @@ constexpr const char* kAbstention =
     R"(|\bn'est pas (?:mentionnée?|précisée?|indiquée?|fournie?|spécifiée?|abordée?))"
     R"())";
 
-constexpr const char* kConnector = R"(\b(?:but|however|mais|cependant)\b|\bi (?:do )?know\b)";
-constexpr const char* kConnectorGroup =
-    R"((\b(?:but|however|mais|cependant)\b|\bi (?:do )?know\b))";
+// The connector as a group: find() reads the whole match, FindAndConsume() the group.
+constexpr const char* kConnector = R"((\b(?:but|however|mais|cependant)\b|\bi (?:do )?know\b))";
 // A clause boundary after the abstention: the rest is asserted when it has 3 words or more.
 constexpr const char* kBoundary = R"([,;:.!?](?: |$))";
 // "While the text does not say X, it implies Y": the concession ends at its comma.
 constexpr const char* kConcession = R"(^(?:while|although|though|even though|bien que|même si)\b)";
 
-const re2::RE2& abstentionRe() {
-  static const re2::RE2 re(kAbstention);
-  return re;
-}
+/// The patterns, compiled once.
+struct Patterns {
+  re2::RE2 abstention{kAbstention}, connector{kConnector}, boundary{kBoundary},
+      concession{kConcession};
+};
 
-const re2::RE2& connectorRe() {
-  static const re2::RE2 re(kConnector);
-  return re;
-}
-
-const re2::RE2& connectorGroupRe() {
-  static const re2::RE2 re(kConnectorGroup);
-  return re;
-}
-
-const re2::RE2& boundaryRe() {
-  static const re2::RE2 re(kBoundary);
-  return re;
-}
-
-const re2::RE2& concessionRe() {
-  static const re2::RE2 re(kConcession);
-  return re;
+const Patterns& patterns() {
+  static const Patterns p;
+  return p;
 }
 
 /// The sentence normalised for matching, and for each of its bytes the offset of the byte of
@@ -140,19 +125,17 @@ Normalised normalise(std::string_view s) {
   return n;
 }
 
-bool hasWord(std::string_view s) {
-  for (const char c : s)
-    if (std::isalnum(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) >= 0x80)
-      return true;
-  return false;
+bool wordByte(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) >= 0x80;
 }
+
+bool hasWord(std::string_view s) { return std::any_of(s.begin(), s.end(), wordByte); }
 
 std::size_t words(std::string_view s) {
   std::size_t n = 0;
   bool in = false;
   for (const char c : s) {
-    const bool w =
-        std::isalnum(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) >= 0x80;
+    const bool w = wordByte(c);
     n += w && !in ? 1 : 0;
     in = w;
   }
@@ -216,28 +199,28 @@ SentenceAbstention abstention(std::string_view sentence, int depth) {
   SentenceAbstention out;
   const Normalised n = normalise(sentence);
   std::size_t ms = 0, me = 0;
-  if (!find(abstentionRe(), n, 0, ms, me)) return out;
+  if (!find(patterns().abstention, n, 0, ms, me)) return out;
   out.abstains = true;
   // Before: up to the last connector that precedes the abstention ("X, but I don't know Y"),
   // one pass; without one, the text before it when it states a fact of its own ("Acme was
   // founded in 1971, I'm not sure.": a lie must not hide behind a hedge).
   std::size_t last_connector = std::string::npos;
   re2::StringPiece scan(n.text.data(), ms), connector_match;
-  while (re2::RE2::FindAndConsume(&scan, connectorGroupRe(), &connector_match))
+  while (re2::RE2::FindAndConsume(&scan, patterns().connector, &connector_match))
     last_connector = static_cast<std::size_t>(connector_match.data() - n.text.data());
   const std::string_view before = sentence.substr(
       0, original(n, last_connector != std::string::npos ? last_connector : ms, sentence.size()));
   if (assertsFact(before, false)) append(out.asserted, before);
   // After: from a connector, a concession's comma, or a boundary followed by 3 words or more.
   std::size_t rest = std::string::npos, cb = 0, ce = 0, bb = 0, be = 0;
-  const bool connector = find(connectorRe(), n, me, cb, ce);
-  const bool boundary = find(boundaryRe(), n, me, bb, be);
+  const bool connector = find(patterns().connector, n, me, cb, ce);
+  const bool boundary = find(patterns().boundary, n, me, bb, be);
   // A connector right after the boundary (", but …") is the same cut.
   if (connector && (!boundary || cb <= bb || n.text.find_first_not_of(' ', be) == cb)) {
     rest = original(n, ce, sentence.size());
   } else if (boundary) {
     const std::size_t at = original(n, be, sentence.size());
-    const bool concession = re2::RE2::PartialMatch(n.text, concessionRe());
+    const bool concession = re2::RE2::PartialMatch(n.text, patterns().concession);
     // An aside ("…, unfortunately.") is not a claim; 3 words or a figure are ("…: 10 years").
     const std::string_view tail = sentence.substr(at);
     if (concession || words(tail) >= 3 || std::any_of(tail.begin(), tail.end(), [](char c) {

@@ -40,11 +40,6 @@ std::string jsonlPathProblem(const std::string& path) {
   return "";
 }
 
-namespace {
-
-/// Opens `path` for appending without blocking (a FIFO without reader would block open(2) for
-/// good): a FIFO or a socket is refused, any other kind (a regular file, /dev/null) is kept in
-/// blocking mode. Returns the descriptor, or -1 with `why` set.
 int openForAppend(const std::string& path, std::string& why) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0640);
   if (fd < 0) {
@@ -60,8 +55,6 @@ int openForAppend(const std::string& path, std::string& why) {
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
 }
-
-}  // namespace
 
 JsonlSink::JsonlSink(const JsonlSinkOptions& options, SinkStats& stats)
     : path_(options.path), ok_(stats.writes("jsonl", true)), errors_(stats.writes("jsonl", false)) {

@@ -21,6 +21,12 @@ namespace assay {
 /// pseudo file system (/proc, /sys). Nothing is created. --check-config's test of the path.
 std::string jsonlPathProblem(const std::string& path);
 
+/// Opens `path` for appending (created with mode 0640) without blocking: a FIFO without
+/// reader would block open(2) for good, so a FIFO or a socket is refused; any other kind (a
+/// regular file, /dev/null) is kept in blocking mode. Returns the descriptor, or -1 with `why`
+/// set ("a FIFO without reader …", strerror). The JSON Lines sink's and the review file's.
+int openForAppend(const std::string& path, std::string& why);
+
 class JsonlSink final : public Sink {
  public:
   /// Throws std::runtime_error naming the path when it cannot be opened (start-up only).

@@ -49,6 +49,11 @@ class JudgeVersions {
   /// judge seen before with another version is a change, logged (its fields), counted and
   /// returned; a new judge's version is logged once. Never throws on content.
   std::vector<Change> update(const std::vector<Configured>& judges);
+  /// The version id `judge` judges with since the last update(), or "" (never versioned).
+  std::string current(const std::string& judge) const {
+    const auto it = seen_.find(judge);
+    return it != seen_.end() && it->second.current ? it->second.current->id : std::string();
+  }
 
  private:
   struct Seen {
