@@ -1050,6 +1050,9 @@ void loadJudges(Reader& r, const YAML::Node& n, Config& config) {
     r.checkMap(j, jp, known);
     r.getRate(j, "rate", jp, jc.rate, /*allow_zero=*/false);
     loadJudgeOptions(r, j, jp, jc);
+    // Read once here: the trial build below, the version and the daemon's judge use the same
+    // bytes (a weights file replaced in between cannot mislabel the version).
+    jc.values.readFiles(jc.factory->descriptor->options);
     checkJudgeOptions(r, j, jp, jc, config);
     loadRunIf(r, j, jp, jc, out);
     gatherEventFields(r, j, jp, jc, config);

@@ -251,6 +251,13 @@ SentenceAbstention abstention(std::string_view sentence, int depth) {
 
 SentenceAbstention sentenceAbstention(std::string_view sentence) { return abstention(sentence, 0); }
 
+std::string abstentionPhrase(std::string_view text) {
+  const Normalised n = normalise(text);
+  std::size_t begin = 0, end = 0;
+  if (!find(patterns().abstention, n, 0, begin, end)) return {};
+  return n.text.substr(begin, end - begin);
+}
+
 bool answerAbstains(std::string_view answer) {
   bool any = false;
   for (const auto& [begin, end] : sentenceSpans(answer)) {

@@ -47,6 +47,12 @@ struct SentenceAbstention {
 /// is asserted. Linear in the sentence's length (RE2). Never throws.
 SentenceAbstention sentenceAbstention(std::string_view sentence);
 
+/// The first abstention phrase anywhere in `text`, as matched on its normalised copy (lower
+/// case, ' for ’, contractions joined), or "" when there is none. The refusal check
+/// (judges/checks.hpp) labels such an answer a refusal, so the two never disagree on a phrase.
+/// Linear in the text's length. Never throws.
+std::string abstentionPhrase(std::string_view text);
+
 /// Whether every sentence of `answer` (judges/tokenizer.hpp sentenceSpans) that has a letter or
 /// digit abstains without asserting anything, and at least one does: the whole answer abstains.
 bool answerAbstains(std::string_view answer);

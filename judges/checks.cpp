@@ -7,6 +7,7 @@
 #include <charconv>
 #include <unordered_set>
 
+#include "judges/abstention.hpp"
 #include "judges/tokenizer.hpp"
 #include "judges/user_regex.hpp"
 
@@ -238,15 +239,12 @@ Verdict AnswerLengthJudge::judge(const Event& e) const {
 // ---- refusal -----------------------------------------------------------------------------------
 
 const JudgeDescriptor RefusalJudge::kDescriptor{
-    "refusal",
-    JudgeKind::kCheck,
-    "refusal",
-    0.0,
-    1.0,
-    kPassFailBuckets,
-    kRefusalOptions,
+    "refusal", JudgeKind::kCheck, "refusal", 0.0, 1.0, kPassFailBuckets, kRefusalOptions,
     CostClass::kCpuMicroseconds,
-    "label: 1 when the answer declines or says it does not know (English, French)"};
+    "label: 1 when the answer declines or says it does not know (English, French)",
+    kCannotJudgeOutcomes,
+    // Bumped when the phrases change: the abstention detector's phrases joined the list.
+    "abstention-phrases-1"};
 
 RefusalJudge::RefusalJudge(const std::vector<std::string>& patterns)
     : patterns_(compilePatterns(patterns, "patterns")) {}
@@ -259,6 +257,9 @@ std::string RefusalJudge::matchedPhrase(std::string_view answer) const {
   const std::string norm = normaliseForPhrases(answer);
   for (auto phrase : kRefusalPhrases)
     if (norm.find(phrase) != std::string::npos) return std::string(phrase);
+  // The abstention detector's phrases too ("Not stated in the documents."): an answer
+  // claim_support calls `abstained` is a refusal here (judges/abstention.hpp).
+  if (auto phrase = abstentionPhrase(answer); !phrase.empty()) return phrase;
   for (const auto& re : patterns_) {
     re2::StringPiece m;
     if (re->Match(norm, 0, norm.size(), re2::RE2::UNANCHORED, &m, 1)) return std::string(m);

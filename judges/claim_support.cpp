@@ -492,11 +492,18 @@ std::unique_ptr<Judge> ClaimSupportJudge::create(const JudgeOptionValues& values
     throw OptionError("combination",
                       "expected learned (the default) or formula, got '" + combination + "'");
   try {
+    if (weights.empty())
+      return std::make_unique<ClaimSupportJudge>(std::shared_ptr<const ClaimSupportModel>(
+          std::shared_ptr<void>(), &builtinClaimSupportModel()));
+    // The bytes the judge's version hashed, when the config loader read them
+    // (JudgeOptionValues::readFiles): the model and its version cannot come from two reads.
+    if (const auto* file = values.file("weights")) {
+      if (!file->error.empty()) throw std::runtime_error(weights + ": " + file->error);
+      return std::make_unique<ClaimSupportJudge>(
+          std::make_shared<const ClaimSupportModel>(parseClaimSupportModel(file->bytes, weights)));
+    }
     return std::make_unique<ClaimSupportJudge>(
-        weights.empty()
-            ? std::shared_ptr<const ClaimSupportModel>(std::shared_ptr<void>(),
-                                                       &builtinClaimSupportModel())
-            : std::make_shared<const ClaimSupportModel>(loadClaimSupportModel(weights)));
+        std::make_shared<const ClaimSupportModel>(loadClaimSupportModel(weights)));
   } catch (const std::runtime_error& e) {
     throw OptionError("weights", e.what());
   }

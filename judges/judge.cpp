@@ -182,14 +182,30 @@ JudgeVersion judgeVersionOf(const JudgeDescriptor& d, const JudgeOptionValues& v
         *v);
     if (!spec.default_value.empty() && text == spec.default_value) continue;  // as if omitted
     if (const auto* path = std::get_if<std::string>(v); spec.file_digest && path) {
-      std::string bytes;
-      text += readRegularFile(*path, std::size_t{16} << 20, bytes).empty()
-                  ? fmt::format("#{:016x}", XXH3_64bits(bytes.data(), bytes.size()))
+      JudgeOptionValues::FileRead read;
+      const auto* file = values.file(spec.name);
+      if (!file) {
+        read.error = readRegularFile(*path, JudgeOptionValues::kMaxOptionFileBytes, read.bytes);
+        file = &read;
+      }
+      text += file->error.empty()
+                  ? fmt::format("#{:016x}", XXH3_64bits(file->bytes.data(), file->bytes.size()))
                   : "#unreadable";
     }
     fields.emplace_back(std::string(spec.name), std::move(text));
   }
   return JudgeVersion::make(std::move(fields));
+}
+
+void JudgeOptionValues::readFiles(std::span<const OptionSpec> options) {
+  for (const auto& spec : options) {
+    const OptionValue* v = find(spec.name);
+    const auto* path = v ? std::get_if<std::string>(v) : nullptr;
+    if (!spec.file_digest || !path || path->empty()) continue;
+    auto read = std::make_shared<FileRead>();
+    read->error = readRegularFile(*path, kMaxOptionFileBytes, read->bytes);
+    files_[std::string(spec.name)] = std::move(read);
+  }
 }
 
 std::string judgeVersion(const JudgeDescriptor& d, const JudgeOptionValues& values) {

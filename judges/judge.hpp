@@ -186,8 +186,28 @@ class JudgeOptionValues {
     return it == values_.end() ? nullptr : &it->second;
   }
 
+  /// A file_digest option's file (OptionSpec::file_digest), read once: its bytes, or why it
+  /// could not be read (readRegularFile's reason, no path).
+  struct FileRead {
+    std::string bytes;
+    std::string error;
+  };
+  /// Reads every file_digest option of `options` that is set to a path, at most
+  /// kMaxOptionFileBytes each (a bigger file is an error here). The version and the judge then
+  /// use these bytes, so a file replaced between the two reads cannot give a version that does
+  /// not match the judge's scores. Copies share the bytes.
+  void readFiles(std::span<const OptionSpec> options);
+  /// The bytes readFiles read for option `name`, or nullptr when it did not read one (the
+  /// reader then reads the path itself).
+  const FileRead* file(std::string_view name) const {
+    const auto it = files_.find(name);
+    return it == files_.end() ? nullptr : it->second.get();
+  }
+  static constexpr std::size_t kMaxOptionFileBytes = std::size_t{16} << 20;
+
  private:
   std::map<std::string, OptionValue, std::less<>> values_;
+  std::map<std::string, std::shared_ptr<const FileRead>, std::less<>> files_;
 };
 
 /// What a factory may use besides the judge's own options.

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "judges/abstention.hpp"
 #include "judges/json_valid.hpp"
 #include "tests/test_paths.hpp"
 
@@ -221,6 +222,26 @@ TEST_CASE("refusal: English and French phrases are labelled 1") {
   REQUIRE(refusal != nullptr);
   CHECK(refusal->matchedPhrase("I don\u2019t know") == "i don't know");
   CHECK(refusal->matchedPhrase("Je ne sais pas") == "je ne sais pas");
+}
+
+TEST_CASE("refusal: every answer the abstention detector calls abstained is a refusal") {
+  // The two agree (judges/abstention.hpp): claim_support's `abstained` answers are labelled 1.
+  const auto j = RefusalJudge::create({});
+  const auto* refusal = dynamic_cast<const RefusalJudge*>(j.get());
+  REQUIRE(refusal != nullptr);
+  for (const char* answer :
+       {"Not stated in the documents.", "The passages do not specify the year.",
+        "This cannot be inferred.", "There is no mention of it in the sources.",
+        "Additional information is required.", "Le texte ne précise pas la date.",
+        "Ce n'est pas mentionné."}) {
+    CAPTURE(answer);
+    REQUIRE(answerAbstains(answer));
+    CHECK(*j->judge(answerOnly(answer)).score == 1.0);
+  }
+  CHECK(refusal->matchedPhrase("Not stated in the documents.") == "not stated in the documents");
+  // Surprise at a fact is neither.
+  CHECK_FALSE(answerAbstains("I had no idea he died in 1990."));
+  CHECK(*j->judge(answerOnly("I had no idea he died in 1990.")).score == 0.0);
 }
 
 TEST_CASE("refusal: ordinary answers are labelled 0") {

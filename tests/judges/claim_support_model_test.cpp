@@ -174,6 +174,34 @@ TEST_CASE("claim_support model: a bad weights file is refused whole, with its pa
   const auto before = judgeVersion(ClaimSupportJudge::kDescriptor, v);
   dir.write("copy.json", replaced("\"intercept\": ", "\"intercept\": 0.5, \"x\": "));
   CHECK(judgeVersion(ClaimSupportJudge::kDescriptor, v) != before);
+
+  // Read once (JudgeOptionValues::readFiles, as the config loader does): a file replaced after
+  // the read changes neither the version nor the judge built from these values.
+  dir.write("once.json", good);
+  JudgeOptionValues once;
+  once.set("weights", (dir.path / "once.json").string());
+  once.readFiles(ClaimSupportJudge::kDescriptor.options);
+  const auto read_version = judgeVersion(ClaimSupportJudge::kDescriptor, once);
+  dir.write("once.json", "{\"format\": \"truncat");
+  CHECK(judgeVersion(ClaimSupportJudge::kDescriptor, once) == read_version);
+  const auto judge = ClaimSupportJudge::create(once);
+  CHECK(judge->judge(e).score == create({})->judge(e).score);
+  // A copy of the values shares the bytes; a fresh read sees the broken file and refuses it.
+  const JudgeOptionValues copied = once;
+  CHECK(judgeVersion(ClaimSupportJudge::kDescriptor, copied) == read_version);
+  once.readFiles(ClaimSupportJudge::kDescriptor.options);
+  CHECK(judgeVersion(ClaimSupportJudge::kDescriptor, once) != read_version);
+  CHECK_THROWS_AS(ClaimSupportJudge::create(once), OptionError);
+  // A file that cannot be read is refused with its path and reason.
+  JudgeOptionValues absent;
+  absent.set("weights", (dir.path / "absent.json").string());
+  absent.readFiles(ClaimSupportJudge::kDescriptor.options);
+  try {
+    (void)ClaimSupportJudge::create(absent);
+    FAIL("accepted");
+  } catch (const OptionError& err) {
+    CHECK(std::string(err.what()).find("absent.json: cannot be opened") != std::string::npos);
+  }
 }
 
 }  // namespace assay
