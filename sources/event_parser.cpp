@@ -5,6 +5,7 @@
 #include <rapidjson/pointer.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <simdjson.h>
 
 #include "core/json_limits.hpp"
 #include "core/utf8.hpp"
@@ -133,7 +134,159 @@ struct EventParser::Pointers {
   Field id, timestamp, tenant, app, variant, model, question, contexts, answer, reference, relevant,
       expected_format;
   std::vector<Field> extra;
+
+  /// simdjson's side: the value at `f`'s pointer in `root`; `absent` when there is none (or it
+  /// is null). false when simdjson cannot say as RapidJSON would (a pointer it reads
+  /// otherwise): the thorough path decides.
+  static bool at(const Field& f, const simdjson::dom::element& root, simdjson::dom::element& v,
+                 bool& absent) {
+    absent = true;
+    if (!f.enabled()) return true;
+    const auto err = root.at_pointer(f.path).get(v);
+    if (err == simdjson::NO_SUCH_FIELD) return true;
+    if (err) return false;
+    absent = v.is_null();
+    return true;
+  }
+  /// A string field: copied to `dst` when present; false when present and not a string.
+  static bool string(const Field& f, const simdjson::dom::element& root, std::string& dst) {
+    simdjson::dom::element v;
+    bool absent = true;
+    if (!at(f, root, v, absent)) return false;
+    if (absent) return true;
+    std::string_view sv;
+    if (v.get_string().get(sv)) return false;
+    dst.assign(sv);
+    return true;
+  }
+  static bool required(const Field& f, const simdjson::dom::element& root, std::string& dst) {
+    simdjson::dom::element v;
+    bool absent = true;
+    return at(f, root, v, absent) && !absent && string(f, root, dst);
+  }
+  bool contextsOf(const simdjson::dom::element& root, std::vector<Context>& out) const;
+  bool idsOf(const simdjson::dom::element& root,
+             std::optional<std::vector<std::string>>& out) const;
+  /// Fills `out` from a parsed event when every field is as the thorough path accepts it;
+  /// false otherwise (the thorough path then gives the reason).
+  bool fill(const simdjson::dom::element& root, std::string_view fallback_id, Event& out) const;
 };
+
+namespace {
+
+/// An integer id as RapidJSON's IsInt64 reads it: its decimal text.
+bool integerText(const simdjson::dom::element& v, std::string& dst) {
+  int64_t i = 0;
+  if (v.get_int64().get(i)) return false;
+  dst = std::to_string(i);
+  return true;
+}
+
+}  // namespace
+
+bool EventParser::Pointers::contextsOf(const simdjson::dom::element& root,
+                                       std::vector<Context>& out) const {
+  simdjson::dom::element v;
+  bool absent = true;
+  if (!at(contexts, root, v, absent)) return false;
+  if (absent) return true;
+  simdjson::dom::array items;
+  if (v.get_array().get(items)) return false;
+  out.reserve(items.size());
+  for (const auto c : items) {
+    Context ctx;
+    std::string_view sv;
+    if (c.get_string().get(sv) == simdjson::SUCCESS) {
+      ctx.text.assign(sv);
+    } else {
+      simdjson::dom::object o;
+      if (c.get_object().get(o)) return false;
+      simdjson::dom::element text, id, src;
+      if (o.at_key("text").get(text) || text.get_string().get(sv)) return false;
+      ctx.text.assign(sv);
+      if (o.at_key("id").get(id) == simdjson::SUCCESS && !id.is_null()) {
+        if (id.get_string().get(sv) == simdjson::SUCCESS)
+          ctx.id.assign(sv);
+        else if (!integerText(id, ctx.id))
+          return false;
+      }
+      if (o.at_key("source").get(src) == simdjson::SUCCESS &&
+          src.get_string().get(sv) == simdjson::SUCCESS)
+        ctx.source.assign(sv);
+    }
+    out.push_back(std::move(ctx));
+  }
+  return true;
+}
+
+bool EventParser::Pointers::idsOf(const simdjson::dom::element& root,
+                                  std::optional<std::vector<std::string>>& out) const {
+  simdjson::dom::element v;
+  bool absent = true;
+  if (!at(relevant, root, v, absent)) return false;
+  if (absent) return true;
+  simdjson::dom::array items;
+  if (v.get_array().get(items)) return false;
+  std::vector<std::string> ids;
+  ids.reserve(items.size());
+  for (const auto x : items) {
+    std::string_view sv;
+    if (x.get_string().get(sv) == simdjson::SUCCESS)
+      ids.emplace_back(sv);
+    else if (!integerText(x, ids.emplace_back()))
+      return false;
+  }
+  out = std::move(ids);
+  return true;
+}
+
+bool EventParser::Pointers::fill(const simdjson::dom::element& root, std::string_view fallback_id,
+                                 Event& out) const {
+  Event e;
+  if (!required(question, root, e.question) || !required(answer, root, e.answer)) return false;
+  simdjson::dom::element v;
+  bool absent = true;
+  if (!at(id, root, v, absent)) return false;
+  if (!absent) {
+    std::string_view sv;
+    if (v.get_string().get(sv) == simdjson::SUCCESS)
+      e.id.assign(sv);
+    else if (!integerText(v, e.id))
+      return false;
+  }
+  if (e.id.empty()) {
+    if (!isValidUtf8(fallback_id)) return false;
+    e.id.assign(fallback_id);
+  }
+  if (!string(tenant, root, e.tenant) || !string(app, root, e.app) ||
+      !string(variant, root, e.variant) || !string(model, root, e.model))
+    return false;
+  if (!at(timestamp, root, v, absent) || (!absent && !v.is_string() && !v.is_number()))
+    return false;
+  if (!at(reference, root, v, absent)) return false;
+  if (!absent) {
+    std::string_view sv;
+    if (v.get_string().get(sv)) return false;
+    e.reference.emplace(sv);
+  }
+  if (!at(expected_format, root, v, absent)) return false;
+  if (!absent) {
+    std::string_view sv;
+    if (v.get_string().get(sv) || (sv != "json" && sv != "text")) return false;
+    if (sv == "json") e.expected_format = AnswerFormat::kJson;
+  }
+  if (!contextsOf(root, e.contexts) || !idsOf(root, e.relevant_context_ids)) return false;
+  for (const auto& f : extra) {
+    if (!at(f, root, v, absent)) return false;
+    if (absent) continue;
+    std::string_view sv;
+    // Another value goes out as RapidJSON writes it: the thorough path.
+    if (v.get_string().get(sv)) return false;
+    e.fields.emplace_back(f.path, std::string(sv));
+  }
+  out = std::move(e);
+  return true;
+}
 
 EventParser::EventParser(const EventFieldOptions& fields, std::size_t max_event_bytes)
     : p_(std::make_unique<Pointers>(fields)), max_event_bytes_(max_event_bytes) {}
@@ -164,6 +317,40 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
             std::to_string(payload.size()) + " bytes > max_event_bytes " +
                 std::to_string(max_event_bytes_)};
   }
+  if (engine_ == JsonEngine::kSimdjson && parseFast(payload, fallback_id, out))
+    return {true, InvalidReason::kNotJson, {}};
+  return parseThorough(payload, fallback_id, out);
+}
+
+bool EventParser::parseFast(std::string_view payload, std::string_view fallback_id,
+                            Event& out) const {
+  // simdjson checks UTF-8, depth (at most kMaxJsonDepth, as jsonShapeProblem), unescaped
+  // control characters and surrogate escapes; a NUL byte after the document it would accept.
+  if (payload.size() > kFastPathMaxBytes || payload.find('\0') != std::string_view::npos)
+    return false;
+  struct Scratch {
+    simdjson::dom::parser parser;
+    std::string padded;
+    bool ready = false;
+  };
+  thread_local Scratch scratch;
+  if (!scratch.ready) {
+    if (scratch.parser.allocate(kFastPathMaxBytes, kMaxJsonDepth) != simdjson::SUCCESS)
+      return false;
+    scratch.padded.reserve(kFastPathMaxBytes + simdjson::SIMDJSON_PADDING);
+    scratch.ready = true;
+  }
+  scratch.padded.assign(payload);
+  scratch.padded.append(simdjson::SIMDJSON_PADDING, ' ');
+  simdjson::dom::element root;
+  if (scratch.parser.parse(scratch.padded.data(), payload.size(), false).get(root) ||
+      !root.is_object())
+    return false;
+  return p_->fill(root, fallback_id, out);
+}
+
+ParseOutcome EventParser::parseThorough(std::string_view payload, std::string_view fallback_id,
+                                        Event& out) const {
   if (const auto shape = jsonShapeProblem(payload)) {
     using Kind = JsonShapeProblem::Kind;
     return {false,

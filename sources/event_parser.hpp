@@ -53,10 +53,27 @@ class EventParser {
   /// Reads only the id (for --replay keys): empty when the line is not JSON or has none.
   std::string extractId(std::string_view payload) const;
 
+  /// Which library parses. kSimdjson (the default): simdjson's DOM parser (SIMD UTF-8 and
+  /// structure validation, a parser per thread, no allocation per message beyond the event's
+  /// strings) reads every message of at most kFastPathMaxBytes with no NUL byte; any message it
+  /// refuses, or whose fields are not all as expected, is parsed again the thorough way, which
+  /// gives the reason and detail. kRapidJson: the thorough way only (jsonShapeProblem, then
+  /// RapidJSON): the same outcome and event for every input, 3 to 4 times slower on valid events
+  /// (docs/BENCHMARKS.md). For tests and benchmarks.
+  enum class JsonEngine { kSimdjson, kRapidJson };
+  void setEngine(JsonEngine engine) { engine_ = engine; }
+  /// Larger messages go the thorough way (the per-thread simdjson parser stays this small).
+  static constexpr std::size_t kFastPathMaxBytes = std::size_t{256} * 1024;
+
  private:
+  bool parseFast(std::string_view payload, std::string_view fallback_id, Event& out) const;
+  ParseOutcome parseThorough(std::string_view payload, std::string_view fallback_id,
+                             Event& out) const;
+
   struct Pointers;
   std::unique_ptr<Pointers> p_;
   std::size_t max_event_bytes_;
+  JsonEngine engine_ = JsonEngine::kSimdjson;
 };
 
 }  // namespace assay

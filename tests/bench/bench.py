@@ -487,7 +487,7 @@ def part_micro(workdir):
     log("part 2: Google Benchmark and the Python counterparts")
     bench = os.path.join(BUILD, "tests", "assay_bench")
     proc = subprocess.run([bench, "--benchmark_format=json", "--benchmark_min_time=0.2",
-                           "--benchmark_filter=BM_SampleHash|BM_ParseEvent|BM_Judge/|"
+                           "--benchmark_filter=BM_SampleHash|BM_Parse|BM_Judge/|"
                            "BM_AllJudgesPerEvent|BM_Ingest"],
                           capture_output=True, text=True, check=True)
     ours = {}
@@ -499,8 +499,12 @@ def part_micro(workdir):
             ours[b.get("label", name)] = ns
         elif name == "BM_SampleHash":
             ours["sample_hash"] = ns
-        elif name == "BM_ParseEvent":
+        elif name == "BM_ParseEvent/0":
             ours["parse"] = ns
+        elif name == "BM_ParseEvent/1":
+            ours["parse, RapidJSON alone"] = ns
+        elif name.startswith("BM_ParseHostile/"):
+            ours["parse hostile corpus, " + b.get("label", name)] = ns
         elif name.startswith("BM_Ingest") and b.get("items_per_second"):
             ours["ingest " + name[len("BM_Ingest"):]] = 1e9 / b["items_per_second"]
         elif name == "BM_AllJudgesPerEvent":

@@ -5,6 +5,7 @@
 #include <malloc.h>
 #include <prometheus/registry.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -57,19 +58,39 @@ void BM_SampleHash(benchmark::State& state) {
 }
 BENCHMARK(BM_SampleHash);
 
-void BM_ParseEvent(benchmark::State& state) {
+/// The event parser's committed fuzz corpus: hostile messages, most of them not events.
+const std::vector<std::string>& hostile() {
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> out;
+    for (const auto& e :
+         std::filesystem::directory_iterator(ASSAY_SOURCE_DIR "/fuzz/corpus/event_parser")) {
+      std::ifstream in(e.path(), std::ios::binary);
+      out.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    return out;
+  }();
+  return v;
+}
+
+/// Arg 0: the default engine (simdjson, RapidJSON for what it refuses); 1: RapidJSON alone.
+void parseBench(benchmark::State& state, const std::vector<std::string>& inputs) {
   EventParser p(EventFieldOptions{}, 1 << 20);
+  if (state.range(0) == 1) p.setEngine(EventParser::JsonEngine::kRapidJson);
   std::size_t i = 0, bytes = 0;
   for (auto _ : state) {
-    const auto& l = lines()[i++ % lines().size()];
+    const auto& l = inputs[i++ % inputs.size()];
     Event e;
     benchmark::DoNotOptimize(p.parse(l, "k", e));
     bytes += l.size();
   }
+  state.SetLabel(state.range(0) == 1 ? "rapidjson" : "simdjson");
   state.SetItemsProcessed(state.iterations());
   state.SetBytesProcessed(static_cast<int64_t>(bytes));
 }
-BENCHMARK(BM_ParseEvent);
+void BM_ParseEvent(benchmark::State& state) { parseBench(state, lines()); }
+BENCHMARK(BM_ParseEvent)->Arg(0)->Arg(1);
+void BM_ParseHostile(benchmark::State& state) { parseBench(state, hostile()); }
+BENCHMARK(BM_ParseHostile)->Arg(0)->Arg(1);
 
 // Ingestion of the same 20 requests (the first 4 dev events of each source dataset) as assay_json
 // events and as OpenTelemetry traces (tests/data/otlp/dev_openinference.jsonl, 5 traces a

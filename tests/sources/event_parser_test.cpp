@@ -2,6 +2,12 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <tuple>
+
+#include "tests/test_paths.hpp"
+
 using namespace assay;
 
 namespace {
@@ -174,4 +180,111 @@ TEST_CASE("the JSON Pointer inputs of custom rubrics: strings as text, other val
                   "k", again)
               .ok);
   CHECK(again.fields == std::vector<std::pair<std::string, std::string>>{{"/labels/0", "1"}});
+}
+
+// ---- simdjson against RapidJSON --------------------------------------------------------------
+
+namespace {
+
+std::string readWhole(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// Both engines give the same outcome (reason and detail) and the same event.
+void sameBothWays(const EventParser& fast, const EventParser& thorough, std::string_view payload,
+                  std::size_t& ok) {
+  Event a, b;
+  const auto x = fast.parse(payload, payload.substr(0, 8), a);
+  const auto y = thorough.parse(payload, payload.substr(0, 8), b);
+  CAPTURE(std::string(payload.substr(0, 200)));
+  REQUIRE(x.ok == y.ok);
+  if (!x.ok) {
+    CHECK(x.reason == y.reason);
+    CHECK(x.detail == y.detail);
+    return;
+  }
+  ++ok;
+  CHECK(a.id == b.id);
+  CHECK(std::tie(a.tenant, a.app, a.variant, a.model) ==
+        std::tie(b.tenant, b.app, b.variant, b.model));
+  CHECK(a.question == b.question);
+  CHECK(a.answer == b.answer);
+  CHECK(a.reference == b.reference);
+  CHECK(a.relevant_context_ids == b.relevant_context_ids);
+  CHECK(a.expected_format == b.expected_format);
+  CHECK(a.fields == b.fields);
+  REQUIRE(a.contexts.size() == b.contexts.size());
+  for (std::size_t i = 0; i < a.contexts.size(); ++i)
+    CHECK(std::tie(a.contexts[i].id, a.contexts[i].text, a.contexts[i].source) ==
+          std::tie(b.contexts[i].id, b.contexts[i].text, b.contexts[i].source));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "simdjson and RapidJSON: the same outcome and event on the dev events and hostile input") {
+  EventFieldOptions fields;
+  fields.extra = {"/labels/hallucinated", "/labels",     "/model",
+                  "/contexts/0/text",     "/a~1b",       "/c~0d",
+                  "/contexts/01",         "/contexts/-", "#/question"};
+  EventParser fast(fields, 1 << 20), thorough(fields, 1 << 20);
+  thorough.setEngine(EventParser::JsonEngine::kRapidJson);
+  std::size_t inputs = 0, ok = 0;
+  // The dev events as they are, and each with its last byte cut (not JSON).
+  std::ifstream dev(std::string(test::kSharedDataDir) + "/rag_events_dev.jsonl");
+  for (std::string line; std::getline(dev, line); ++inputs) {
+    sameBothWays(fast, thorough, line, ok);
+    sameBothWays(fast, thorough, std::string_view(line).substr(0, line.size() - 1), ok);
+  }
+  CHECK(ok == inputs);  // every dev event parses
+  REQUIRE(inputs > 500);
+  // The event parser's committed fuzz corpus.
+  for (const auto& e : std::filesystem::directory_iterator(std::string(test::kSourceDir) +
+                                                           "/fuzz/corpus/event_parser")) {
+    sameBothWays(fast, thorough, readWhole(e.path()), ok);
+    ++inputs;
+  }
+  // What the two libraries could read differently.
+  const std::string deep = std::string(127, '[') + std::string(127, ']');
+  for (
+      const std::string& s : std::initializer_list<std::string>{
+          R"({"question":"q","answer":"a","deep":)" + deep + "}",    // depth 128: an event
+          R"({"question":"q","answer":"a","deep":[)" + deep + "]}",  // 129: too_deep
+          std::string(R"({"question":"q","answer":"a"})") + '\0',    // a NUL after it
+          R"({"question":"q\u0000","answer":"a"})",                  // an escaped NUL
+          "\xEF\xBB\xBF{\"question\":\"q\",\"answer\":\"a\"}",       // a byte order mark
+          R"({"question":"q","answer":"a","n":123456789012345678901234567890})",  // a big integer
+          R"({"question":"q","answer":"a","n":1e400})",                           // out of range
+          R"({"question":"q","answer":"a","id":-0})",                             // -0 as the id
+          R"({"question":"q","answer":"a","id":9223372036854775808})",            // past int64
+          R"({"question":"q","answer":"a","id":12.0})",
+          R"({"question":"q","answer":"a","id":""})",         // the key then
+          R"({"question":"q","question":"r","answer":"a"})",  // the first wins
+          R"({"question":"q","answer":"a","a/b":"slash","c~d":"tilde","labels":{"x":[1,2.5,"s",null,true]}})",
+          R"({"question":"q","answer":"a","contexts":[{"text":"t","text":"u","id":null,"source":3}]})",
+          R"({"question":"q","answer":"a","contexts":[{"id":1.5,"text":"t"}]})",
+          R"({"question":"q","answer":"a","contexts":["x",{"id":"i"}]})",
+          R"({"question":"q","answer":"a","relevant_context_ids":["1",2,-3]})",
+          R"({"question":"q","answer":"a","relevant_context_ids":[1.5]})",
+          R"({"question":"q","answer":"a","expected_format":"JSON"})",
+          R"({"question":"q","answer":"a","expected_format":null,"timestamp":true})",
+          R"({"question":"q","answer":"a","timestamp":1733390000000})",
+          R"({"question":"q","answer":"a","tenant":7})",
+          R"({"question":null,"answer":"a"})",
+          R"(["question","answer"])",
+          "{\"question\":\"q\",\"answer\":\"a\x01\"}",             // a control character
+          "{\"question\":\"q\",\"answer\":\"\xED\xA0\x80\"}",      // a UTF-8 surrogate
+          "{\"question\":\"q\",\"answer\":\"\xF4\x90\x80\x80\"}",  // past U+10FFFF
+          "{\"question\":\"q\",\"answer\":\"\xC0\xAF\"}",          // overlong
+          R"({"question":"q","answer":"\ud83d\ude00 \udc00"})",    // a lone second half
+      }) {
+    sameBothWays(fast, thorough, s, ok);
+    ++inputs;
+  }
+  // Larger than the fast path's bound: the thorough path alone, same result.
+  const std::string big =
+      R"({"question":"q","answer":")" + std::string(EventParser::kFastPathMaxBytes, 'x') + "\"}";
+  sameBothWays(fast, thorough, big, ok);
+  MESSAGE(inputs, " inputs, ", ok, " events");
 }
