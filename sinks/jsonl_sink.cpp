@@ -119,10 +119,7 @@ void JsonlSink::write(const Judgment&, const std::string& json, DeliveryToken) {
   const bool sized = ::fstat(fd_, &st) == 0;
   if (writeAll(line.data(), line.size())) {
     ok_.Increment();
-    if (failing_) {
-      failing_ = false;
-      spdlog::info("jsonl sink: writing to '{}' again", path_);
-    }
+    written();
     return;
   }
   const int error = errno;
@@ -139,6 +136,39 @@ void JsonlSink::write(const Judgment&, const std::string& json, DeliveryToken) {
                     : "the partial line could not be removed");
   }
   failing_ = true;
+}
+
+void JsonlSink::written() {
+  if (!failing_) return;
+  failing_ = false;
+  spdlog::info("jsonl sink: writing to '{}' again", path_);
+}
+
+void JsonlSink::writeBatch(std::span<Record> records) {
+  if (records.size() == 1) {
+    write(*records[0].judgment, *records[0].json, std::move(records[0].token));
+    return;
+  }
+  batch_.clear();
+  for (const auto& r : records) batch_.append(*r.json).push_back('\n');
+  {
+    std::lock_guard lock(mu_);
+    struct stat st {};
+    if (!failing_ && ::fstat(fd_, &st) == 0) {
+      if (writeAll(batch_.data(), batch_.size())) {
+        ok_.Increment(static_cast<double>(records.size()));
+        written();
+        if (batch_.capacity() > kKeptBuffer) std::string().swap(batch_);
+        return;
+      }
+      // Back to the last complete line; the records then go one by one, each whole or not.
+      if (::ftruncate(fd_, st.st_size) != 0)
+        spdlog::error("jsonl sink: a failed write to '{}' could not be removed: {}", path_,
+                      std::strerror(errno));
+    }
+  }
+  // A failing file: each record on its own, each counted and rolled back as write() does.
+  for (auto& r : records) write(*r.judgment, *r.json, std::move(r.token));
 }
 
 void JsonlSink::flush() {

@@ -7,6 +7,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace assay {
 
@@ -44,14 +45,26 @@ void QueuedSink::State::run() {
     batch.swap(items);
     in_batch = batch.size();
     lock.unlock();
-    for (auto& item : batch) {
-      if (item.record)
-        sink->write(item.record->judgment, item.record->json, std::move(item.token));
-      else
+    // In runs of at most Sink::kMaxBatch records, a reopen between them in its place.
+    std::vector<Sink::Record> run;
+    for (std::size_t i = 0; i < batch.size();) {
+      std::size_t done = 1;
+      if (!batch[i].record) {
         sink->reopen();
-      item.record.reset();
+      } else {
+        run.clear();
+        for (std::size_t k = i; k < batch.size() && batch[k].record && run.size() < Sink::kMaxBatch;
+             ++k)
+          run.push_back(
+              {&batch[k].record->judgment, &batch[k].record->json, std::move(batch[k].token)});
+        sink->writeBatch(run);
+        done = run.size();
+        run.clear();  // the tokens a synchronous sink left
+      }
+      for (std::size_t k = i; k < i + done; ++k) batch[k].record.reset();
+      i += done;
       lock.lock();
-      --in_batch;
+      in_batch -= done;
       progress = Clock::now();
       setDepth();
       lock.unlock();

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/exposition.hpp"
 #include "core/judgment.hpp"
@@ -223,5 +224,47 @@ TEST_CASE("JSONL sink: a FIFO is refused at start-up and by the path check, neve
                        std::runtime_error);
   CHECK(jsonlPathProblem(fifo) == "'" + fifo + "' is a FIFO or a socket, not a file");
   CHECK(jsonlPathProblem(dir + "/new.jsonl").empty());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("JSONL sink: a batch is one write; when it does not fit, as many records as fit") {
+  std::signal(SIGXFSZ, SIG_IGN);
+  const std::string dir = "/tmp/assay_jsonl_batch_" + std::to_string(::getpid());
+  prometheus::Registry registry;
+  SinkStats stats(registry);
+  SinksOptions o;
+  o.jsonl_enabled = true;
+  o.jsonl.path = dir + "/j.jsonl";
+  auto sinks = createSinks(o, SinkContext{&stats, nullptr, ""});
+  const auto j = sample();
+  const std::string json = toJson(j);
+  int released = 0;
+  const auto batch = [&](std::size_t n) {
+    std::vector<Sink::Record> records;
+    for (std::size_t i = 0; i < n; ++i)
+      records.push_back({&j, &json, DeliveryToken(nullptr, [&](void*) { ++released; })});
+    sinks[0]->writeBatch(records);
+  };
+  batch(4);
+  CHECK(released == 4);  // handed to the kernel: every token let go
+  const auto whole = std::filesystem::file_size(o.jsonl.path);
+  CHECK(whole == 4 * (json.size() + 1));
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+  rlimit small = old;
+  small.rlim_cur = whole + 2 * (json.size() + 1) + json.size() / 2;  // 2.5 records more
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  batch(5);  // the batch does not fit: rolled back, then 2 whole records and 3 errors
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &old) == 0);
+  CHECK(released == 9);
+  CHECK(std::filesystem::file_size(o.jsonl.path) == whole + 2 * (json.size() + 1));
+  batch(3);  // failing: one by one, and the first good write ends the failing state
+  batch(2);  // one write again
+  std::ifstream in(o.jsonl.path);
+  int lines = 0;
+  for (std::string l; std::getline(in, l); ++lines) CHECK(l == json);
+  CHECK(lines == 4 + 2 + 3 + 2);
+  CHECK(stats.writes("jsonl", true).Value() == 11.0);
+  CHECK(stats.writes("jsonl", false).Value() == 3.0);
   std::filesystem::remove_all(dir);
 }
