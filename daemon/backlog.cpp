@@ -14,11 +14,13 @@ Backlog::Backlog(const LimitsOptions& limits, std::size_t pending_limit,
 
 bool Backlog::admit(WorkItem& item) {
   if (limits_.when_full == LimitsOptions::WhenFull::kDropNewest) {
-    if (!sinks_behind_() && queue_.tryPush(item)) return true;
+    if (!sinks_behind_() && queue_.tryPushDeferred(item)) return true;
     stats_.dropped_queue_full.Increment();  // a counted, deliberate drop
     return false;
   }
-  if (held_.empty() && !full() && queue_.tryPush(item)) return true;
+  // The poll's batch wakes the workers once at its end (Pipeline::pollOnce), or every
+  // BoundedQueue::kWakeEvery events: not once per event.
+  if (held_.empty() && !full() && queue_.tryPushDeferred(item)) return true;
   held_.push_back(std::move(item));  // judged later, in order; its origin stays pending
   if (!paused_) {
     paused_ = true;

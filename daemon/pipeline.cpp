@@ -126,7 +126,9 @@ bool Pipeline::pollOnce(int timeout_ms) {
   // keep-alive; its turn (expired joins, delivery reports, commits) goes on.
   if (backlog_.paused() && backlog_.resume() && !source_.keepAlive(*this))
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(timeout_ms, 5)));
-  if (!source_.poll(timeout_ms, *this, kBatch)) {
+  const bool polled = source_.poll(timeout_ms, *this, kBatch);
+  queue_.wakeConsumers();  // the batch's events (Backlog::admit defers the wake-ups)
+  if (!polled) {
     exit_code_ = 1;
     return false;
   }
