@@ -179,6 +179,7 @@ struct HttpClient::Impl {
                                   HttpResponse& res, Steady::time_point deadline) {
     conn.lowest().expires_at(deadline);
     co_await http::async_write(stream, req, asio::use_awaitable);
+    const auto written = Steady::now();
     // Bounded: the parser moves body bytes out as they come, but keeps a header or a chunk's
     // header line (its extensions) whole until its end; Beast 1.74 bounds the first only.
     beast::flat_buffer buffer(kMaxReadBuffer);
@@ -196,6 +197,7 @@ struct HttpClient::Impl {
         continue;
       }
       res.status = status;
+      res.on_wire = Steady::now() - written;
       res.body = std::move(msg.body());
       for (const auto& f : msg) {
         std::string name(f.name_string());

@@ -30,6 +30,10 @@ struct HttpResponse {
   bool timed_out = false;
   std::string error;  ///< connection/TLS/protocol error, empty on success
   std::chrono::milliseconds elapsed{0};
+  /// From the request's last byte written to the response's last byte read, on the client's
+  /// clock: the provider's handling and the network round trip, none of assay's own time
+  /// (0 when no response came). The dispatch benchmark subtracts it.
+  std::chrono::nanoseconds on_wire{0};
   bool reused_connection = false;
 };
 

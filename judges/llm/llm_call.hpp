@@ -126,8 +126,9 @@ struct LlmJudge::Call {
   std::int64_t token_cost = 0;  // rate-limit weight: prompt estimate + max_tokens
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   int attempts = 0;
-  bool answered = false;  // a 2xx reply arrived (billed by the provider)
-  bool held = false;      // an open breaker holds it (LlmJudgeSettings::breaker_hold)
+  std::chrono::nanoseconds on_wire{0};  // the attempts' HttpResponse::on_wire
+  bool answered = false;                // a 2xx reply arrived (billed by the provider)
+  bool held = false;                    // an open breaker holds it (LlmJudgeSettings::breaker_hold)
   std::int64_t ttl_ms = 0, lease_ms = 0;
   // batch: true (llm_batch.cpp): priced at the batch price; never holds a max_in_flight slot.
   bool batched = false;

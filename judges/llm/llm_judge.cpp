@@ -616,6 +616,7 @@ std::optional<Millis> LlmJudge::holdFor(const std::shared_ptr<Call>& c) const {
 }
 
 void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) const {
+  c->on_wire += res.on_wire;
   const AttemptRead read = readAttempt(settings_.provider, res);  // the call protocol's reader
   const ProviderReply& reply = read.reply;
   if (reply.ok) {
@@ -733,6 +734,7 @@ void LlmJudge::finish(const std::shared_ptr<Call>& c, LlmVerdict verdict,
                       std::optional<TokenUsage> usage) const {
   LlmCallResult r;
   r.attempts = c->attempts;
+  r.on_wire = c->on_wire;
   r.contexts_truncated = c->prompt.contexts_truncated;
   // Only a 2xx reply is billed by providers; it is charged with its reported usage, or with the
   // conservative estimate (prompt estimate + max_tokens) when it reports none.

@@ -133,6 +133,8 @@ struct LlmCallResult {
   double cost_usd = 0, cost_eur = 0;
   Millis latency{0};  ///< from call() to the result, waits included
   int attempts = 0;   ///< HTTP attempts made
+  /// The attempts' HttpResponse::on_wire, summed: the provider's time and the round trips.
+  std::chrono::nanoseconds on_wire{0};
   bool contexts_truncated = false;
   std::string exhausted_scope;     ///< skipped_budget because this scope's cap was reached
   double exhausted_cap_eur = 0;    ///< that scope's cap (€/day) when the store refused the call

@@ -13,8 +13,10 @@
 //           so the last one waits for the K - 1 before it on the client thread; its p99 is
 //           the time to drain a burst (about K * the client thread's cost per reply), not a
 //           call's own cost.
-//   added latency = (call() to result) - 200 ms: what assay and the loopback round trip add,
-//                   the fake server's own request handling included (an upper bound on ours);
+//   added latency = (call() to result) - the time on the wire (LlmCallResult::on_wire: from the
+//                   request's last byte written to the reply's last byte read, on the client's
+//                   clock): what assay adds, the fake server's delay and handling and the
+//                   loopback round trip excluded;
 //   memory per call = (resident set with K in flight, sampled 120 ms into the warm-up wave)
 //                   - (resident set before it), / K: sockets, buffers, the pending call's state.
 //   CPU per call  = user + system time over the steady calls (the ramp's included), / their
@@ -121,7 +123,8 @@ class Caller {
       std::lock_guard lock(mu_);
       if (out) {
         if (r.verdict.outcome == Outcome::kOk)
-          out->added_ms.push_back(ms - kServerDelayMs);
+          out->added_ms.push_back(ms -
+                                  std::chrono::duration<double, std::milli>(r.on_wire).count());
         else
           ++out->failed;
       }
