@@ -103,10 +103,22 @@ LocalDate localDate(UCalendar* cal) {
 }  // namespace
 
 std::string budgetDay(std::string_view iana_timezone, std::int64_t epoch_ms) {
+  // Every call of an LLM judge asks for its day: opening an ICU calendar each time was 4 % of
+  // the dispatch's CPU. The day an instant falls in stays the same from that instant until the
+  // next local midnight, so each thread keeps the last answer with that interval.
+  struct Known {
+    std::string zone, day;
+    std::int64_t from = 0, until = 0;  // [from, until): epoch ms whose day is `day`
+  };
+  thread_local Known known;
+  if (epoch_ms >= known.from && epoch_ms < known.until && known.zone == iana_timezone)
+    return known.day;
   const Calendar cal = openCalendar(iana_timezone, epoch_ms);
   const LocalDate d = localDate(cal.get());
   char buf[16];
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02d", d.year, d.month, d.day);
+  known = Known{std::string(iana_timezone), buf, epoch_ms,
+                epoch_ms + msUntilNextDay(iana_timezone, epoch_ms)};
   return buf;
 }
 

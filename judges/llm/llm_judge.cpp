@@ -150,6 +150,9 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
     : settings_(std::move(settings)),
       endpoint_shown_(safeUrl(settings_.endpoint)),
       format_(replyFormatOf(settings_)),
+      system_prompt_(systemPrompt(settings_.rubric)),
+      request_(settings_.provider, settings_.endpoint, settings_.api_key, settings_.model,
+               system_prompt_, settings_.max_tokens, format_),
       services_(services),
       client_(services.client(settings_.ca_file)),
       ledger_(services.ledger()),
@@ -360,7 +363,7 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   }
   if (auto missing = missingInput(settings_.rubric, event))
     return early(missing->first, std::move(missing->second));
-  auto prompt = buildPrompt(settings_.rubric, event, settings_.max_input_tokens);
+  auto prompt = buildPrompt(settings_.rubric, event, settings_.max_input_tokens, system_prompt_);
   if (!prompt) return early(Outcome::kContextTooLong, tooLongText(settings_.rubric));
 
   auto c = std::make_shared<Call>();
@@ -368,8 +371,7 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   c->event = event;
   c->scopes = scopes(event);
   c->prompt = std::move(*prompt);
-  c->request = buildRequest(settings_.provider, settings_.endpoint, settings_.api_key,
-                            settings_.model, c->prompt, settings_.max_tokens, format_);
+  c->request = request_.request(c->prompt.user);
   c->request.timeout = settings_.timeout;
   c->store_key = verdictStoreKey(settings_.version, c->request.body, event.id);
   c->token_cost = c->prompt.estimated_tokens + settings_.max_tokens;

@@ -265,6 +265,9 @@ class LlmJudge final : public Judge {
   const LlmJudgeSettings settings_;
   const std::string endpoint_shown_;  ///< settings_.endpoint for logs and judgments (safeUrl)
   const ReplyFormat format_;  ///< the reply format sent with every call (settings_.reply_format)
+  /// The prompt's and the request's fixed parts, built once (the same bytes for every event).
+  const std::string system_prompt_;
+  const RequestTemplate request_;
   CallServices& services_;
   HttpClient& client_;
   Ledger& ledger_;

@@ -260,8 +260,12 @@ std::optional<std::pair<Outcome, std::string>> missingInput(const Rubric& rubric
 
 std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
                                   std::int64_t max_input_tokens) {
+  return buildPrompt(rubric, event, max_input_tokens, systemPrompt(rubric));
+}
+
+std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
+                                  std::int64_t max_input_tokens, const std::string& system) {
   const std::size_t total = rubric.needs_contexts ? event.contexts.size() : 0;
-  const std::string system = systemPrompt(rubric);
   const std::int64_t system_tokens = estimateTokens(system);
   Material m{event.question,
              event.contexts,

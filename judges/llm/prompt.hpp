@@ -69,5 +69,9 @@ std::optional<std::pair<Outcome, std::string>> missingInput(const Rubric& rubric
 /// `context_too_long`, no call.
 std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
                                   std::int64_t max_input_tokens);
+/// The same with `system` = systemPrompt(rubric), built once by the caller (an LLM judge builds
+/// it at construction: the same bytes for every event).
+std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
+                                  std::int64_t max_input_tokens, const std::string& system);
 
 }  // namespace assay::llm

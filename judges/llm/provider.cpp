@@ -538,6 +538,34 @@ HttpRequest buildRequest(Provider provider, const std::string& endpoint, const s
   return r;
 }
 
+RequestTemplate::RequestTemplate(Provider provider, const std::string& endpoint,
+                                 const std::string& api_key, const std::string& model,
+                                 const std::string& system, int max_tokens,
+                                 const ReplyFormat& format) {
+  // The body with a marker as the user message, cut around it: the user message is the body's
+  // last string for both providers, and the marker needs no escape, so it is written as is.
+  static constexpr std::string_view kMarker = "\"ASSAY_USER_MESSAGE_5f2c9e\"";
+  Prompt p;
+  p.system = system;
+  p.user = std::string(kMarker.substr(1, kMarker.size() - 2));
+  fixed_ = buildRequest(provider, endpoint, api_key, model, p, max_tokens, format);
+  const auto at = fixed_.body.rfind(kMarker);
+  if (at == std::string::npos) throw std::logic_error("RequestTemplate: no user message");
+  before_ = fixed_.body.substr(0, at);
+  after_ = fixed_.body.substr(at + kMarker.size());
+  fixed_.body.clear();
+}
+
+HttpRequest RequestTemplate::request(const std::string& user) const {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.String(user.c_str(), static_cast<rapidjson::SizeType>(user.size()));
+  HttpRequest r = fixed_;
+  r.body.reserve(before_.size() + buf.GetSize() + after_.size());
+  r.body.append(before_).append(buf.GetString(), buf.GetSize()).append(after_);
+  return r;
+}
+
 ProviderReply parseReply(Provider provider, int status, const std::string& body) {
   ProviderReply out;
   out.effective_status = status;

@@ -63,6 +63,24 @@ HttpRequest buildRequest(Provider provider, const std::string& endpoint, const s
                          const std::string& model, const Prompt& prompt, int max_tokens,
                          const ReplyFormat& format = {});
 
+/// buildRequest's fixed parts for one judge, built once: the URL, the headers and the body
+/// around the user message (model, temperature, reply format, system prompt). request() then
+/// writes only the user message, as JSON, between them: the same bytes as buildRequest with
+/// that system prompt (tests/llm/prompt_test.cpp checks), without parsing the reply schema or
+/// escaping the system prompt for every call.
+class RequestTemplate {
+ public:
+  RequestTemplate(Provider provider, const std::string& endpoint, const std::string& api_key,
+                  const std::string& model, const std::string& system, int max_tokens,
+                  const ReplyFormat& format = {});
+  /// The request for a prompt whose system part is the template's.
+  HttpRequest request(const std::string& user) const;
+
+ private:
+  HttpRequest fixed_;  // url and headers; body empty
+  std::string before_, after_;
+};
+
 struct ProviderReply {
   bool ok = false;      ///< a readable assistant message (2xx), verdict or not
   std::string content;  ///< assistant text (ok)

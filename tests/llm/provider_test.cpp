@@ -427,3 +427,36 @@ TEST_CASE("an endpoint's query stays after the path it is given") {
         "https://api.anthropic.com/v1/messages");
   CHECK(endpointUrl("https://gw/v1?k=1", "/messages") == "https://gw/v1/messages?k=1");
 }
+
+TEST_CASE("RequestTemplate: the same request, byte for byte, as buildRequest") {
+  // The judge builds the fixed parts once (llm_judge.cpp); every call's body must be what
+  // buildRequest writes, since the verdict store's key is a hash of it.
+  ReplyFormat schema_format;
+  schema_format.kind = ReplyFormat::Kind::kJsonSchema;
+  schema_format.schema_name = "verdict";
+  schema_format.schema = replySchema(*builtinRubric("faithfulness"));
+  ReplyFormat text;
+  text.kind = ReplyFormat::Kind::kText;
+  text.temperature = 0.7;
+  const std::string system = "Judge \"faithfulness\" \\ ASSAY_USER_MESSAGE_5f2c9e \u00e9\t\n";
+  for (const Provider p : {Provider::kOpenAi, Provider::kAnthropic})
+    for (const auto& model : {std::string("gpt-4o-mini"), std::string("o3-mini")})
+      for (const ReplyFormat& f : {ReplyFormat{}, schema_format, text}) {
+        const RequestTemplate t(p, "https://h.example/v1?api-key=k", "sk-1", model, system, 300, f);
+        for (const std::string& user :
+             {std::string(""), std::string("plain"), std::string("\"ASSAY_USER_MESSAGE_5f2c9e\""),
+              std::string("quote \" backslash \\ control \x01 tab \t \u2028 \xF0\x9F\x98\x80"),
+              std::string(100000, 'x')}) {
+          Prompt prompt;
+          prompt.system = system;
+          prompt.user = user;
+          const auto expected =
+              buildRequest(p, "https://h.example/v1?api-key=k", "sk-1", model, prompt, 300, f);
+          const auto got = t.request(user);
+          CHECK(got.body == expected.body);
+          CHECK(got.url == expected.url);
+          CHECK(got.headers == expected.headers);
+          CHECK(got.method == expected.method);
+        }
+      }
+}
