@@ -75,7 +75,9 @@ Ledger& CallServices::ledger() {
     spdlog::warn(
         "budget.store is memory: the ledger is neither shared between assayd instances "
         "nor kept across restarts; use redis:// in production");
-  ledger_ = std::make_unique<Ledger>(std::move(store));
+  // A store in memory never waits: its operations run on the caller's thread (Ledger::Mode).
+  const auto mode = store->shared() ? Ledger::Mode::kThread : Ledger::Mode::kInline;
+  ledger_ = std::make_unique<Ledger>(std::move(store), 10000, mode);
   addScope("global", budget_.daily_limit_eur);
   return *ledger_;
 }

@@ -6,8 +6,8 @@
 
 namespace assay::llm {
 
-Ledger::Ledger(std::unique_ptr<BudgetStore> store, std::size_t max_queued_reservations)
-    : store_(std::move(store)), max_reservations_(max_queued_reservations) {
+Ledger::Ledger(std::unique_ptr<BudgetStore> store, std::size_t max_queued_reservations, Mode mode)
+    : store_(std::move(store)), max_reservations_(max_queued_reservations), mode_(mode) {
   thread_ = std::thread([this] {
     answered_ = store_->ping();
     loop();
@@ -37,7 +37,51 @@ void Ledger::push(Task task) {
   cv_.notify_one();
 }
 
+void Ledger::runInline(std::function<void()> fn) {
+  // One queue per thread: the outermost operation runs the ones its callbacks started, in order.
+  thread_local std::deque<std::function<void()>>* running = nullptr;
+  if (running) {
+    running->push_back(std::move(fn));
+    return;
+  }
+  std::deque<std::function<void()>> queue;
+  queue.push_back(std::move(fn));
+  running = &queue;
+  while (!queue.empty()) {
+    auto next = std::move(queue.front());
+    queue.pop_front();
+    try {
+      next();
+    } catch (const std::exception& e) {
+      spdlog::error("budget ledger: {}", e.what());
+    }
+  }
+  running = nullptr;
+}
+
 void Ledger::reserve(ReserveRequest request, std::function<void(ReserveAnswer)> done) {
+  if (mode_ == Mode::kInline) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;  // abandoned, like the calls in flight: never answered
+      ++inline_running_;
+    }
+    runInline([this, r = std::move(request), done = std::move(done)] {
+      ReserveAnswer a;
+      try {
+        a = claimAndReserve(r);
+      } catch (const std::exception& e) {
+        a = ReserveAnswer{};
+        a.claim = ClaimResult::Status::kUnavailable;
+        a.result.status = ReserveStatus::kUnavailable;
+        a.result.error = std::string("budget ledger: ") + e.what();
+        spdlog::error("{}", a.result.error);
+      }
+      endInline();
+      done(std::move(a));
+    });
+    return;
+  }
   {
     std::unique_lock lock(mu_);
     if (stopping_) return;  // abandoned, like the calls in flight: never answered
@@ -108,50 +152,69 @@ ReserveAnswer Ledger::claimAndReserve(const ReserveRequest& r) {
 }
 
 void Ledger::finish(FinishRequest request, std::function<void(bool)> done) {
+  if (mode_ == Mode::kInline) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;  // as a finish queued after the thread stopped
+      ++inline_running_;
+    }
+    runInline([this, r = std::move(request), done = std::move(done)] {
+      const bool ok = record(r);
+      endInline();
+      if (done) done(ok);
+    });
+    return;
+  }
   push(Task{Kind::kMoney, [this, r = std::move(request), done = std::move(done)] {
-              // Total: each step that throws counts as not recorded, the next steps still run,
-              // and `done` always runs: it frees the call's slot (issue: a settle that threw
-              // left max_in_flight slots taken for good).
-              bool store_answered = true;  // a refusal by throwing is not the store's silence
-              const auto step = [&store_answered](const char* what, const auto& fn) {
-                try {
-                  const bool done = fn();
-                  store_answered = store_answered && done;
-                  return done;
-                } catch (const std::exception& e) {
-                  spdlog::error("budget ledger: {}: {}", what, e.what());
-                  return false;
-                }
-              };
-              bool ok = true;
-              // The verdict first: a crash between the two steps then leaves a call settled by
-              // its reservation's expiry, never one that a redelivery would pay for again.
-              if (r.verdict && !r.event_id.empty())
-                ok = step("storing a verdict", [&] {
-                  return store_->storeVerdict(r.event_id, r.judge, *r.verdict, kLedgerTtlMs);
-                });
-              if (r.cost_eur) {
-                // A cost beyond what the ledger holds (a reply's usage no provider bills) is
-                // charged as the most it holds: the day's caps close rather than stay open.
-                const double cost = settleableCost(*r.cost_eur);
-                ok =
-                    step("settling",
-                         [&] { return store_->settle(r.reservation_id, r.day, r.scopes, cost); }) &&
-                    ok;
-              } else {
-                ok = step("releasing",
-                          [&] { return store_->release(r.reservation_id, r.day, r.scopes); }) &&
-                     ok;
-                if (!r.event_id.empty())
-                  ok = step("dropping a lease",
-                            [&] {
-                              return store_->releaseClaim(r.event_id, r.judge, r.reservation_id);
-                            }) &&
-                       ok;
-              }
-              answered_ = store_answered;
+              const bool ok = record(r);
               if (done) done(ok);
             }});
+}
+
+void Ledger::endInline() {
+  std::lock_guard lock(mu_);
+  if (--inline_running_ == 0 && money_.empty() && tasks_.empty() && !running_task_)
+    idle_cv_.notify_all();
+}
+
+bool Ledger::record(const FinishRequest& r) {  // the ledger thread, or the caller's (kInline)
+  // Total: each step that throws counts as not recorded, the next steps still run,
+  // and `done` always runs: it frees the call's slot (issue: a settle that threw
+  // left max_in_flight slots taken for good).
+  bool store_answered = true;  // a refusal by throwing is not the store's silence
+  const auto step = [&store_answered](const char* what, const auto& fn) {
+    try {
+      const bool done = fn();
+      store_answered = store_answered && done;
+      return done;
+    } catch (const std::exception& e) {
+      spdlog::error("budget ledger: {}: {}", what, e.what());
+      return false;
+    }
+  };
+  bool ok = true;
+  // The verdict first: a crash between the two steps then leaves a call settled by
+  // its reservation's expiry, never one that a redelivery would pay for again.
+  if (r.verdict && !r.event_id.empty())
+    ok = step("storing a verdict",
+              [&] { return store_->storeVerdict(r.event_id, r.judge, *r.verdict, kLedgerTtlMs); });
+  if (r.cost_eur) {
+    // A cost beyond what the ledger holds (a reply's usage no provider bills) is
+    // charged as the most it holds: the day's caps close rather than stay open.
+    const double cost = settleableCost(*r.cost_eur);
+    ok =
+        step("settling", [&] { return store_->settle(r.reservation_id, r.day, r.scopes, cost); }) &&
+        ok;
+  } else {
+    ok =
+        step("releasing", [&] { return store_->release(r.reservation_id, r.day, r.scopes); }) && ok;
+    if (!r.event_id.empty())
+      ok = step("dropping a lease",
+                [&] { return store_->releaseClaim(r.event_id, r.judge, r.reservation_id); }) &&
+           ok;
+  }
+  answered_ = store_answered;
+  return ok;
 }
 
 void Ledger::run(std::function<void(BudgetStore&)> fn) {
@@ -186,13 +249,15 @@ void Ledger::snapshot(std::vector<std::string> scopes, std::string day,
 
 std::size_t Ledger::queued() const {
   std::lock_guard lock(mu_);
-  return money_.size() + tasks_.size() + (running_task_ ? 1 : 0);
+  return money_.size() + tasks_.size() + (running_task_ ? 1 : 0) + inline_running_;
 }
 
 void Ledger::sync() {
   std::unique_lock lock(mu_);
-  idle_cv_.wait(lock,
-                [&] { return (money_.empty() && tasks_.empty() && !running_task_) || finished_; });
+  idle_cv_.wait(lock, [&] {
+    return (money_.empty() && tasks_.empty() && !running_task_ && inline_running_ == 0) ||
+           finished_;
+  });
 }
 
 void Ledger::loop() {

@@ -81,8 +81,18 @@ double settleableCost(double eur);
 
 class Ledger {
  public:
+  /// How reserve() and finish() run.
+  ///   kThread  queued and answered on the ledger thread (a store across the network: Redis);
+  ///   kInline  on the caller's thread, at once, callbacks too (a store in memory, which never
+  ///            waits): a call's state then moves between two threads only, the judge worker
+  ///            and the HTTP client's, instead of four hand-offs through the ledger thread
+  ///            (docs/BENCHMARKS.md, LLM dispatch). An operation started from inside another's
+  ///            callback on the same thread runs when that one returns (no recursion through a
+  ///            chain of waiting calls). run() and snapshot() stay on the ledger thread.
+  enum class Mode { kThread, kInline };
   /// Starts the ledger thread. `store` must not be null.
-  explicit Ledger(std::unique_ptr<BudgetStore> store, std::size_t max_queued_reservations = 10000);
+  explicit Ledger(std::unique_ptr<BudgetStore> store, std::size_t max_queued_reservations = 10000,
+                  Mode mode = Mode::kThread);
   ~Ledger();  ///< stop()
   Ledger(const Ledger&) = delete;
   Ledger& operator=(const Ledger&) = delete;
@@ -127,10 +137,16 @@ class Ledger {
   };
   void push(Task task);
   void loop();
+  /// Mode::kInline: runs `fn` now, or after the operation this thread is inside of.
+  void runInline(std::function<void()> fn);
+  void endInline();                     // an inline operation's store work is done
+  bool record(const FinishRequest& r);  // a finish's store work: whether all was recorded
   ReserveAnswer claimAndReserve(const ReserveRequest& request);  // ledger thread
 
   std::unique_ptr<BudgetStore> store_;
   const std::size_t max_reservations_;
+  const Mode mode_;
+  std::size_t inline_running_ = 0;  // kInline operations running now (guarded by mu_)
   std::atomic<bool> answered_{false};
 
   mutable std::mutex mu_;  // guards the queue and the counters below
