@@ -47,7 +47,7 @@ class JsonlSink final : public Sink {
   void written();                                     // mu_ held: after a good write
 
   std::string batch_;  // the batch's lines (the queue's thread only)
-  static constexpr std::size_t kKeptBuffer = std::size_t{1} << 20;  // larger: freed after use
+  static constexpr std::size_t kKeptBuffer = std::size_t{256} << 10;  // larger: freed after use
 
   std::string path_;
   int fd_ = -1;

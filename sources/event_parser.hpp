@@ -63,7 +63,7 @@ class EventParser {
   enum class JsonEngine { kSimdjson, kRapidJson };
   void setEngine(JsonEngine engine) { engine_ = engine; }
   /// Larger messages go the thorough way (the per-thread simdjson parser stays this small).
-  static constexpr std::size_t kFastPathMaxBytes = std::size_t{256} * 1024;
+  static constexpr std::size_t kFastPathMaxBytes = std::size_t{64} * 1024;
 
  private:
   bool parseFast(std::string_view payload, std::string_view fallback_id, Event& out) const;
