@@ -106,8 +106,20 @@ struct EventParser::Pointers {
   struct Field {
     std::string path;
     Pointer ptr;
-    explicit Field(const std::string& p) : path(p), ptr(p.empty() ? "" : p.c_str()) {}
+    explicit Field(const std::string& p)
+        : path(p), ptr(p.empty() ? "" : p.c_str()), fast(fastPointer(p)) {}
     bool enabled() const { return !path.empty(); }
+    /// simdjson reads this pointer as RapidJSON does. Not so for a segment of 20 digits or
+    /// more: simdjson 3.0's array index wraps past 2^64 (RapidJSON finds no such element).
+    bool fast = true;
+    static bool fastPointer(std::string_view p) {
+      std::size_t digits = 0;
+      for (const char c : p) {
+        digits = c >= '0' && c <= '9' ? digits + 1 : 0;
+        if (digits >= 20) return false;
+      }
+      return true;
+    }
     /// The value, or nullptr when absent (or null).
     const Value* get(const Value& root) const {
       if (!enabled()) return nullptr;
@@ -142,6 +154,7 @@ struct EventParser::Pointers {
                  bool& absent) {
     absent = true;
     if (!f.enabled()) return true;
+    if (!f.fast) return false;
     const auto err = root.at_pointer(f.path).get(v);
     if (err == simdjson::NO_SUCH_FIELD) return true;
     if (err) return false;
@@ -322,11 +335,33 @@ ParseOutcome EventParser::parse(std::string_view payload, std::string_view fallb
   return parseThorough(payload, fallback_id, out);
 }
 
+namespace {
+
+/// Whether `s` holds a run of kLongRun digits or more. RapidJSON refuses a number whose integer
+/// part passes about 1.8e308 before its exponent applies ("1" + 400 zeros + "e-300"), which
+/// simdjson accepts: such a message goes the thorough way. A run that long covers a multiple of
+/// kLongRun, so only those bytes are looked at first: size / 256 reads for an ordinary event.
+bool longDigitRun(std::string_view s) {
+  constexpr std::size_t kLongRun = 256;  // below the 309 digits RapidJSON refuses
+  const auto digit = [&](std::size_t i) { return s[i] >= '0' && s[i] <= '9'; };
+  for (std::size_t at = 0; at < s.size(); at += kLongRun) {
+    if (!digit(at)) continue;
+    std::size_t begin = at, end = at + 1;
+    while (begin > 0 && digit(begin - 1)) --begin;
+    while (end < s.size() && digit(end)) ++end;
+    if (end - begin >= kLongRun) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool EventParser::parseFast(std::string_view payload, std::string_view fallback_id,
                             Event& out) const {
   // simdjson checks UTF-8, depth (at most kMaxJsonDepth, as jsonShapeProblem), unescaped
   // control characters and surrogate escapes; a NUL byte after the document it would accept.
-  if (payload.size() > kFastPathMaxBytes || payload.find('\0') != std::string_view::npos)
+  if (payload.size() > kFastPathMaxBytes || payload.find('\0') != std::string_view::npos ||
+      longDigitRun(payload))
     return false;
   struct Scratch {
     simdjson::dom::parser parser;

@@ -414,8 +414,14 @@ void LlmJudge::reserve(const std::shared_ptr<Call>& c, bool chain) const {
   // verdict for 48 h once the call was billed.
   r.event_id = c->store_key;
   r.judge = settings_.name;
-  ledger_.reserve(std::move(r),
-                  [this, c, chain](const ReserveAnswer& a) { onReserved(c, a, chain); });
+  std::uint64_t settles = 0;
+  {
+    std::lock_guard lock(mu_);
+    settles = settles_;
+  }
+  ledger_.reserve(std::move(r), [this, c, chain, settles](const ReserveAnswer& a) {
+    onReserved(c, a, chain, settles);
+  });
 }
 
 void LlmJudge::finishEarly(const std::shared_ptr<Call>& c, Outcome o, std::string why,
@@ -433,8 +439,8 @@ void LlmJudge::finishEarly(const std::shared_ptr<Call>& c, Outcome o, std::strin
   c->done(std::move(r));
 }
 
-void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a,
-                          bool chain) const {
+void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a, bool chain,
+                          std::uint64_t settles) const {
   if (a.claim == ClaimResult::Status::kStored) {
     if (chain) retryBudgetWaiting();
     return c->done(storedResult(a.stored_verdict, c->started));
@@ -466,9 +472,11 @@ void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a
         return finishEarly(
             c, Outcome::kSkippedBudget,
             "budget held by calls in flight for too long (" + r.exhausted_scope + ")");
+      bool again = false;
       {
         std::lock_guard lock(mu_);
-        if (in_flight_ > 0) {
+        again = settles_ != settles;  // a hold went since the store said busy: ask again
+        if (!again && in_flight_ > 0) {
           if (chain)
             budget_waiting_.push_front(c);
           else
@@ -476,6 +484,7 @@ void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a
           return;
         }
       }
+      if (again) return reserve(c, chain);
       client_.schedule(kBusyPoll, [this, c] { reserve(c, false); });
       return;
     }
@@ -780,6 +789,7 @@ void LlmJudge::settled(const std::shared_ptr<Call>& c, LlmCallResult r) const {
   std::shared_ptr<Call> next;
   if (!c->batched) {  // a batched call held no slot
     std::lock_guard lock(mu_);
+    ++settles_;
     if (!waiting_.empty()) {
       next = waiting_.front();
       waiting_.pop_front();

@@ -225,7 +225,9 @@ class LlmJudge final : public Judge {
   /// Asks the ledger for the call's reservation; onReserved() goes on from its answer.
   /// `chain`: a call taken from budget_waiting_ that passes the turn to the next one.
   void reserve(const std::shared_ptr<Call>& call, bool chain) const;
-  void onReserved(const std::shared_ptr<Call>& call, const ReserveAnswer& answer, bool chain) const;
+  /// `settles`: settles_ when the reservation was asked for.
+  void onReserved(const std::shared_ptr<Call>& call, const ReserveAnswer& answer, bool chain,
+                  std::uint64_t settles) const;
   /// Retries the reservation of the first call waiting for budget held by calls in flight.
   void retryBudgetWaiting() const;
   void finishEarly(const std::shared_ptr<Call>& call, Outcome o, std::string why,
@@ -279,6 +281,10 @@ class LlmJudge final : public Judge {
   mutable RateLimitedLog failure_log_;
   mutable std::optional<TokenBucket> rpm_, tpm_;
   mutable int in_flight_ = 0;
+  /// Calls settled so far (guarded by mu_): a reservation refused as busy retries at once when
+  /// one settled after it was asked for, instead of waiting for the next (with the ledger
+  /// inline, that settlement can run between the store's answer and the wait).
+  mutable std::uint64_t settles_ = 0;
   mutable int held_ = 0;                               // calls an open breaker holds (breaker_hold)
   mutable std::string last_failure_;                   // the endpoint's last failure (failureText)
   mutable std::deque<std::shared_ptr<Call>> waiting_;  // reserved, waiting for a slot

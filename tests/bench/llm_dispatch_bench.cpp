@@ -1,10 +1,10 @@
 // LLM dispatch under load (docs/BENCHMARKS.md, section "LLM dispatch"): LlmJudge calls against
 // the fake provider (tests/tools/fake_llm_server.cpp, plain HTTP on loopback) answering every
 // call after a fixed 200 ms, with 1, 64 and 1,024 calls in flight. Every call goes the whole
-// way: prompt, budget reservation and settlement (memory ledger, its own thread), the request
-// on the one HTTP client thread, reply parsing. Each K is measured two ways, after one warm-up
-// wave that opens the connections (and the fake server its thread per connection), which the
-// later calls reuse, as a judge with max_in_flight K does:
+// way: prompt, budget reservation and settlement (memory ledger: inline, on the caller's thread),
+// the request on the one HTTP client thread, reply parsing. Each K is measured two ways, after one
+// warm-up wave that opens the connections (and the fake server its thread per connection), which
+// the later calls reuse, as a judge with max_in_flight K does:
 //   steady  K calls kept in flight: the first K started evenly over one server delay, each
 //           result starting the next one from this thread (a judge fed continuously at its
 //           max_in_flight), K * waves calls measured after that ramp; calls/s counted while

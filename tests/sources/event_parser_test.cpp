@@ -282,6 +282,29 @@ TEST_CASE(
     sameBothWays(fast, thorough, s, ok);
     ++inputs;
   }
+  // From the hostile trial: a number whose integer part passes 1.8e308 before its exponent
+  // applies (RapidJSON refuses it, simdjson did not), in a field nothing reads and as the id.
+  for (const std::string& s :
+       {R"({"question":"q","answer":"a","x":1)" + std::string(400, '0') + "e-300}",
+        R"({"question":"q","answer":"a","id":9)" + std::string(308, '0') + "e-1}",
+        R"({"question":"q","answer":"a","x":")" + std::string(300, '7') + "\"}"}) {
+    sameBothWays(fast, thorough, s, ok);
+    ++inputs;
+  }
+  {
+    // An array index past 2^64 in a pointer: simdjson 3.0 wraps it, RapidJSON finds nothing.
+    EventFieldOptions wide;
+    wide.question = "/q/18446744073709551616";
+    wide.extra = {"/q/18446744073709551617"};
+    EventParser f(wide, 1 << 20), t(wide, 1 << 20);
+    t.setEngine(EventParser::JsonEngine::kRapidJson);
+    Event e;
+    CHECK(f.parse(R"({"q":["hi","there"],"answer":"a"})", "k", e).reason ==
+          InvalidReason::kMissingField);
+    sameBothWays(f, t, R"({"q":["hi","there"],"answer":"a"})", ok);
+    sameBothWays(f, t, R"({"q":{"18446744073709551616":"key"},"answer":"a"})", ok);
+    inputs += 2;
+  }
   // Larger than the fast path's bound: the thorough path alone, same result.
   const std::string big =
       R"({"question":"q","answer":")" + std::string(EventParser::kFastPathMaxBytes, 'x') + "\"}";
