@@ -69,7 +69,6 @@ void Ledger::reserve(ReserveRequest request, std::function<void(ReserveAnswer)> 
     runInline([this, r = std::move(request), done = std::move(done)] {
       ReserveAnswer a;
       try {
-        std::lock_guard store(store_mu_);
         a = claimAndReserve(r);
       } catch (const std::exception& e) {
         a = ReserveAnswer{};
@@ -160,11 +159,7 @@ void Ledger::finish(FinishRequest request, std::function<void(bool)> done) {
       ++inline_running_;
     }
     runInline([this, r = std::move(request), done = std::move(done)] {
-      bool ok = false;
-      {
-        std::lock_guard store(store_mu_);
-        ok = record(r);
-      }
+      const bool ok = record(r);
       endInline();
       if (done) done(ok);
     });
@@ -294,15 +289,7 @@ void Ledger::loop() {
       running_task_ = true;
     }
     try {
-      if (mode_ == Mode::kInline)
-        // Under the store's lock, and the inline operations its callbacks start run after it
-        // (on this thread, once the lock is let go).
-        runInline([this, &task] {
-          std::lock_guard store(store_mu_);
-          task.run();
-        });
-      else
-        task.run();
+      task.run();
     } catch (const std::exception& e) {
       // Argument errors are programming errors (budget.hpp); a daemon must not die of one.
       spdlog::error("budget ledger: {}", e.what());

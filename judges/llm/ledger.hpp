@@ -147,9 +147,6 @@ class Ledger {
   const std::size_t max_reservations_;
   const Mode mode_;
   std::size_t inline_running_ = 0;  // kInline operations running now (guarded by mu_)
-  /// kInline: held by each operation's store work, inline or on the ledger thread, so that a
-  /// run() task's steps (a batch's release and re-reservation) are one step to the others.
-  std::mutex store_mu_;
   std::atomic<bool> answered_{false};
 
   mutable std::mutex mu_;  // guards the queue and the counters below
