@@ -175,7 +175,10 @@ struct EventParser::Pointers {
   static bool required(const Field& f, const simdjson::dom::element& root, std::string& dst) {
     simdjson::dom::element v;
     bool absent = true;
-    return at(f, root, v, absent) && !absent && string(f, root, dst);
+    std::string_view sv;
+    if (!at(f, root, v, absent) || absent || v.get_string().get(sv)) return false;
+    dst.assign(sv);
+    return true;
   }
   bool contextsOf(const simdjson::dom::element& root, std::vector<Context>& out) const;
   bool idsOf(const simdjson::dom::element& root,
@@ -187,8 +190,14 @@ struct EventParser::Pointers {
 
 namespace {
 
-/// An integer id as RapidJSON's IsInt64 reads it: its decimal text.
-bool integerText(const simdjson::dom::element& v, std::string& dst) {
+/// An id: a string as it is, an integer as RapidJSON's IsInt64 reads it (its decimal text);
+/// false for anything else.
+bool idText(const simdjson::dom::element& v, std::string& dst) {
+  std::string_view sv;
+  if (v.get_string().get(sv) == simdjson::SUCCESS) {
+    dst.assign(sv);
+    return true;
+  }
   int64_t i = 0;
   if (v.get_int64().get(i)) return false;
   dst = std::to_string(i);
@@ -217,12 +226,8 @@ bool EventParser::Pointers::contextsOf(const simdjson::dom::element& root,
       simdjson::dom::element text, id, src;
       if (o.at_key("text").get(text) || text.get_string().get(sv)) return false;
       ctx.text.assign(sv);
-      if (o.at_key("id").get(id) == simdjson::SUCCESS && !id.is_null()) {
-        if (id.get_string().get(sv) == simdjson::SUCCESS)
-          ctx.id.assign(sv);
-        else if (!integerText(id, ctx.id))
-          return false;
-      }
+      if (o.at_key("id").get(id) == simdjson::SUCCESS && !id.is_null() && !idText(id, ctx.id))
+        return false;
       if (o.at_key("source").get(src) == simdjson::SUCCESS &&
           src.get_string().get(sv) == simdjson::SUCCESS)
         ctx.source.assign(sv);
@@ -242,13 +247,8 @@ bool EventParser::Pointers::idsOf(const simdjson::dom::element& root,
   if (v.get_array().get(items)) return false;
   std::vector<std::string> ids;
   ids.reserve(items.size());
-  for (const auto x : items) {
-    std::string_view sv;
-    if (x.get_string().get(sv) == simdjson::SUCCESS)
-      ids.emplace_back(sv);
-    else if (!integerText(x, ids.emplace_back()))
-      return false;
-  }
+  for (const auto x : items)
+    if (!idText(x, ids.emplace_back())) return false;
   out = std::move(ids);
   return true;
 }
@@ -260,13 +260,7 @@ bool EventParser::Pointers::fill(const simdjson::dom::element& root, std::string
   simdjson::dom::element v;
   bool absent = true;
   if (!at(id, root, v, absent)) return false;
-  if (!absent) {
-    std::string_view sv;
-    if (v.get_string().get(sv) == simdjson::SUCCESS)
-      e.id.assign(sv);
-    else if (!integerText(v, e.id))
-      return false;
-  }
+  if (!absent && !idText(v, e.id)) return false;
   if (e.id.empty()) {
     if (!isValidUtf8(fallback_id)) return false;
     e.id.assign(fallback_id);

@@ -67,16 +67,7 @@ void Ledger::reserve(ReserveRequest request, std::function<void(ReserveAnswer)> 
       ++inline_running_;
     }
     runInline([this, r = std::move(request), done = std::move(done)] {
-      ReserveAnswer a;
-      try {
-        a = claimAndReserve(r);
-      } catch (const std::exception& e) {
-        a = ReserveAnswer{};
-        a.claim = ClaimResult::Status::kUnavailable;
-        a.result.status = ReserveStatus::kUnavailable;
-        a.result.error = std::string("budget ledger: ") + e.what();
-        spdlog::error("{}", a.result.error);
-      }
+      ReserveAnswer a = answer(r);
       endInline();
       done(std::move(a));
     });
@@ -87,32 +78,36 @@ void Ledger::reserve(ReserveRequest request, std::function<void(ReserveAnswer)> 
     if (stopping_) return;  // abandoned, like the calls in flight: never answered
     if (reservations_ >= max_reservations_) {
       lock.unlock();
-      ReserveAnswer a;
-      a.claim = ClaimResult::Status::kUnavailable;
-      a.result.status = ReserveStatus::kUnavailable;
-      a.result.error = "ledger backlog full: " + std::to_string(max_reservations_) +
-                       " reservations wait for the budget store";
-      done(std::move(a));
+      done(unavailable("ledger backlog full: " + std::to_string(max_reservations_) +
+                       " reservations wait for the budget store"));
       return;
     }
     ++reservations_;
     tasks_.push_back(Task{Kind::kReserve, [this, r = std::move(request), done = std::move(done)] {
-                            ReserveAnswer a;
-                            try {
-                              a = claimAndReserve(r);
-                            } catch (const std::exception& e) {
-                              // Total: the call always gets its answer, or it would hold its
-                              // slot for good (a refusal; nothing was reserved).
-                              a = ReserveAnswer{};
-                              a.claim = ClaimResult::Status::kUnavailable;
-                              a.result.status = ReserveStatus::kUnavailable;
-                              a.result.error = std::string("budget ledger: ") + e.what();
-                              spdlog::error("{}", a.result.error);
-                            }
-                            done(std::move(a));
+                            done(answer(r));
                           }});
   }
   cv_.notify_one();
+}
+
+ReserveAnswer Ledger::unavailable(std::string why) {
+  ReserveAnswer a;
+  a.claim = ClaimResult::Status::kUnavailable;
+  a.result.status = ReserveStatus::kUnavailable;
+  a.result.error = std::move(why);
+  return a;
+}
+
+ReserveAnswer Ledger::answer(const ReserveRequest& r) {
+  try {
+    return claimAndReserve(r);
+  } catch (const std::exception& e) {
+    // Total: the call always gets its answer, or it would hold its slot for good (a refusal;
+    // nothing was reserved).
+    ReserveAnswer a = unavailable(std::string("budget ledger: ") + e.what());
+    spdlog::error("{}", a.result.error);
+    return a;
+  }
 }
 
 ReserveAnswer Ledger::claimAndReserve(const ReserveRequest& r) {

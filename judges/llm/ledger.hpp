@@ -141,7 +141,9 @@ class Ledger {
   void runInline(std::function<void()> fn);
   void endInline();                     // an inline operation's store work is done
   bool record(const FinishRequest& r);  // a finish's store work: whether all was recorded
-  ReserveAnswer claimAndReserve(const ReserveRequest& request);  // ledger thread
+  ReserveAnswer claimAndReserve(const ReserveRequest& request);  // ledger thread, or inline
+  ReserveAnswer answer(const ReserveRequest& request);  // claimAndReserve, total: never throws
+  static ReserveAnswer unavailable(std::string why);    // a refusal that reserved nothing
 
   std::unique_ptr<BudgetStore> store_;
   const std::size_t max_reservations_;
