@@ -86,8 +86,8 @@ bool Pipeline::onEvent(Event&& event, const std::optional<KeyScreen>& screen, Or
   WorkItem item;
   item.sample = sampler_.decide(screen ? *screen : sampler_.screen(event.id), event);
   if (!item.sample.sampled) {  // a tenant or app rule below the key's rate
-    sampling_stats_.sampled_out.Increment();
-    sampling_stats_.finished.Increment();
+    sampled_out_.add();
+    finished_.add();
     return false;
   }
   sampling_stats_.countSampled(event.tenant);
@@ -102,8 +102,13 @@ bool Pipeline::onEvent(Event&& event, const std::optional<KeyScreen>& screen, Or
 }
 
 void Pipeline::ended(Ended why) {
-  if (why == Ended::kScreenedOut) sampling_stats_.sampled_out.Increment();
-  sampling_stats_.finished.Increment();
+  if (why == Ended::kScreenedOut) sampled_out_.add();
+  finished_.add();
+}
+
+void Pipeline::flushCounts() {
+  sampled_out_.flush();  // before finished: a scrape never sees an event finished uncounted
+  finished_.flush();
 }
 
 std::string Pipeline::onFeedback(std::string_view payload, std::string_view key,
@@ -128,6 +133,7 @@ bool Pipeline::pollOnce(int timeout_ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(timeout_ms, 5)));
   const bool polled = source_.poll(timeout_ms, *this, kBatch);
   queue_.wakeConsumers();  // the batch's events (Backlog::admit defers the wake-ups)
+  flushCounts();
   if (!polled) {
     exit_code_ = 1;
     return false;
@@ -214,6 +220,7 @@ void Pipeline::replay() {
 void Pipeline::shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  flushCounts();
   service::stopping();
   source_.logSuppressed();
   if (canary_) canary_->stop();  // a run in progress stops waiting for its verdicts

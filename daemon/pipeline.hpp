@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "config/options.hpp"
+#include "core/batched_counter.hpp"
 #include "daemon/ab/ab.hpp"
 #include "daemon/backlog.hpp"
 #include "daemon/canary.hpp"
@@ -139,6 +140,8 @@ class Pipeline final : private Downstream {
   KeyScreen screen(std::string_view key_or_id) override { return sampler_.screen(key_or_id); }
   bool onEvent(Event&& event, const std::optional<KeyScreen>& screen, Origin& origin) override;
   void ended(Ended why) override;
+  /// Adds the poll thread's batched counts (sampled out, finished) to their counters.
+  void flushCounts();
   bool holding() const override { return backlog_.paused(); }
   std::string onFeedback(std::string_view payload, std::string_view key,
                          std::int32_t partition) override;
@@ -154,6 +157,8 @@ class Pipeline final : private Downstream {
   std::shared_ptr<prometheus::Registry> registry_;
   ProcessStats process_stats_;
   SamplingStats sampling_stats_;
+  // The poll thread's counts of events that end there, flushed after each poll batch.
+  BatchedCounter sampled_out_{sampling_stats_.sampled_out}, finished_{sampling_stats_.finished};
   JudgeStats judge_stats_;
   SinkStats sink_stats_;
   KafkaSource source_;

@@ -87,8 +87,12 @@ bool KafkaSource::poll(int timeout_ms, Downstream& down, int max) {
       handle(m, down);
     }
     rd_kafka_message_destroy(m);
-    if (fatal) return false;
+    if (fatal) {
+      consumed_.flush();
+      return false;
+    }
   }
+  consumed_.flush();
   format_->expire(decoded_);  // events whose assembly timed out
   if (!decoded_.empty()) deliver(down, nullptr, true);
   producer_.poll();  // delivery reports: results-topic tokens, dead letters
@@ -122,6 +126,7 @@ bool KafkaSource::keepAlive(Downstream& down) {
     handle(m, down);
     rd_kafka_message_destroy(m);
   }
+  consumed_.flush();
   return true;
 }
 
@@ -132,7 +137,7 @@ void KafkaSource::handle(rd_kafka_message_t* m, Downstream& down) {
       spdlog::warn("kafka: {}{}", rd_kafka_message_errstr(m), RateLimitedLog::note(suppressed));
     return;
   }
-  last_activity_ = Clock::now();
+  last_activity_ = last_poll_;  // the poll that returned it, just now
   const bool feedback = consumer_.isFeedback(m);
   last_message_[feedback ? 1 : 0] = *last_activity_;
   if (feedback)
@@ -153,7 +158,7 @@ void KafkaSource::handleEvent(const rd_kafka_message_t* m, Downstream& down) {
     backfill_next_[m->partition] = m->offset + 1;
   }
   if (first_consumed_ == Clock::time_point{}) first_consumed_ = Clock::now();
-  consumer_stats_.consumed.Increment();
+  consumed_.add();
   if (offsets_.alreadyFinished(m->partition, m->offset)) {  // judged and written before
     consumer_stats_.replay_skipped.Increment();
     offsets_.skip(m->partition, m->offset);

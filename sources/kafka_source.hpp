@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "config/options.hpp"
+#include "core/batched_counter.hpp"
 #include "core/rate_limited_log.hpp"
 #include "sources/client_stats.hpp"
 #include "sources/consumer_stats.hpp"
@@ -121,8 +122,9 @@ class KafkaSource final : public Source {
   const KafkaOptions& options_;
   const Mode mode_;
   ConsumerStats consumer_stats_;
-  KafkaClientStats kafka_stats_;            // fed by both clients' statistics callbacks
-  std::unique_ptr<EmbeddedBroker> broker_;  // null unless kafka.brokers is "embedded"
+  BatchedCounter consumed_{consumer_stats_.consumed};  // flushed at the end of each poll
+  KafkaClientStats kafka_stats_;                       // fed by both clients' statistics callbacks
+  std::unique_ptr<EmbeddedBroker> broker_;             // null unless kafka.brokers is "embedded"
   std::string bootstrap_;
   OffsetTracker offsets_, feedback_offsets_;
   std::unique_ptr<InputFormat> format_;

@@ -5,8 +5,17 @@
 
 namespace assay {
 
+void OffsetTracker::applySkipsLocked() const {
+  for (const auto& [partition, next] : skipped_) {
+    auto& p = partitions_[partition];
+    p.next = std::max(p.next, next);
+  }
+  skipped_.clear();
+}
+
 void OffsetTracker::begin(std::int32_t partition, std::int64_t offset) {
   std::lock_guard lock(mu_);
+  applySkipsLocked();
   auto& p = partitions_[partition];
   p.pending.insert(offset);
   p.next = std::max(p.next, offset + 1);
@@ -19,13 +28,18 @@ void OffsetTracker::finish(std::int32_t partition, std::int64_t offset) {
 }
 
 void OffsetTracker::skip(std::int32_t partition, std::int64_t offset) {
-  std::lock_guard lock(mu_);
-  auto& p = partitions_[partition];
-  p.next = std::max(p.next, offset + 1);
+  for (auto& [id, next] : skipped_) {
+    if (id == partition) {
+      next = std::max(next, offset + 1);
+      return;
+    }
+  }
+  skipped_.emplace_back(partition, offset + 1);
 }
 
 std::vector<std::pair<std::int32_t, std::int64_t>> OffsetTracker::takeAdvanced() {
   std::lock_guard lock(mu_);
+  applySkipsLocked();
   std::vector<std::pair<std::int32_t, std::int64_t>> out;
   for (auto& [id, p] : partitions_) {
     const auto pos = position(p);
@@ -39,13 +53,20 @@ std::vector<std::pair<std::int32_t, std::int64_t>> OffsetTracker::takeAdvanced()
 
 std::int64_t OffsetTracker::committable(std::int32_t partition) const {
   std::lock_guard lock(mu_);
+  applySkipsLocked();
   auto it = partitions_.find(partition);
   return it == partitions_.end() ? -1 : position(it->second);
 }
 
 void OffsetTracker::forget(const std::vector<std::int32_t>& partitions) {
   std::lock_guard lock(mu_);
-  for (auto id : partitions) partitions_.erase(id);
+  applySkipsLocked();
+  for (auto id : partitions) {
+    const auto it = partitions_.find(id);
+    if (it == partitions_.end()) continue;
+    if (it->second.replay_end >= 0) --replaying_;
+    partitions_.erase(it);
+  }
 }
 
 std::size_t OffsetTracker::pending() const {
@@ -57,6 +78,7 @@ std::size_t OffsetTracker::pending() const {
 
 std::vector<OffsetTracker::Commit> OffsetTracker::commits() const {
   std::lock_guard lock(mu_);
+  applySkipsLocked();
   std::vector<Commit> out;
   for (const auto& [id, p] : partitions_)
     if (const auto pos = position(p); pos >= 0)
@@ -114,7 +136,9 @@ std::int64_t OffsetTracker::restore(std::int32_t partition, std::int64_t committ
   }
   if (at >= committed + span) return 0;
   std::lock_guard lock(mu_);
+  applySkipsLocked();
   auto& p = partitions_[partition];
+  if (p.replay_end < 0) ++replaying_;
   p.replay_from = committed;
   p.replay_end = committed + span;
   p.replay_unfinished = std::move(unfinished);
@@ -122,6 +146,7 @@ std::int64_t OffsetTracker::restore(std::int32_t partition, std::int64_t committ
 }
 
 bool OffsetTracker::alreadyFinished(std::int32_t partition, std::int64_t offset) const {
+  if (replaying_ == 0) return false;  // restore and forget run on this thread too
   std::lock_guard lock(mu_);
   const auto it = partitions_.find(partition);
   if (it == partitions_.end()) return false;

@@ -4,7 +4,11 @@
 /// earlier offset of its partition is finished, or a crash would skip unfinished events. Per
 /// partition the tracker keeps the set of pending offsets; the committable position is the
 /// lowest pending offset, or one past the highest offset seen when nothing is pending.
-/// Thread-safe: the poll thread calls begin/take, workers and delivery reports call finish.
+/// Threads: `finish` from any thread (workers, delivery reports); every other member from the
+/// poll thread only. `skip` takes no lock: the poll thread keeps the highest offset it skipped
+/// per partition and hands them over at its next begin, takeAdvanced, committable, commits,
+/// forget or restore, so that an unsampled message costs no lock (a position read meanwhile by
+/// `finish`'s thread is at most the one before those skips: lower, never past an event).
 ///
 /// A clean stop (and a revoke) commits, with each position, Kafka commit metadata that lists
 /// which offsets above the position were already finished (commitMetadata): an event finished
@@ -39,7 +43,7 @@ class OffsetTracker {
   /// The event at (partition, offset) is done (sampled out, invalid, or judged and written).
   /// Unknown partitions (revoked meanwhile) are ignored.
   void finish(std::int32_t partition, std::int64_t offset);
-  /// begin + finish at once, for messages finished on the poll thread.
+  /// begin + finish at once, for messages finished on the poll thread (no lock: see above).
   void skip(std::int32_t partition, std::int64_t offset);
 
   /// Positions (next offset to consume, as Kafka commits them) that advanced since the last
@@ -76,7 +80,8 @@ class OffsetTracker {
   /// other metadata, or a malformed one, restores nothing). Returns how many offsets it marks
   /// as finished.
   std::int64_t restore(std::int32_t partition, std::int64_t committed, std::string_view metadata);
-  /// True when the restored metadata says (partition, offset) was finished before.
+  /// True when the restored metadata says (partition, offset) was finished before. No lock
+  /// while no partition it holds has a restored range (the usual case).
   bool alreadyFinished(std::int32_t partition, std::int64_t offset) const;
 
  private:
@@ -91,8 +96,14 @@ class OffsetTracker {
   static std::int64_t position(const Partition& p) {
     return p.pending.empty() ? p.next : *p.pending.begin();
   }
+  /// Applies the skips the poll thread kept (mu_ held).
+  void applySkipsLocked() const;
   mutable std::mutex mu_;
-  std::map<std::int32_t, Partition> partitions_;
+  mutable std::map<std::int32_t, Partition> partitions_;
+  /// Poll thread only: (partition, one past the highest offset skipped) not yet applied.
+  mutable std::vector<std::pair<std::int32_t, std::int64_t>> skipped_;
+  /// Partitions held with a restored range (alreadyFinished's lock-free test; poll thread).
+  int replaying_ = 0;
 };
 
 }  // namespace assay

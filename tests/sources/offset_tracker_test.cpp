@@ -101,3 +101,46 @@ TEST_CASE("restore ignores metadata that is not assay's or is malformed") {
   CHECK(t.alreadyFinished(0, 13));
   CHECK_FALSE(t.alreadyFinished(0, 12));
 }
+
+TEST_CASE("skips kept by the poll thread count at the next position read, never after a forget") {
+  OffsetTracker t;
+  t.begin(0, 10);
+  t.skip(0, 11);
+  t.skip(1, 40);
+  t.skip(0, 12);
+  t.skip(2, 7);
+  t.skip(1, 39);  // an older offset never lowers the position
+  CHECK(t.committable(0) == 10);
+  t.finish(0, 10);
+  CHECK(t.committable(0) == 13);
+  CHECK(t.committable(1) == 41);
+  CHECK(t.committable(2) == 8);
+  t.skip(3, 5);
+  const auto advanced = t.takeAdvanced();
+  CHECK(advanced == Advanced{{0, 13}, {1, 41}, {2, 8}, {3, 6}});
+  t.skip(1, 50);
+  t.forget({1});  // revoked: the kept skip goes with it
+  CHECK(t.committable(1) == -1);
+  CHECK(t.commits().size() == 3);
+  t.skip(4, 9);  // a kept skip is in the commits too
+  const auto commits = t.commits();
+  REQUIRE(commits.size() == 4);
+  CHECK(commits.back().partition == 4);
+  CHECK(commits.back().position == 10);
+}
+
+TEST_CASE("alreadyFinished: a restored range is asked about until its partition is forgotten") {
+  OffsetTracker t;
+  CHECK_FALSE(t.alreadyFinished(0, 11));  // nothing restored anywhere
+  CHECK(t.restore(0, 10, "assay1 5 2") == 3);
+  CHECK(t.restore(1, 20, "assay1 3") == 2);
+  CHECK(t.restore(1, 20, "assay1 2") == 1);  // restored again: still one partition
+  t.forget({0});
+  CHECK_FALSE(t.alreadyFinished(0, 11));
+  CHECK(t.alreadyFinished(1, 21));
+  CHECK_FALSE(t.alreadyFinished(1, 22));
+  t.forget({1});
+  CHECK_FALSE(t.alreadyFinished(1, 21));
+  CHECK(t.restore(1, 20, "assay1 3") == 2);  // held again
+  CHECK(t.alreadyFinished(1, 22));
+}
