@@ -81,7 +81,7 @@ class Caller {
   llm::HttpClient& client(const std::string& ca_file) {
     std::lock_guard lock(mu_);
     auto& c = clients_[ca_file];
-    if (!c) c = std::make_unique<llm::HttpClient>(llm::HttpClientOptions{ca_file, true, 8});
+    if (!c) c = std::make_unique<llm::HttpClient>(llm::HttpClientOptions{ca_file, true, 8, {}});
     return *c;
   }
 

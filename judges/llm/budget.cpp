@@ -254,8 +254,7 @@ bool BudgetStore::releaseClaim(std::string_view event_id, std::string_view judge
 // MemoryBudgetStore
 
 namespace {
-constexpr std::size_t kMemoryKeptDays = 3;          // today, yesterday, and one spare
-constexpr std::uint64_t kVerdictSweepEvery = 1024;  // verdict-store calls between expiry sweeps
+constexpr std::size_t kMemoryKeptDays = 3;  // today, yesterday, and one spare
 
 std::string verdictKey(std::string_view event_id, std::string_view judge) {
   std::string key;
@@ -282,8 +281,7 @@ MemoryBudgetStore::DayState& MemoryBudgetStore::dayLocked(std::string_view day) 
 
 void MemoryBudgetStore::reclaimLocked(ScopeState& s, Clock::time_point now) {
   while (!s.by_expiry.empty() && s.by_expiry.begin()->first <= now) {
-    const std::string id = s.by_expiry.begin()->second;
-    eraseLocked(s, id);
+    eraseLocked(s, *s.by_expiry.begin()->second);  // the key lives until the erase's end
   }
 }
 
@@ -335,8 +333,10 @@ ReserveResult MemoryBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
   const Clock::time_point expires = now + std::chrono::milliseconds(ttl_ms);
   for (ScopeState* state : states) {
     eraseLocked(*state, reservation_id);
-    const auto expiry = state->by_expiry.emplace(expires, std::string(reservation_id));
-    state->reservations.emplace(std::string(reservation_id), Reservation{amount_nano, expiry});
+    const auto r =
+        state->reservations.emplace(std::string(reservation_id), Reservation{amount_nano, {}})
+            .first;
+    r->second.expiry = state->by_expiry.emplace(expires, &r->first);
     state->outstanding_nano += amount_nano;
   }
   return {ReserveStatus::kReserved, {}, {}};
@@ -384,13 +384,36 @@ Snapshot MemoryBudgetStore::doSpent(std::string_view scope, std::string_view day
   return snap;
 }
 
+void MemoryBudgetStore::setVerdictLocked(ByKey<Entry>::iterator it, bool stored,
+                                         std::string_view value, Clock::time_point expires) {
+  Entry& e = it->second;
+  if (e.indexed) verdict_expiry_.erase(e.expiry);
+  e.stored = stored;
+  e.value.assign(value);
+  e.expires = expires;
+  e.expiry = verdict_expiry_.emplace(expires, &it->first);
+  e.indexed = true;
+}
+
+void MemoryBudgetStore::eraseVerdictLocked(ByKey<Entry>::iterator it) {
+  if (it->second.indexed) verdict_expiry_.erase(it->second.expiry);
+  verdicts_.erase(it);
+}
+
+void MemoryBudgetStore::expireVerdictsLocked(Clock::time_point now) {
+  // Soonest first: each call removes only what expired (a scan of the whole table every 1,024
+  // calls held the lock for milliseconds once it held tens of thousands of verdicts).
+  while (!verdict_expiry_.empty() && verdict_expiry_.begin()->first <= now)
+    eraseVerdictLocked(verdicts_.find(*verdict_expiry_.begin()->second));
+}
+
 ClaimResult MemoryBudgetStore::doClaim(std::string_view event_id, std::string_view judge,
                                        std::string_view token, std::int64_t lease_ms) {
   std::lock_guard lock(mu_);
   const Clock::time_point now = Clock::now();
-  if (++verdict_ops_ % kVerdictSweepEvery == 0)
-    std::erase_if(verdicts_, [now](const auto& e) { return e.second.expires <= now; });
-  auto& e = verdicts_[verdictKey(event_id, judge)];
+  expireVerdictsLocked(now);
+  const auto it = verdicts_.try_emplace(verdictKey(event_id, judge)).first;
+  const Entry& e = it->second;
   ClaimResult r;
   if (e.expires > now && e.stored) {
     r.status = ClaimResult::Status::kStored;
@@ -403,7 +426,7 @@ ClaimResult MemoryBudgetStore::doClaim(std::string_view event_id, std::string_vi
         std::chrono::duration_cast<std::chrono::milliseconds>(e.expires - now).count();
     return r;
   }
-  e = Entry{false, std::string(token), now + std::chrono::milliseconds(lease_ms)};
+  setVerdictLocked(it, false, token, now + std::chrono::milliseconds(lease_ms));
   r.status = ClaimResult::Status::kClaimed;
   return r;
 }
@@ -411,8 +434,10 @@ ClaimResult MemoryBudgetStore::doClaim(std::string_view event_id, std::string_vi
 bool MemoryBudgetStore::doStoreVerdict(std::string_view event_id, std::string_view judge,
                                        std::string_view verdict, std::int64_t ttl_ms) {
   std::lock_guard lock(mu_);
-  verdicts_[verdictKey(event_id, judge)] =
-      Entry{true, std::string(verdict), Clock::now() + std::chrono::milliseconds(ttl_ms)};
+  const auto now = Clock::now();
+  expireVerdictsLocked(now);
+  setVerdictLocked(verdicts_.try_emplace(verdictKey(event_id, judge)).first, true, verdict,
+                   now + std::chrono::milliseconds(ttl_ms));
   return true;
 }
 
@@ -420,7 +445,8 @@ bool MemoryBudgetStore::doReleaseClaim(std::string_view event_id, std::string_vi
                                        std::string_view token) {
   std::lock_guard lock(mu_);
   auto it = verdicts_.find(verdictKey(event_id, judge));
-  if (it != verdicts_.end() && !it->second.stored && it->second.value == token) verdicts_.erase(it);
+  if (it != verdicts_.end() && !it->second.stored && it->second.value == token)
+    eraseVerdictLocked(it);
   return true;
 }
 

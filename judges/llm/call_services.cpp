@@ -60,7 +60,8 @@ CallServices::~CallServices() { stop(); }
 
 HttpClient& CallServices::client(const std::string& ca_file) {
   auto& c = clients_[ca_file];
-  if (!c) c = std::make_unique<HttpClient>(HttpClientOptions{ca_file, true, 16});
+  // Retry-After is the one response header the judges read (attempt.cpp).
+  if (!c) c = std::make_unique<HttpClient>(HttpClientOptions{ca_file, true, 16, {"retry-after"}});
   return *c;
 }
 

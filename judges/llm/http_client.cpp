@@ -3,6 +3,7 @@
 #include <openssl/ssl.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -14,6 +15,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -35,12 +37,14 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
+/// An http(s) URL's parts, as views into the URL's text.
 struct Url {
   bool tls = false;
-  std::string host, port, target;
+  std::string_view host, port, target;
+  std::string_view origin;  // scheme://authority: the connection pool's key
 };
 
-bool parseUrl(const std::string& url, Url& u) {
+bool parseUrl(std::string_view url, Url& u) {
   std::string_view rest = url;
   if (rest.rfind("https://", 0) == 0) {
     u.tls = true;
@@ -52,21 +56,80 @@ bool parseUrl(const std::string& url, Url& u) {
   }
   const auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
-  u.target = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  u.origin = url.substr(0, url.size() - rest.size() + authority.size());
+  u.target = slash == std::string_view::npos ? std::string_view("/") : rest.substr(slash);
   if (authority.empty()) return false;
   if (authority.front() == '[') {  // [::1]:8080
     const auto close = authority.find(']');
     if (close == std::string_view::npos) return false;
-    u.host = std::string(authority.substr(1, close - 1));
+    u.host = authority.substr(1, close - 1);
     authority.remove_prefix(close + 1);
-    u.port = authority.rfind(':', 0) == 0 ? std::string(authority.substr(1)) : "";
+    u.port = authority.rfind(':', 0) == 0 ? authority.substr(1) : std::string_view();
   } else {
     const auto colon = authority.rfind(':');
-    u.host = std::string(authority.substr(0, colon));
-    u.port = colon == std::string_view::npos ? "" : std::string(authority.substr(colon + 1));
+    u.host = authority.substr(0, colon);
+    u.port = colon == std::string_view::npos ? std::string_view() : authority.substr(colon + 1);
   }
   if (u.port.empty()) u.port = u.tls ? "443" : "80";
   return !u.host.empty();
+}
+
+bool equalsNoCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+/// The request's head (RFC 9112, sections 3 and 5): the request line, Host, User-Agent and
+/// Content-Type (each left out when the caller gives one of the same name), the caller's
+/// headers (a later one replacing an earlier one of the same name, as Beast's set() did),
+/// Content-Length for a body or a POST, PUT or PATCH (a caller's Content-Length or
+/// Transfer-Encoding is not sent), and the blank line. Returns the first header holding a CR,
+/// LF or NUL byte in `bad` (then the head is not sent: a line break would end the header there
+/// and inject the rest as headers of its own).
+std::string requestHead(const HttpRequest& r, const Url& u, std::string_view& bad) {
+  const auto given = [&r](std::string_view name, std::size_t from) {
+    for (std::size_t i = from; i < r.headers.size(); ++i)
+      if (equalsNoCase(r.headers[i].first, name)) return true;
+    return false;
+  };
+  std::size_t size = r.method.size() + u.target.size() + u.host.size() + u.port.size() + 128;
+  for (const auto& [k, v] : r.headers) {
+    constexpr std::string_view kBreaks("\r\n\0", 3);
+    if (k.find_first_of(kBreaks) != std::string::npos ||
+        v.find_first_of(kBreaks) != std::string::npos) {
+      bad = k;
+      return {};
+    }
+    size += k.size() + v.size() + 4;
+  }
+  std::string h;
+  h.reserve(size);
+  h.append(r.method).append(" ").append(u.target).append(" HTTP/1.1\r\n");
+  if (!given("host", 0)) {
+    const bool v6 = u.host.find(':') != std::string_view::npos;
+    h.append("Host: ").append(v6 ? "[" : "").append(u.host).append(v6 ? "]" : "");
+    const bool default_port = u.port == (u.tls ? "443" : "80");
+    if (!default_port) h.append(":").append(u.port);
+    h.append("\r\n");
+  }
+  if (!given("user-agent", 0)) h.append("User-Agent: assayd\r\n");
+  if (!given("content-type", 0)) h.append("Content-Type: application/json\r\n");
+  for (std::size_t i = 0; i < r.headers.size(); ++i) {
+    const auto& [k, v] = r.headers[i];
+    if (equalsNoCase(k, "content-length") || equalsNoCase(k, "transfer-encoding") ||
+        given(k, i + 1))
+      continue;
+    h.append(k).append(": ").append(v).append("\r\n");
+  }
+  if (!r.body.empty() || r.method == "POST" || r.method == "PUT" || r.method == "PATCH") {
+    char digits[24];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, r.body.size());
+    h.append("Content-Length: ").append(digits, end).append("\r\n");
+  }
+  h.append("\r\n");
+  return h;
 }
 
 /// Largest reply body read (16 MiB): a provider's reply is a few KiB, a batch's results file
@@ -104,10 +167,17 @@ struct HttpClient::Impl {
   asio::io_context io{1};
   asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
   ssl::context ssl_ctx{ssl::context::tls_client};
-  std::unordered_map<std::string, std::deque<std::unique_ptr<Conn>>> idle;  // io thread only
+  /// Hash of the tables keyed by origin, looked up by string_view without a copy.
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  template <typename V>
+  using ByOrigin = std::unordered_map<std::string, V, KeyHash, std::equal_to<>>;
+  ByOrigin<std::deque<std::unique_ptr<Conn>>> idle;  // io thread only
   // io thread only: hosts that sent a response to no request (kNoReuseAfterStray), and the
   // reply bytes being read by every call (kMaxReadingBytes).
-  std::unordered_map<std::string, Steady::time_point> no_reuse_until;
+  ByOrigin<Steady::time_point> no_reuse_until;
   std::size_t reading_bytes = 0;
   std::thread thread;
 
@@ -118,6 +188,7 @@ struct HttpClient::Impl {
       if (!ec) resolver.cancel();  // a DNS lookup must not outlive the deadline
     });
     auto endpoints = co_await resolver.async_resolve(u.host, u.port, asio::use_awaitable);
+    const std::string host(u.host);
     resolve_timer.cancel();
     auto conn = std::make_unique<Conn>();
     if (!u.tls) {
@@ -128,12 +199,12 @@ struct HttpClient::Impl {
     }
     conn->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(io, ssl_ctx);
     // SNI, so virtual-hosted endpoints present the right certificate.
-    if (!SSL_set_tlsext_host_name(conn->tls->native_handle(), u.host.c_str()))
+    if (!SSL_set_tlsext_host_name(conn->tls->native_handle(), host.c_str()))
       throw boost::system::system_error(boost::system::error_code(
           static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category()));
     if (options.verify_peer) {
       conn->tls->set_verify_mode(ssl::verify_peer);
-      conn->tls->set_verify_callback(ssl::host_name_verification(u.host));
+      conn->tls->set_verify_callback(ssl::host_name_verification(host));
     } else {
       conn->tls->set_verify_mode(ssl::verify_none);
     }
@@ -175,10 +246,13 @@ struct HttpClient::Impl {
   /// the read buffer, in TLS's buffer or in the socket; a byte there is a response to no
   /// request (kStray), which the next call would read as its own.
   template <typename Stream>
-  asio::awaitable<After> exchange(Stream& stream, Conn& conn, http::request<http::string_body>& req,
-                                  HttpResponse& res, Steady::time_point deadline) {
+  asio::awaitable<After> exchange(Stream& stream, Conn& conn, const std::string& head,
+                                  const std::string& body, HttpResponse& res,
+                                  Steady::time_point deadline) {
     conn.lowest().expires_at(deadline);
-    co_await http::async_write(stream, req, asio::use_awaitable);
+    // The head and the body in one gathered write, the body read where the caller keeps it.
+    const std::array<asio::const_buffer, 2> request{asio::buffer(head), asio::buffer(body)};
+    co_await asio::async_write(stream, request, asio::use_awaitable);
     const auto written = Steady::now();
     // Bounded: the parser moves body bytes out as they come, but keeps a header or a chunk's
     // header line (its extensions) whole until its end; Beast 1.74 bounds the first only.
@@ -200,6 +274,12 @@ struct HttpClient::Impl {
       res.on_wire = Steady::now() - written;
       res.body = std::move(msg.body());
       for (const auto& f : msg) {
+        const auto& kept = options.kept_headers;
+        if (!kept.empty() && std::none_of(kept.begin(), kept.end(), [&f](const std::string& k) {
+              const auto name = f.name_string();
+              return equalsNoCase(k, std::string_view(name.data(), name.size()));
+            }))
+          continue;
         std::string name(f.name_string());
         std::transform(name.begin(), name.end(), name.begin(),
                        [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -217,41 +297,38 @@ struct HttpClient::Impl {
     return !ec && in_socket == 0 && (!conn.tls || SSL_pending(conn.tls->native_handle()) == 0);
   }
 
-  asio::awaitable<HttpResponse> run(HttpRequest request) {
+  asio::awaitable<HttpResponse> run(std::shared_ptr<const HttpRequest> request) {
     const auto start = Steady::now();
-    const auto deadline = start + request.timeout;
+    const auto deadline = start + request->timeout;
     HttpResponse res;
     Url u;
-    if (!parseUrl(request.url, u)) {
-      res.error = "invalid URL '" + safeUrl(request.url) + "'";
+    if (!parseUrl(request->url, u)) {
+      res.error = "invalid URL '" + safeUrl(request->url) + "'";
       co_return res;
     }
-    http::request<http::string_body> req{http::string_to_verb(request.method), u.target, 11};
-    const bool default_port = (u.tls && u.port == "443") || (!u.tls && u.port == "80");
-    req.set(http::field::host, default_port ? u.host : u.host + ":" + u.port);
-    req.set(http::field::user_agent, "assayd");
-    req.set(http::field::content_type, "application/json");
-    for (const auto& [k, v] : request.headers) {
-      // A line break in a header (an API key variable with a pasted newline) would end the
-      // header there and inject the rest as headers of its own: refused, never sent.
-      if ((k + v).find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
-        res.error = "header '" + logText(k, 40) + "' holds a CR, LF or NUL byte: not sent";
-        co_return res;
-      }
-      req.set(k, v);
+    std::string_view bad;
+    const std::string head = requestHead(*request, u, bad);
+    if (head.empty()) {  // an API key variable with a pasted newline: refused, never sent
+      res.error =
+          "header '" + logText(std::string(bad), 40) + "' holds a CR, LF or NUL byte: not sent";
+      co_return res;
     }
-    req.body() = std::move(request.body);
-    req.keep_alive(true);
-    req.prepare_payload();
-    const std::string key = (u.tls ? "https://" : "http://") + u.host + ":" + u.port;
+    const std::string_view key = u.origin;
 
+    const auto pool_of = [this](std::string_view origin) -> auto& {
+      auto it = idle.find(origin);
+      if (it == idle.end()) it = idle.try_emplace(std::string(origin)).first;
+      return it->second;
+    };
     const auto stray = [&] {
-      no_reuse_until[key] = Steady::now() + kNoReuseAfterStray;
-      idle[key].clear();
+      const auto it = no_reuse_until.find(key);
+      (it != no_reuse_until.end() ? it->second : no_reuse_until[std::string(key)]) =
+          Steady::now() + kNoReuseAfterStray;
+      pool_of(key).clear();
     };
     for (int attempt = 0; attempt < 2; ++attempt) {
       std::unique_ptr<Conn> conn;
-      auto& pool = idle[key];
+      auto& pool = pool_of(key);
       while (!pool.empty() && !conn) {
         conn = std::move(pool.back());
         pool.pop_back();
@@ -263,8 +340,9 @@ struct HttpClient::Impl {
       const bool reused = conn != nullptr;
       try {
         if (!conn) conn = co_await connect(u, deadline);
-        const After after = conn->tls ? co_await exchange(*conn->tls, *conn, req, res, deadline)
-                                      : co_await exchange(*conn->tcp, *conn, req, res, deadline);
+        const After after =
+            conn->tls ? co_await exchange(*conn->tls, *conn, head, request->body, res, deadline)
+                      : co_await exchange(*conn->tcp, *conn, head, request->body, res, deadline);
         res.reused_connection = reused;
         res.error.clear();
         if (after == After::kStray) {
@@ -285,9 +363,10 @@ struct HttpClient::Impl {
         if (banned != no_reuse_until.end() && Steady::now() >= banned->second)
           no_reuse_until.erase(banned);
         const bool reusable = after == After::kReuse && !no_reuse_until.contains(key);
-        if (reusable && idle[key].size() < max_idle.load(std::memory_order_relaxed)) {
+        if (auto& idle_here = pool_of(key);
+            reusable && idle_here.size() < max_idle.load(std::memory_order_relaxed)) {
           conn->lowest().expires_never();
-          idle[key].push_back(std::move(conn));
+          idle_here.push_back(std::move(conn));
         }
         break;
       } catch (const boost::system::system_error& e) {
@@ -349,6 +428,11 @@ void HttpClient::stop() {
 }
 
 void HttpClient::submit(HttpRequest request, std::function<void(HttpResponse)> done) {
+  submit(std::make_shared<const HttpRequest>(std::move(request)), std::move(done));
+}
+
+void HttpClient::submit(std::shared_ptr<const HttpRequest> request,
+                        std::function<void(HttpResponse)> done) {
   asio::co_spawn(impl_->io, impl_->run(std::move(request)),
                  [done = std::move(done)](std::exception_ptr e, HttpResponse r) {
                    if (e) {

@@ -42,6 +42,10 @@ struct HttpClientOptions {
   bool verify_peer = true;  ///< certificate chain and host name; off only for local tests
   /// Idle keep-alive connections kept per host (raised by keepIdle()).
   std::size_t max_idle_per_host = 8;
+  /// The response headers HttpResponse::headers keeps (lower-case names); empty: all of them.
+  /// A provider's reply carries twenty or more (rate limits, request ids, proxies'): the LLM
+  /// judges keep only those they read.
+  std::vector<std::string> kept_headers;
 };
 
 class HttpClient {
@@ -57,6 +61,9 @@ class HttpClient {
 
   /// Starts `request`; `done` runs on the client's thread with the response or the failure.
   void submit(HttpRequest request, std::function<void(HttpResponse)> done);
+  /// The same, the request read where the caller keeps it (no copy of its body): it must not
+  /// change until `done` runs.
+  void submit(std::shared_ptr<const HttpRequest> request, std::function<void(HttpResponse)> done);
   /// Blocking form of submit, for tools and tests (never after stop()).
   HttpResponse send(HttpRequest request);
   /// Runs `fn` on the client's thread after `delay` (retry backoff, rate-limit waits), without

@@ -113,9 +113,9 @@ inline std::string redactSecrets(std::string text, const std::string& key,
 }
 
 struct LlmJudge::Call {
-  Event event;
   std::vector<ScopeLimit> scopes;  // the budget scopes of this call (LlmJudge::scopes)
-  Prompt prompt;
+  Prompt prompt;                   // its `system` empty: the judge's system_prompt_
+  // As sent, every attempt: the HTTP client reads it where it is (an aliasing shared_ptr).
   HttpRequest request;
   std::function<void(LlmCallResult)> done;
   // The verdict store's key for this call (verdictStoreKey): 32 hex digits of XXH3-128 over

@@ -368,7 +368,6 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
 
   auto c = std::make_shared<Call>();
   c->started = t0;
-  c->event = event;
   c->scopes = scopes(event);
   c->prompt = std::move(*prompt);
   c->request = request_.request(c->prompt.user);
@@ -587,7 +586,8 @@ void LlmJudge::attempt(const std::shared_ptr<Call>& c) const {
     stats_.holds_released->Increment();
   }
   ++c->attempts;
-  client_.submit(c->request, [this, c](HttpResponse res) { onResponse(c, std::move(res)); });
+  client_.submit(std::shared_ptr<const HttpRequest>(c, &c->request),
+                 [this, c](HttpResponse res) { onResponse(c, std::move(res)); });
 }
 
 std::optional<Millis> LlmJudge::holdFor(const std::shared_ptr<Call>& c) const {

@@ -2,6 +2,7 @@
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <xxhash.h>
 
 #include <cstdio>
 
@@ -11,6 +12,9 @@ namespace assay::llm {
 namespace {
 
 using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+/// Largest scratch buffer a thread keeps between calls (a larger event's is freed after use).
+constexpr std::size_t kKeptScratch = 256u << 10;
 
 void str(JsonWriter& w, const char* key, const std::string& v) {
   w.Key(key);
@@ -32,7 +36,8 @@ struct Material {
 /// them, so that a citation can be checked), "reference", each of the rubric's JSON Pointer
 /// fields under the pointer's own text, and "answer", each only when the rubric needs it.
 std::string dataJson(const Rubric& r, const Material& m, std::size_t n_contexts) {
-  rapidjson::StringBuffer buf;
+  thread_local rapidjson::StringBuffer buf;  // keeps its capacity from call to call
+  buf.Clear();
   JsonWriter w(buf);
   w.StartObject();
   if (r.needs_question) str(w, "question", m.question);
@@ -61,12 +66,9 @@ std::string dataJson(const Rubric& r, const Material& m, std::size_t n_contexts)
   }
   if (r.needs_answer) str(w, "answer", m.answer);
   w.EndObject();
-  return std::string(buf.GetString(), buf.GetSize());
-}
-
-std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ULL) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
+  std::string out(buf.GetString(), buf.GetSize());
+  if (buf.GetSize() > kKeptScratch) buf = rapidjson::StringBuffer();
+  return out;
 }
 
 /// What the material holds, in words, for the members this rubric receives.
@@ -122,14 +124,27 @@ std::string rankRange(std::size_t first, std::size_t last) {
 std::string userMessage(const Rubric& r, const std::string& data, std::size_t used,
                         std::size_t total) {
   const auto [begin, end] = dataMarkers(data);
-  std::string u =
-      "The material to judge is the JSON object between the markers " + begin + " and " + end + ".";
+  std::string u;
+  u.reserve(data.size() + 2 * (begin.size() + end.size()) + r.criterion.size() + 400);
+  u.append("The material to judge is the JSON object between the markers ")
+      .append(begin)
+      .append(" and ")
+      .append(end)
+      .append(".");
   if (used < total)
-    u += " The contexts of rank " + rankRange(used + 1, total) + " (of " + std::to_string(total) +
-         ") were left out to fit the input limit: judge with the contexts shown.";
-  u += "\n" + begin + "\n" + data + "\n" + end + "\nJudge only " + r.criterion + " (" +
-       std::to_string(r.minScore()) + "-" + std::to_string(r.maxScore()) +
-       "), and reply with the JSON object only.";
+    u.append(" The contexts of rank ")
+        .append(rankRange(used + 1, total))
+        .append(" (of ")
+        .append(std::to_string(total))
+        .append(") were left out to fit the input limit: judge with the contexts shown.");
+  u.append("\n").append(begin).append("\n").append(data).append("\n").append(end);
+  u.append("\nJudge only ")
+      .append(r.criterion)
+      .append(" (")
+      .append(std::to_string(r.minScore()))
+      .append("-")
+      .append(std::to_string(r.maxScore()))
+      .append("), and reply with the JSON object only.");
   return u;
 }
 
@@ -141,8 +156,9 @@ std::pair<std::string, std::string> dataMarkers(const std::string& data) {
   std::string begin, end;
   do {
     char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx",
-                  static_cast<unsigned long long>(fnv1a(data, 1469598103934665603ULL + salt++)));
+    std::snprintf(
+        hex, sizeof hex, "%016llx",
+        static_cast<unsigned long long>(XXH3_64bits_withSeed(data.data(), data.size(), salt++)));
     begin = std::string("<<<ASSAY_DATA_") + hex + ">>>";
     end = std::string("<<<END_ASSAY_DATA_") + hex + ">>>";
   } while (data.find(begin) != std::string::npos || data.find(end) != std::string::npos);
@@ -260,11 +276,14 @@ std::optional<std::pair<Outcome, std::string>> missingInput(const Rubric& rubric
 
 std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
                                   std::int64_t max_input_tokens) {
-  return buildPrompt(rubric, event, max_input_tokens, systemPrompt(rubric));
+  std::string system = systemPrompt(rubric);
+  auto p = buildPrompt(rubric, event, max_input_tokens, system);
+  if (p) p->system = std::move(system);
+  return p;
 }
 
 std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
-                                  std::int64_t max_input_tokens, const std::string& system) {
+                                  std::int64_t max_input_tokens, std::string_view system) {
   const std::size_t total = rubric.needs_contexts ? event.contexts.size() : 0;
   const std::int64_t system_tokens = estimateTokens(system);
   Material m{event.question,
@@ -303,7 +322,6 @@ std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
     used = lo;
   }
   Prompt p;
-  p.system = system;
   p.user = std::move(user);
   p.estimated_tokens = tokens;
   p.contexts_used = used;

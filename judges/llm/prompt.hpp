@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "core/event.hpp"
@@ -70,8 +71,9 @@ std::optional<std::pair<Outcome, std::string>> missingInput(const Rubric& rubric
 std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
                                   std::int64_t max_input_tokens);
 /// The same with `system` = systemPrompt(rubric), built once by the caller (an LLM judge builds
-/// it at construction: the same bytes for every event).
+/// it at construction: the same bytes for every event). It counts in `estimated_tokens` but is
+/// not copied: the result's `system` is empty (the caller holds it).
 std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
-                                  std::int64_t max_input_tokens, const std::string& system);
+                                  std::int64_t max_input_tokens, std::string_view system);
 
 }  // namespace assay::llm

@@ -557,12 +557,14 @@ RequestTemplate::RequestTemplate(Provider provider, const std::string& endpoint,
 }
 
 HttpRequest RequestTemplate::request(const std::string& user) const {
-  rapidjson::StringBuffer buf;
+  thread_local rapidjson::StringBuffer buf;  // keeps its capacity from call to call
+  buf.Clear();
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   w.String(user.c_str(), static_cast<rapidjson::SizeType>(user.size()));
   HttpRequest r = fixed_;
   r.body.reserve(before_.size() + buf.GetSize() + after_.size());
   r.body.append(before_).append(buf.GetString(), buf.GetSize()).append(after_);
+  if (buf.GetSize() > (256u << 10)) buf = rapidjson::StringBuffer();  // a large one is not kept
   return r;
 }
 

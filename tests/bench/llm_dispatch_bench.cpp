@@ -5,10 +5,14 @@
 // the request on the one HTTP client thread, reply parsing. Each K is measured two ways, after one
 // warm-up wave that opens the connections (and the fake server its thread per connection), which
 // the later calls reuse, as a judge with max_in_flight K does:
-//   steady  K calls kept in flight: the first K started evenly over one server delay, each
-//           result starting the next one from this thread (a judge fed continuously at its
-//           max_in_flight), K * waves calls measured after that ramp; calls/s counted while
-//           all K in flight are measured ones. This is the figure the target is about.
+//   steady  K calls kept in flight: the first K started evenly over one server delay, then
+//           one new call per result, started from this thread (a judge fed continuously at its
+//           max_in_flight), K * waves calls measured after that ramp; calls/s counted while all
+//           K in flight are measured ones. This is the figure the target is about. At 1,024 in
+//           flight this thread looks for results every millisecond (about 5 come in one) and
+//           starts as many calls: woken by each result instead, its own futex wake-ups and
+//           context switches cost about 20 us of CPU per call, counted below as ours. At 1 and
+//           64 in flight each result wakes it.
 //   burst   waves of K calls submitted at once and awaited: the K replies come back together,
 //           so the last one waits for the K - 1 before it on the client thread; its p99 is
 //           the time to drain a burst (about K * the client thread's cost per reply), not a
@@ -24,7 +28,7 @@
 //                   (judge, ledger and HTTP client threads) and the fake server's.
 // Prints one JSON object per K on stdout; asserts nothing (a call that does not end `ok` is
 // counted in "failed").
-//   usage: assay_llm_dispatch_bench [--waves N]
+//   usage: assay_llm_dispatch_bench [--waves N] [--only 1|64|1024]
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -129,8 +133,9 @@ class Caller {
           ++out->failed;
       }
       finish_times_.push_back(now);
-      ++finished_;
-      cv_.notify_one();
+      // While the driver polls, it is woken only when a wait's target is reached: a futex
+      // wake-up per call is the driver's cost, not ours.
+      if (++finished_ == notify_at_ || !polling_) cv_.notify_one();
     });
     ++started_;
   }
@@ -138,6 +143,7 @@ class Caller {
   /// Waits until `n` results in all (exits the process after 60 s without one).
   void waitFinished(long n) {
     std::unique_lock lock(mu_);
+    notify_at_ = n;
     if (!cv_.wait_for(lock, std::chrono::seconds(60), [&] { return finished_ >= n; })) {
       std::fprintf(stderr, "llm_dispatch_bench: %ld call(s) unanswered after 60 s\n",
                    n - finished_);
@@ -145,11 +151,23 @@ class Caller {
     }
   }
 
-  /// Results so far; waits until one more than `seen` arrived or until `until`.
+  /// Results so far: polling, after sleeping until `until` or for a millisecond, whichever
+  /// is first; otherwise once one more than `seen` arrived, or at `until`.
   long finishedAfter(long seen, Clock::time_point until) {
     std::unique_lock lock(mu_);
-    cv_.wait_until(lock, until, [&] { return finished_ > seen; });
+    if (polling_) {
+      lock.unlock();
+      std::this_thread::sleep_until(std::min(until, Clock::now() + std::chrono::milliseconds(1)));
+      lock.lock();
+    } else {
+      cv_.wait_until(lock, until, [&] { return finished_ > seen; });
+    }
     return finished_;
+  }
+  /// Whether the driver polls for results (every millisecond) instead of being woken by each.
+  void poll(bool on) {
+    std::lock_guard lock(mu_);
+    polling_ = on;
   }
 
   long started() const { return started_; }
@@ -166,7 +184,8 @@ class Caller {
   long next_id_ = 0, started_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
-  long finished_ = 0;
+  long finished_ = 0, notify_at_ = -1;
+  bool polling_ = false;
   std::vector<Clock::time_point> finish_times_;
 };
 
@@ -200,7 +219,8 @@ Measured steady(Caller& caller, int k, int waves, pid_t server) {
   const long measured = static_cast<long>(k) * waves;
   const auto t0 = Clock::now();
   const auto step = std::chrono::duration<double, std::milli>(kServerDelayMs / k);
-  long seen = base;  // results already answered by a new call
+  caller.poll(k >= 256);  // 1,024 in flight: 5 results a millisecond
+  long seen = base;       // results already answered by a new call
   Clock::time_point first_measured{};
   auto startNext = [&] {  // the first k are the ramp's
     const long i = caller.started() - base;
@@ -231,9 +251,11 @@ Measured steady(Caller& caller, int k, int waves, pid_t server) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int waves = 5;
-  for (int i = 1; i + 1 < argc; ++i)
+  int waves = 5, only = 0;
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--waves") waves = std::max(1, std::atoi(argv[i + 1]));
+    if (std::string(argv[i]) == "--only") only = std::atoi(argv[i + 1]);
+  }
   rlimit nofile{};  // 1,024 connections (and the server's as many) need more than 1,024 fds
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
     nofile.rlim_cur = nofile.rlim_max;
@@ -255,6 +277,7 @@ int main(int argc, char** argv) {
   LlmJudge judge(s, services);
   Caller caller(judge);
   for (const int k : {1, 64, 1024}) {
+    if (only != 0 && k != only) continue;
     double rss_per_call_kib = 0;
     const int n = k == 1 ? waves * 4 : waves;
     const Measured b = burst(caller, k, n, rss_per_call_kib);

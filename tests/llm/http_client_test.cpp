@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <functional>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -36,7 +38,7 @@ HttpRequest chat(
 TEST_CASE("HTTPS with a private CA: verified, kept alive, reused") {
   TestCa ca;
   FakeLlmServer server(&ca);
-  HttpClient client(HttpClientOptions{ca.caFile(), true, 4});
+  HttpClient client(HttpClientOptions{ca.caFile(), true, 4, {}});
   const auto a = client.send(chat(server.url("/v1/chat/completions")));
   INFO(a.error);
   REQUIRE(a.status == 200);
@@ -60,7 +62,7 @@ TEST_CASE("certificate and host-name verification are on by default") {
   }
   {
     // The certificate names "localhost"; connecting by IP must fail host-name verification.
-    HttpClient client(HttpClientOptions{ca.caFile(), true, 4});
+    HttpClient client(HttpClientOptions{ca.caFile(), true, 4, {}});
     const auto r = client.send(
         chat("https://127.0.0.1:" + std::to_string(server.port()) + "/v1/chat/completions"));
     CHECK(r.status == 0);
@@ -110,7 +112,7 @@ TEST_CASE("a slow reply times out within the deadline; a closed port fails fast"
 
 TEST_CASE("many concurrent requests on one client") {
   FakeLlmServer server;
-  HttpClient client(HttpClientOptions{"", true, 8});
+  HttpClient client(HttpClientOptions{"", true, 8, {}});
   std::atomic<int> ok{0}, done{0};
   for (int i = 0; i < 64; ++i) {
     client.submit(chat(server.url("/v1/chat/completions")), [&](HttpResponse r) {
@@ -162,6 +164,15 @@ class ScriptedServer {
   int requests() const { return requests_.load(); }
   /// Bytes written in all, including the replies cut short by the client.
   std::size_t written() const { return written_.load(); }
+  /// Each request's head (request line to blank line) and body, as received.
+  std::vector<std::string> heads() {
+    std::lock_guard lock(mu_);
+    return heads_;
+  }
+  std::vector<std::string> bodies() {
+    std::lock_guard lock(mu_);
+    return bodies_;
+  }
 
   /// Writes all of `bytes` to `fd` (false once the client is gone).
   bool write(int fd, std::string_view bytes) {
@@ -208,6 +219,11 @@ class ScriptedServer {
         if (n <= 0) return (void)::close(c);
         in.append(buf, static_cast<std::size_t>(n));
       }
+      {
+        std::lock_guard lock(mu_);
+        heads_.push_back(in.substr(0, end + 4));
+        bodies_.push_back(in.substr(end + 4, length));
+      }
       in.erase(0, end + 4 + length);
       const int k = requests_++;
       const auto& reply = replies_[std::min<std::size_t>(k, replies_.size() - 1)];
@@ -227,6 +243,7 @@ class ScriptedServer {
   std::vector<std::thread> conns_;
   std::mutex mu_;
   std::vector<int> open_;  // accepted sockets (closed by their thread, shut down at the end)
+  std::vector<std::string> heads_, bodies_;
 };
 
 std::string ok(const std::string& body) {
@@ -418,4 +435,51 @@ TEST_CASE("a header value with CR or LF is never sent (no header injection)") {
   auto bad = chat("ftp://user:hunter2@h/v1?api-key=k3y");
   const auto e = client.send(bad);
   CHECK(e.error == "invalid URL 'ftp://***@h/v1?api-key=***'");
+}
+
+TEST_CASE("the request head: defaults, the caller's headers replacing them, Content-Length") {
+  ScriptedServer server({ok("one"), ok("two"), ok("three")});
+  HttpClient client;
+  auto r = chat(server.url(), "{\"x\":1}");
+  r.headers = {{"Authorization", "Bearer sk-1"},
+               {"x-a", "first"},
+               {"content-type", "text/plain"},
+               {"X-A", "second"},           // a later one replaces an earlier one
+               {"Content-Length", "999"}};  // computed, never taken from the caller
+  CHECK(client.send(r).body == "one");
+  auto get = chat(server.url(), "");
+  get.method = "GET";
+  CHECK(client.send(get).body == "two");
+  const auto shared = std::make_shared<const HttpRequest>(chat(server.url(), "[1,2]"));
+  std::promise<HttpResponse> p;
+  client.submit(shared, [&p](HttpResponse res) { p.set_value(std::move(res)); });
+  CHECK(p.get_future().get().body == "three");
+  CHECK(shared->body == "[1,2]");  // read where it is, not moved from
+  const auto heads = server.heads();
+  REQUIRE(heads.size() == 3);
+  const std::string port = server.url().substr(17, server.url().find('/', 17) - 17);
+  CHECK(heads[0] == "POST /v1/x HTTP/1.1\r\nHost: 127.0.0.1:" + port +
+                        "\r\nUser-Agent: assayd\r\nAuthorization: Bearer sk-1\r\n"
+                        "content-type: text/plain\r\nX-A: second\r\nContent-Length: 7\r\n\r\n");
+  CHECK(heads[1] == "GET /v1/x HTTP/1.1\r\nHost: 127.0.0.1:" + port +
+                        "\r\nUser-Agent: assayd\r\nContent-Type: application/json\r\n\r\n");
+  CHECK(heads[2].find("Content-Length: 5\r\n") != std::string::npos);
+  CHECK(server.bodies() == std::vector<std::string>{"{\"x\":1}", "", "[1,2]"});
+}
+
+TEST_CASE("kept_headers: only the response headers named are kept") {
+  const std::string reply =
+      "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 7\r\nX-Request-Id: abc\r\n"
+      "Content-Length: 2\r\n\r\n{}";
+  ScriptedServer server({reply});
+  HttpClientOptions o;
+  o.kept_headers = {"retry-after"};
+  HttpClient kept(o);
+  const auto a = kept.send(chat(server.url()));
+  CHECK(a.status == 429);
+  CHECK(a.headers == std::map<std::string, std::string>{{"retry-after", "7"}});
+  HttpClient all;
+  const auto b = all.send(chat(server.url()));
+  CHECK(b.headers.size() == 3);
+  CHECK(b.headers.at("x-request-id") == "abc");
 }

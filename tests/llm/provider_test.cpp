@@ -102,7 +102,7 @@ TEST_CASE("replies and error bodies of both APIs") {
 TEST_CASE("against the fake provider over HTTPS: verdicts, fences, truncation, bad scores") {
   assay::test::TestCa ca;
   assay::test::FakeLlmServer server(&ca, "sk-test");
-  HttpClient client(HttpClientOptions{ca.caFile(), true, 4});
+  HttpClient client(HttpClientOptions{ca.caFile(), true, 4, {}});
   const std::string base = server.url("/v1");
   auto call = [&](Provider p, const std::string& script) {
     HttpRequest s;
