@@ -172,12 +172,14 @@ std::vector<ScopeNano> checkScopes(const std::vector<ScopeLimit>& scopes) {
   if (scopes.empty()) throw std::invalid_argument("budget: no scope to charge");
   std::vector<ScopeNano> out;
   out.reserve(scopes.size());
-  std::unordered_set<std::string_view> seen;
+  std::unordered_set<std::string_view> seen;  // only for many scopes: a call has 2 to 4
   for (const ScopeLimit& s : scopes) {
     if (s.scope.empty()) throw std::invalid_argument("budget: empty scope name");
-    if (!seen.insert(s.scope).second) {
-      throw std::invalid_argument("budget: scope '" + s.scope + "' given twice");
-    }
+    const bool twice = scopes.size() > 8
+                           ? !seen.insert(s.scope).second
+                           : std::any_of(out.begin(), out.end(),
+                                         [&s](const ScopeNano& o) { return o.scope == s.scope; });
+    if (twice) throw std::invalid_argument("budget: scope '" + s.scope + "' given twice");
     std::int64_t limit = 0;
     try {
       limit = eurosToNano(s.daily_limit_eur);
@@ -279,6 +281,11 @@ MemoryBudgetStore::DayState& MemoryBudgetStore::dayLocked(std::string_view day) 
   return it->second;
 }
 
+MemoryBudgetStore::ScopeState& MemoryBudgetStore::scopeLocked(DayState& d, std::string_view scope) {
+  const auto it = d.scopes.find(scope);
+  return it != d.scopes.end() ? it->second : d.scopes.try_emplace(std::string(scope)).first->second;
+}
+
 void MemoryBudgetStore::reclaimLocked(ScopeState& s, Clock::time_point now) {
   while (!s.by_expiry.empty() && s.by_expiry.begin()->first <= now) {
     eraseLocked(s, *s.by_expiry.begin()->second);  // the key lives until the erase's end
@@ -307,7 +314,7 @@ ReserveResult MemoryBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
   std::vector<ScopeState*> states;
   states.reserve(scopes.size());
   for (const ScopeNano& s : scopes) {
-    ScopeState& state = d.scopes.try_emplace(std::string(s.scope)).first->second;
+    ScopeState& state = scopeLocked(d, s.scope);
     reclaimLocked(state, now);
     states.push_back(&state);
   }
@@ -348,7 +355,7 @@ bool MemoryBudgetStore::doSettle(std::string_view reservation_id, std::string_vi
   DayState& d = dayLocked(day);
   if (!d.settled.emplace(reservation_id).second) return true;  // already charged once
   for (const ScopeNano& s : scopes) {
-    ScopeState& state = d.scopes.try_emplace(std::string(s.scope)).first->second;
+    ScopeState& state = scopeLocked(d, s.scope);
     eraseLocked(state, reservation_id);
     state.spent_nano += actual_nano;
   }

@@ -297,6 +297,7 @@ class MemoryBudgetStore final : public BudgetStore {
   std::map<std::pair<std::string, std::string>, BatchEntry> batches_;  // (judge, id)
 
   DayState& dayLocked(std::string_view day);
+  static ScopeState& scopeLocked(DayState& d, std::string_view scope);  // created when new
   static void reclaimLocked(ScopeState& s, Clock::time_point now);
   static void eraseLocked(ScopeState& s, std::string_view reservation_id);
   static std::int64_t outstandingLocked(const ScopeState& s);

@@ -37,26 +37,39 @@ void Ledger::push(Task task) {
   cv_.notify_one();
 }
 
-void Ledger::runInline(std::function<void()> fn) {
-  // One queue per thread: the outermost operation runs the ones its callbacks started, in order.
-  thread_local std::deque<std::function<void()>>* running = nullptr;
-  if (running) {
-    running->push_back(std::move(fn));
+namespace {
+/// Mode::kInline's per-thread state: whether an operation runs on this thread now, and the
+/// operations its callbacks started meanwhile (run after it, in order).
+struct InlineRun {
+  bool active = false;
+  std::deque<std::function<void()>> pending;
+};
+thread_local InlineRun inline_run;
+
+template <class F>
+void runGuarded(F& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    spdlog::error("budget ledger: {}", e.what());
+  }
+}
+}  // namespace
+
+template <class F>
+void Ledger::runInline(F&& fn) {
+  if (inline_run.active) {  // started by a callback of the operation running here
+    inline_run.pending.emplace_back(std::forward<F>(fn));
     return;
   }
-  std::deque<std::function<void()>> queue;
-  queue.push_back(std::move(fn));
-  running = &queue;
-  while (!queue.empty()) {
-    auto next = std::move(queue.front());
-    queue.pop_front();
-    try {
-      next();
-    } catch (const std::exception& e) {
-      spdlog::error("budget ledger: {}", e.what());
-    }
+  inline_run.active = true;  // the usual case: run at once, nothing allocated
+  runGuarded(fn);
+  while (!inline_run.pending.empty()) {
+    auto next = std::move(inline_run.pending.front());
+    inline_run.pending.pop_front();
+    runGuarded(next);
   }
-  running = nullptr;
+  inline_run.active = false;
 }
 
 void Ledger::reserve(ReserveRequest request, std::function<void(ReserveAnswer)> done) {

@@ -138,7 +138,8 @@ class Ledger {
   void push(Task task);
   void loop();
   /// Mode::kInline: runs `fn` now, or after the operation this thread is inside of.
-  void runInline(std::function<void()> fn);
+  template <class F>
+  void runInline(F&& fn);
   void endInline();                     // an inline operation's store work is done
   bool record(const FinishRequest& r);  // a finish's store work: whether all was recorded
   ReserveAnswer claimAndReserve(const ReserveRequest& request);  // ledger thread, or inline

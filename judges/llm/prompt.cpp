@@ -35,8 +35,16 @@ struct Material {
 /// `n_contexts`, each {"rank", "id"?, "source"?, "text"}: id and source when the event gives
 /// them, so that a citation can be checked), "reference", each of the rubric's JSON Pointer
 /// fields under the pointer's own text, and "answer", each only when the rubric needs it.
-std::string dataJson(const Rubric& r, const Material& m, std::size_t n_contexts) {
-  thread_local rapidjson::StringBuffer buf;  // keeps its capacity from call to call
+thread_local rapidjson::StringBuffer data_scratch;  // dataJson's, kept from call to call
+
+/// A large event's scratch is freed once its prompt is built.
+void dropLargeScratch() {
+  if (data_scratch.GetSize() > kKeptScratch) data_scratch = rapidjson::StringBuffer();
+}
+
+/// Valid until the next call on this thread (a view of the thread's buffer).
+std::string_view dataJson(const Rubric& r, const Material& m, std::size_t n_contexts) {
+  rapidjson::StringBuffer& buf = data_scratch;
   buf.Clear();
   JsonWriter w(buf);
   w.StartObject();
@@ -66,9 +74,7 @@ std::string dataJson(const Rubric& r, const Material& m, std::size_t n_contexts)
   }
   if (r.needs_answer) str(w, "answer", m.answer);
   w.EndObject();
-  std::string out(buf.GetString(), buf.GetSize());
-  if (buf.GetSize() > kKeptScratch) buf = rapidjson::StringBuffer();
-  return out;
+  return {buf.GetString(), buf.GetSize()};
 }
 
 /// What the material holds, in words, for the members this rubric receives.
@@ -121,7 +127,7 @@ std::string rankRange(std::size_t first, std::size_t last) {
   return std::to_string(first) + (last == first + 1 ? " and " : " to ") + std::to_string(last);
 }
 
-std::string userMessage(const Rubric& r, const std::string& data, std::size_t used,
+std::string userMessage(const Rubric& r, std::string_view data, std::size_t used,
                         std::size_t total) {
   const auto [begin, end] = dataMarkers(data);
   std::string u;
@@ -150,7 +156,7 @@ std::string userMessage(const Rubric& r, const std::string& data, std::size_t us
 
 }  // namespace
 
-std::pair<std::string, std::string> dataMarkers(const std::string& data) {
+std::pair<std::string, std::string> dataMarkers(std::string_view data) {
   // Re-salted in the (unlikely) case the data contains one.
   std::uint64_t salt = 0;
   std::string begin, end;
@@ -254,7 +260,7 @@ std::string systemPrompt(const Rubric& r) {
     for (const auto& t : ex.contexts) ctx.push_back(Context{"", t, ""});
     Material m{ex.question, ctx, ex.answer, &ex.reference, {}};
     for (const auto& v : ex.field_values) m.fields.push_back(&v);
-    s += "\n\nExample material:\n" + dataJson(r, m, ctx.size()) +
+    s += "\n\nExample material:\n" + std::string(dataJson(r, m, ctx.size())) +
          "\nExample reply: " + replyJson(r, ex.score, ex.justification, ex.unsupported_claim);
   }
   return s;
@@ -306,7 +312,10 @@ std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
   std::size_t used = total;
   if (tokens > max_input_tokens) {
     auto none = attempt(0);
-    if (none.second > max_input_tokens) return std::nullopt;  // question + answer alone
+    if (none.second > max_input_tokens) {  // question + answer alone
+      dropLargeScratch();
+      return std::nullopt;
+    }
     std::size_t lo = 0, hi = total;  // attempt(lo) fits, attempt(hi) does not
     user = std::move(none.first), tokens = none.second;
     while (hi - lo > 1) {
@@ -321,6 +330,7 @@ std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
     }
     used = lo;
   }
+  dropLargeScratch();
   Prompt p;
   p.user = std::move(user);
   p.estimated_tokens = tokens;

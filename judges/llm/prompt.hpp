@@ -40,7 +40,7 @@ struct Prompt {
 /// The boundary markers around a data block: "<<<ASSAY_DATA_h>>>" and "<<<END_ASSAY_DATA_h>>>",
 /// h a hash of `data` (re-salted until neither occurs in it), so that the text inside can never
 /// close the block itself.
-std::pair<std::string, std::string> dataMarkers(const std::string& data);
+std::pair<std::string, std::string> dataMarkers(std::string_view data);
 
 /// The system prompt of `rubric`: the same bytes for every event.
 std::string systemPrompt(const Rubric& rubric);
