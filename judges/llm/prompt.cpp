@@ -160,15 +160,17 @@ std::pair<std::string, std::string> dataMarkers(std::string_view data) {
   // Re-salted in the (unlikely) case the data contains one.
   std::uint64_t salt = 0;
   std::string begin, end;
+  begin.reserve(33);  // "<<<ASSAY_DATA_" + 16 hex digits + ">>>"
+  end.reserve(37);
   do {
     char hex[17];
     std::snprintf(
         hex, sizeof hex, "%016llx",
         static_cast<unsigned long long>(XXH3_64bits_withSeed(data.data(), data.size(), salt++)));
-    begin = std::string("<<<ASSAY_DATA_") + hex + ">>>";
-    end = std::string("<<<END_ASSAY_DATA_") + hex + ">>>";
+    begin.assign("<<<ASSAY_DATA_").append(hex, 16).append(">>>");
+    end.assign("<<<END_ASSAY_DATA_").append(hex, 16).append(">>>");
   } while (data.find(begin) != std::string::npos || data.find(end) != std::string::npos);
-  return {begin, end};
+  return {std::move(begin), std::move(end)};
 }
 
 std::string replyJson(const Rubric& r, int score, const std::string& justification,

@@ -890,8 +890,10 @@ def report(args, hot, cg, micro, dispatch, memory, scale, elapsed):
                   "tests/bench/llm_dispatch_bench.cpp: LlmJudge calls (prompt, budget reservation "
                   "and settlement, request, reply parsing) on one HTTP client thread against the "
                   "fake provider answering after 200 ms. Kept in flight: K calls in flight all "
-                  "along (started evenly over 200 ms, each result starting the next), as a judge "
-                  "fed continuously at max_in_flight K. Burst: waves of K calls sent at once, whose "
+                  "along (started evenly over 200 ms, then one new call per result, started by "
+                  "the bench's driver thread: woken by each result at 1 and 64 in flight, looking "
+                  "every millisecond at 1,024, where its own wake-ups would cost about 20 µs a "
+                  "call), as a judge fed continuously at max_in_flight K. Burst: waves of K calls sent at once, whose "
                   "K replies come back together; the last waits for the K − 1 before it on the "
                   "client thread, so its p99 is the time to drain a burst, about K × the client "
                   "thread's cost per reply. Added latency = call to result − the time on the wire "
@@ -904,11 +906,13 @@ def report(args, hot, cg, micro, dispatch, memory, scale, elapsed):
                   "the memory ledger runs inline on them) and of the fake server, which shares "
                   "the same two cores; at 1 in "
                   "flight (5 calls/s) our figure is mostly the idle threads' timers, and the fake "
-                  "server's is below /proc's 10 ms clock tick. failed: of both ways.", "",
+                  "server's is below /proc's 10 ms clock tick; allocations per call = operator "
+                  "new calls of the bench process over the kept-in-flight calls / their number "
+                  "(the C libraries' own mallocs not counted). failed: of both ways.", "",
                   "| in flight | calls | failed | calls/s | added p50 ms | added p99 ms | "
                   "burst calls/s | burst p50 ms | burst p99 ms | KiB/call | our CPU µs/call | "
-                  "fake server CPU µs/call |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "fake server CPU µs/call | allocations/call |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for d in dispatch:
             lines.append(f"| {d['in_flight']:,} | {d['calls']:,} | "
                          f"{d['failed'] + d['burst_failed']} | "
@@ -916,7 +920,8 @@ def report(args, hot, cg, micro, dispatch, memory, scale, elapsed):
                          f"{d['added_p99_ms']:.2f} | {d['burst_calls_per_s']:,.0f} | "
                          f"{d['burst_p50_ms']:.2f} | {d['burst_p99_ms']:.2f} | "
                          + (f"{d['rss_per_call_kib']:.1f}" if d["in_flight"] > 1 else "—") +
-                         f" | {d['client_cpu_us']:.0f} | {d['server_cpu_us']:.0f} |")
+                         f" | {d['client_cpu_us']:.0f} | {d['server_cpu_us']:.0f} | "
+                         f"{d.get('allocations_per_call', 0):.0f} |")
         lines.append("")
     if memory:
         m = memory

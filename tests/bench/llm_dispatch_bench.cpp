@@ -42,6 +42,7 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <new>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -54,6 +55,24 @@
 using namespace assay;
 using namespace assay::llm;
 using Clock = std::chrono::steady_clock;
+
+/// Every operator new of this process (the judge, ledger and HTTP client threads and this
+/// driver), counted: allocations per call. The C libraries' own mallocs (OpenSSL, libc) are not.
+std::atomic<long> g_allocations{0};
+
+// The replacements below pair malloc with free; GCC, seeing them inlined into the library's
+// deallocations, takes them for a mismatch.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -100,6 +119,7 @@ double percentile(std::vector<double> v, double q) {
 /// What one way of measuring a level K gave.
 struct Measured {
   std::vector<double> added_ms;  // per call answered ok
+  double allocations = 0;        // operator new calls per call, this process
   long failed = 0;
   double calls_per_s = 0;
   double client_cpu_us = 0, server_cpu_us = 0;  // CPU per call: this process, the fake server
@@ -118,10 +138,12 @@ class Caller {
   /// Starts one call, counted in `*out` unless null (a warm-up or ramp call); every result is
   /// counted in finished_.
   void start(Measured* out) {
-    Event e = base_;
-    e.id = "dispatch-" + std::to_string(next_id_++);
+    // The same event with a new id, written in place: the driver allocates nothing per call.
+    char id[32];
+    const int n = std::snprintf(id, sizeof id, "dispatch-%ld", next_id_++);
+    base_.id.assign(id, static_cast<std::size_t>(n));
     const auto started = Clock::now();
-    judge_.call(e, [this, started, out](LlmCallResult r) {
+    judge_.call(base_, [this, started, out](LlmCallResult r) {
       const auto now = Clock::now();
       const double ms = std::chrono::duration<double, std::milli>(now - started).count();
       std::lock_guard lock(mu_);
@@ -215,6 +237,7 @@ Measured burst(Caller& caller, int k, int waves, double& rss_per_call_kib) {
 Measured steady(Caller& caller, int k, int waves, pid_t server) {
   Measured m;
   const double cpu0 = selfCpuSeconds(), server_cpu0 = processCpuSeconds(server);
+  const long allocations0 = g_allocations.load();
   const long base = caller.started();  // every earlier call has finished
   const long measured = static_cast<long>(k) * waves;
   const auto t0 = Clock::now();
@@ -238,6 +261,7 @@ Measured steady(Caller& caller, int k, int waves, pid_t server) {
   caller.waitFinished(caller.started());
   const double calls = static_cast<double>(k + measured);
   m.client_cpu_us = (selfCpuSeconds() - cpu0) * 1e6 / calls;
+  m.allocations = static_cast<double>(g_allocations.load() - allocations0) / calls;
   m.server_cpu_us = (processCpuSeconds(server) - server_cpu0) * 1e6 / calls;
   // While every call in flight is a measured one: from one delay after the first was started
   // to the start of the last.
@@ -287,12 +311,12 @@ int main(int argc, char** argv) {
         "\"added_p50_ms\": %.3f, \"added_p99_ms\": %.3f, \"burst_calls\": %zu, "
         "\"burst_failed\": %ld, \"burst_calls_per_s\": %.1f, \"burst_p50_ms\": %.3f, "
         "\"burst_p99_ms\": %.3f, \"rss_per_call_kib\": %.1f, \"client_cpu_us\": %.1f, "
-        "\"server_cpu_us\": %.1f}\n",
+        "\"server_cpu_us\": %.1f, \"allocations_per_call\": %.1f}\n",
         k, st.added_ms.size() + static_cast<std::size_t>(st.failed), st.failed, st.calls_per_s,
         percentile(st.added_ms, 0.5), percentile(st.added_ms, 0.99),
         b.added_ms.size() + static_cast<std::size_t>(b.failed), b.failed, b.calls_per_s,
         percentile(b.added_ms, 0.5), percentile(b.added_ms, 0.99), rss_per_call_kib,
-        st.client_cpu_us, st.server_cpu_us);
+        st.client_cpu_us, st.server_cpu_us, st.allocations);
     std::fflush(stdout);
   }
   services.stop();
