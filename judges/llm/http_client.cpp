@@ -220,7 +220,8 @@ struct HttpClient::Impl {
   /// as by the parser's own body_limit.
   template <typename Stream>
   asio::awaitable<void> readCapped(Stream& stream, beast::flat_buffer& buffer,
-                                   http::response_parser<http::string_body>& parser) {
+                                   http::response_parser<http::string_body>& parser,
+                                   bool& responded) {
     parser.body_limit(kMaxReplyBytes);
     struct Counted {  // this call's share of reading_bytes, given back however the read ends
       std::size_t& total;
@@ -228,7 +229,13 @@ struct HttpClient::Impl {
       ~Counted() { total -= mine; }
     } counted{reading_bytes};
     while (!parser.is_done()) {
-      co_await http::async_read_some(stream, buffer, parser, asio::use_awaitable);
+      try {
+        co_await http::async_read_some(stream, buffer, parser, asio::use_awaitable);
+      } catch (const boost::system::system_error&) {
+        responded = responded || parser.got_some() || buffer.size() != 0;
+        throw;
+      }
+      responded = responded || parser.got_some() || buffer.size() != 0;
       if (!parser.is_header_done()) continue;
       const std::size_t size = parser.get().body().size();
       if (size > kMaxReplyBytes) throw boost::system::system_error(http::error::body_limit);
@@ -249,7 +256,7 @@ struct HttpClient::Impl {
   template <typename Stream>
   asio::awaitable<After> exchange(Stream& stream, Conn& conn, const std::string& head,
                                   const std::string& body, HttpResponse& res,
-                                  Steady::time_point deadline) {
+                                  Steady::time_point deadline, bool& responded) {
     conn.lowest().expires_at(deadline);
     // The body is read where the caller keeps it. Plain TCP: the head and the body in one
     // gathered write. TLS: one write each (Beast 1.74's ssl_stream, given both as one sequence
@@ -267,7 +274,7 @@ struct HttpClient::Impl {
     beast::flat_buffer buffer(kMaxReadBuffer);
     for (int interim = 0;; ++interim) {
       http::response_parser<http::string_body> parser;
-      co_await readCapped(stream, buffer, parser);
+      co_await readCapped(stream, buffer, parser, responded);
       auto& msg = parser.get();
       const int status = static_cast<int>(msg.result_int());
       if (status == 101)
@@ -314,6 +321,13 @@ struct HttpClient::Impl {
       res.error = "invalid URL '" + safeUrl(request->url) + "'";
       co_return res;
     }
+    if (std::any_of(u.target.begin(), u.target.end(), [](char c) {
+          return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '#';
+        })) {  // would end the request line early or start a header of its own (RFC 9112, 3)
+      res.error = "URL '" + safeUrl(request->url) +
+                  "' holds a space, a control character or '#' in its path: not sent";
+      co_return res;
+    }
     std::string_view bad;
     const std::string head = requestHead(*request, u, bad);
     if (head.empty()) {  // an API key variable with a pasted newline: refused, never sent
@@ -346,11 +360,13 @@ struct HttpClient::Impl {
         }
       }
       const bool reused = conn != nullptr;
+      bool responded = false;  // a byte of a response came on this connection
       try {
         if (!conn) conn = co_await connect(u, deadline);
-        const After after =
-            conn->tls ? co_await exchange(*conn->tls, *conn, head, request->body, res, deadline)
-                      : co_await exchange(*conn->tcp, *conn, head, request->body, res, deadline);
+        const After after = conn->tls ? co_await exchange(*conn->tls, *conn, head, request->body,
+                                                          res, deadline, responded)
+                                      : co_await exchange(*conn->tcp, *conn, head, request->body,
+                                                          res, deadline, responded);
         res.reused_connection = reused;
         res.error.clear();
         if (after == After::kStray) {
@@ -382,8 +398,11 @@ struct HttpClient::Impl {
                         (e.code() == asio::error::operation_aborted && Steady::now() >= deadline);
         res.error = e.what();  // the code's message, after what a step added ("101 without…")
         res.status = 0;
-        // A pooled connection the server closed meanwhile fails at once: try a fresh one.
-        if (reused && !res.timed_out && Steady::now() < deadline) continue;
+        res.reused_connection = reused;
+        // A pooled connection the server closed meanwhile fails at once: try a fresh one. Not
+        // once a byte of a response came: the provider answered (and may have billed) this
+        // request, so the attempt's failure goes to the caller, whose retries count.
+        if (reused && !responded && !res.timed_out && Steady::now() < deadline) continue;
         break;
       }
     }
@@ -391,6 +410,15 @@ struct HttpClient::Impl {
     co_return res;
   }
 };
+
+bool sameOrigin(std::string_view a, std::string_view b) {
+  const auto origin = [](std::string_view u) {
+    const auto scheme = u.find("://");
+    if (scheme == std::string_view::npos) return std::string_view();
+    return u.substr(0, u.find_first_of("/?#", scheme + 3));
+  };
+  return !origin(a).empty() && origin(a) == origin(b);
+}
 
 std::string caFileProblem(const std::string& path) {
   if (FILE* f = std::fopen(path.c_str(), "rb")) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -78,6 +79,11 @@ class HttpClient {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Whether two URLs have the same scheme and authority (host and port, as written; lower and
+/// upper case differ): a URL a provider's reply names is followed only on the endpoint's origin.
+/// False when either has no "scheme://".
+bool sameOrigin(std::string_view a, std::string_view b);
 
 /// Why `path` cannot serve as a client's `ca_file` ("" when it can): it cannot be read, or
 /// OpenSSL finds no PEM certificate in it. Loads it as HttpClient does.

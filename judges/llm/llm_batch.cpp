@@ -154,7 +154,13 @@ std::string LlmBatch::batchRecord(const Batch& b) {
 HttpRequest LlmBatch::batchRequest(const std::string& method, const std::string& path) const {
   HttpRequest r;
   r.method = method;
-  r.url = path.rfind("http", 0) == 0 ? path : endpointUrl(judge_.settings_.endpoint, path);
+  r.url = endpointUrl(judge_.settings_.endpoint, path);
+  if (path.rfind("http", 0) == 0) {
+    // A URL from the provider's reply (Anthropic's results_url): followed only on the
+    // endpoint's own scheme, host and port, where the API key goes anyway; any other would be
+    // sent the key (over plain http too). Elsewhere: an empty URL, which the client refuses.
+    r.url = sameOrigin(path, judge_.settings_.endpoint) ? path : std::string();
+  }
   for (const auto& h : batch_headers_)
     if (h.first != "content-type" && h.first != "Content-Type") r.headers.push_back(h);
   r.timeout = std::max(judge_.settings_.timeout, Millis{60'000});  // an upload of many requests

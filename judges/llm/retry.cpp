@@ -81,8 +81,10 @@ std::optional<Millis> parseRetryAfter(std::string_view value, WallClock::time_po
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
   if (allDigits(value)) {
-    std::int64_t secs = 0;
-    if (value.size() > 12 ||
+    // More than 12 digits is more than 31,000 years: as long a wait as 12 nines (the caller
+    // gives up), not a value to ignore.
+    std::int64_t secs = 999'999'999'999;
+    if (value.size() <= 12 &&
         std::from_chars(value.data(), value.data() + value.size(), secs).ec != std::errc())
       return std::nullopt;
     return Millis{secs * 1000};

@@ -991,7 +991,11 @@ TEST_CASE("a plain http:// endpoint is refused off loopback unless insecure_http
   for (const char* bad :
        {"https://user:sk-s3cret@api.example/v1", "https://api.example:sk-s3cret/v1",
         "https://api.example:0/v1", "https://api.example:65536", "https://a:b:c/v1",
-        "https://[::1/v1", "https://:8080/v1"}) {
+        "https://[::1/v1", "https://:8080/v1",
+        // A space, a control character or '#' in the path would break the request line (a
+        // hostile trial injected a header through it).
+        "https://api.example/v1 HTTP/1.1\\r\\nX-s3cret: 1", "https://api.example/my path",
+        "https://api.example/v1#frag", "https://api.example/v1\\t"}) {
     CAPTURE(bad);
     const auto r = judge(bad);
     REQUIRE(r.errors.size() == 1);

@@ -506,3 +506,50 @@ TEST_CASE("request bodies from 100 bytes to 1 MiB, over HTTPS and plain HTTP, re
     CHECK(reused == 5);
   }
 }
+
+TEST_CASE("a URL whose path holds a space, a control character or '#' is never sent") {
+  ScriptedServer server({ok("fine")});
+  HttpClient client;
+  const std::string base = server.url();  // http://127.0.0.1:PORT/v1/x
+  for (const std::string& tail :
+       {std::string(" HTTP/1.1\r\nX-Evil: 1\r\nX: "), std::string("/my path"), std::string("#frag"),
+        std::string("\t"), std::string(1, '\x7f')}) {
+    CAPTURE(tail);
+    const auto r = client.send(chat(base + tail));
+    CHECK(r.status == 0);
+    CHECK(r.error.find("holds a space, a control character or '#' in its path: not sent") !=
+          std::string::npos);
+  }
+  CHECK(server.requests() == 0);
+  CHECK(client.send(chat(base + "?q=a%20b")).status == 200);  // percent-encoded: sent
+}
+
+TEST_CASE("a reused connection that breaks after a response began: the failure is the caller's") {
+  // The provider answered the second request (and may bill it) before the connection broke: a
+  // silent second send on a fresh connection would be billed twice and charged once.
+  ScriptedServer server(
+      {ok("first"), "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial", ok("third")},
+      [](int k, int fd) {
+        if (k == 1) ::shutdown(fd, SHUT_RDWR);
+      });
+  HttpClient client;
+  CHECK(client.send(chat(server.url())).body == "first");
+  const auto broken = client.send(chat(server.url()));
+  CHECK(broken.reused_connection);
+  CHECK(broken.status == 0);
+  CHECK_FALSE(broken.error.empty());
+  CHECK(server.requests() == 2);  // not sent again
+  CHECK(client.send(chat(server.url())).body == "third");
+}
+
+TEST_CASE("sameOrigin: a URL from a provider's reply is followed on the endpoint's origin only") {
+  const std::string endpoint = "https://api.anthropic.com/v1";
+  CHECK(sameOrigin("https://api.anthropic.com/v1/messages/batches/b1/results", endpoint));
+  CHECK(sameOrigin("https://api.anthropic.com?x=1", endpoint));
+  CHECK_FALSE(sameOrigin("http://api.anthropic.com/v1/messages/batches/b1/results", endpoint));
+  CHECK_FALSE(sameOrigin("https://api.anthropic.com.evil.example/v1", endpoint));
+  CHECK_FALSE(sameOrigin("https://api.anthropic.com:8443/v1", endpoint));
+  CHECK_FALSE(sameOrigin("https://evil.example/?https://api.anthropic.com", endpoint));
+  CHECK_FALSE(sameOrigin("/v1/messages", endpoint));
+  CHECK_FALSE(sameOrigin("", ""));
+}
