@@ -394,24 +394,32 @@ Snapshot MemoryBudgetStore::doSpent(std::string_view scope, std::string_view day
 void MemoryBudgetStore::setVerdictLocked(ByKey<Entry>::iterator it, bool stored,
                                          std::string_view value, Clock::time_point expires) {
   Entry& e = it->second;
-  if (e.indexed) verdict_expiry_.erase(e.expiry);
+  if (e.indexed) (e.indexed_stored ? verdict_expiry_ : lease_expiry_).erase(e.expiry);
   e.stored = stored;
   e.value.assign(value);
   e.expires = expires;
-  e.expiry = verdict_expiry_.emplace(expires, &it->first);
+  e.expiry = (stored ? verdict_expiry_ : lease_expiry_).emplace(expires, &it->first);
   e.indexed = true;
+  e.indexed_stored = stored;
+  // Bounded: the oldest stored verdict goes first (a lease is never dropped: its call runs).
+  while (verdict_expiry_.size() > max_verdicts_) {
+    eraseVerdictLocked(verdicts_.find(*verdict_expiry_.begin()->second));
+    evicted_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 void MemoryBudgetStore::eraseVerdictLocked(ByKey<Entry>::iterator it) {
-  if (it->second.indexed) verdict_expiry_.erase(it->second.expiry);
+  const Entry& e = it->second;
+  if (e.indexed) (e.indexed_stored ? verdict_expiry_ : lease_expiry_).erase(e.expiry);
   verdicts_.erase(it);
 }
 
 void MemoryBudgetStore::expireVerdictsLocked(Clock::time_point now) {
   // Soonest first: each call removes only what expired (a scan of the whole table every 1,024
   // calls held the lock for milliseconds once it held tens of thousands of verdicts).
-  while (!verdict_expiry_.empty() && verdict_expiry_.begin()->first <= now)
-    eraseVerdictLocked(verdicts_.find(*verdict_expiry_.begin()->second));
+  for (ByExpiry* index : {&verdict_expiry_, &lease_expiry_})
+    while (!index->empty() && index->begin()->first <= now)
+      eraseVerdictLocked(verdicts_.find(*index->begin()->second));
 }
 
 ClaimResult MemoryBudgetStore::doClaim(std::string_view event_id, std::string_view judge,

@@ -21,6 +21,7 @@
 /// (`store: redis://…`, shared by every daemon on that Redis and kept across restarts). Both pass
 /// the same behavioural test (tests/llm/budget_test.cpp).
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -202,6 +203,9 @@ class BudgetStore {
   virtual bool shared() const = 0;
   /// One line for the start-up log, e.g. "redis 127.0.0.1:6379 db 0 (shared …)"; no secrets.
   virtual std::string describe() const = 0;
+  /// Stored verdicts dropped before their time to bound the store's memory (0 for a store that
+  /// keeps them all: Redis expires them itself). Thread-safe.
+  virtual std::uint64_t verdictsEvicted() const { return 0; }
 
  protected:
   /// A validated scope: name and limit in n€.
@@ -229,7 +233,15 @@ class BudgetStore {
 /// instances and forgotten on restart (the start-up log says so). Keeps the three most recent days.
 class MemoryBudgetStore final : public BudgetStore {
  public:
+  /// Stored verdicts kept at most (about 600 bytes each with their index: 60 MB). Kept 48 h,
+  /// the verdicts of a few billed calls a second would pass the unit's MemoryMax within two
+  /// days; beyond the bound the oldest goes first (a redelivery of its event is then called
+  /// and paid for again) and is counted (verdictsEvicted()).
+  static constexpr std::size_t kMaxVerdicts = 100'000;
+  explicit MemoryBudgetStore(std::size_t max_verdicts = kMaxVerdicts)
+      : max_verdicts_(max_verdicts) {}
   bool ping() override { return true; }
+  std::uint64_t verdictsEvicted() const override { return evicted_.load(); }
   bool shared() const override { return false; }
   std::string describe() const override;
 
@@ -308,11 +320,16 @@ class MemoryBudgetStore final : public BudgetStore {
     bool stored = false;  // a verdict (value), else a lease (value = its token)
     std::string value;
     Clock::time_point expires{};
-    bool indexed = false;         // in verdict_expiry_ (not while just inserted)
+    bool indexed = false;         // in an expiry index (not while just inserted)
+    bool indexed_stored = false;  // … verdict_expiry_ (else lease_expiry_)
     ByExpiry::iterator expiry{};  // its entry there
   };
-  ByKey<Entry> verdicts_;    // "judge\0event"
-  ByExpiry verdict_expiry_;  // verdicts_' keys by expiry, soonest first
+  ByKey<Entry> verdicts_;  // "judge\0event"
+  // verdicts_' keys by expiry, soonest first: the stored verdicts (all kept kLedgerTtlMs, so
+  // the soonest is the oldest) and the leases of calls in flight.
+  ByExpiry verdict_expiry_, lease_expiry_;
+  const std::size_t max_verdicts_;
+  std::atomic<std::uint64_t> evicted_{0};
   void setVerdictLocked(ByKey<Entry>::iterator it, bool stored, std::string_view value,
                         Clock::time_point expires);
   void eraseVerdictLocked(ByKey<Entry>::iterator it);

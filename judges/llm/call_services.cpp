@@ -223,6 +223,10 @@ void CallServices::refresh() {
   {
     std::lock_guard lock(mu_);
     for (const auto& [name, s] : scopes_) names.push_back(name);
+    if (const auto evicted = ledger_->store().verdictsEvicted(); evicted > evicted_seen_) {
+      stats().verdicts_evicted.Increment(static_cast<double>(evicted - evicted_seen_));
+      evicted_seen_ = evicted;
+    }
   }
   const std::string day = budgetDay(budget_.timezone, epochMs());
   ledger_->snapshot(names, day, [this, names, day](const std::vector<Snapshot>& snaps) {

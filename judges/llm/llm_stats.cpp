@@ -50,7 +50,12 @@ LlmStats::LlmStats(prometheus::Registry& r)
       store_errors(counter(r, "assay_budget_store_errors_total",
                            "LLM calls not made because the budget store did not answer (fail "
                            "closed; cheap judges go on)")
-                       .Add({})) {}
+                       .Add({})),
+      verdicts_evicted(counter(r, "assay_budget_verdicts_evicted_total",
+                               "Stored verdicts the memory budget store dropped, oldest first, "
+                               "to keep at most 100,000 (a redelivery of their event is called "
+                               "and paid for again)")
+                           .Add({})) {}
 
 namespace {
 

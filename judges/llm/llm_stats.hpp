@@ -63,6 +63,9 @@ struct LlmStats {
   prometheus::Family<prometheus::Counter>& batch_saved;
   /// assay_budget_store_errors_total: calls not made because the store did not answer.
   prometheus::Counter& store_errors;
+  /// assay_budget_verdicts_evicted_total: stored verdicts the memory store dropped early
+  /// (MemoryBudgetStore::kMaxVerdicts).
+  prometheus::Counter& verdicts_evicted;
 };
 
 /// The budget gauges of every scope ("global", "judge:<name>").

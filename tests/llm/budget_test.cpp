@@ -958,3 +958,37 @@ TEST_CASE("the projection: shared spend + the last 15 minutes' pace × the time 
   p.add(27 * kMin, 0.01);
   CHECK_FALSE(p.endOfDay(60 * kMin).has_value());
 }
+
+namespace assay::llm {
+
+TEST_CASE("memory store: at most max_verdicts stored verdicts, the oldest dropped and counted") {
+  MemoryBudgetStore store(3);
+  const auto claim = [&](const std::string& id, const std::string& token) {
+    return store.claim(id, "j", token, 60'000).status;
+  };
+  for (const char* id : {"e1", "e2", "e3", "e4", "e5"}) {
+    REQUIRE(claim(id, std::string("t-") + id) == ClaimResult::Status::kClaimed);
+    REQUIRE(store.storeVerdict(id, "j", std::string("v-") + id, kLedgerTtlMs));
+  }
+  CHECK(store.verdictsEvicted() == 2);
+  // e1 and e2 went first: claimed again (judged and paid for again); e3..e5 still answer.
+  CHECK(claim("e1", "again") == ClaimResult::Status::kClaimed);
+  CHECK(claim("e2", "again") == ClaimResult::Status::kClaimed);
+  for (const char* id : {"e3", "e4", "e5"}) {
+    const auto r = store.claim(id, "j", "other", 60'000);
+    CHECK(r.status == ClaimResult::Status::kStored);
+    CHECK(r.verdict == std::string("v-") + id);
+  }
+  // Leases (e1 and e2 are now leased) are never dropped: more verdicts evict stored ones only.
+  for (const char* id : {"e6", "e7", "e8"}) {
+    REQUIRE(claim(id, "t") == ClaimResult::Status::kClaimed);
+    REQUIRE(store.storeVerdict(id, "j", "v", kLedgerTtlMs));
+  }
+  CHECK(store.verdictsEvicted() == 5);
+  CHECK(store.claim("e1", "j", "third", 60'000).status == ClaimResult::Status::kLeased);
+  CHECK(store.claim("e2", "j", "third", 60'000).status == ClaimResult::Status::kLeased);
+  CHECK(store.claim("e5", "j", "third", 60'000).status == ClaimResult::Status::kClaimed);
+  CHECK(store.claim("e8", "j", "third", 60'000).status == ClaimResult::Status::kStored);
+}
+
+}  // namespace assay::llm
