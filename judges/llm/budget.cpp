@@ -353,7 +353,14 @@ bool MemoryBudgetStore::doSettle(std::string_view reservation_id, std::string_vi
                                  const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) {
   std::lock_guard lock(mu_);
   DayState& d = dayLocked(day);
-  if (!d.settled.emplace(reservation_id).second) return true;  // already charged once
+  const auto [at, inserted] = d.settled.emplace(reservation_id);
+  if (!inserted) return true;  // already charged once
+  d.settled_order.push_back(&*at);
+  while (d.settled.size() > max_settled_) {  // the oldest first: its key lives until the erase
+    d.settled.erase(d.settled.find(*d.settled_order.front()));
+    d.settled_order.pop_front();
+    settled_evicted_.fetch_add(1, std::memory_order_relaxed);
+  }
   for (const ScopeNano& s : scopes) {
     ScopeState& state = scopeLocked(d, s.scope);
     eraseLocked(state, reservation_id);

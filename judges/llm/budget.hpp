@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -206,6 +207,8 @@ class BudgetStore {
   /// Stored verdicts dropped before their time to bound the store's memory (0 for a store that
   /// keeps them all: Redis expires them itself). Thread-safe.
   virtual std::uint64_t verdictsEvicted() const { return 0; }
+  /// Settled reservation ids dropped before their day ended, likewise (0 for Redis).
+  virtual std::uint64_t settledEvicted() const { return 0; }
 
  protected:
   /// A validated scope: name and limit in n€.
@@ -238,10 +241,16 @@ class MemoryBudgetStore final : public BudgetStore {
   /// days; beyond the bound the oldest goes first (a redelivery of its event is then called
   /// and paid for again) and is counted (verdictsEvicted()).
   static constexpr std::size_t kMaxVerdicts = 100'000;
-  explicit MemoryBudgetStore(std::size_t max_verdicts = kMaxVerdicts)
-      : max_verdicts_(max_verdicts) {}
+  /// Settled reservation ids kept per day at most (about 150 bytes each: 15 MB a day, three
+  /// days kept). They make a settlement idempotent; beyond the bound the oldest goes first (a
+  /// settlement of that reservation arriving again would be charged twice) and is counted.
+  static constexpr std::size_t kMaxSettled = 100'000;
+  explicit MemoryBudgetStore(std::size_t max_verdicts = kMaxVerdicts,
+                             std::size_t max_settled = kMaxSettled)
+      : max_verdicts_(max_verdicts), max_settled_(max_settled) {}
   bool ping() override { return true; }
   std::uint64_t verdictsEvicted() const override { return evicted_.load(); }
+  std::uint64_t settledEvicted() const override { return settled_evicted_.load(); }
   bool shared() const override { return false; }
   std::string describe() const override;
 
@@ -275,6 +284,7 @@ class MemoryBudgetStore final : public BudgetStore {
   struct DayState {
     std::map<std::string, ScopeState, std::less<>> scopes;
     std::unordered_set<std::string, KeyHash, std::equal_to<>> settled;  // ids already settled
+    std::deque<const std::string*> settled_order;  // settled's keys, oldest first (kMaxSettled)
   };
 
   ReserveResult doReserve(const std::vector<ScopeNano>& scopes, std::int64_t amount_nano,
@@ -328,8 +338,8 @@ class MemoryBudgetStore final : public BudgetStore {
   // verdicts_' keys by expiry, soonest first: the stored verdicts (all kept kLedgerTtlMs, so
   // the soonest is the oldest) and the leases of calls in flight.
   ByExpiry verdict_expiry_, lease_expiry_;
-  const std::size_t max_verdicts_;
-  std::atomic<std::uint64_t> evicted_{0};
+  const std::size_t max_verdicts_, max_settled_;
+  std::atomic<std::uint64_t> evicted_{0}, settled_evicted_{0};
   void setVerdictLocked(ByKey<Entry>::iterator it, bool stored, std::string_view value,
                         Clock::time_point expires);
   void eraseVerdictLocked(ByKey<Entry>::iterator it);

@@ -227,6 +227,10 @@ void CallServices::refresh() {
       stats().verdicts_evicted.Increment(static_cast<double>(evicted - evicted_seen_));
       evicted_seen_ = evicted;
     }
+    if (const auto evicted = ledger_->store().settledEvicted(); evicted > settled_seen_) {
+      stats().settled_evicted.Increment(static_cast<double>(evicted - settled_seen_));
+      settled_seen_ = evicted;
+    }
   }
   const std::string day = budgetDay(budget_.timezone, epochMs());
   ledger_->snapshot(names, day, [this, names, day](const std::vector<Snapshot>& snaps) {

@@ -121,6 +121,7 @@ class CallServices {
   std::optional<BudgetStats> budget_stats_;
   std::mutex mu_;                   // guards scopes_' bookkeeping (ledger, HTTP and poll threads)
   std::uint64_t evicted_seen_ = 0;  // the store's verdictsEvicted() already counted (mu_)
+  std::uint64_t settled_seen_ = 0;  // … and settledEvicted()
   std::map<std::string, Scope> scopes_;
   std::size_t added_on_use_ = 0;         // scopes ensureScope() added (guarded by mu_)
   bool added_on_use_full_ = false;       // its warning was logged

@@ -55,7 +55,12 @@ LlmStats::LlmStats(prometheus::Registry& r)
                                "Stored verdicts the memory budget store dropped, oldest first, "
                                "to keep at most 100,000 (a redelivery of their event is called "
                                "and paid for again)")
-                           .Add({})) {}
+                           .Add({})),
+      settled_evicted(counter(r, "assay_budget_settled_ids_evicted_total",
+                              "Settled reservation ids the memory budget store dropped, oldest "
+                              "first, to keep at most 100,000 a day (a settlement arriving again "
+                              "for one of them would be charged twice)")
+                          .Add({})) {}
 
 namespace {
 

@@ -66,6 +66,9 @@ struct LlmStats {
   /// assay_budget_verdicts_evicted_total: stored verdicts the memory store dropped early
   /// (MemoryBudgetStore::kMaxVerdicts).
   prometheus::Counter& verdicts_evicted;
+  /// assay_budget_settled_ids_evicted_total: settled reservation ids it dropped early
+  /// (MemoryBudgetStore::kMaxSettled).
+  prometheus::Counter& settled_evicted;
 };
 
 /// The budget gauges of every scope ("global", "judge:<name>").

@@ -992,3 +992,23 @@ TEST_CASE("memory store: at most max_verdicts stored verdicts, the oldest droppe
 }
 
 }  // namespace assay::llm
+
+namespace assay::llm {
+TEST_CASE("memory store: at most max_settled settled ids a day, the oldest dropped and counted") {
+  MemoryBudgetStore store(MemoryBudgetStore::kMaxVerdicts, 2);
+  const std::vector<ScopeLimit> scopes{{"global", 10.0}};
+  const auto spent = [&] { return store.spent("global", "2026-12-05").spent_nano; };
+  for (const char* id : {"r1", "r2", "r3"}) {
+    REQUIRE(store.reserve(scopes, 0.5, "2026-12-05", id, 60'000, true).status ==
+            ReserveStatus::kReserved);
+    REQUIRE(store.settle(id, "2026-12-05", scopes, 0.25));
+  }
+  CHECK(spent() == 750'000'000);
+  CHECK(store.settledEvicted() == 1);
+  REQUIRE(store.settle("r3", "2026-12-05", scopes, 0.25));  // kept: charged once only
+  CHECK(spent() == 750'000'000);
+  REQUIRE(store.settle("r1", "2026-12-05", scopes, 0.25));  // dropped: charged again
+  CHECK(spent() == 1'000'000'000);
+  CHECK(store.settledEvicted() == 2);  // r1 came back in, r2 went
+}
+}  // namespace assay::llm
