@@ -32,9 +32,9 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
+
+#include "core/string_map.hpp"
 
 struct redisContext;
 
@@ -256,13 +256,8 @@ class MemoryBudgetStore final : public BudgetStore {
 
  private:
   using Clock = std::chrono::steady_clock;
-  /// Hash of the string-keyed tables, for lookups by string_view without a copy.
-  struct KeyHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   template <typename V>
-  using ByKey = std::unordered_map<std::string, V, KeyHash, std::equal_to<>>;
+  using ByKey = StringMap<V>;  // looked up by string_view without a copy
   // Reservation ids by expiry, soonest first: each points to its key in `reservations` (the
   // key of an unordered_map's node stays put when the table grows).
   using ByExpiry = std::multimap<Clock::time_point, const std::string*>;
@@ -283,7 +278,7 @@ class MemoryBudgetStore final : public BudgetStore {
   };
   struct DayState {
     std::map<std::string, ScopeState, std::less<>> scopes;
-    std::unordered_set<std::string, KeyHash, std::equal_to<>> settled;  // ids already settled
+    StringSet settled;                             // reservation ids already settled
     std::deque<const std::string*> settled_order;  // settled's keys, oldest first (kMaxSettled)
   };
 

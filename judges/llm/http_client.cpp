@@ -26,6 +26,7 @@
 #include <utility>  // before boost/asio: asio::awaitable needs it on g++ 12
 
 #include "core/log_text.hpp"
+#include "core/string_map.hpp"
 
 namespace assay::llm {
 
@@ -75,11 +76,8 @@ bool parseUrl(std::string_view url, Url& u) {
   return !u.host.empty();
 }
 
-bool equalsNoCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
+bool equalsNoCase(std::string_view a, std::string_view b) {  // HTTP field names: ASCII
+  return beast::iequals({a.data(), a.size()}, {b.data(), b.size()});
 }
 
 /// The request's head (RFC 9112, sections 3 and 5): the request line, Host, User-Agent and
@@ -168,13 +166,8 @@ struct HttpClient::Impl {
   asio::io_context io{1};
   asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
   ssl::context ssl_ctx{ssl::context::tls_client};
-  /// Hash of the tables keyed by origin, looked up by string_view without a copy.
-  struct KeyHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   template <typename V>
-  using ByOrigin = std::unordered_map<std::string, V, KeyHash, std::equal_to<>>;
+  using ByOrigin = StringMap<V>;  // keyed by origin, looked up by string_view without a copy
   ByOrigin<std::deque<std::unique_ptr<Conn>>> idle;  // io thread only
   // io thread only: hosts that sent a response to no request (kNoReuseAfterStray), and the
   // reply bytes being read by every call (kMaxReadingBytes).
@@ -291,8 +284,7 @@ struct HttpClient::Impl {
       for (const auto& f : msg) {
         const auto& kept = options.kept_headers;
         if (!kept.empty() && std::none_of(kept.begin(), kept.end(), [&f](const std::string& k) {
-              const auto name = f.name_string();
-              return equalsNoCase(k, std::string_view(name.data(), name.size()));
+              return beast::iequals(k, f.name_string());
             }))
           continue;
         std::string name(f.name_string());
@@ -321,9 +313,7 @@ struct HttpClient::Impl {
       res.error = "invalid URL '" + safeUrl(request->url) + "'";
       co_return res;
     }
-    if (std::any_of(u.target.begin(), u.target.end(), [](char c) {
-          return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '#';
-        })) {  // would end the request line early or start a header of its own (RFC 9112, 3)
+    if (std::any_of(u.target.begin(), u.target.end(), refusedInUrl)) {
       res.error = "URL '" + safeUrl(request->url) +
                   "' holds a space, a control character or '#' in its path: not sent";
       co_return res;
@@ -410,6 +400,8 @@ struct HttpClient::Impl {
     co_return res;
   }
 };
+
+bool refusedInUrl(char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '#'; }
 
 bool sameOrigin(std::string_view a, std::string_view b) {
   const auto origin = [](std::string_view u) {

@@ -80,6 +80,11 @@ class HttpClient {
   std::unique_ptr<Impl> impl_;
 };
 
+/// A byte never sent in a URL's path or query: a space or a control character would end the
+/// request line early or start a header of its own (RFC 9112, section 3), and a fragment ('#')
+/// is never sent. The client refuses such a URL; the config check refuses such an endpoint.
+bool refusedInUrl(char c);
+
 /// Whether two URLs have the same scheme and authority (host and port, as written; lower and
 /// upper case differ): a URL a provider's reply names is followed only on the endpoint's origin.
 /// False when either has no "scheme://".

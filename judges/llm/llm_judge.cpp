@@ -383,18 +383,8 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   const auto now_ms = epochMs();
   c->day = budgetDay(settings_.timezone, now_ms);
   // Unique across calls, restarts and instances: it is also the call's lease token.
-  const std::string& nonce = processNonce();
-  char numbers[48];
-  const int n = std::snprintf(numbers, sizeof numbers, "/%lld/%llu", static_cast<long long>(now_ms),
-                              static_cast<unsigned long long>(sequence_++));
-  c->reservation_id.reserve(c->store_key.size() + settings_.name.size() + nonce.size() + 2 +
-                            static_cast<std::size_t>(n));
-  c->reservation_id.append(c->store_key)
-      .append("/")
-      .append(settings_.name)
-      .append("/")
-      .append(nonce)
-      .append(numbers, static_cast<std::size_t>(n));
+  c->reservation_id = fmt::format("{}/{}/{}/{}/{}", c->store_key, settings_.name, processNonce(),
+                                  now_ms, sequence_++);  // one allocation
   // The lease lasts as long as the call can (every attempt and the longest pauses) plus 10 s;
   // the reservation another minute, so that a late settlement still finds it. An open
   // breaker's hold fits in it (llmSettingsFrom bounds breaker_hold): a longer lease would

@@ -491,14 +491,11 @@ bool isPlainRemoteHttp(std::string_view endpoint) {
 
 namespace {
 
-/// What is wrong with an http(s):// endpoint's authority ("" when nothing), never quoting it
-/// (it may hold a secret): credentials before the host, a port that is not 1-65535.
+/// What is wrong with an http(s):// endpoint ("" when nothing), never quoting it (it may hold
+/// a secret): a byte the client never sends (refusedInUrl), credentials before the host, a port
+/// that is not 1-65535.
 std::string endpointProblem(std::string_view url) {
-  // A request line is "METHOD target HTTP/1.1" (RFC 9112, section 3): a space or a control
-  // character would end the target early or start a header of its own; a fragment is never sent.
-  if (std::any_of(url.begin(), url.end(), [](char c) {
-        return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '#';
-      }))
+  if (std::any_of(url.begin(), url.end(), refusedInUrl))
     return "holds a space, a control character or '#' (a fragment): percent-encode it (%20)";
   const auto start = url.find("://") + 3;
   const auto end = url.find_first_of("/?#", start);
