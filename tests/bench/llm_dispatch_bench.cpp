@@ -277,9 +277,22 @@ Measured steady(Caller& caller, int k, int waves, pid_t server) {
 
 int main(int argc, char** argv) {
   int waves = 5, only = 0;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--waves") waves = std::max(1, std::atoi(argv[i + 1]));
-    if (std::string(argv[i]) == "--only") only = std::atoi(argv[i + 1]);
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--waves" && i + 1 < argc) {
+      waves = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--only" && i + 1 < argc) {
+      only = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(a == "--help" || a == "-h" ? stdout : stderr,
+                   "usage: assay_llm_dispatch_bench [--waves N] [--only 1|64|1024]\n"
+                   "One JSON line per level of calls in flight (docs/BENCHMARKS.md, section 3).\n");
+      return a == "--help" || a == "-h" ? 0 : 2;
+    }
+  }
+  if (only != 0 && only != 1 && only != 64 && only != 1024) {
+    std::fprintf(stderr, "llm_dispatch_bench: --only takes 1, 64 or 1024, not %d\n", only);
+    return 2;
   }
   rlimit nofile{};  // 1,024 connections (and the server's as many) need more than 1,024 fds
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
