@@ -335,8 +335,8 @@ void logExitSummary(const Pipeline& p) {
     const double s = std::chrono::duration<double>(last_event - assigned_at).count();
     spdlog::info(
         "consumption: {} messages in {:.3f} s from the first partition assignment to the last "
-        "message ({:.0f} messages/s)",
-        consumed, s, static_cast<double>(consumed) / s);
+        "message ({:.0f} messages/s; librdkafka's fetchers woken {} time(s))",
+        consumed, s, static_cast<double>(consumed) / s, p.source().fetchWakeups());
   }
   const auto first = p.source().firstConsumedAt();
   const double busy_s = static_cast<double>(p.lastJudgedNs() - steadyNs(first)) / 1e9;

@@ -33,6 +33,10 @@ ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::vector<std::str
           counter(r, "assay_kafka_authentication_failures_total",
                   "Kafka SASL or SSL authentication failures (librdkafka's error callback)")
               .Add({})),
+      fetch_wakeups(counter(r, "assay_kafka_fetch_wakeups_total",
+                            "Times librdkafka's fetchers were woken (a ListOffsets request to "
+                            "each leader) after a quarter of its pre-fetch queue was consumed")
+                        .Add({})),
       replay_skipped(counter(r, "assay_events_replay_skipped_total",
                              "Messages redelivered after a restart or rebalance that were finished "
                              "before (commit metadata): skipped, not judged or written again")

@@ -7,6 +7,8 @@
 ///   assay_consumer_lag_messages{topic, partition}    per assigned partition
 ///   assay_kafka_brokers_reachable                    0 while no broker answers, else 1
 ///   assay_kafka_authentication_failures_total        SASL/SSL authentication failures
+///   assay_kafka_fetch_wakeups_total                  fetchers woken after a quarter of the
+///                                                    pre-fetch queue was consumed (kafka.cpp)
 ///   assay_events_replay_skipped_total                redelivered messages finished before
 ///   assay_consumer_last_message_age_seconds{topic}   since the last message consumed (s)
 ///   assay_consumer_assigned_partitions{topic}        partitions assigned to this instance
@@ -51,6 +53,7 @@ class ConsumerStats {
   prometheus::Counter& dead_letter_errors;
   prometheus::Gauge& brokers_reachable;
   prometheus::Counter& authentication_failures;
+  prometheus::Counter& fetch_wakeups;  ///< KafkaConsumer::fetchNudges(), once a second
   prometheus::Counter& replay_skipped;
   prometheus::Gauge& feedback_copartitioned;  ///< set by the pipeline after each rebalance
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -142,6 +143,8 @@ class KafkaConsumer {
 
   /// Next message or nullptr; caller destroys it with rd_kafka_message_destroy.
   rd_kafka_message_t* poll(int timeout_ms);
+  /// Times the fetchers were woken after a drained pre-fetch queue (FetchNudge, kafka.cpp).
+  std::uint64_t fetchNudges() const;
   /// Stores the offsets that advanced in the tracker (called often by the poll thread).
   void storeFinishedOffsets();
   /// Every auto.commit.interval.ms (5 s by default; called often by the poll thread): commits,
@@ -224,6 +227,8 @@ class KafkaConsumer {
                          const std::function<void(rd_kafka_event_t*)>& on_event);
 
   rd_kafka_t* rk_ = nullptr;
+  class FetchNudge;
+  std::unique_ptr<FetchNudge> nudge_;  // before rk_ is destroyed, stopped (~KafkaConsumer)
   std::string topic_, feedback_topic_;
   OffsetTracker& tracker_;
   OffsetTracker* feedback_tracker_ = nullptr;

@@ -255,6 +255,9 @@ void KafkaSource::refresh() {
     spdlog::info("kafka: a broker answers again");
   }
   consumer_stats_.setLag(consumer_.lag());
+  const std::uint64_t wakeups = consumer_.fetchNudges();
+  consumer_stats_.fetch_wakeups.Increment(static_cast<double>(wakeups - fetch_wakeups_seen_));
+  fetch_wakeups_seen_ = wakeups;
   checkCopartition();
   const auto now = Clock::now();
   const auto topics = topicsOf(options_);

@@ -102,6 +102,8 @@ class KafkaSource final : public Source {
   void flushProducer(int timeout_ms);
   std::chrono::steady_clock::time_point firstConsumedAt() const { return first_consumed_; }
   std::chrono::steady_clock::time_point lastEventAt() const { return last_message_[0]; }
+  /// Times the consumer woke librdkafka's fetchers (KafkaConsumer::fetchNudges).
+  std::uint64_t fetchWakeups() const { return consumer_.fetchNudges(); }
   std::chrono::steady_clock::time_point firstAssignedAt() const {
     return consumer_.firstAssignedAt();
   }
@@ -123,6 +125,7 @@ class KafkaSource final : public Source {
   const Mode mode_;
   ConsumerStats consumer_stats_;
   BatchedCounter consumed_{consumer_stats_.consumed};  // flushed at the end of each poll
+  std::uint64_t fetch_wakeups_seen_ = 0;               // counted in fetch_wakeups (refresh)
   KafkaClientStats kafka_stats_;                       // fed by both clients' statistics callbacks
   std::unique_ptr<EmbeddedBroker> broker_;             // null unless kafka.brokers is "embedded"
   std::string bootstrap_;
