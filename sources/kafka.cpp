@@ -554,6 +554,7 @@ void KafkaConsumer::commitFinished() {
   rd_kafka_topic_partition_list_t* list = commitList(true);
   if (list->cnt > 0) {
     const auto err = rd_kafka_commit(rk_, list, 1);  // result: commitCb
+    if (!err) ++commits_in_flight_;
     if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
       spdlog::warn("kafka: offset commit failed: {}", rd_kafka_err2str(err));
   }
@@ -573,6 +574,7 @@ void KafkaConsumer::noteAcknowledged(rd_kafka_resp_err_t err,
 void KafkaConsumer::commitCb(rd_kafka_t*, rd_kafka_resp_err_t err,
                              rd_kafka_topic_partition_list_t* offsets, void* opaque) {
   auto* self = static_cast<KafkaConsumer*>(opaque);
+  if (self->commits_in_flight_ > 0) --self->commits_in_flight_;
   self->noteAcknowledged(err, offsets);
   for (int i = 0; offsets && i < offsets->cnt && !err; ++i) err = offsets->elems[i].err;
   if (!err || err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;  // a failed one is sent again
@@ -728,6 +730,13 @@ bool KafkaConsumer::close(std::chrono::milliseconds timeout) {
     close_result_ = true;
     return true;
   }
+  // A periodic commit the broker took but whose result was not served yet would look
+  // unacknowledged and be sent again below, where a rebalance (every instance stopped at once:
+  // the others' leaving) makes the coordinator refuse it: its result is served first (up to
+  // 1 s). A message polled meanwhile is let go unjudged (not stored: consumed again later).
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+       commits_in_flight_ > 0 && std::chrono::steady_clock::now() < until;)
+    if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, 10)) rd_kafka_message_destroy(m);
   storeFinishedOffsets();
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk_);
   rd_kafka_topic_partition_list_t* list = commitList(true);

@@ -257,6 +257,8 @@ class KafkaConsumer {
   std::map<std::pair<std::string, std::int32_t>, std::pair<std::int64_t, std::string>> acked_;
   std::chrono::milliseconds commit_interval_{5000};
   std::chrono::steady_clock::time_point last_periodic_commit_{};
+  int commits_in_flight_ =
+      0;  // periodic commits whose result commitCb has not served (poll thread)
   RateLimitedLog commit_log_;
 };
 

@@ -10,6 +10,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -152,28 +153,47 @@ LlmVerdict fail(Outcome o, std::string why) {
   return v;
 }
 
-/// `schema` compiled, kept per thread: compiling the verdict schema for every reply was 4 % of
-/// the dispatch's CPU. A judge has one or two schemas; at most kKept are kept.
-const rapidjson::SchemaDocument& compiledSchema(const std::string& schema) {
-  struct Compiled {
-    rapidjson::Document doc;  // the SchemaDocument points into it
-    std::unique_ptr<rapidjson::SchemaDocument> compiled;
-  };
-  constexpr std::size_t kKept = 16;
-  thread_local std::unordered_map<std::string, std::unique_ptr<Compiled>> kept;
-  if (const auto it = kept.find(schema); it != kept.end()) return *it->second->compiled;
+/// A schema compiled, with one validator for it (Reset() between documents: constructing a
+/// validator took 20 allocations a reply).
+struct Compiled {
+  rapidjson::Document doc;  // the SchemaDocument points into it
+  std::unique_ptr<rapidjson::SchemaDocument> compiled;
+  std::unique_ptr<rapidjson::SchemaValidator> validator;
+};
+
+std::unique_ptr<Compiled> compile(const std::string& schema) {
   auto c = std::make_unique<Compiled>();
   c->doc.Parse(schema.c_str());
   if (c->doc.HasParseError()) throw std::invalid_argument("parseSchemaObject: schema is not JSON");
   c->compiled = std::make_unique<rapidjson::SchemaDocument>(c->doc);
-  if (kept.size() >= kKept) kept.clear();
-  return *kept.emplace(schema, std::move(c)).first->second->compiled;
+  c->validator = std::make_unique<rapidjson::SchemaValidator>(*c->compiled);
+  return c;
 }
 
-}  // namespace
+/// `schema` compiled, kept per thread: compiling the verdict schema for every reply was 4 % of
+/// the dispatch's CPU. A judge has one or two schemas; at most kKept are kept.
+Compiled& compiledSchema(const std::string& schema) {
+  constexpr std::size_t kKept = 16;
+  thread_local std::unordered_map<std::string, std::unique_ptr<Compiled>> kept;
+  if (const auto it = kept.find(schema); it != kept.end()) return *it->second;
+  auto c = compile(schema);
+  if (kept.size() >= kKept) kept.clear();
+  return *kept.emplace(schema, std::move(c)).first->second;
+}
 
-std::string parseSchemaObject(std::string_view content, const std::string& schema,
-                              rapidjson::Document& out) {
+/// The verdict schema of a min..max rubric compiled, kept per thread by its range: no schema
+/// text is built or hashed per reply.
+Compiled& compiledVerdictSchema(int min_score, int max_score) {
+  constexpr std::size_t kKept = 16;
+  thread_local std::map<std::pair<int, int>, std::unique_ptr<Compiled>> kept;
+  const std::pair<int, int> key{min_score, max_score};
+  if (const auto it = kept.find(key); it != kept.end()) return *it->second;
+  auto c = compile(verdictSchema(min_score, max_score));
+  if (kept.size() >= kKept) kept.clear();
+  return *kept.emplace(key, std::move(c)).first->second;
+}
+
+std::string parseAgainst(std::string_view content, Compiled& schema, rapidjson::Document& out) {
   const std::string_view body = stripFence(stripPreamble(content));
   if (body.empty()) return "empty reply";
   if (body.front() != '{') return "reply is not a JSON object";
@@ -190,14 +210,24 @@ std::string parseSchemaObject(std::string_view content, const std::string& schem
     out.SetNull();
     return "the key \"" + utf8Clean(key, 60) + "\" occurs twice in one object";
   }
-  rapidjson::SchemaValidator validator(compiledSchema(schema));
+  rapidjson::SchemaValidator& validator = *schema.validator;
+  validator.Reset();
   if (!out.Accept(validator)) {
     rapidjson::StringBuffer where;
     validator.GetInvalidDocumentPointer().StringifyUriFragment(where);
-    return std::string("violates the schema ('") + validator.GetInvalidSchemaKeyword() + "' at " +
-           where.GetString() + ")";
+    std::string why = std::string("violates the schema ('") + validator.GetInvalidSchemaKeyword() +
+                      "' at " + where.GetString() + ")";
+    validator.Reset();
+    return why;
   }
   return {};
+}
+
+}  // namespace
+
+std::string parseSchemaObject(std::string_view content, const std::string& schema,
+                              rapidjson::Document& out) {
+  return parseAgainst(content, compiledSchema(schema), out);
 }
 
 std::string verdictSchema(int min_score, int max_score) {
@@ -221,7 +251,7 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
   if (finish == FinishReason::kRefusal)
     return fail(Outcome::kRefused, "the provider flagged a refusal");
   rapidjson::Document d;
-  if (std::string problem = parseSchemaObject(content, verdictSchema(min_score, max_score), d);
+  if (std::string problem = parseAgainst(content, compiledVerdictSchema(min_score, max_score), d);
       !problem.empty()) {
     if (problem == "reply is not a JSON object") {
       const std::string_view body = stripFence(stripPreamble(content));

@@ -9,7 +9,8 @@
   4. the second half is produced; both judge; once every sampled event is written and the
      periodic commit has reached the end of every partition, both get SIGTERM together (their
      final commits then have nothing new to send: one sent while the other's leaving rebalances
-     the group would be refused by the coordinator, exit code 3).
+     the group would be refused by the coordinator, exit code 3; a periodic commit whose result
+     was not served yet is served first, sources/kafka.cpp, KafkaConsumer::close).
 
 Asserts, against expectations computed here with python3-xxhash (rate 0.5):
   - the union of both JSON Lines files is exactly the expected sampled id set;
