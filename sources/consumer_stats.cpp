@@ -35,7 +35,7 @@ ConsumerStats::ConsumerStats(prometheus::Registry& r, const std::vector<std::str
               .Add({})),
       fetch_wakeups(counter(r, "assay_kafka_fetch_wakeups_total",
                             "Times librdkafka's fetchers were woken (a ListOffsets request to "
-                            "each leader) after a quarter of its pre-fetch queue was consumed")
+                            "each leader) after half its pre-fetch queue was consumed")
                         .Add({})),
       replay_skipped(counter(r, "assay_events_replay_skipped_total",
                              "Messages redelivered after a restart or rebalance that were finished "

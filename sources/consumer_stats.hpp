@@ -7,7 +7,7 @@
 ///   assay_consumer_lag_messages{topic, partition}    per assigned partition
 ///   assay_kafka_brokers_reachable                    0 while no broker answers, else 1
 ///   assay_kafka_authentication_failures_total        SASL/SSL authentication failures
-///   assay_kafka_fetch_wakeups_total                  fetchers woken after a quarter of the
+///   assay_kafka_fetch_wakeups_total                  fetchers woken after half of the
 ///                                                    pre-fetch queue was consumed (kafka.cpp)
 ///   assay_events_replay_skipped_total                redelivered messages finished before
 ///   assay_consumer_last_message_age_seconds{topic}   since the last message consumed (s)

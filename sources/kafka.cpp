@@ -276,10 +276,11 @@ bool KafkaProducer::produceDeadLetter(const std::string& topic, const void* payl
 // 2.1 added fetch.queue.backoff.ms for it). A consumer slower than its fetcher (judging every
 // event, or catching up on a backlog) drained the queue, then sat idle for the rest of that
 // second: at rate 1.0 on the bench, 39-47k events/s against 64-68k with the queue unbounded.
-// Each time a quarter of either bound was consumed, this thread asks the leaders of the assigned
+// Each time half of either bound was consumed, this thread asks the leaders of the assigned
 // partitions for their end offsets (ListOffsets, one small request per leader): the answer
-// wakes each leader's broker thread, which sees the room and fetches again. It never wakes
-// more often than a quarter of the queue is consumed, and never blocks the poll thread.
+// wakes each leader's broker thread, which sees the room and fetches again while the other
+// half is consumed. It never wakes more often than half the queue is consumed (a quarter
+// measured the same events/s and more requests), and never blocks the poll thread.
 class KafkaConsumer::FetchNudge {
  public:
   explicit FetchNudge(rd_kafka_t* rk) : rk_(rk) {
@@ -291,8 +292,8 @@ class KafkaConsumer::FetchNudge {
       const auto v = std::strtoull(buf, nullptr, 10);
       return v > 0 ? v : fallback;
     };
-    step_bytes_ = std::max<std::uint64_t>(get("queued.max.messages.kbytes", 65536) * 1024 / 4, 1);
-    step_messages_ = std::max<std::uint64_t>(get("queued.min.messages", 100000) / 4, 1);
+    step_bytes_ = std::max<std::uint64_t>(get("queued.max.messages.kbytes", 65536) * 1024 / 2, 1);
+    step_messages_ = std::max<std::uint64_t>(get("queued.min.messages", 100000) / 2, 1);
     thread_ = std::thread([this] { run(); });
   }
   ~FetchNudge() {

@@ -4,7 +4,7 @@
 librdkafka 2.0 (Debian 12) stops fetching once its pre-fetch queue holds
 queued.max.messages.kbytes and looks again only when something wakes its broker thread, at the
 latest after a second (confluentinc/librdkafka#2879). assayd wakes it (a ListOffsets request
-to each leader) each time a quarter of the queue was consumed (sources/kafka.cpp, FetchNudge).
+to each leader) each time half the queue was consumed (sources/kafka.cpp, FetchNudge).
 
 assayd replays 20 copies of the dev events (ids made unique: 10,060 events, about 30 MB) on its
 embedded broker (8 partitions) with a 128 KB pre-fetch queue and 16 KB per partition and fetch
@@ -45,7 +45,7 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="assay_fetch_wakeup_")
     try:
-        # COPIES copies of the dev events, ids made unique: about 15 MB.
+        # COPIES copies of the dev events, ids made unique: about 30 MB.
         data = os.path.join(tmp, "events.jsonl")
         events = 0
         with open(args.data) as f, open(data, "w") as out:
