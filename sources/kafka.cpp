@@ -377,7 +377,14 @@ KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap
   }
   rk_ = newHandle(RD_KAFKA_CONSUMER, conf);
   rd_kafka_poll_set_consumer(rk_);
-  nudge_ = std::make_unique<FetchNudge>(rk_);
+  commit_q_ = rd_kafka_queue_new(rk_);
+  try {
+    nudge_ = std::make_unique<FetchNudge>(rk_);
+  } catch (...) {  // no thread to be had: the handle is not left behind
+    rd_kafka_queue_destroy(commit_q_);
+    rd_kafka_destroy(rk_);
+    throw;
+  }
   subscribed_ = subscribe;
   if (!subscribe) return;  // assay backfill: assignRanges() later
   rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(2);
@@ -388,6 +395,7 @@ KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap
   rd_kafka_topic_partition_list_destroy(topics);
   if (err) {
     nudge_.reset();
+    rd_kafka_queue_destroy(commit_q_);
     rd_kafka_destroy(rk_);  // the destructor does not run for a constructor that throws
     throw std::runtime_error("kafka.topic: cannot subscribe to '" + topic_ +
                              "': " + rd_kafka_err2str(err));
@@ -549,17 +557,34 @@ void KafkaConsumer::assignRanges(const std::vector<Range>& ranges) {
 
 void KafkaConsumer::commitFinished() {
   if (!subscribed_) return;  // assay backfill commits nothing
+  servePeriodicCommits(0);
   const auto now = std::chrono::steady_clock::now();
   if (now - last_periodic_commit_ < commit_interval_) return;
   last_periodic_commit_ = now;
   rd_kafka_topic_partition_list_t* list = commitList(true);
   if (list->cnt > 0) {
-    const auto err = rd_kafka_commit(rk_, list, 1);  // result: commitCb
+    // Its result comes on commit_q_ (servePeriodicCommits), apart from the messages and the
+    // rebalances: close() can wait for it alone.
+    const auto err = rd_kafka_commit_queue(rk_, list, commit_q_, nullptr, nullptr);
     if (!err) ++commits_in_flight_;
     if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
       spdlog::warn("kafka: offset commit failed: {}", rd_kafka_err2str(err));
   }
   rd_kafka_topic_partition_list_destroy(list);
+}
+
+void KafkaConsumer::servePeriodicCommits(int timeout_ms) {
+  while (rd_kafka_event_t* ev = rd_kafka_queue_poll(commit_q_, timeout_ms)) {
+    if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT) {
+      if (commits_in_flight_ > 0) --commits_in_flight_;
+      commitCb(
+          rk_, rd_kafka_event_error(ev),
+          const_cast<rd_kafka_topic_partition_list_t*>(rd_kafka_event_topic_partition_list(ev)),
+          this);
+    }
+    rd_kafka_event_destroy(ev);
+    timeout_ms = 0;  // one wait at most
+  }
 }
 
 void KafkaConsumer::noteAcknowledged(rd_kafka_resp_err_t err,
@@ -575,7 +600,6 @@ void KafkaConsumer::noteAcknowledged(rd_kafka_resp_err_t err,
 void KafkaConsumer::commitCb(rd_kafka_t*, rd_kafka_resp_err_t err,
                              rd_kafka_topic_partition_list_t* offsets, void* opaque) {
   auto* self = static_cast<KafkaConsumer*>(opaque);
-  if (self->commits_in_flight_ > 0) --self->commits_in_flight_;
   self->noteAcknowledged(err, offsets);
   for (int i = 0; offsets && i < offsets->cnt && !err; ++i) err = offsets->elems[i].err;
   if (!err || err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;  // a failed one is sent again
@@ -621,6 +645,7 @@ int KafkaConsumer::partitionCount(const std::string& topic, int timeout_ms) cons
 KafkaConsumer::~KafkaConsumer() {
   nudge_.reset();
   close();
+  rd_kafka_queue_destroy(commit_q_);  // before the handle (or kept with it, below)
   // librdkafka before 2.3.0 (Debian 12 ships 2.0.2) aborts in rd_kafka_destroy() when a
   // cooperative-sticky consumer is destroyed after joining its group but before its first
   // assignment (an assert on the assignor's state: confluentinc/librdkafka#4312, fixed by
@@ -733,11 +758,11 @@ bool KafkaConsumer::close(std::chrono::milliseconds timeout) {
   }
   // A periodic commit the broker took but whose result was not served yet would look
   // unacknowledged and be sent again below, where a rebalance (every instance stopped at once:
-  // the others' leaving) makes the coordinator refuse it: its result is served first (up to
-  // 1 s). A message polled meanwhile is let go unjudged (not stored: consumed again later).
+  // the others' leaving) makes the coordinator refuse it: its result is waited for first, up
+  // to 1 s, on its own queue (no message is taken and no rebalance served meanwhile).
   for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
        commits_in_flight_ > 0 && std::chrono::steady_clock::now() < until;)
-    if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, 10)) rd_kafka_message_destroy(m);
+    servePeriodicCommits(10);
   storeFinishedOffsets();
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk_);
   rd_kafka_topic_partition_list_t* list = commitList(true);

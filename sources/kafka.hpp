@@ -218,6 +218,9 @@ class KafkaConsumer {
   /// Records what a commit result says the broker now has (`acked_`).
   void noteAcknowledged(rd_kafka_resp_err_t err, const rd_kafka_topic_partition_list_t* offsets);
   /// Offset commit results (asynchronous commits; served by poll): failures logged.
+  /// Serves the results of periodic commits that came on commit_q_ (waiting up to `timeout_ms`
+  /// for the first): acknowledged offsets noted, failures logged (commitCb).
+  void servePeriodicCommits(int timeout_ms);
   static void commitCb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                        rd_kafka_topic_partition_list_t* offsets, void* opaque);
   /// Serves `q` until `done()` or `timeout`, handing each event to `on_event` (it is destroyed
@@ -257,8 +260,9 @@ class KafkaConsumer {
   std::map<std::pair<std::string, std::int32_t>, std::pair<std::int64_t, std::string>> acked_;
   std::chrono::milliseconds commit_interval_{5000};
   std::chrono::steady_clock::time_point last_periodic_commit_{};
-  int commits_in_flight_ =
-      0;  // periodic commits whose result commitCb has not served (poll thread)
+  // Periodic commits' results (servePeriodicCommits), and how many are awaited (poll thread).
+  rd_kafka_queue_t* commit_q_ = nullptr;
+  int commits_in_flight_ = 0;
   RateLimitedLog commit_log_;
 };
 

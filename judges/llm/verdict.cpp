@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "core/json_limits.hpp"
+#include "core/log_text.hpp"
 #include "core/utf8.hpp"
 
 namespace assay::llm {
@@ -153,6 +154,9 @@ LlmVerdict fail(Outcome o, std::string why) {
   return v;
 }
 
+/// Replies up to this size use the schema's kept validator (compiledSchema).
+constexpr std::size_t kSharedValidatorBytes = 64 * 1024;
+
 /// A schema compiled, with one validator for it (Reset() between documents: constructing a
 /// validator took 20 allocations a reply).
 struct Compiled {
@@ -210,17 +214,24 @@ std::string parseAgainst(std::string_view content, Compiled& schema, rapidjson::
     out.SetNull();
     return "the key \"" + utf8Clean(key, 60) + "\" occurs twice in one object";
   }
-  rapidjson::SchemaValidator& validator = *schema.validator;
-  validator.Reset();
-  if (!out.Accept(validator)) {
+  const auto validate = [&out](rapidjson::SchemaValidator& validator) -> std::string {
+    if (out.Accept(validator)) return {};
     rapidjson::StringBuffer where;
     validator.GetInvalidDocumentPointer().StringifyUriFragment(where);
-    std::string why = std::string("violates the schema ('") + validator.GetInvalidSchemaKeyword() +
-                      "' at " + where.GetString() + ")";
-    validator.Reset();
-    return why;
+    return std::string("violates the schema ('") + validator.GetInvalidSchemaKeyword() + "' at " +
+           where.GetString() + ")";
+  };
+  // The kept validator holds on to the memory a document made it take (about twice its longest
+  // key, not given back by Reset()): a reply over 64 KiB gets a validator of its own, freed
+  // with it, so that one 16 MiB key does not stay held by the thread.
+  if (body.size() > kSharedValidatorBytes) {
+    rapidjson::SchemaValidator own(*schema.compiled);
+    return validate(own);
   }
-  return {};
+  schema.validator->Reset();
+  std::string why = validate(*schema.validator);
+  schema.validator->Reset();
+  return why;
 }
 
 }  // namespace
@@ -272,8 +283,12 @@ LlmVerdict parseVerdict(std::string_view content, FinishReason finish, int min_s
   }
   long score = 0;
   if (s.IsString()) {
+    // Every byte a digit: the schema's pattern stops at a NUL ("3\u0000zz" passed it).
     const std::string_view digits(s.GetString(), s.GetStringLength());
-    std::from_chars(digits.data(), digits.data() + digits.size(), score);
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), score);
+    if (ec != std::errc() || end != digits.data() + digits.size())
+      return fail(Outcome::kSchemaError,
+                  "score \"" + logText(digits, 20) + "\" is not a whole number of digits");
   } else if (s.IsInt64()) {
     score = static_cast<long>(s.GetInt64());
   } else {  // a whole float within the scale (the schema checked both)

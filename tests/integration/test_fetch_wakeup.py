@@ -7,7 +7,8 @@ latest after a second (confluentinc/librdkafka#2879). assayd wakes it (a ListOff
 to each leader) each time half the queue was consumed (sources/kafka.cpp, FetchNudge).
 
 assayd replays 20 copies of the dev events (ids made unique: 10,060 events, about 30 MB) on its
-embedded broker (8 partitions) with a 128 KB pre-fetch queue and 16 KB per partition and fetch
+embedded broker (16 partitions: 1.9 MB each, well within the mock cluster's 5 MB a partition)
+with a 128 KB pre-fetch queue and 8 KB per partition and fetch
 (kafka.properties queued.max.messages.kbytes, max.partition.fetch.bytes), sampling 1.0, three
 lexical judges on one worker behind a queue of 100: a consumer slower than its fetcher, whose
 pre-fetch queue refills a few hundred times. Checks: every event consumed and judged, the
@@ -62,8 +63,8 @@ def main():
   brokers: embedded
   topic: fw.events
   group_id: fw
-  partitions: 8
-  properties: {{queued.max.messages.kbytes: "128", max.partition.fetch.bytes: "16384"}}
+  partitions: 16
+  properties: {{queued.max.messages.kbytes: "128", max.partition.fetch.bytes: "8192"}}
 sampling: {{rate: 1.0}}
 limits: {{queue_capacity: 100, workers: 1}}
 judges:

@@ -58,27 +58,20 @@ TEST_CASE("a score of digits in a string is read; anything else is schema_error"
     REQUIRE(f.outcome == Outcome::kOk);
     CHECK(f.score == 2);
   }
-  for (const char* bad : {R"({"score": "3/4", "justification": "x"})",
-                          R"({"score": "three", "justification": "x"})",
-                          R"({"score": 0.8, "justification": "x"})",
-                          R"({"score": 3.5, "justification": "x"})",
-                          R"({"score": 5.0, "justification": "x"})",
-                          R"({"score": -0.0, "justification": "x"})",
-                          R"({"score": 7.5e30, "justification": "x"})",
-                          R"({"score": 5, "justification": "x"})",
-                          R"({"score": 0, "justification": "x"})",
-                          R"({"score": "9", "justification": "x"})",
-                          R"({"score": -1, "justification": "x"})",
-                          R"({"score": " 3", "justification": "x"})",
-                          R"({"score": true, "justification": "x"})",
-                          R"({"score": 3})",
-                          R"({"justification": "x"})",
-                          R"({"score": 3, "justification": 7})",
-                          R"({"score": 3, "justification": "x", "unsupported_claim": 5})",
-                          R"([{"score": 3, "justification": "x"}])",
-                          R"({"score": 3, "justification": "x")",
-                          "",
-                          "   \n"}) {
+  for (const char* bad :
+       {R"({"score": "3/4", "justification": "x"})", R"({"score": "three", "justification": "x"})",
+        R"({"score": 0.8, "justification": "x"})", R"({"score": 3.5, "justification": "x"})",
+        R"({"score": 5.0, "justification": "x"})", R"({"score": -0.0, "justification": "x"})",
+        R"({"score": 7.5e30, "justification": "x"})", R"({"score": 5, "justification": "x"})",
+        R"({"score": 0, "justification": "x"})", R"({"score": "9", "justification": "x"})",
+        R"({"score": -1, "justification": "x"})", R"({"score": " 3", "justification": "x"})",
+        // The schema's pattern stops at a NUL: every byte must be a digit.
+        R"({"score": "3\u0000zz", "justification": "x"})",
+        R"({"score": true, "justification": "x"})", R"({"score": 3})", R"({"justification": "x"})",
+        R"({"score": 3, "justification": 7})",
+        R"({"score": 3, "justification": "x", "unsupported_claim": 5})",
+        R"([{"score": 3, "justification": "x"}])", R"({"score": 3, "justification": "x")", "",
+        "   \n"}) {
     CAPTURE(bad);
     const auto r = parse(bad);
     CHECK(r.outcome == Outcome::kSchemaError);
@@ -229,4 +222,28 @@ TEST_CASE("{\"score\": null} with a justification is abstained, the reason kept"
         Outcome::kSchemaError);
   CHECK(outcomeName(Outcome::kAbstained) == "abstained");
   CHECK(outcomeName(Outcome::kContextsTrimmed) == "contexts_trimmed");
+}
+
+TEST_CASE("the kept schema validator: a reply over 64 KiB gets its own, results unchanged") {
+  // A long unknown member (allowed by the schema) makes a validator take about twice the key's
+  // size; replies over 64 KiB use a validator of their own, so the kept one stays small. Either
+  // way the verdicts are the same, in any order (no state carried from one reply to the next).
+  const std::string big_key(100 * 1024, 'k');
+  const std::string big = R"({")" + big_key + R"(": 1, "score": 4, "justification": "long"})";
+  const std::string bad_then = R"({"score": "nine", "justification": "x"})";
+  const std::string good = R"({"score": 2, "justification": "fine"})";
+  for (int round = 0; round < 2; ++round) {
+    const auto b = parse(big);
+    REQUIRE(b.outcome == Outcome::kOk);
+    CHECK(b.score == 4);
+    CHECK(parse(bad_then).outcome == Outcome::kSchemaError);
+    const auto g = parse(good);
+    REQUIRE(g.outcome == Outcome::kOk);
+    CHECK(g.score == 2);
+    CHECK(g.justification == "fine");
+  }
+  const std::string big_bad = R"({")" + big_key + R"(": 1, "score": "x", "justification": "j"})";
+  const auto v = parse(big_bad);
+  CHECK(v.outcome == Outcome::kSchemaError);
+  CHECK(v.justification.find("violates the verdict schema") != std::string::npos);
 }
