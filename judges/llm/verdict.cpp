@@ -155,7 +155,7 @@ LlmVerdict fail(Outcome o, std::string why) {
 }
 
 /// Replies up to this size use the schema's kept validator (compiledSchema).
-constexpr std::size_t kSharedValidatorBytes = 64 * 1024;
+constexpr std::size_t kSharedValidatorBytes = std::size_t{64} * 1024;
 
 /// A schema compiled, with one validator for it (Reset() between documents: constructing a
 /// validator took 20 allocations a reply).
