@@ -293,7 +293,10 @@ class KafkaConsumer::FetchNudge {
       return v > 0 ? v : fallback;
     };
     step_bytes_ = std::max<std::uint64_t>(get("queued.max.messages.kbytes", 65536) * 1024 / 2, 1);
-    step_messages_ = std::max<std::uint64_t>(get("queued.min.messages", 100000) / 2, 1);
+    const auto step_messages = std::max<std::uint64_t>(get("queued.min.messages", 100000) / 2, 1);
+    // Each message counts at least this many bytes: step_bytes_ of them is reached after half
+    // the queue's bytes or half its messages, whichever comes first.
+    min_weight_ = std::max<std::uint64_t>(step_bytes_ / step_messages, 1);
     thread_ = std::thread([this] { run(); });
   }
   ~FetchNudge() {
@@ -307,11 +310,12 @@ class KafkaConsumer::FetchNudge {
   FetchNudge(const FetchNudge&) = delete;
   FetchNudge& operator=(const FetchNudge&) = delete;
 
-  /// Poll thread, per message taken from the queue.
-  void consumed(std::size_t bytes) {
-    bytes_ += bytes;
-    if (bytes_ < step_bytes_ && ++messages_ < step_messages_) return;
-    bytes_ = messages_ = 0;
+  /// The poll thread's budget between two wake-ups (KafkaConsumer::poll): step() in all, each
+  /// message counting max(its bytes, minWeight()).
+  std::uint64_t step() const { return step_bytes_; }
+  std::uint64_t minWeight() const { return min_weight_; }
+  /// Poll thread, once the budget is spent: the thread sends the requests.
+  void signal() {
     {
       std::lock_guard lock(mu_);
       pending_ = true;
@@ -342,8 +346,7 @@ class KafkaConsumer::FetchNudge {
   }
 
   rd_kafka_t* rk_;
-  std::uint64_t step_bytes_ = 0, step_messages_ = 0;
-  std::uint64_t bytes_ = 0, messages_ = 0;  // poll thread
+  std::uint64_t step_bytes_ = 0, min_weight_ = 1;
   std::atomic<std::uint64_t> nudges_{0};
   std::mutex mu_;
   std::condition_variable wake_;
@@ -380,6 +383,8 @@ KafkaConsumer::KafkaConsumer(const KafkaOptions& o, const std::string& bootstrap
   commit_q_ = rd_kafka_queue_new(rk_);
   try {
     nudge_ = std::make_unique<FetchNudge>(rk_);
+    nudge_left_ = nudge_step_ = nudge_->step();
+    nudge_weight_ = nudge_->minWeight();
   } catch (...) {  // no thread to be had: the handle is not left behind
     rd_kafka_queue_destroy(commit_q_);
     rd_kafka_destroy(rk_);
@@ -674,10 +679,9 @@ KafkaConsumer::~KafkaConsumer() {
     rd_kafka_destroy(rk_);
 }
 
-rd_kafka_message_t* KafkaConsumer::poll(int timeout_ms) {
-  rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, timeout_ms);
-  if (m) nudge_->consumed(m->len);
-  return m;
+void KafkaConsumer::nudgeFetchers() {
+  nudge_left_ = nudge_step_;
+  nudge_->signal();
 }
 
 std::uint64_t KafkaConsumer::fetchNudges() const { return nudge_ ? nudge_->nudges() : 0; }

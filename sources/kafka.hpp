@@ -141,8 +141,19 @@ class KafkaConsumer {
   /// Backfill (subscribe false): consumes the non-empty ranges from their `from` offsets.
   void assignRanges(const std::vector<Range>& ranges);
 
-  /// Next message or nullptr; caller destroys it with rd_kafka_message_destroy.
-  rd_kafka_message_t* poll(int timeout_ms);
+  /// Next message or nullptr; caller destroys it with rd_kafka_message_destroy. Inline: on the
+  /// path of every message (the wake-up's budget is a subtraction and a comparison).
+  rd_kafka_message_t* poll(int timeout_ms) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, timeout_ms);
+    if (m) {
+      const std::size_t w = m->len > nudge_weight_ ? m->len : nudge_weight_;
+      if (w >= nudge_left_)
+        nudgeFetchers();
+      else
+        nudge_left_ -= w;
+    }
+    return m;
+  }
   /// Times the fetchers were woken after a drained pre-fetch queue (FetchNudge, kafka.cpp).
   std::uint64_t fetchNudges() const;
   /// Stores the offsets that advanced in the tracker (called often by the poll thread).
@@ -232,6 +243,10 @@ class KafkaConsumer {
   rd_kafka_t* rk_ = nullptr;
   class FetchNudge;
   std::unique_ptr<FetchNudge> nudge_;  // before rk_ is destroyed, stopped (~KafkaConsumer)
+  // Bytes left before the next wake-up, each message counting at least nudge_weight_ (poll).
+  std::size_t nudge_left_ = 0, nudge_step_ = 0, nudge_weight_ = 1;
+  /// The budget is spent: FetchNudge sends its requests; the budget starts again.
+  void nudgeFetchers();
   std::string topic_, feedback_topic_;
   OffsetTracker& tracker_;
   OffsetTracker* feedback_tracker_ = nullptr;
