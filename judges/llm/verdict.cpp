@@ -174,27 +174,28 @@ std::unique_ptr<Compiled> compile(const std::string& schema) {
   return c;
 }
 
-/// `schema` compiled, kept per thread: compiling the verdict schema for every reply was 4 % of
-/// the dispatch's CPU. A judge has one or two schemas; at most kKept are kept.
-Compiled& compiledSchema(const std::string& schema) {
-  constexpr std::size_t kKept = 16;
-  thread_local std::unordered_map<std::string, std::unique_ptr<Compiled>> kept;
-  if (const auto it = kept.find(schema); it != kept.end()) return *it->second;
-  auto c = compile(schema);
-  if (kept.size() >= kKept) kept.clear();
-  return *kept.emplace(schema, std::move(c)).first->second;
+/// The schema `text()` names by `key`, compiled once per thread: compiling the verdict schema
+/// for every reply was 4 % of the dispatch's CPU. A judge has one or two schemas; at most 16
+/// are kept per map.
+template <class Map, class Text>
+Compiled& kept(Map& map, const typename Map::key_type& key, Text text) {
+  if (const auto it = map.find(key); it != map.end()) return *it->second;
+  auto c = compile(text());
+  if (map.size() >= 16) map.clear();
+  return *map.emplace(key, std::move(c)).first->second;
 }
 
-/// The verdict schema of a min..max rubric compiled, kept per thread by its range: no schema
-/// text is built or hashed per reply.
+/// A schema given as text (parseSchemaObject), kept by its text.
+Compiled& compiledSchema(const std::string& schema) {
+  thread_local std::unordered_map<std::string, std::unique_ptr<Compiled>> map;
+  return kept(map, schema, [&] { return schema; });
+}
+
+/// The verdict schema of a min..max rubric, kept by its range: no schema text is built or
+/// hashed per reply.
 Compiled& compiledVerdictSchema(int min_score, int max_score) {
-  constexpr std::size_t kKept = 16;
-  thread_local std::map<std::pair<int, int>, std::unique_ptr<Compiled>> kept;
-  const std::pair<int, int> key{min_score, max_score};
-  if (const auto it = kept.find(key); it != kept.end()) return *it->second;
-  auto c = compile(verdictSchema(min_score, max_score));
-  if (kept.size() >= kKept) kept.clear();
-  return *kept.emplace(key, std::move(c)).first->second;
+  thread_local std::map<std::pair<int, int>, std::unique_ptr<Compiled>> map;
+  return kept(map, {min_score, max_score}, [&] { return verdictSchema(min_score, max_score); });
 }
 
 std::string parseAgainst(std::string_view content, Compiled& schema, rapidjson::Document& out) {
