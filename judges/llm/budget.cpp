@@ -168,9 +168,9 @@ namespace {
 
 // Templated on BudgetStore::ScopeNano (protected) so that only the store can instantiate it.
 template <class ScopeNano>
-std::vector<ScopeNano> checkScopes(const std::vector<ScopeLimit>& scopes) {
+boost::container::small_vector<ScopeNano, 4> checkScopes(const std::vector<ScopeLimit>& scopes) {
   if (scopes.empty()) throw std::invalid_argument("budget: no scope to charge");
-  std::vector<ScopeNano> out;
+  boost::container::small_vector<ScopeNano, 4> out;
   out.reserve(scopes.size());
   std::unordered_set<std::string_view> seen;  // only for many scopes: a call has 2 to 4
   for (const ScopeLimit& s : scopes) {
@@ -258,13 +258,6 @@ bool BudgetStore::releaseClaim(std::string_view event_id, std::string_view judge
 namespace {
 constexpr std::size_t kMemoryKeptDays = 3;  // today, yesterday, and one spare
 
-std::string verdictKey(std::string_view event_id, std::string_view judge) {
-  std::string key;
-  key.reserve(judge.size() + 1 + event_id.size());
-  key.append(judge).push_back('\0');  // judge names never contain NUL: no ambiguity
-  key.append(event_id);
-  return key;
-}
 }  // namespace
 
 std::string MemoryBudgetStore::describe() const {
@@ -292,27 +285,49 @@ void MemoryBudgetStore::reclaimLocked(ScopeState& s, Clock::time_point now) {
   }
 }
 
+MemoryBudgetStore::ByExpiry::iterator MemoryBudgetStore::indexLocked(ByExpiry& index,
+                                                                     Clock::time_point at,
+                                                                     const std::string* key) {
+  if (free_expiry_.empty()) return index.emplace(at, key);
+  auto node = std::move(free_expiry_.back());
+  free_expiry_.pop_back();
+  node.key() = at;
+  node.mapped() = key;
+  return index.insert(std::move(node));
+}
+
+void MemoryBudgetStore::unindexLocked(ByExpiry& index, ByExpiry::iterator it) {
+  auto node = index.extract(it);
+  if (free_expiry_.size() < kKeptNodes) free_expiry_.push_back(std::move(node));
+}
+
+const std::string& MemoryBudgetStore::verdictKeyLocked(std::string_view event_id,
+                                                       std::string_view judge) {
+  key_scratch_.assign(judge).push_back('\0');  // judge names never contain NUL: no ambiguity
+  key_scratch_.append(event_id);
+  return key_scratch_;
+}
+
 void MemoryBudgetStore::eraseLocked(ScopeState& s, std::string_view reservation_id) {
   const auto it = s.reservations.find(reservation_id);
   if (it == s.reservations.end()) return;
   s.outstanding_nano -= it->second.nano;
-  s.by_expiry.erase(it->second.expiry);
-  s.reservations.erase(it);
+  unindexLocked(s.by_expiry, it->second.expiry);
+  auto node = s.reservations.extract(it);
+  if (free_reservations_.size() < kKeptNodes) free_reservations_.push_back(std::move(node));
 }
 
 std::int64_t MemoryBudgetStore::outstandingLocked(const ScopeState& s) {
   return s.outstanding_nano;
 }
 
-ReserveResult MemoryBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
-                                           std::int64_t amount_nano, std::string_view day,
-                                           std::string_view reservation_id, std::int64_t ttl_ms,
-                                           bool close_on_refusal) {
+ReserveResult MemoryBudgetStore::doReserve(const ScopeList& scopes, std::int64_t amount_nano,
+                                           std::string_view day, std::string_view reservation_id,
+                                           std::int64_t ttl_ms, bool close_on_refusal) {
   std::lock_guard lock(mu_);
   const Clock::time_point now = Clock::now();
   DayState& d = dayLocked(day);
-  std::vector<ScopeState*> states;
-  states.reserve(scopes.size());
+  boost::container::small_vector<ScopeState*, 4> states;
   for (const ScopeNano& s : scopes) {
     ScopeState& state = scopeLocked(d, s.scope);
     reclaimLocked(state, now);
@@ -340,17 +355,25 @@ ReserveResult MemoryBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
   const Clock::time_point expires = now + std::chrono::milliseconds(ttl_ms);
   for (ScopeState* state : states) {
     eraseLocked(*state, reservation_id);
-    const auto r =
-        state->reservations.emplace(std::string(reservation_id), Reservation{amount_nano, {}})
-            .first;
-    r->second.expiry = state->by_expiry.emplace(expires, &r->first);
+    ByKey<Reservation>::iterator r;
+    if (free_reservations_.empty()) {
+      r = state->reservations.emplace(std::string(reservation_id), Reservation{amount_nano, {}})
+              .first;
+    } else {  // an erased reservation's node, its key's capacity kept
+      auto node = std::move(free_reservations_.back());
+      free_reservations_.pop_back();
+      node.key().assign(reservation_id);
+      node.mapped() = Reservation{amount_nano, {}};
+      r = state->reservations.insert(std::move(node)).position;
+    }
+    r->second.expiry = indexLocked(state->by_expiry, expires, &r->first);
     state->outstanding_nano += amount_nano;
   }
   return {ReserveStatus::kReserved, {}, {}};
 }
 
 bool MemoryBudgetStore::doSettle(std::string_view reservation_id, std::string_view day,
-                                 const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) {
+                                 const ScopeList& scopes, std::int64_t actual_nano) {
   std::lock_guard lock(mu_);
   DayState& d = dayLocked(day);
   const auto [at, inserted] = d.settled.emplace(reservation_id);
@@ -370,7 +393,7 @@ bool MemoryBudgetStore::doSettle(std::string_view reservation_id, std::string_vi
 }
 
 bool MemoryBudgetStore::doRelease(std::string_view reservation_id, std::string_view day,
-                                  const std::vector<ScopeNano>& scopes) {
+                                  const ScopeList& scopes) {
   std::lock_guard lock(mu_);
   auto d = days_.find(day);
   if (d == days_.end()) return true;
@@ -401,11 +424,11 @@ Snapshot MemoryBudgetStore::doSpent(std::string_view scope, std::string_view day
 void MemoryBudgetStore::setVerdictLocked(ByKey<Entry>::iterator it, bool stored,
                                          std::string_view value, Clock::time_point expires) {
   Entry& e = it->second;
-  if (e.indexed) (e.indexed_stored ? verdict_expiry_ : lease_expiry_).erase(e.expiry);
+  if (e.indexed) unindexLocked(e.indexed_stored ? verdict_expiry_ : lease_expiry_, e.expiry);
   e.stored = stored;
   e.value.assign(value);
   e.expires = expires;
-  e.expiry = (stored ? verdict_expiry_ : lease_expiry_).emplace(expires, &it->first);
+  e.expiry = indexLocked(stored ? verdict_expiry_ : lease_expiry_, expires, &it->first);
   e.indexed = true;
   e.indexed_stored = stored;
   // Bounded: the oldest stored verdict goes first (a lease is never dropped: its call runs).
@@ -417,8 +440,9 @@ void MemoryBudgetStore::setVerdictLocked(ByKey<Entry>::iterator it, bool stored,
 
 void MemoryBudgetStore::eraseVerdictLocked(ByKey<Entry>::iterator it) {
   const Entry& e = it->second;
-  if (e.indexed) (e.indexed_stored ? verdict_expiry_ : lease_expiry_).erase(e.expiry);
-  verdicts_.erase(it);
+  if (e.indexed) unindexLocked(e.indexed_stored ? verdict_expiry_ : lease_expiry_, e.expiry);
+  auto node = verdicts_.extract(it);
+  if (free_entries_.size() < kKeptNodes) free_entries_.push_back(std::move(node));
 }
 
 void MemoryBudgetStore::expireVerdictsLocked(Clock::time_point now) {
@@ -434,7 +458,22 @@ ClaimResult MemoryBudgetStore::doClaim(std::string_view event_id, std::string_vi
   std::lock_guard lock(mu_);
   const Clock::time_point now = Clock::now();
   expireVerdictsLocked(now);
-  const auto it = verdicts_.try_emplace(verdictKey(event_id, judge)).first;
+  const std::string& key = verdictKeyLocked(event_id, judge);
+  auto it = verdicts_.find(key);
+  if (it == verdicts_.end()) {
+    if (free_entries_.empty()) {
+      it = verdicts_.try_emplace(key).first;
+    } else {  // an erased entry's node, its key's and value's capacity kept
+      auto node = std::move(free_entries_.back());
+      free_entries_.pop_back();
+      node.key().assign(key);
+      std::string value = std::move(node.mapped().value);
+      node.mapped() = Entry{};
+      node.mapped().value = std::move(value);
+      node.mapped().value.clear();
+      it = verdicts_.insert(std::move(node)).position;
+    }
+  }
   const Entry& e = it->second;
   ClaimResult r;
   if (e.expires > now && e.stored) {
@@ -458,15 +497,17 @@ bool MemoryBudgetStore::doStoreVerdict(std::string_view event_id, std::string_vi
   std::lock_guard lock(mu_);
   const auto now = Clock::now();
   expireVerdictsLocked(now);
-  setVerdictLocked(verdicts_.try_emplace(verdictKey(event_id, judge)).first, true, verdict,
-                   now + std::chrono::milliseconds(ttl_ms));
+  const std::string& key = verdictKeyLocked(event_id, judge);
+  auto it = verdicts_.find(key);
+  if (it == verdicts_.end()) it = verdicts_.try_emplace(key).first;
+  setVerdictLocked(it, true, verdict, now + std::chrono::milliseconds(ttl_ms));
   return true;
 }
 
 bool MemoryBudgetStore::doReleaseClaim(std::string_view event_id, std::string_view judge,
                                        std::string_view token) {
   std::lock_guard lock(mu_);
-  auto it = verdicts_.find(verdictKey(event_id, judge));
+  auto it = verdicts_.find(verdictKeyLocked(event_id, judge));
   if (it != verdicts_.end() && !it->second.stored && it->second.value == token)
     eraseVerdictLocked(it);
   return true;

@@ -22,6 +22,7 @@
 /// the same behavioural test (tests/llm/budget_test.cpp).
 
 #include <atomic>
+#include <boost/container/small_vector.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -216,13 +217,15 @@ class BudgetStore {
     std::string_view scope;
     std::int64_t limit_nano;
   };
-  virtual ReserveResult doReserve(const std::vector<ScopeNano>& scopes, std::int64_t amount_nano,
+  /// A request's scopes (2 to 4 for an LLM call): held inline, no allocation per request.
+  using ScopeList = boost::container::small_vector<ScopeNano, 4>;
+  virtual ReserveResult doReserve(const ScopeList& scopes, std::int64_t amount_nano,
                                   std::string_view day, std::string_view reservation_id,
                                   std::int64_t ttl_ms, bool close_on_refusal) = 0;
   virtual bool doSettle(std::string_view reservation_id, std::string_view day,
-                        const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) = 0;
+                        const ScopeList& scopes, std::int64_t actual_nano) = 0;
   virtual bool doRelease(std::string_view reservation_id, std::string_view day,
-                         const std::vector<ScopeNano>& scopes) = 0;
+                         const ScopeList& scopes) = 0;
   virtual Snapshot doSpent(std::string_view scope, std::string_view day) = 0;
   virtual ClaimResult doClaim(std::string_view event_id, std::string_view judge,
                               std::string_view token, std::int64_t lease_ms) = 0;
@@ -282,13 +285,13 @@ class MemoryBudgetStore final : public BudgetStore {
     std::deque<const std::string*> settled_order;  // settled's keys, oldest first (kMaxSettled)
   };
 
-  ReserveResult doReserve(const std::vector<ScopeNano>& scopes, std::int64_t amount_nano,
-                          std::string_view day, std::string_view reservation_id,
-                          std::int64_t ttl_ms, bool close_on_refusal) override;
-  bool doSettle(std::string_view reservation_id, std::string_view day,
-                const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) override;
+  ReserveResult doReserve(const ScopeList& scopes, std::int64_t amount_nano, std::string_view day,
+                          std::string_view reservation_id, std::int64_t ttl_ms,
+                          bool close_on_refusal) override;
+  bool doSettle(std::string_view reservation_id, std::string_view day, const ScopeList& scopes,
+                std::int64_t actual_nano) override;
   bool doRelease(std::string_view reservation_id, std::string_view day,
-                 const std::vector<ScopeNano>& scopes) override;
+                 const ScopeList& scopes) override;
   Snapshot doSpent(std::string_view scope, std::string_view day) override;
   ClaimResult doClaim(std::string_view event_id, std::string_view judge, std::string_view token,
                       std::int64_t lease_ms) override;
@@ -315,8 +318,8 @@ class MemoryBudgetStore final : public BudgetStore {
 
   DayState& dayLocked(std::string_view day);
   static ScopeState& scopeLocked(DayState& d, std::string_view scope);  // created when new
-  static void reclaimLocked(ScopeState& s, Clock::time_point now);
-  static void eraseLocked(ScopeState& s, std::string_view reservation_id);
+  void reclaimLocked(ScopeState& s, Clock::time_point now);
+  void eraseLocked(ScopeState& s, std::string_view reservation_id);
   static std::int64_t outstandingLocked(const ScopeState& s);
 
   std::mutex mu_;
@@ -339,6 +342,20 @@ class MemoryBudgetStore final : public BudgetStore {
                         Clock::time_point expires);
   void eraseVerdictLocked(ByKey<Entry>::iterator it);
   void expireVerdictsLocked(Clock::time_point now);
+
+  // The nodes of erased entries, kept for the next insertions (at most kKeptNodes of each
+  // kind, their keys' capacity kept): a call's claim, reservation and settlement then allocate
+  // only for what the store keeps longer (a new verdict entry, a settled id) while the store
+  // is below its bounds, nothing once it is at them. Guarded by mu_.
+  static constexpr std::size_t kKeptNodes = 4096;
+  std::vector<ByExpiry::node_type> free_expiry_;
+  std::vector<ByKey<Reservation>::node_type> free_reservations_;
+  std::vector<ByKey<Entry>::node_type> free_entries_;
+  std::string key_scratch_;  // verdictKey's, guarded by mu_
+  ByExpiry::iterator indexLocked(ByExpiry& index, Clock::time_point at, const std::string* key);
+  void unindexLocked(ByExpiry& index, ByExpiry::iterator it);
+  /// verdictKey(event_id, judge) in key_scratch_.
+  const std::string& verdictKeyLocked(std::string_view event_id, std::string_view judge);
 };
 
 /// Where and how to reach Redis, from `budget.store: redis://[[user]:password@]host[:port][/db]`.
@@ -458,13 +475,13 @@ class RedisBudgetStore final : public BudgetStore {
     void operator()(redisContext* c) const;
   };
 
-  ReserveResult doReserve(const std::vector<ScopeNano>& scopes, std::int64_t amount_nano,
-                          std::string_view day, std::string_view reservation_id,
-                          std::int64_t ttl_ms, bool close_on_refusal) override;
-  bool doSettle(std::string_view reservation_id, std::string_view day,
-                const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) override;
+  ReserveResult doReserve(const ScopeList& scopes, std::int64_t amount_nano, std::string_view day,
+                          std::string_view reservation_id, std::int64_t ttl_ms,
+                          bool close_on_refusal) override;
+  bool doSettle(std::string_view reservation_id, std::string_view day, const ScopeList& scopes,
+                std::int64_t actual_nano) override;
   bool doRelease(std::string_view reservation_id, std::string_view day,
-                 const std::vector<ScopeNano>& scopes) override;
+                 const ScopeList& scopes) override;
   Snapshot doSpent(std::string_view scope, std::string_view day) override;
   ClaimResult doClaim(std::string_view event_id, std::string_view judge, std::string_view token,
                       std::int64_t lease_ms) override;

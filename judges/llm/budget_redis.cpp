@@ -564,10 +564,9 @@ bool RedisBudgetStore::ping() {
   return reply != nullptr;
 }
 
-ReserveResult RedisBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
-                                          std::int64_t amount_nano, std::string_view day,
-                                          std::string_view reservation_id, std::int64_t ttl_ms,
-                                          bool close_on_refusal) {
+ReserveResult RedisBudgetStore::doReserve(const ScopeList& scopes, std::int64_t amount_nano,
+                                          std::string_view day, std::string_view reservation_id,
+                                          std::int64_t ttl_ms, bool close_on_refusal) {
   std::vector<std::string> keys;
   keys.reserve(3 * scopes.size());
   std::vector<std::string> args = {std::to_string(amount_nano), std::string(reservation_id),
@@ -597,7 +596,7 @@ ReserveResult RedisBudgetStore::doReserve(const std::vector<ScopeNano>& scopes,
 }
 
 bool RedisBudgetStore::doSettle(std::string_view reservation_id, std::string_view day,
-                                const std::vector<ScopeNano>& scopes, std::int64_t actual_nano) {
+                                const ScopeList& scopes, std::int64_t actual_nano) {
   std::vector<std::string> keys = {dayPrefix(options_.key_prefix, day) + "settled",
                                    dayPrefix(options_.key_prefix, day) + "by_instance"};
   for (const ScopeNano& s : scopes) appendScopeKeys(keys, options_.key_prefix, day, s.scope);
@@ -619,7 +618,7 @@ bool RedisBudgetStore::doSettle(std::string_view reservation_id, std::string_vie
 }
 
 bool RedisBudgetStore::doRelease(std::string_view reservation_id, std::string_view day,
-                                 const std::vector<ScopeNano>& scopes) {
+                                 const ScopeList& scopes) {
   std::vector<std::string> keys;
   for (const ScopeNano& s : scopes) appendScopeKeys(keys, options_.key_prefix, day, s.scope);
   std::string error;

@@ -56,14 +56,14 @@ void runGuarded(F& fn) {
 }
 }  // namespace
 
-template <class F>
-void Ledger::runInline(F&& fn) {
-  if (inline_run.active) {  // started by a callback of the operation running here
-    inline_run.pending.emplace_back(std::forward<F>(fn));
+template <class Now, class Later>
+void Ledger::runInline(Now&& now, Later&& later) {
+  if (inline_run.active) {  // started by a callback of the operation running here: later
+    inline_run.pending.emplace_back(later());
     return;
   }
-  inline_run.active = true;  // the usual case: run at once, nothing allocated
-  runGuarded(fn);
+  inline_run.active = true;  // the usual case: run at once, nothing copied or allocated
+  runGuarded(now);
   while (!inline_run.pending.empty()) {
     auto next = std::move(inline_run.pending.front());
     inline_run.pending.pop_front();
@@ -72,18 +72,22 @@ void Ledger::runInline(F&& fn) {
   inline_run.active = false;
 }
 
-void Ledger::reserve(ReserveRequest request, std::function<void(ReserveAnswer)> done) {
+void Ledger::reserve(const ReserveRequest& request, std::function<void(ReserveAnswer)> done) {
   if (mode_ == Mode::kInline) {
     {
       std::lock_guard lock(mu_);
       if (stopping_) return;  // abandoned, like the calls in flight: never answered
       ++inline_running_;
     }
-    runInline([this, r = std::move(request), done = std::move(done)] {
+    const auto run = [this](const ReserveRequest& r, std::function<void(ReserveAnswer)>& d) {
       ReserveAnswer a = answer(r);
       endInline();
-      done(std::move(a));
-    });
+      d(std::move(a));
+    };
+    runInline([&] { run(request, done); },
+              [&] {  // a copy: the caller's request may be gone by then
+                return [run, r = request, d = std::move(done)]() mutable { run(r, d); };
+              });
     return;
   }
   {
@@ -96,9 +100,8 @@ void Ledger::reserve(ReserveRequest request, std::function<void(ReserveAnswer)> 
       return;
     }
     ++reservations_;
-    tasks_.push_back(Task{Kind::kReserve, [this, r = std::move(request), done = std::move(done)] {
-                            done(answer(r));
-                          }});
+    tasks_.push_back(
+        Task{Kind::kReserve, [this, r = request, done = std::move(done)] { done(answer(r)); }});
   }
   cv_.notify_one();
 }
@@ -159,21 +162,25 @@ ReserveAnswer Ledger::claimAndReserve(const ReserveRequest& r) {
   return a;
 }
 
-void Ledger::finish(FinishRequest request, std::function<void(bool)> done) {
+void Ledger::finish(const FinishRequest& request, std::function<void(bool)> done) {
   if (mode_ == Mode::kInline) {
     {
       std::lock_guard lock(mu_);
       if (stopping_) return;  // as a finish queued after the thread stopped
       ++inline_running_;
     }
-    runInline([this, r = std::move(request), done = std::move(done)] {
+    const auto run = [this](const FinishRequest& r, std::function<void(bool)>& d) {
       const bool ok = record(r);
       endInline();
-      if (done) done(ok);
-    });
+      if (d) d(ok);
+    };
+    runInline([&] { run(request, done); },
+              [&] {  // a copy: the caller's request may be gone by then
+                return [run, r = request, d = std::move(done)]() mutable { run(r, d); };
+              });
     return;
   }
-  push(Task{Kind::kMoney, [this, r = std::move(request), done = std::move(done)] {
+  push(Task{Kind::kMoney, [this, r = request, done = std::move(done)] {
               const bool ok = record(r);
               if (done) done(ok);
             }});

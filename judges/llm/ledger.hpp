@@ -98,11 +98,14 @@ class Ledger {
   Ledger& operator=(const Ledger&) = delete;
 
   /// Queues a reservation; `done` runs once, on the ledger thread (or at once on the caller's
-  /// thread with kUnavailable when the backlog is full). After stop() it never runs.
-  void reserve(ReserveRequest request, std::function<void(ReserveAnswer)> done);
-  /// Queues the end of a call (FinishRequest); `done` (may be empty) runs on the ledger thread
-  /// with whether the store recorded all of it.
-  void finish(FinishRequest request, std::function<void(bool)> done = {});
+  /// thread with kUnavailable when the backlog is full). After stop() it never runs. The
+  /// request is copied when it is queued (kThread, or kInline inside another operation), and
+  /// read where it is otherwise: an LLM judge's call builds it in place, and nothing is
+  /// allocated.
+  void reserve(const ReserveRequest& request, std::function<void(ReserveAnswer)> done);
+  /// Queues the end of a call (FinishRequest, copied as reserve()'s); `done` (may be empty)
+  /// runs on the ledger thread with whether the store recorded all of it.
+  void finish(const FinishRequest& request, std::function<void(bool)> done = {});
   /// Queues a snapshot of `scopes` on `day`; `done` gets one Snapshot per scope, in order.
   /// Ignored while another snapshot waits.
   void snapshot(std::vector<std::string> scopes, std::string day,
@@ -137,9 +140,10 @@ class Ledger {
   };
   void push(Task task);
   void loop();
-  /// Mode::kInline: runs `fn` now, or after the operation this thread is inside of.
-  template <class F>
-  void runInline(F&& fn);
+  /// Mode::kInline: runs `now` at once, or queues the std::function<void()> that `later()`
+  /// returns to run after the operation this thread is inside of.
+  template <class Now, class Later>
+  void runInline(Now&& now, Later&& later);
   void endInline();                     // an inline operation's store work is done
   bool record(const FinishRequest& r);  // a finish's store work: whether all was recorded
   ReserveAnswer claimAndReserve(const ReserveRequest& request);  // ledger thread, or inline

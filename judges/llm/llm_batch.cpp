@@ -563,7 +563,7 @@ void LlmBatch::recover(const std::string& key, const std::string& record) const 
     if (!r.IsArray() || r.Size() < 5 || r.Size() > 6 || !r[0].IsString() || !r[1].IsString() ||
         !r[2].IsString() || !r[3].IsString() || !r[4].IsInt64())
       continue;
-    auto c = std::make_shared<Call>();
+    auto c = newCall();
     c->custom_id = r[0].GetString();
     // The verdict store's key (a record written before keys were hashed: the event id, whose
     // verdict the redelivered event then does not find: judged once more)

@@ -2,6 +2,7 @@
 /// One LLM judge call in flight (internal to llm_judge.cpp and llm_batch.cpp).
 
 #include <atomic>
+#include <boost/intrusive/list.hpp>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +16,7 @@
 
 #include "core/event.hpp"
 #include "judges/llm/http_client.hpp"
+#include "judges/llm/ledger.hpp"
 #include "judges/llm/llm_judge.hpp"
 #include "judges/llm/prompt.hpp"
 #include "judges/redaction.hpp"
@@ -53,6 +55,9 @@ inline const std::string& processNonce() {
 /// ever re-emitted for the prompt it answered. Fixed size whatever the id's length.
 std::string verdictStoreKey(std::string_view version, std::string_view body,
                             std::string_view event_id);
+/// The same into `out` (assigned: its capacity kept).
+void verdictStoreKey(std::string_view version, std::string_view body, std::string_view event_id,
+                     std::string& out);
 
 /// `text` with every occurrence of `key` replaced: a provider's error message may quote the
 /// key it refused, and error messages reach the judgments and the logs.
@@ -112,12 +117,18 @@ inline std::string redactSecrets(std::string text, const std::string& key,
   return session.apply(text);
 }
 
+/// One call's state, in one place from call() to its result. Calls are pooled (newCall): a
+/// finished call's buffers (prompt, request body, keys, ids, scopes, the ledger's requests)
+/// keep their capacity for the next one, so that a call's request path allocates nothing once
+/// the pool is warm (docs/BENCHMARKS.md, LLM dispatch).
 struct LlmJudge::Call {
   std::vector<ScopeLimit> scopes;  // the budget scopes of this call (LlmJudge::scopes)
   Prompt prompt;                   // its `system` empty: the judge's system_prompt_
   // As sent, every attempt: the HTTP client reads it where it is (an aliasing shared_ptr).
   HttpRequest request;
+  // Exactly one of the two: the result (call()), or its verdict (judgeAsync(): toVerdict()).
   std::function<void(LlmCallResult)> done;
+  VerdictCallback verdict_done;
   // The verdict store's key for this call (verdictStoreKey): 32 hex digits of XXH3-128 over
   // the judge's version, the request body as sent and the event id.
   std::string store_key;
@@ -135,6 +146,55 @@ struct LlmJudge::Call {
   bool submitted = false;  // in a batch recorded in the store, which answers for it (abandon()
                            // leaves it be: whoever takes the batch over settles or releases it)
   std::string custom_id;   // the request's id in its batch
+  // The ledger's requests of this call, filled in place (Ledger::reserve and finish read them
+  // where they are).
+  ReserveRequest reserve_request;
+  FinishRequest finish_request;
+  LlmCallResult result;  // finish(): the result, kept while the ledger records its money
+  // reserve(): whether the call passes the budget queue's turn on, and settles_ when it asked.
+  bool chain = false;
+  std::uint64_t settles_seen = 0;
+  // Holds the call while one of its callbacks is pending (a call has at most one: its steps
+  // follow each other), so that the callback captures a plain pointer and fits std::function's
+  // inline storage; the callback takes it back (take()). A callback that never runs (the
+  // services stopped) leaves it: the pool still reaches the call (no leak report), and the
+  // process is stopping.
+  std::shared_ptr<Call> self;
+  // In the judge's list of calls holding a reservation (LlmJudge::reserved_).
+  using Hook = boost::intrusive::list_member_hook<
+      boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
+  Hook reserved_hook;  // unlinks itself when the call is recycled or destroyed
+  bool reserved = false;
+
+  /// Holds `c` for its pending callback: returns the pointer the callback captures.
+  static Call* hold(const std::shared_ptr<Call>& c) {
+    c->self = c;
+    return c.get();
+  }
+  /// The callback's `c`: the hold taken back.
+  static std::shared_ptr<Call> take(Call* c) { return std::move(c->self); }
 };
+
+/// The calls holding a reservation, not yet settled (LlmJudge::reserved_; guarded by its mu_):
+/// linked through the calls themselves, nothing allocated per call.
+struct LlmJudge::ReservedCalls {
+  boost::intrusive::list<Call,
+                         boost::intrusive::member_hook<Call, Call::Hook, &Call::reserved_hook>,
+                         boost::intrusive::constant_time_size<false>>
+      list;
+  void insert(Call& c) {
+    if (!c.reserved) list.push_back(c);
+    c.reserved = true;
+  }
+  void erase(Call& c) {
+    if (c.reserved) list.erase(list.iterator_to(c));
+    c.reserved = false;
+  }
+  ~ReservedCalls() { list.clear(); }  // the calls a stop abandoned may outlive the judge
+};
+
+/// A call from the process's pool of calls, reset, its buffers' capacity kept (llm_judge.cpp).
+/// At most kKeptCalls finished calls are kept (those with a prompt over 256 KiB are not).
+std::shared_ptr<LlmJudge::Call> newCall();
 
 }  // namespace assay::llm

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <future>
 #include <random>
+#include <unordered_set>
 
 #include "core/clock.hpp"
 #include "core/json_limits.hpp"
@@ -30,6 +31,13 @@ namespace assay::llm {
 
 std::string verdictStoreKey(std::string_view version, std::string_view body,
                             std::string_view event_id) {
+  std::string key;
+  verdictStoreKey(version, body, event_id, key);
+  return key;
+}
+
+void verdictStoreKey(std::string_view version, std::string_view body, std::string_view event_id,
+                     std::string& out) {
   XXH3_state_t state;
   XXH3_128bits_reset(&state);
   for (const std::string_view part : {version, body, event_id}) {
@@ -41,8 +49,150 @@ std::string verdictStoreKey(std::string_view version, std::string_view body,
   char buf[33];
   std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
                 static_cast<unsigned long long>(h.low64));
-  return std::string(buf, 32);
+  out.assign(buf, 32);
 }
+
+namespace {
+
+/// Blocks of one size (a call's shared_ptr control block), recycled: at most kKept kept, on a
+/// list never destroyed (a call released while the process exits still finds it).
+template <class T>
+struct RecyclingAllocator {
+  using value_type = T;
+  static constexpr std::size_t kKept = 4096;
+  RecyclingAllocator() = default;
+  template <class U>
+  explicit RecyclingAllocator(const RecyclingAllocator<U>&) {}
+  struct Free {
+    std::mutex mu;
+    std::vector<void*> blocks;
+  };
+  static Free& free() {
+    static auto* f = new Free;
+    return *f;
+  }
+  T* allocate(std::size_t n) {
+    if (n == 1) {
+      Free& f = free();
+      std::lock_guard lock(f.mu);
+      if (!f.blocks.empty()) {
+        void* p = f.blocks.back();
+        f.blocks.pop_back();
+        return static_cast<T*>(p);
+      }
+    }
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* p, std::size_t n) {
+    if (n == 1) {
+      Free& f = free();
+      std::lock_guard lock(f.mu);
+      if (f.blocks.size() < kKept) {
+        f.blocks.push_back(p);
+        return;
+      }
+    }
+    std::allocator<T>().deallocate(p, n);
+  }
+  template <class U>
+  bool operator==(const RecyclingAllocator<U>&) const {
+    return true;
+  }
+};
+
+/// The process's finished calls, kept for the next ones (newCall). Every call it ever made is
+/// in `all` until it is deleted: a call whose callback was abandoned at a stop (it holds itself,
+/// Call::self) stays reachable, not a leak.
+class CallPool {
+ public:
+  using Call = LlmJudge::Call;
+  static constexpr std::size_t kKept = 4096;              ///< finished calls kept at most
+  static constexpr std::size_t kKeptPrompt = 256u << 10;  ///< a larger prompt's call is deleted
+  static CallPool& instance() {
+    static auto* pool = new CallPool;  // never destroyed, like the allocator's list
+    return *pool;
+  }
+  std::shared_ptr<Call> take() {
+    Call* c = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      if (!free_.empty()) {
+        c = free_.back();
+        free_.pop_back();
+      }
+    }
+    if (!c) {
+      auto fresh = std::make_unique<Call>();
+      {
+        std::lock_guard lock(mu_);
+        all_.insert(fresh.get());
+      }
+      c = fresh.release();
+    }
+    return std::shared_ptr<Call>(c, Recycle{}, RecyclingAllocator<Call>());
+  }
+
+ private:
+  struct Recycle {
+    void operator()(Call* c) const { instance().give(c); }
+  };
+  /// Back to its defaults, its buffers kept (emptied); or deleted.
+  void give(Call* c) {
+    if (c->prompt.user.capacity() > kKeptPrompt || c->request.body.capacity() > 2 * kKeptPrompt) {
+      drop(c);
+      return;
+    }
+    Call fresh;
+    const auto keep = [](auto& to, auto& from) {
+      to.swap(from);
+      to.clear();
+    };
+    keep(fresh.scopes, c->scopes);
+    keep(fresh.prompt.user, c->prompt.user);
+    keep(fresh.request.url, c->request.url);
+    keep(fresh.request.method, c->request.method);
+    keep(fresh.request.headers, c->request.headers);
+    keep(fresh.request.body, c->request.body);
+    keep(fresh.store_key, c->store_key);
+    keep(fresh.day, c->day);
+    keep(fresh.reservation_id, c->reservation_id);
+    keep(fresh.custom_id, c->custom_id);
+    keep(fresh.reserve_request.scopes, c->reserve_request.scopes);
+    keep(fresh.reserve_request.day, c->reserve_request.day);
+    keep(fresh.reserve_request.reservation_id, c->reserve_request.reservation_id);
+    keep(fresh.reserve_request.event_id, c->reserve_request.event_id);
+    keep(fresh.reserve_request.judge, c->reserve_request.judge);
+    keep(fresh.finish_request.scopes, c->finish_request.scopes);
+    keep(fresh.finish_request.day, c->finish_request.day);
+    keep(fresh.finish_request.reservation_id, c->finish_request.reservation_id);
+    keep(fresh.finish_request.event_id, c->finish_request.event_id);
+    keep(fresh.finish_request.judge, c->finish_request.judge);
+    if (c->reserved_hook.is_linked()) c->reserved_hook.unlink();  // never, as abandon() clears
+    *c = std::move(fresh);
+    std::lock_guard lock(mu_);
+    if (free_.size() < kKept) {
+      free_.push_back(c);
+      return;
+    }
+    all_.erase(c);
+    delete c;  // NOLINT(cppcoreguidelines-owning-memory): the pool owns its calls
+  }
+  void drop(Call* c) {
+    {
+      std::lock_guard lock(mu_);
+      all_.erase(c);
+    }
+    delete c;  // NOLINT(cppcoreguidelines-owning-memory)
+  }
+
+  std::mutex mu_;
+  std::vector<Call*> free_;
+  std::unordered_set<Call*> all_;
+};
+
+}  // namespace
+
+std::shared_ptr<LlmJudge::Call> newCall() { return CallPool::instance().take(); }
 
 using Steady = std::chrono::steady_clock;
 
@@ -158,7 +308,8 @@ LlmJudge::LlmJudge(LlmJudgeSettings settings, CallServices& services)
       ledger_(services.ledger()),
       stats_(services.stats().forJudge(settings_.name, settings_.version, settings_.model)),
       policy_(settings_.retry, std::hash<std::string>{}(settings_.name)),
-      breaker_(settings_.breaker_failures, settings_.breaker_open) {
+      breaker_(settings_.breaker_failures, settings_.breaker_open),
+      reserved_(std::make_unique<ReservedCalls>()) {
   // A wave of max_in_flight calls reuses its connections (docs/BENCHMARKS.md, LLM dispatch).
   client_.keepIdle(static_cast<std::size_t>(std::max(0, settings_.max_in_flight)));
   if (settings_.batch) batch_ = std::make_unique<LlmBatch>(*this);
@@ -229,9 +380,9 @@ std::vector<LlmJudge::Abandoned> LlmJudge::abandon() const {
   std::lock_guard lock(mu_);
   // A submitted batch request keeps its reservation and lease: the batch is paid whether this
   // instance waits or not, and whichever instance takes the batch over settles it.
-  for (const auto& c : reserved_)
-    if (!c->submitted) out.push_back({c->reservation_id, c->day, c->store_key, c->scopes});
-  reserved_.clear();
+  for (const Call& c : reserved_->list)
+    if (!c.submitted) out.push_back({c.reservation_id, c.day, c.store_key, c.scopes});
+  reserved_->list.clear();
   waiting_.clear();
   if (batch_) batch_->clearOpen();
   return out;
@@ -258,14 +409,23 @@ int LlmJudge::inFlight() const {
 }
 
 std::vector<ScopeLimit> LlmJudge::baseScopes() const {
-  std::vector<ScopeLimit> s{{"global", settings_.global_daily_limit_eur}};
-  if (settings_.daily_limit_eur > 0)
-    s.push_back({"judge:" + settings_.name, settings_.daily_limit_eur});
+  std::vector<ScopeLimit> s;
+  baseScopes(s);
   return s;
 }
 
-std::vector<ScopeLimit> LlmJudge::scopes(const Event& event) const {
-  std::vector<ScopeLimit> s = baseScopes();
+void LlmJudge::baseScopes(std::vector<ScopeLimit>& s) const {
+  s.resize(settings_.daily_limit_eur > 0 ? 2 : 1);  // assigned in place: capacity kept
+  s[0].scope = "global";
+  s[0].daily_limit_eur = settings_.global_daily_limit_eur;
+  if (s.size() == 2) {
+    s[1].scope.assign("judge:").append(settings_.name);
+    s[1].daily_limit_eur = settings_.daily_limit_eur;
+  }
+}
+
+void LlmJudge::scopes(const Event& event, std::vector<ScopeLimit>& s) const {
+  baseScopes(s);
   const auto add = [&](const char* kind, const std::string& value,
                        const std::vector<std::pair<std::string, double>>& caps) {
     if (caps.empty()) return;
@@ -286,7 +446,6 @@ std::vector<ScopeLimit> LlmJudge::scopes(const Event& event) const {
   };
   add("tenant", event.tenant, settings_.tenant_caps);
   add("app", event.app, settings_.app_caps);
-  return s;
 }
 
 // ---- The Judge interface ----------------------------------------------------------------------
@@ -311,48 +470,68 @@ void LlmJudge::warnSelfJudging(const Event& event) const {
 void LlmJudge::judgeAsync(const Event& event, VerdictCallback done) const {
   warnSelfJudging(event);
   ++services_.pending();
-  call(event, [this, done = std::move(done)](LlmCallResult r) {
-    Verdict v;
-    v.outcome = r.verdict.outcome;
-    if (r.verdict.outcome == Outcome::kOk) v.score = *r.verdict.score;
-    v.evidence = r.verdict.justification;
-    if (r.verdict.unsupported_claim && settings_.rubric.names_claim)
-      v.evidence += " Unsupported: " + *r.verdict.unsupported_claim;
-    v.contexts_truncated = r.contexts_truncated;
-    v.stored = r.from_store;
-    v.model = settings_.model;
-    v.input_tokens = r.usage.prompt_tokens;
-    v.output_tokens = r.usage.completion_tokens;
-    v.cost_eur = r.cost_eur;
-    v.tokens_estimated = !r.usage_reported;
-    if (r.usage_reported) {  // an estimate is charged, but it is not a count of tokens
-      const auto t = r.usage.classes();
-      stats_.tokens_in->Increment(static_cast<double>(t.input));
-      stats_.tokens_cached->Increment(static_cast<double>(t.cached_input));
-      stats_.tokens_write->Increment(static_cast<double>(t.cache_write));
-      stats_.tokens_out->Increment(static_cast<double>(t.output));
-      stats_.tokens_reasoning->Increment(static_cast<double>(t.reasoning));
-    }
-    stats_.cost->Increment(r.cost_eur);
-    if (!r.usage_reported) stats_.usage_missing->Increment();
-    if (r.from_store) stats_.stored->Increment();
-    if (r.store_unavailable) services_.stats().store_errors.Increment();
-    services_.onCall(r.exhausted_scope, r.exhausted_cap_eur);
-    --services_.pending();
-    done(std::move(v));
-  });
+  begin(event, {}, std::move(done));
+}
+
+Verdict LlmJudge::toVerdict(const LlmCallResult& r) const {
+  Verdict v;
+  v.outcome = r.verdict.outcome;
+  if (r.verdict.outcome == Outcome::kOk) v.score = *r.verdict.score;
+  v.evidence = r.verdict.justification;
+  if (r.verdict.unsupported_claim && settings_.rubric.names_claim)
+    v.evidence += " Unsupported: " + *r.verdict.unsupported_claim;
+  v.contexts_truncated = r.contexts_truncated;
+  v.stored = r.from_store;
+  v.model = settings_.model;
+  v.input_tokens = r.usage.prompt_tokens;
+  v.output_tokens = r.usage.completion_tokens;
+  v.cost_eur = r.cost_eur;
+  v.tokens_estimated = !r.usage_reported;
+  if (r.usage_reported) {  // an estimate is charged, but it is not a count of tokens
+    const auto t = r.usage.classes();
+    stats_.tokens_in->Increment(static_cast<double>(t.input));
+    stats_.tokens_cached->Increment(static_cast<double>(t.cached_input));
+    stats_.tokens_write->Increment(static_cast<double>(t.cache_write));
+    stats_.tokens_out->Increment(static_cast<double>(t.output));
+    stats_.tokens_reasoning->Increment(static_cast<double>(t.reasoning));
+  }
+  stats_.cost->Increment(r.cost_eur);
+  if (!r.usage_reported) stats_.usage_missing->Increment();
+  if (r.from_store) stats_.stored->Increment();
+  if (r.store_unavailable) services_.stats().store_errors.Increment();
+  services_.onCall(r.exhausted_scope, r.exhausted_cap_eur);
+  --services_.pending();
+  return v;
+}
+
+void LlmJudge::deliver(std::function<void(LlmCallResult)>& done, VerdictCallback& verdict_done,
+                       LlmCallResult r) const {
+  // Moved out first: the call goes back to the pool once its last holder lets go, and the
+  // caller may destroy this judge once its callback has run.
+  if (done) {
+    auto d = std::move(done);
+    d(std::move(r));
+  } else {
+    auto d = std::move(verdict_done);
+    d(toVerdict(r));
+  }
 }
 
 // ---- One call ---------------------------------------------------------------------------------
 
 void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done) const {
+  begin(event, std::move(done), {});
+}
+
+void LlmJudge::begin(const Event& event, std::function<void(LlmCallResult)> done,
+                     VerdictCallback verdict_done) const {
   const auto t0 = Steady::now();
   auto early = [&](Outcome o, std::string why) {
     LlmCallResult r;
     r.verdict.outcome = o;
     r.verdict.justification = std::move(why);
     r.latency = std::chrono::duration_cast<Millis>(Steady::now() - t0);
-    done(std::move(r));
+    deliver(done, verdict_done, std::move(r));
   };
   {
     std::lock_guard lock(mu_);
@@ -363,16 +542,16 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   }
   if (auto missing = missingInput(settings_.rubric, event))
     return early(missing->first, std::move(missing->second));
-  auto prompt = buildPrompt(settings_.rubric, event, settings_.max_input_tokens, system_prompt_);
-  if (!prompt) return early(Outcome::kContextTooLong, tooLongText(settings_.rubric));
-
-  auto c = std::make_shared<Call>();
+  // Every buffer below is the pooled call's, assigned in place: nothing is allocated once the
+  // pool is warm, but the request body's growth past the largest one so far.
+  auto c = newCall();
+  if (!buildPrompt(settings_.rubric, event, settings_.max_input_tokens, system_prompt_, c->prompt))
+    return early(Outcome::kContextTooLong, tooLongText(settings_.rubric));
   c->started = t0;
-  c->scopes = scopes(event);
-  c->prompt = std::move(*prompt);
-  c->request = request_.request(c->prompt.user);
+  scopes(event, c->scopes);
+  request_.fill(c->prompt.user, c->request);
   c->request.timeout = settings_.timeout;
-  c->store_key = verdictStoreKey(settings_.version, c->request.body, event.id);
+  verdictStoreKey(settings_.version, c->request.body, event.id, c->store_key);
   c->token_cost = c->prompt.estimated_tokens + settings_.max_tokens;
   c->batched = settings_.batch;
   // Reserve the worst case before anything is sent (at the batch price for a batch judge).
@@ -383,8 +562,9 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   const auto now_ms = epochMs();
   c->day = budgetDay(settings_.timezone, now_ms);
   // Unique across calls, restarts and instances: it is also the call's lease token.
-  c->reservation_id = fmt::format("{}/{}/{}/{}/{}", c->store_key, settings_.name, processNonce(),
-                                  now_ms, sequence_++);  // one allocation
+  c->reservation_id.clear();
+  fmt::format_to(std::back_inserter(c->reservation_id), "{}/{}/{}/{}/{}", c->store_key,
+                 settings_.name, processNonce(), now_ms, sequence_++);
   // The lease lasts as long as the call can (every attempt and the longest pauses) plus 10 s;
   // the reservation another minute, so that a late settlement still finds it. An open
   // breaker's hold fits in it (llmSettingsFrom bounds breaker_hold): a longer lease would
@@ -396,11 +576,13 @@ void LlmJudge::call(const Event& event, std::function<void(LlmCallResult)> done)
   if (c->batched) c->lease_ms = settings_.batch_max_wait.count() + 30'000;
   c->ttl_ms = c->lease_ms + 50'000;
   c->done = std::move(done);
+  c->verdict_done = std::move(verdict_done);
   reserve(c, false);
 }
 
 void LlmJudge::reserve(const std::shared_ptr<Call>& c, bool chain) const {
-  ReserveRequest r;
+  // Assigned in place (the pooled call's buffers); the ledger reads it where it is.
+  ReserveRequest& r = c->reserve_request;
   r.scopes = c->scopes;
   r.amount_eur = c->reserved_eur;
   r.day = c->day;
@@ -413,13 +595,14 @@ void LlmJudge::reserve(const std::shared_ptr<Call>& c, bool chain) const {
   // verdict for 48 h once the call was billed.
   r.event_id = c->store_key;
   r.judge = settings_.name;
-  std::uint64_t settles = 0;
   {
     std::lock_guard lock(mu_);
-    settles = settles_;
+    c->settles_seen = settles_;
   }
-  ledger_.reserve(std::move(r), [this, c, chain, settles](const ReserveAnswer& a) {
-    onReserved(c, a, chain, settles);
+  c->chain = chain;
+  ledger_.reserve(r, [this, raw = Call::hold(c)](const ReserveAnswer& a) {
+    const auto call = Call::take(raw);
+    onReserved(call, a, call->chain, call->settles_seen);
   });
 }
 
@@ -435,21 +618,21 @@ void LlmJudge::finishEarly(const std::shared_ptr<Call>& c, Outcome o, std::strin
   r.verdict.outcome = o;
   r.verdict.justification = std::move(why);
   r.latency = std::chrono::duration_cast<Millis>(Steady::now() - c->started);
-  c->done(std::move(r));
+  deliver(c->done, c->verdict_done, std::move(r));
 }
 
 void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a, bool chain,
                           std::uint64_t settles) const {
   if (a.claim == ClaimResult::Status::kStored) {
     if (chain) retryBudgetWaiting();
-    return c->done(storedResult(a.stored_verdict, c->started));
+    return deliver(c->done, c->verdict_done, storedResult(a.stored_verdict, c->started));
   }
   if (a.claim == ClaimResult::Status::kLeased) {
     // Another call (this event delivered to another instance too, after a rebalance) holds the
     // lease: ask again when it settles or expires, then take its verdict or the lease.
     if (chain) retryBudgetWaiting();
     const auto wait = Millis{std::clamp<std::int64_t>(a.lease_left_ms, 50, 1000)};
-    client_.schedule(wait, [this, c] { reserve(c, false); });
+    client_.schedule(wait, [this, raw = Call::hold(c)] { reserve(Call::take(raw), false); });
     return;
   }
   const auto& r = a.result;
@@ -484,7 +667,7 @@ void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a
         }
       }
       if (again) return reserve(c, chain);
-      client_.schedule(kBusyPoll, [this, c] { reserve(c, false); });
+      client_.schedule(kBusyPoll, [this, raw = Call::hold(c)] { reserve(Call::take(raw), false); });
       return;
     }
     case ReserveStatus::kReserved:
@@ -493,14 +676,14 @@ void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a
   if (c->batched) {  // into the open batch: no max_in_flight slot
     {
       std::lock_guard lock(mu_);
-      reserved_.insert(c);
+      reserved_->insert(*c);
     }
     return batch_->enqueueBatch(c);
   }
   bool overflow = false;
   {
     std::lock_guard lock(mu_);
-    reserved_.insert(c);
+    reserved_->insert(*c);
     if (in_flight_ < settings_.max_in_flight) {
       ++in_flight_;
     } else if (waiting_.size() < settings_.max_waiting) {
@@ -508,7 +691,7 @@ void LlmJudge::onReserved(const std::shared_ptr<Call>& c, const ReserveAnswer& a
       return;
     } else {
       overflow = true;
-      reserved_.erase(c);
+      reserved_->erase(*c);
     }
   }
   if (overflow) {
@@ -559,7 +742,7 @@ void LlmJudge::attempt(const std::shared_ptr<Call>& c) const {
   }
   if (open) {
     if (const auto hold = holdFor(c)) {
-      client_.schedule(*hold, [this, c] { attempt(c); });
+      client_.schedule(*hold, [this, raw = Call::hold(c)] { attempt(Call::take(raw)); });
       return;
     }
     LlmVerdict v;
@@ -575,7 +758,7 @@ void LlmJudge::attempt(const std::shared_ptr<Call>& c) const {
     return finish(c, std::move(v), std::nullopt);
   }
   if (wait > Millis{0}) {
-    client_.schedule(wait, [this, c] { attempt(c); });
+    client_.schedule(wait, [this, raw = Call::hold(c)] { attempt(Call::take(raw)); });
     return;
   }
   if (c->held) {  // the breaker lets it through (closed, or this call is the probe)
@@ -587,7 +770,9 @@ void LlmJudge::attempt(const std::shared_ptr<Call>& c) const {
   }
   ++c->attempts;
   client_.submit(std::shared_ptr<const HttpRequest>(c, &c->request),
-                 [this, c](HttpResponse res) { onResponse(c, std::move(res)); });
+                 [this, raw = Call::hold(c)](HttpResponse res) {
+                   onResponse(Call::take(raw), std::move(res));
+                 });
 }
 
 std::optional<Millis> LlmJudge::holdFor(const std::shared_ptr<Call>& c) const {
@@ -696,7 +881,7 @@ void LlmJudge::onResponse(const std::shared_ptr<Call>& c, HttpResponse res) cons
   }
   if (hold) return attempt(c);
   if (d.retry) {
-    client_.schedule(d.wait, [this, c] { attempt(c); });
+    client_.schedule(d.wait, [this, raw = Call::hold(c)] { attempt(Call::take(raw)); });
     return;
   }
   LlmVerdict v;
@@ -758,22 +943,25 @@ void LlmJudge::finish(const std::shared_ptr<Call>& c, LlmVerdict verdict,
   r.verdict = std::move(verdict);
   {
     std::lock_guard lock(mu_);
-    reserved_.erase(c);  // the settlement or release below is queued: it runs even at a stop
+    reserved_->erase(*c);  // the settlement or release below is queued: it runs even at a stop
   }
   // The verdict goes on once the ledger has stored it and recorded its money (a billed
   // answer), or dropped the lease and freed the reservation of a call nobody answered (the next
   // delivery calls again).
   const bool billed = c->answered && (r.usage.prompt_tokens > 0 || r.usage.completion_tokens > 0);
   if (!billed) r.cost_usd = r.cost_eur = 0;
-  auto end =
+  const FinishRequest& end =
       billed ? endOf(c, r.cost_eur, serializeResult(r)) : endOf(c, std::nullopt, std::nullopt);
-  ledger_.finish(std::move(end),
-                 [this, c, r = std::move(r)](bool) mutable { settled(c, std::move(r)); });
+  c->result = std::move(r);
+  ledger_.finish(end, [this, raw = Call::hold(c)](bool) {
+    const auto call = Call::take(raw);
+    settled(call, std::move(call->result));
+  });
 }
 
-FinishRequest LlmJudge::endOf(const std::shared_ptr<Call>& c, std::optional<double> cost_eur,
-                              std::optional<std::string> verdict) const {
-  FinishRequest f;
+const FinishRequest& LlmJudge::endOf(const std::shared_ptr<Call>& c, std::optional<double> cost_eur,
+                                     std::optional<std::string> verdict) const {
+  FinishRequest& f = c->finish_request;  // assigned in place (the pooled call's buffers)
   f.scopes = c->scopes;
   f.day = c->day;
   f.reservation_id = c->reservation_id;
@@ -801,7 +989,7 @@ void LlmJudge::settled(const std::shared_ptr<Call>& c, LlmCallResult r) const {
   retryBudgetWaiting();  // this call's hold is gone: the first waiting reservation may fit now
   // Last: once done() has run the caller may destroy this judge (ThreadSanitizer caught a
   // test doing so while retryBudgetWaiting() still held mu_).
-  c->done(std::move(r));
+  deliver(c->done, c->verdict_done, std::move(r));
 }
 
 }  // namespace assay::llm

@@ -218,8 +218,10 @@ class LlmJudge final : public Judge {
   /// drops their leases, so that their redelivered events are judged again.
   std::vector<Abandoned> abandon() const;
 
- private:
+  /// One call's state (llm_call.hpp, internal to llm_judge.cpp and llm_batch.cpp).
   struct Call;
+
+ private:
   static constexpr Millis kMaxBudgetWait{60'000};  ///< longest wait for in-flight holds
   static constexpr Millis kBusyPoll{250};          ///< when the holds are another daemon's
   /// Asks the ledger for the call's reservation; onReserved() goes on from its answer.
@@ -252,15 +254,28 @@ class LlmJudge final : public Judge {
   /// Frees the call's slot (starting the next waiting call) once its money is recorded.
   void settled(const std::shared_ptr<Call>& call, LlmCallResult result) const;
   /// The ledger's end of a call: `cost_eur` and `verdict` for a billed answer, else nullopt.
-  FinishRequest endOf(const std::shared_ptr<Call>& call, std::optional<double> cost_eur,
-                      std::optional<std::string> verdict) const;
+  /// Written into the call's own FinishRequest (its buffers kept), which it returns.
+  const FinishRequest& endOf(const std::shared_ptr<Call>& call, std::optional<double> cost_eur,
+                             std::optional<std::string> verdict) const;
+  /// call() and judgeAsync(): the one of `done` and `verdict_done` that is set gets the result.
+  void begin(const Event& event, std::function<void(LlmCallResult)> done,
+             VerdictCallback verdict_done) const;
+  /// Hands `r` to whichever of the two callbacks is set (moved out first), as a Verdict to
+  /// `verdict_done` (toVerdict()).
+  void deliver(std::function<void(LlmCallResult)>& done, VerdictCallback& verdict_done,
+               LlmCallResult r) const;
+  /// judgeAsync()'s verdict of a call's result; counts its tokens, cost, usage_missing, stored
+  /// verdict and store error, and ends its pending count.
+  Verdict toVerdict(const LlmCallResult& r) const;
   /// The budget scopes a call on `event` reserves in: "global", "judge:<name>" when the judge
   /// has a cap, "tenant:<t>" and "app:<a>" when budget.tenants / budget.apps give the event's
   /// one a cap (t, a: the event's, "none" when empty, at most 128 bytes). A tenant or app
   /// capped by "*" gets its budget series on first use (at most kMaxScopeSeries of them).
-  std::vector<ScopeLimit> scopes(const Event& event) const;
+  /// Into `out`, assigned in place (its capacity kept).
+  void scopes(const Event& event, std::vector<ScopeLimit>& out) const;
   /// "global", and "judge:<name>" when the judge has a cap.
   std::vector<ScopeLimit> baseScopes() const;
+  void baseScopes(std::vector<ScopeLimit>& out) const;  ///< the same, assigned in place
   static constexpr std::size_t kMaxScopeSeries = 200;
   void warnSelfJudging(const Event& event) const;
 
@@ -289,7 +304,9 @@ class LlmJudge final : public Judge {
   mutable std::string last_failure_;                   // the endpoint's last failure (failureText)
   mutable std::deque<std::shared_ptr<Call>> waiting_;  // reserved, waiting for a slot
   mutable std::deque<std::shared_ptr<Call>> budget_waiting_;  // "busy": retried as calls finish
-  mutable std::set<std::shared_ptr<Call>> reserved_;          // hold a reservation, not yet settled
+  struct ReservedCalls;
+  // Hold a reservation, not yet settled (llm_call.hpp): the calls themselves are its links.
+  const std::unique_ptr<ReservedCalls> reserved_;
   mutable std::atomic<std::uint64_t> sequence_{0};
   mutable std::atomic<bool> self_warned_{false};
   // False once the judge is destroyed: a batch timer (the flush after batch_max_wait, the

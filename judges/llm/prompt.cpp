@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "judges/llm/pricing.hpp"
 
@@ -46,7 +47,8 @@ void dropLargeScratch() {
 std::string_view dataJson(const Rubric& r, const Material& m, std::size_t n_contexts) {
   rapidjson::StringBuffer& buf = data_scratch;
   buf.Clear();
-  JsonWriter w(buf);
+  thread_local JsonWriter w;  // its stack of levels kept from call to call
+  w.Reset(buf);
   w.StartObject();
   if (r.needs_question) str(w, "question", m.question);
   if (r.needs_contexts) {
@@ -127,10 +129,39 @@ std::string rankRange(std::size_t first, std::size_t last) {
   return std::to_string(first) + (last == first + 1 ? " and " : " to ") + std::to_string(last);
 }
 
-std::string userMessage(const Rubric& r, std::string_view data, std::size_t used,
-                        std::size_t total) {
-  const auto [begin, end] = dataMarkers(data);
-  std::string u;
+/// The boundary markers of `data` (dataMarkers), in fixed arrays: no allocation per call.
+struct Markers {
+  char begin_buf[33], end_buf[37];  // "<<<ASSAY_DATA_" / "<<<END_ASSAY_DATA_" + 16 hex + ">>>"
+  std::string_view begin() const { return {begin_buf, sizeof begin_buf}; }
+  std::string_view end() const { return {end_buf, sizeof end_buf}; }
+};
+
+Markers markersOf(std::string_view data) {
+  // Re-salted in the (unlikely) case the data contains one.
+  std::uint64_t salt = 0;
+  Markers m{};
+  std::memcpy(m.begin_buf, "<<<ASSAY_DATA_", 14);
+  std::memcpy(m.end_buf, "<<<END_ASSAY_DATA_", 18);
+  std::memcpy(m.begin_buf + 30, ">>>", 3);
+  std::memcpy(m.end_buf + 34, ">>>", 3);
+  do {
+    char hex[17];
+    std::snprintf(
+        hex, sizeof hex, "%016llx",
+        static_cast<unsigned long long>(XXH3_64bits_withSeed(data.data(), data.size(), salt++)));
+    std::memcpy(m.begin_buf + 14, hex, 16);
+    std::memcpy(m.end_buf + 18, hex, 16);
+  } while (data.find(m.begin()) != std::string_view::npos ||
+           data.find(m.end()) != std::string_view::npos);
+  return m;
+}
+
+/// Writes the user message into `u` (its capacity kept).
+void userMessage(const Rubric& r, std::string_view data, std::size_t used, std::size_t total,
+                 std::string& u) {
+  const Markers markers = markersOf(data);
+  const std::string_view begin = markers.begin(), end = markers.end();
+  u.clear();
   u.reserve(data.size() + 2 * (begin.size() + end.size()) + r.criterion.size() + 400);
   u.append("The material to judge is the JSON object between the markers ")
       .append(begin)
@@ -144,33 +175,20 @@ std::string userMessage(const Rubric& r, std::string_view data, std::size_t used
         .append(std::to_string(total))
         .append(") were left out to fit the input limit: judge with the contexts shown.");
   u.append("\n").append(begin).append("\n").append(data).append("\n").append(end);
+  char scale[48];
+  const int n =
+      std::snprintf(scale, sizeof scale, " (%d-%d), and reply", r.minScore(), r.maxScore());
   u.append("\nJudge only ")
       .append(r.criterion)
-      .append(" (")
-      .append(std::to_string(r.minScore()))
-      .append("-")
-      .append(std::to_string(r.maxScore()))
-      .append("), and reply with the JSON object only.");
-  return u;
+      .append(scale, static_cast<std::size_t>(n))
+      .append(" with the JSON object only.");
 }
 
 }  // namespace
 
 std::pair<std::string, std::string> dataMarkers(std::string_view data) {
-  // Re-salted in the (unlikely) case the data contains one.
-  std::uint64_t salt = 0;
-  std::string begin, end;
-  begin.reserve(33);  // "<<<ASSAY_DATA_" + 16 hex digits + ">>>"
-  end.reserve(37);
-  do {
-    char hex[17];
-    std::snprintf(
-        hex, sizeof hex, "%016llx",
-        static_cast<unsigned long long>(XXH3_64bits_withSeed(data.data(), data.size(), salt++)));
-    begin.assign("<<<ASSAY_DATA_").append(hex, 16).append(">>>");
-    end.assign("<<<END_ASSAY_DATA_").append(hex, 16).append(">>>");
-  } while (data.find(begin) != std::string::npos || data.find(end) != std::string::npos);
-  return {std::move(begin), std::move(end)};
+  const Markers m = markersOf(data);
+  return {std::string(m.begin()), std::string(m.end())};
 }
 
 std::string replyJson(const Rubric& r, int score, const std::string& justification,
@@ -292,6 +310,13 @@ std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
 
 std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
                                   std::int64_t max_input_tokens, std::string_view system) {
+  Prompt p;
+  if (!buildPrompt(rubric, event, max_input_tokens, system, p)) return std::nullopt;
+  return p;
+}
+
+bool buildPrompt(const Rubric& rubric, const Event& event, std::int64_t max_input_tokens,
+                 std::string_view system, Prompt& out) {
   const std::size_t total = rubric.needs_contexts ? event.contexts.size() : 0;
   const std::int64_t system_tokens = estimateTokens(system);
   Material m{event.question,
@@ -300,46 +325,47 @@ std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
              event.reference ? &*event.reference : nullptr,
              {}};
   for (const auto& f : rubric.fields) m.fields.push_back(event.field(f));
-  // The user message and its tokens with the first n contexts kept.
-  const auto attempt = [&](std::size_t n) {
-    std::string user = userMessage(rubric, dataJson(rubric, m, n), n, total);
-    const std::int64_t tokens = system_tokens + estimateTokens(user);
-    return std::pair(std::move(user), tokens);
+  // The user message with the first n contexts kept, into `user`; returns its tokens.
+  const auto attempt = [&](std::size_t n, std::string& user) {
+    userMessage(rubric, dataJson(rubric, m, n), n, total, user);
+    return system_tokens + estimateTokens(user);
   };
   // The most contexts that fit, in rank order. A context adds more bytes than the note on the
   // ranks left out can change, so the size grows with n: a binary search finds the same n as
   // dropping the lowest rank one at a time, in O(log n) builds instead of n (40,000 tiny
-  // contexts took 74 s one at a time).
-  auto [user, tokens] = attempt(total);
+  // contexts took 74 s one at a time). The usual case, every context fitting, is built once,
+  // into the caller's buffer.
+  std::int64_t tokens = attempt(total, out.user);
   std::size_t used = total;
   if (tokens > max_input_tokens) {
-    auto none = attempt(0);
-    if (none.second > max_input_tokens) {  // question + answer alone
+    std::string user;
+    tokens = attempt(0, user);
+    if (tokens > max_input_tokens) {  // question + answer alone
       dropLargeScratch();
-      return std::nullopt;
+      return false;
     }
     std::size_t lo = 0, hi = total;  // attempt(lo) fits, attempt(hi) does not
-    user = std::move(none.first), tokens = none.second;
+    std::string at;
     while (hi - lo > 1) {
       const std::size_t mid = lo + (hi - lo) / 2;
-      auto at = attempt(mid);
-      if (at.second <= max_input_tokens) {
+      const std::int64_t at_tokens = attempt(mid, at);
+      if (at_tokens <= max_input_tokens) {
         lo = mid;
-        user = std::move(at.first), tokens = at.second;
+        user.swap(at);
+        tokens = at_tokens;
       } else {
         hi = mid;
       }
     }
     used = lo;
+    out.user.swap(user);
   }
   dropLargeScratch();
-  Prompt p;
-  p.user = std::move(user);
-  p.estimated_tokens = tokens;
-  p.contexts_used = used;
-  p.contexts_total = total;
-  p.contexts_truncated = used < total;
-  return p;
+  out.estimated_tokens = tokens;
+  out.contexts_used = used;
+  out.contexts_total = total;
+  out.contexts_truncated = used < total;
+  return true;
 }
 
 }  // namespace assay::llm

@@ -75,5 +75,10 @@ std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
 /// not copied: the result's `system` is empty (the caller holds it).
 std::optional<Prompt> buildPrompt(const Rubric& rubric, const Event& event,
                                   std::int64_t max_input_tokens, std::string_view system);
+/// The same into `out` (its `user` buffer's capacity kept: a judge's pooled calls build their
+/// prompts without allocating); false where the others return nullopt (`out` then unspecified).
+/// `out.system` is left as it is.
+bool buildPrompt(const Rubric& rubric, const Event& event, std::int64_t max_input_tokens,
+                 std::string_view system, Prompt& out);
 
 }  // namespace assay::llm

@@ -559,15 +559,25 @@ RequestTemplate::RequestTemplate(Provider provider, const std::string& endpoint,
 }
 
 HttpRequest RequestTemplate::request(const std::string& user) const {
+  HttpRequest r;
+  fill(user, r);
+  return r;
+}
+
+void RequestTemplate::fill(std::string_view user, HttpRequest& out) const {
   thread_local rapidjson::StringBuffer buf;  // keeps its capacity from call to call
   buf.Clear();
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  w.String(user.c_str(), static_cast<rapidjson::SizeType>(user.size()));
-  HttpRequest r = fixed_;
-  r.body.reserve(before_.size() + buf.GetSize() + after_.size());
-  r.body.append(before_).append(buf.GetString(), buf.GetSize()).append(after_);
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);  // one string at the root: no level stack
+  w.String(user.data(), static_cast<rapidjson::SizeType>(user.size()));
+  // Assigned, not constructed: a reused request keeps its strings' capacity.
+  out.url = fixed_.url;
+  out.method = fixed_.method;
+  out.headers = fixed_.headers;
+  out.timeout = fixed_.timeout;
+  out.body.clear();
+  out.body.reserve(before_.size() + buf.GetSize() + after_.size());
+  out.body.append(before_).append(buf.GetString(), buf.GetSize()).append(after_);
   if (buf.GetSize() > (256u << 10)) buf = rapidjson::StringBuffer();  // a large one is not kept
-  return r;
 }
 
 ProviderReply parseReply(Provider provider, int status, const std::string& body) {

@@ -75,6 +75,9 @@ class RequestTemplate {
                   const ReplyFormat& format = {});
   /// The request for a prompt whose system part is the template's.
   HttpRequest request(const std::string& user) const;
+  /// The same into `out`, every member assigned (a reused request keeps its buffers' capacity:
+  /// nothing is allocated once they are large enough).
+  void fill(std::string_view user, HttpRequest& out) const;
 
  private:
   HttpRequest fixed_;  // url and headers; body empty

@@ -42,6 +42,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <mutex>
 #include <new>
@@ -62,6 +63,10 @@ using Clock = std::chrono::steady_clock;
 /// Every operator new of this process (the judge, ledger and HTTP client threads and this
 /// driver), counted: allocations per call. The C libraries' own mallocs (OpenSSL, libc) are not.
 std::atomic<long> g_allocations{0};
+/// Those of this thread only: the driver's calls to LlmJudge::call, where a call's request path
+/// runs (prompt, request body, budget reservation with the inline ledger, the hand-off to the
+/// HTTP client thread) when a max_in_flight slot is free.
+thread_local long t_allocations = 0;
 
 // The replacements below pair malloc with free; GCC, seeing them inlined into the library's
 // deallocations, takes them for a mismatch.
@@ -71,6 +76,7 @@ std::atomic<long> g_allocations{0};
 
 void* operator new(std::size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
+  ++t_allocations;
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
@@ -123,6 +129,9 @@ double percentile(std::vector<double> v, double q) {
 struct Measured {
   std::vector<double> added_ms;  // per call answered ok
   double allocations = 0;        // operator new calls per call, this process
+  // Those made on the driver's thread inside LlmJudge::call, and the measured calls: the
+  // request path's (allocations_on_request_path).
+  long request_allocations = 0, requests = 0;
   long failed = 0;
   double calls_per_s = 0;
   double client_cpu_us = 0, server_cpu_us = 0;  // CPU per call: this process, the fake server
@@ -146,7 +155,7 @@ class Caller {
     const int n = std::snprintf(id, sizeof id, "dispatch-%ld", next_id_++);
     base_.id.assign(id, static_cast<std::size_t>(n));
     const auto started = Clock::now();
-    judge_.call(base_, [this, started, out](LlmCallResult r) {
+    std::function<void(LlmCallResult)> done = [this, started, out](LlmCallResult r) {
       const auto now = Clock::now();
       const double ms = std::chrono::duration<double, std::milli>(now - started).count();
       std::lock_guard lock(mu_);
@@ -161,7 +170,13 @@ class Caller {
       // While the driver polls, it is woken only when a wait's target is reached: a futex
       // wake-up per call is the driver's cost, not ours.
       if (++finished_ == notify_at_ || !polling_) cv_.notify_one();
-    });
+    };
+    const long allocations_before = t_allocations;  // the driver's own callback excluded
+    judge_.call(base_, std::move(done));
+    if (out) {
+      out->request_allocations += t_allocations - allocations_before;
+      ++out->requests;
+    }
     ++started_;
   }
 
@@ -353,12 +368,14 @@ int main(int argc, char** argv) {
         "\"added_p50_ms\": %.3f, \"added_p99_ms\": %.3f, \"burst_calls\": %zu, "
         "\"burst_failed\": %ld, \"burst_calls_per_s\": %.1f, \"burst_p50_ms\": %.3f, "
         "\"burst_p99_ms\": %.3f, \"rss_per_call_kib\": %s, \"client_cpu_us\": %.1f, "
-        "\"server_cpu_us\": %.1f, \"allocations_per_call\": %.1f}\n",
+        "\"server_cpu_us\": %.1f, \"allocations_per_call\": %.1f, "
+        "\"allocations_on_request_path\": %.1f}\n",
         k, st.added_ms.size() + static_cast<std::size_t>(st.failed), st.failed, st.calls_per_s,
         percentile(st.added_ms, 0.5), percentile(st.added_ms, 0.99),
         b.added_ms.size() + static_cast<std::size_t>(b.failed), b.failed, b.calls_per_s,
         percentile(b.added_ms, 0.5), percentile(b.added_ms, 0.99), rss, st.client_cpu_us,
-        st.server_cpu_us, st.allocations);
+        st.server_cpu_us, st.allocations,
+        st.requests ? static_cast<double>(st.request_allocations) / st.requests : 0.0);
     std::fflush(stdout);
   }
   services.stop();
