@@ -1,9 +1,11 @@
 #pragma once
 /// HTTP/1.1 client for LLM providers: HTTPS (OpenSSL) with certificate and host-name
 /// verification on by default, SNI, a keep-alive connection pool per host, and a deadline on
-/// every step (resolve, connect, TLS handshake, write, read). Requests run as C++20 coroutines
-/// on one io_context thread owned by the client; `submit` never blocks the caller. Boost.Beast
-/// stays inside http_client.cpp.
+/// every step (resolve, connect, TLS handshake, write, read). Requests run on one io_context
+/// thread owned by the client, each keep-alive connection as one C++20 coroutine that writes
+/// the requests handed to it and reads their responses; `submit` never blocks the caller (it
+/// queues the request, and one posted drain hands the queued ones to idle connections or new
+/// ones). Boost.Beast stays inside http_client.cpp.
 
 #include <chrono>
 #include <functional>
