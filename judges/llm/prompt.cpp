@@ -4,9 +4,11 @@
 #include <rapidjson/writer.h>
 #include <xxhash.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 
+#include "judges/llm/json_text.hpp"
 #include "judges/llm/pricing.hpp"
 
 namespace assay::llm {
@@ -32,51 +34,75 @@ struct Material {
   std::vector<const std::string*> fields;
 };
 
+thread_local std::string data_scratch;  // dataJson's, kept from call to call
+
+/// A large event's scratch is freed once its prompt is built.
+void dropLargeScratch() {
+  if (data_scratch.capacity() > kKeptScratch) std::string().swap(data_scratch);
+}
+
 /// The material a rubric receives, as one JSON object: "question", "contexts" (the first
 /// `n_contexts`, each {"rank", "id"?, "source"?, "text"}: id and source when the event gives
 /// them, so that a citation can be checked), "reference", each of the rubric's JSON Pointer
 /// fields under the pointer's own text, and "answer", each only when the rubric needs it.
-thread_local rapidjson::StringBuffer data_scratch;  // dataJson's, kept from call to call
-
-/// A large event's scratch is freed once its prompt is built.
-void dropLargeScratch() {
-  if (data_scratch.GetSize() > kKeptScratch) data_scratch = rapidjson::StringBuffer();
-}
-
-/// Valid until the next call on this thread (a view of the thread's buffer).
+/// Compact JSON, the bytes RapidJSON's writer wrote before (its strings by appendJsonString,
+/// json_text.hpp). Valid until the next call on this thread (a view of the thread's buffer).
 std::string_view dataJson(const Rubric& r, const Material& m, std::size_t n_contexts) {
-  rapidjson::StringBuffer& buf = data_scratch;
-  buf.Clear();
-  thread_local JsonWriter w;  // its stack of levels kept from call to call
-  w.Reset(buf);
-  w.StartObject();
-  if (r.needs_question) str(w, "question", m.question);
-  if (r.needs_contexts) {
-    w.Key("contexts");
-    w.StartArray();
-    for (std::size_t i = 0; i < n_contexts; ++i) {
-      w.StartObject();
-      w.Key("rank");
-      w.Uint(static_cast<unsigned>(i + 1));
-      if (!m.contexts[i].id.empty()) str(w, "id", m.contexts[i].id);
-      if (!m.contexts[i].source.empty()) str(w, "source", m.contexts[i].source);
-      str(w, "text", m.contexts[i].text);
-      w.EndObject();
-    }
-    w.EndArray();
+  std::string& out = data_scratch;
+  out.clear();
+  bool first = true;
+  const auto key = [&](std::string_view k) {
+    out.push_back(first ? '{' : ',');
+    first = false;
+    appendJsonString(out, k);
+    out.push_back(':');
+  };
+  if (r.needs_question) {
+    key("question");
+    appendJsonString(out, m.question);
   }
-  if (r.needs_reference) str(w, "reference", m.reference ? *m.reference : std::string());
+  if (r.needs_contexts) {
+    key("contexts");
+    out.push_back('[');
+    for (std::size_t i = 0; i < n_contexts; ++i) {
+      const Context& c = m.contexts[i];
+      out.append(i == 0 ? "{\"rank\":" : ",{\"rank\":");
+      char rank[24];
+      const auto [rank_end, ec] = std::to_chars(rank, rank + sizeof rank, i + 1);
+      out.append(rank, rank_end);
+      if (!c.id.empty()) {
+        out.append(",\"id\":");
+        appendJsonString(out, c.id);
+      }
+      if (!c.source.empty()) {
+        out.append(",\"source\":");
+        appendJsonString(out, c.source);
+      }
+      out.append(",\"text\":");
+      appendJsonString(out, c.text);
+      out.push_back('}');
+    }
+    out.push_back(']');
+  }
+  if (r.needs_reference) {
+    key("reference");
+    appendJsonString(out, m.reference ? std::string_view(*m.reference) : std::string_view());
+  }
   for (std::size_t i = 0; i < r.fields.size(); ++i) {
     const std::string* v = i < m.fields.size() ? m.fields[i] : nullptr;
-    w.Key(r.fields[i].c_str(), static_cast<rapidjson::SizeType>(r.fields[i].size()));
+    key(r.fields[i]);
     if (v)
-      w.String(v->c_str(), static_cast<rapidjson::SizeType>(v->size()));
+      appendJsonString(out, *v);
     else
-      w.Null();
+      out.append("null");
   }
-  if (r.needs_answer) str(w, "answer", m.answer);
-  w.EndObject();
-  return {buf.GetString(), buf.GetSize()};
+  if (r.needs_answer) {
+    key("answer");
+    appendJsonString(out, m.answer);
+  }
+  if (first) out.push_back('{');
+  out.push_back('}');
+  return out;
 }
 
 /// What the material holds, in words, for the members this rubric receives.

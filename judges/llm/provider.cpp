@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/json_limits.hpp"
+#include "judges/llm/json_text.hpp"
 
 namespace assay::llm {
 namespace {
@@ -565,19 +566,16 @@ HttpRequest RequestTemplate::request(const std::string& user) const {
 }
 
 void RequestTemplate::fill(std::string_view user, HttpRequest& out) const {
-  thread_local rapidjson::StringBuffer buf;  // keeps its capacity from call to call
-  buf.Clear();
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);  // one string at the root: no level stack
-  w.String(user.data(), static_cast<rapidjson::SizeType>(user.size()));
   // Assigned, not constructed: a reused request keeps its strings' capacity.
   out.url = fixed_.url;
   out.method = fixed_.method;
   out.headers = fixed_.headers;
   out.timeout = fixed_.timeout;
   out.body.clear();
-  out.body.reserve(before_.size() + buf.GetSize() + after_.size());
-  out.body.append(before_).append(buf.GetString(), buf.GetSize()).append(after_);
-  if (buf.GetSize() > (256u << 10)) buf = rapidjson::StringBuffer();  // a large one is not kept
+  out.body.reserve(before_.size() + user.size() + 64 + after_.size());
+  out.body.append(before_);
+  appendJsonString(out.body, user);  // the bytes RapidJSON's writer wrote (json_text.hpp)
+  out.body.append(after_);
 }
 
 ProviderReply parseReply(Provider provider, int status, const std::string& body) {

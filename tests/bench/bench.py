@@ -806,6 +806,14 @@ def report(args, hot, cg, micro, dispatch, memory, scale, elapsed):
         if d:
             rows.append(("1,024 calls in flight: ≤ 64 KiB per call",
                          f"{d['rss_per_call_kib']:.1f} KiB", d["rss_per_call_kib"] <= 64))
+        if d64 and "allocations_on_request_path" in d64:
+            # The verdict store's new entry (node, key, lease, index node) is what the memory
+            # store keeps for the event 48 h: data, not the call's (docs/ARCHITECTURE.md).
+            rows.append(("no allocation per call on the request path beyond the request body "
+                         "(64 in flight)",
+                         f"{d64['allocations_on_request_path']:.1f} a call, the memory verdict "
+                         "store's new entry (4: node, key, lease, index node); the request body "
+                         "0 (its buffer reused)", d64["allocations_on_request_path"] <= 4.5))
     if memory:
         m = memory
         rows.append((f"steady RSS ≤ 64 MiB at {args.long_events:,} events, default configuration",
@@ -908,11 +916,14 @@ def report(args, hot, cg, micro, dispatch, memory, scale, elapsed):
                   "flight (5 calls/s) our figure is mostly the idle threads' timers, and the fake "
                   "server's is below /proc's 10 ms clock tick; allocations per call = operator "
                   "new calls of the bench process over the kept-in-flight calls / their number "
-                  "(the C libraries' own mallocs not counted). failed: of both ways.", "",
+                  "(the C libraries' own mallocs not counted), of which on the request path = "
+                  "those of the driver's thread inside LlmJudge::call (prompt, request body, "
+                  "reservation with the inline ledger, the hand-off to the client thread). "
+                  "failed: of both ways.", "",
                   "| in flight | calls | failed | calls/s | added p50 ms | added p99 ms | "
                   "burst calls/s | burst p50 ms | burst p99 ms | KiB/call | our CPU µs/call | "
-                  "fake server CPU µs/call | allocations/call |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "fake server CPU µs/call | allocations/call | of which on the request path |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for d in dispatch:
             lines.append(f"| {d['in_flight']:,} | {d['calls']:,} | "
                          f"{d['failed'] + d['burst_failed']} | "
@@ -921,7 +932,8 @@ def report(args, hot, cg, micro, dispatch, memory, scale, elapsed):
                          f"{d['burst_p50_ms']:.2f} | {d['burst_p99_ms']:.2f} | "
                          + (f"{d['rss_per_call_kib']:.1f}" if d["in_flight"] > 1 else "—") +
                          f" | {d['client_cpu_us']:.0f} | {d['server_cpu_us']:.0f} | "
-                         f"{d.get('allocations_per_call', 0):.0f} |")
+                         f"{d.get('allocations_per_call', 0):.0f} | "
+                         f"{d.get('allocations_on_request_path', 0):.1f} |")
         lines.append("")
     if memory:
         m = memory
