@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -39,6 +41,14 @@ inline std::size_t utf8SequenceLength(std::string_view text, std::size_t at) {
 inline std::size_t firstInvalidUtf8(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
+    if (i + 8 <= text.size()) {  // ASCII runs eight bytes at a time (no byte with its top bit)
+      std::uint64_t w = 0;
+      std::memcpy(&w, text.data() + i, 8);
+      if ((w & 0x8080808080808080ULL) == 0) {
+        i += 8;
+        continue;
+      }
+    }
     if (static_cast<unsigned char>(text[i]) < 0x80) {
       ++i;
       continue;

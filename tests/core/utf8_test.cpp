@@ -5,7 +5,10 @@
 #include <rapidjson/encodings.h>
 #include <rapidjson/memorystream.h>
 
+#include <optional>
+#include <random>
 #include <string>
+#include <utility>
 
 #include "core/json_limits.hpp"
 #include "core/log_text.hpp"
@@ -100,6 +103,92 @@ TEST_CASE("jsonShapeProblem: invalid UTF-8 and an escape of half a surrogate pai
   CHECK(kind(member("\xed\xa0\x80")) == Kind::kNotUtf8);
   CHECK(jsonShapeProblem(member("\\udc00"))->message() ==
         "a \\u escape of half a surrogate pair at byte 6 (not a character)");
+}
+
+namespace {
+/// The byte-at-a-time forms that the word-at-a-time ones replaced: the reference.
+std::size_t referenceInvalidUtf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t n = utf8SequenceLength(text, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return text.size();
+}
+std::optional<std::pair<JsonShapeProblem::Kind, std::size_t>> referenceShape(
+    std::string_view text) {
+  using json_limits_detail::hex4;
+  using Kind = JsonShapeProblem::Kind;
+  if (const auto bad = referenceInvalidUtf8(text); bad < text.size())
+    return std::pair(Kind::kNotUtf8, bad);
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\0') return std::pair(Kind::kNulByte, i);
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+        const long u = c == 'u' ? hex4(text, i + 1) : -1;
+        if (u >= 0xDC00 && u <= 0xDFFF) return std::pair(Kind::kLoneSurrogate, i - 1);
+        if (u >= 0xD800 && u <= 0xDBFF) {
+          const bool next = i + 6 < text.size() && text[i + 5] == '\\' && text[i + 6] == 'u';
+          const long low = next ? hex4(text, i + 7) : -1;
+          if (low < 0xDC00 || low > 0xDFFF) return std::pair(Kind::kLoneSurrogate, i - 1);
+          i += 10;
+        }
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return std::pair(Kind::kTooDeep, i);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+TEST_CASE("firstInvalidUtf8 and jsonShapeProblem: the same answers as byte by byte") {
+  std::mt19937 rng(7);
+  // Mostly ASCII JSON with every byte that matters, at every alignment.
+  const std::string alphabet =
+      "abcdefgh \"\"\"\\\\u00dcd800udc00DBFF{}[]{}[],:\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xff\x80";
+  for (int i = 0; i < 20000; ++i) {
+    std::string s(rng() % 120, 'x');
+    const int kind = i % 4;
+    for (auto& ch : s)
+      ch = kind == 0   ? static_cast<char>(rng() & 0xFF)
+           : kind == 1 ? alphabet[rng() % alphabet.size()]
+                       : (rng() % 16 == 0 ? alphabet[rng() % alphabet.size()] : 'w');
+    if (kind == 3 && !s.empty()) s[rng() % s.size()] = '\0';
+    INFO("string " << i);
+    REQUIRE(firstInvalidUtf8(s) == referenceInvalidUtf8(s));
+    const auto ours = jsonShapeProblem(s);
+    const auto ref = referenceShape(s);
+    REQUIRE(ours.has_value() == ref.has_value());
+    if (ours) {
+      CHECK(ours->kind == ref->first);
+      CHECK(ours->offset == ref->second);
+    }
+  }
+  // Deep nesting past the limit inside a long text, and a NUL after a long string.
+  const std::string deep =
+      "{\"a\":\"" + std::string(100, 'w') + "\"," + std::string(kMaxJsonDepth + 1, '[');
+  CHECK(jsonShapeProblem(deep)->kind == JsonShapeProblem::Kind::kTooDeep);
+  const std::string nul = member(std::string(37, 'w') + std::string(1, '\0'));
+  CHECK(jsonShapeProblem(nul)->offset == 43);
 }
 
 TEST_CASE("logText: bytes that are not UTF-8 are escaped, so a log line is always UTF-8") {
