@@ -26,11 +26,18 @@
 //                   - (resident set before it), / K: sockets, buffers, the pending call's state.
 //   CPU per call  = user + system time over the steady calls (the ramp's included), / their
 //                   number: this process
-//                   (judge, ledger and HTTP client threads) and the fake server's.
-// Prints one JSON object per K on stdout; asserts nothing (a call that does not end `ok` is
-// counted in "failed").
+//                   (judge, ledger and HTTP client threads) and the fake server's;
+//   allocations per call = operator new calls of this process over the steady calls / their
+//                   number; allocations_on_request_path = those of the driver's thread inside
+//                   LlmJudge::call over the measured steady calls (prompt, request body,
+//                   reservation in the inline ledger, hand-off to the client thread; not the
+//                   client thread's write).
+// Prints one JSON object per K on stdout (log lines go to stderr); asserts nothing (a call that
+// does not end `ok` is counted in "failed").
 //   usage: assay_llm_dispatch_bench [--waves N] [--only 1|64|1024]
 
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -328,6 +335,8 @@ int main(int argc, char** argv) {
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
+  // The judge's and the ledger's log lines go to stderr: stdout holds only the JSON lines.
+  spdlog::set_default_logger(spdlog::stderr_logger_mt("dispatch_bench"));
   rlimit nofile{};  // 1,024 connections (and the server's as many) need more than 1,024 fds
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
     nofile.rlim_cur = nofile.rlim_max;

@@ -1,10 +1,10 @@
-// What a warm LLM call allocates on its request path (docs/ARCHITECTURE.md, "LLM judges";
-// docs/BENCHMARKS.md, LLM dispatch): with a max_in_flight slot free, LlmJudge::call builds the
-// prompt and the request, reserves in the memory ledger (inline, on the caller's thread) and
-// hands the request to the HTTP client thread before it returns. Once the pool of calls and
-// the store's free nodes are warm, only the verdict store's new entry for the event is left:
-// its node, its key and its lease token (kept 48 h as the stored verdict), and the node of its
-// expiry index. Counted by this binary's operator new, per thread.
+// What a warm LLM call allocates on its request path (docs/ARCHITECTURE.md, "Asynchronous
+// judges: the LLM judges"; docs/BENCHMARKS.md, LLM dispatch): with a max_in_flight slot free,
+// LlmJudge::call builds the prompt and the request, reserves in the memory ledger (inline, on the
+// caller's thread) and hands the request to the HTTP client thread before it returns. Once the pool
+// of calls and the store's free nodes are warm, only the verdict store's new entry for the event is
+// left: its node, its key and its lease token (kept 48 h as the stored verdict), and the node of
+// its expiry index. Counted by this binary's operator new, per thread.
 
 #include <doctest/doctest.h>
 
@@ -97,8 +97,7 @@ TEST_CASE("a warm LLM call allocates on its request path only the verdict store'
   const auto warm = run(40);
   CHECK(ok == 80);
   INFO("cold: first " << cold.front() << ", warm: " << warm.front() << " ... " << warm.back());
-  // Before the pool (a call built every buffer anew, the ledger's request and its callbacks
-  // copied): 31 a call at 64 in flight.
+  // The first call builds every buffer (42 here); before the pool every call did (31 to 42).
   CHECK(cold.front() > 10);
   // The verdict store's entry: node, key, lease token, expiry index node; its table's growth
   // (a rehash) adds one in a few calls.
