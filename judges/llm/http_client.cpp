@@ -276,6 +276,7 @@ struct HttpClient::Impl {
   static void complete(Job& job, HttpResponse res) {
     res.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - job.start);
     auto done = std::move(job.done);
+    job.request.reset();  // an idle connection holds no request (a batch's upload: megabytes)
     done(std::move(res));
   }
 
@@ -323,13 +324,21 @@ struct HttpClient::Impl {
       return complete(job, std::move(res));
     }
     auto& pool = poolOf(u.origin);
-    while (!pool.empty()) {
+    // A second try (its pooled connection was closed by the server) goes on a fresh one: the
+    // other idle connections were most likely closed with it.
+    while (!pool.empty() && !job.second_try) {
       Conn* conn = pool.back();
       pool.pop_back();
       if (!nothingPending(*conn)) {  // bytes came while idle: never a reply
         close(conn);
-        stray(u.origin);
-        break;
+        // Plain HTTP: a response to no request, the host's other connections are suspect
+        // (kStray). TLS: most likely the server's close_notify alert as it closes an idle
+        // connection (tested); that connection alone goes, unread.
+        if (!conn->tls) {
+          stray(u.origin);
+          break;
+        }
+        continue;
       }
       conn->head.swap(head_scratch);
       conn->job.emplace(std::move(job));
@@ -542,7 +551,9 @@ struct HttpClient::Impl {
       complete(job, std::move(res));
       auto& pool = poolOf(key);
       if (!reusable || pool.size() >= max_idle.load(std::memory_order_relaxed)) co_return;
-      // Idle: in the pool until dispatch() hands it a request, or it is closed.
+      // Idle: in the pool until dispatch() hands it a request, or it is closed. A read buffer
+      // a long header grew (up to kMaxReadBuffer) is not kept while idle.
+      if (conn->buffer.capacity() > (64u << 10)) conn->buffer.shrink_to_fit();
       conn->lowest().expires_never();
       pool.push_back(conn.get());
       conn->wake->expires_at(Steady::time_point::max());

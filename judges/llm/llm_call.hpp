@@ -191,11 +191,18 @@ struct LlmJudge::ReservedCalls {
     if (c.reserved) list.erase(list.iterator_to(c));
     c.reserved = false;
   }
-  ~ReservedCalls() { list.clear(); }  // the calls a stop abandoned may outlive the judge
+  /// Unlinks every call (abandon(): a late finish() of one then finds it unlinked).
+  void clear() {
+    list.clear_and_dispose([](Call* c) { c->reserved = false; });
+  }
+  ~ReservedCalls() { clear(); }  // the calls a stop abandoned may outlive the judge
 };
 
 /// A call from the process's pool of calls, reset, its buffers' capacity kept (llm_judge.cpp).
-/// At most kKeptCalls finished calls are kept (those with a prompt over 256 KiB are not).
+/// At most 4,096 finished calls are kept, with at most 8 MiB of prompt and body buffers in all
+/// (a burst of large prompts is given back once judged).
 std::shared_ptr<LlmJudge::Call> newCall();
+/// The prompt and body bytes the pool's finished calls keep (capacity), at most 8 MiB.
+std::size_t pooledCallBytes();
 
 }  // namespace assay::llm

@@ -106,8 +106,11 @@ struct RecyclingAllocator {
 class CallPool {
  public:
   using Call = LlmJudge::Call;
-  static constexpr std::size_t kKept = 4096;              ///< finished calls kept at most
-  static constexpr std::size_t kKeptPrompt = 256u << 10;  ///< a larger prompt's call is deleted
+  static constexpr std::size_t kKept = 4096;  ///< finished calls kept at most
+  /// Their prompt and body buffers kept at most, all calls together: 1,600 calls of a dev
+  /// event (about 5 KB each), 170 of prompts near the default max_input_tokens (48 KB). A
+  /// backlog's burst of large prompts is given back once it has been judged.
+  static constexpr std::size_t kKeptBytes = 8u << 20;
   static CallPool& instance() {
     static auto* pool = new CallPool;  // never destroyed, like the allocator's list
     return *pool;
@@ -119,6 +122,7 @@ class CallPool {
       if (!free_.empty()) {
         c = free_.back();
         free_.pop_back();
+        free_bytes_ -= bytesOf(*c);
       }
     }
     if (!c) {
@@ -131,16 +135,29 @@ class CallPool {
     }
     return std::shared_ptr<Call>(c, Recycle{}, RecyclingAllocator<Call>());
   }
+  std::size_t bytes() {
+    std::lock_guard lock(mu_);
+    return free_bytes_;
+  }
 
  private:
   struct Recycle {
     void operator()(Call* c) const { instance().give(c); }
   };
-  /// Back to its defaults, its buffers kept (emptied); or deleted.
+  static std::size_t bytesOf(const Call& c) {
+    return c.prompt.user.capacity() + c.request.body.capacity();
+  }
+  /// Back to its defaults, its buffers kept (emptied); deleted instead when the pool holds
+  /// kKept calls or kKeptBytes of buffers already.
   void give(Call* c) {
-    if (c->prompt.user.capacity() > kKeptPrompt || c->request.body.capacity() > 2 * kKeptPrompt) {
-      drop(c);
-      return;
+    const std::size_t bytes = bytesOf(*c);
+    {
+      std::lock_guard lock(mu_);
+      if (free_.size() >= kKept || free_bytes_ + bytes > kKeptBytes) {
+        all_.erase(c);
+        delete c;  // NOLINT(cppcoreguidelines-owning-memory): the pool owns its calls
+        return;
+      }
     }
     Call fresh;
     const auto keep = [](auto& to, auto& from) {
@@ -170,29 +187,20 @@ class CallPool {
     if (c->reserved_hook.is_linked()) c->reserved_hook.unlink();  // never, as abandon() clears
     *c = std::move(fresh);
     std::lock_guard lock(mu_);
-    if (free_.size() < kKept) {
-      free_.push_back(c);
-      return;
-    }
-    all_.erase(c);
-    delete c;  // NOLINT(cppcoreguidelines-owning-memory): the pool owns its calls
-  }
-  void drop(Call* c) {
-    {
-      std::lock_guard lock(mu_);
-      all_.erase(c);
-    }
-    delete c;  // NOLINT(cppcoreguidelines-owning-memory)
+    free_.push_back(c);
+    free_bytes_ += bytes;
   }
 
   std::mutex mu_;
   std::vector<Call*> free_;
+  std::size_t free_bytes_ = 0;  // bytesOf() of the calls in free_
   std::unordered_set<Call*> all_;
 };
 
 }  // namespace
 
 std::shared_ptr<LlmJudge::Call> newCall() { return CallPool::instance().take(); }
+std::size_t pooledCallBytes() { return CallPool::instance().bytes(); }
 
 using Steady = std::chrono::steady_clock;
 
@@ -382,7 +390,7 @@ std::vector<LlmJudge::Abandoned> LlmJudge::abandon() const {
   // instance waits or not, and whichever instance takes the batch over settles it.
   for (const Call& c : reserved_->list)
     if (!c.submitted) out.push_back({c.reservation_id, c.day, c.store_key, c.scopes});
-  reserved_->list.clear();
+  reserved_->clear();
   waiting_.clear();
   if (batch_) batch_->clearOpen();
   return out;

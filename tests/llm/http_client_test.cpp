@@ -542,6 +542,46 @@ TEST_CASE("a reused connection that breaks after a response began: the failure i
   CHECK(client.send(chat(server.url())).body == "third");
 }
 
+TEST_CASE("the server closed its idle connections: the one retry goes on a fresh connection") {
+  // Each of the first four replies is followed by the server closing that connection, as a
+  // provider's load balancer closes idle keep-alive connections; the client only learns it
+  // when it writes on one. A retry on another pooled connection would meet the same end.
+  ScriptedServer server({ok("x")}, [](int k, int fd) {
+    if (k < 4) ::shutdown(fd, SHUT_RDWR);
+  });
+  HttpClient client;
+  std::vector<std::future<HttpResponse>> first;
+  std::vector<std::shared_ptr<std::promise<HttpResponse>>> promises;
+  for (int i = 0; i < 4; ++i) {  // at once: four connections, idle in the pool afterwards
+    auto p = std::make_shared<std::promise<HttpResponse>>();
+    first.push_back(p->get_future());
+    client.submit(chat(server.url()), [p](HttpResponse r) { p->set_value(std::move(r)); });
+  }
+  for (auto& f : first) CHECK(f.get().status == 200);
+  // Each connection is dead once its reply is written: the server never reads on it again.
+  const int opened = server.connections();
+  CHECK(opened >= 2);  // submitted together: most find no idle connection
+  for (int i = 0; i < 4; ++i) {
+    const auto r = client.send(chat(server.url()));
+    INFO("request " << i << ": " << r.error);
+    CHECK(r.status == 200);
+  }
+  CHECK(server.connections() == opened + 1);  // one fresh connection, reused after
+}
+
+TEST_CASE("an idle connection keeps no request: the caller's is released when done runs") {
+  ScriptedServer server({ok("x")});
+  HttpClient client;
+  auto request = std::make_shared<HttpRequest>(chat(server.url()));
+  request->body.assign(1u << 20, 'b');  // as a batch's upload would be
+  std::promise<long> held;
+  client.submit(std::shared_ptr<const HttpRequest>(request), [&held, &request](HttpResponse r) {
+    held.set_value(r.status == 200 ? request.use_count() : -1);
+  });
+  CHECK(held.get_future().get() == 1);  // the client let go before done ran
+  CHECK(request.use_count() == 1);
+}
+
 TEST_CASE("sameOrigin: a URL from a provider's reply is followed on the endpoint's origin only") {
   const std::string endpoint = "https://api.anthropic.com/v1";
   CHECK(sameOrigin("https://api.anthropic.com/v1/messages/batches/b1/results", endpoint));

@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
 #include <future>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -131,6 +133,56 @@ TEST_CASE("a verdict, its tokens and its cost in euros; the budget is settled") 
   LlmJudge a(fx.settings(Provider::kAnthropic), fx.services.calls);
   fx.script(R"([{"score": 1}])");
   CHECK(run(a).verdict.score == 1);
+}
+
+TEST_CASE("abandon() with a call in flight: its late reply still ends it, once") {
+  // abandon() (the services stopped) forgets the calls holding a reservation; one whose reply
+  // still comes (the HTTP client not stopped yet) ends normally, the list left as it was.
+  Fixture fx;
+  LlmJudge j(fx.settings(), fx.services.calls);
+  fx.script(R"([{"score": 2, "delay_ms": 300}])");
+  std::promise<LlmCallResult> p;
+  auto f = p.get_future();
+  Event e = event();
+  e.id = "abandoned-late";
+  j.call(e, [&p](LlmCallResult r) { p.set_value(std::move(r)); });
+  REQUIRE(test::waitUntil("the call reaches the provider", [&] { return fx.requests() == 1; }));
+  const auto abandoned = j.abandon();
+  REQUIRE(abandoned.size() == 1);
+  CHECK(abandoned[0].event_id.size() == 32);
+  const auto r = f.get();
+  CHECK(r.verdict.outcome == Outcome::kOk);
+  CHECK(r.verdict.score == 2);
+  CHECK(j.inFlight() == 0);
+  CHECK(j.abandon().empty());
+}
+
+TEST_CASE("the pool of finished calls keeps at most 8 MiB of prompts and bodies") {
+  // A backlog of large prompts (30 KB contexts, 200 calls at once) is given back once judged.
+  Fixture fx;
+  auto s = fx.settings();
+  s.max_in_flight = 200;
+  LlmJudge j(s, fx.services.calls);
+  Event e = event();
+  e.contexts[0].text = std::string(30'000, 'w');
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0, ok = 0;
+  for (int i = 0; i < 200; ++i) {
+    e.id = "large-" + std::to_string(i);
+    j.call(e, [&](const LlmCallResult& r) {
+      std::lock_guard lock(mu);
+      ++done;
+      ok += r.verdict.outcome == Outcome::kOk ? 1 : 0;
+      cv.notify_all();
+    });
+  }
+  std::unique_lock lock(mu);
+  REQUIRE(cv.wait_for(lock, test::kSoon, [&] { return done == 200; }));
+  CHECK(ok == 200);
+  // 200 calls of about 60 KB (prompt and body) would be 12 MB.
+  CHECK(pooledCallBytes() <= (8u << 20));
+  CHECK(pooledCallBytes() > (4u << 20));  // but what fits is kept
 }
 
 TEST_CASE("429 with Retry-After: 1 → retried no sooner than 1 s later, then judged") {
