@@ -308,6 +308,13 @@ const std::string& MemoryBudgetStore::verdictKeyLocked(std::string_view event_id
   return key_scratch_;
 }
 
+MemoryBudgetStore::VerdictMap::iterator MemoryBudgetStore::entryLocked() {
+  const std::string_view key(key_scratch_);
+  const auto it = verdicts_.find(key);
+  if (it != verdicts_.end()) return it;
+  return verdicts_.try_emplace(std::pmr::string(key, &verdict_pool_)).first;
+}
+
 void MemoryBudgetStore::eraseLocked(ScopeState& s, std::string_view reservation_id) {
   const auto it = s.reservations.find(reservation_id);
   if (it == s.reservations.end()) return;
@@ -421,14 +428,14 @@ Snapshot MemoryBudgetStore::doSpent(std::string_view scope, std::string_view day
   return snap;
 }
 
-void MemoryBudgetStore::setVerdictLocked(ByKey<Entry>::iterator it, bool stored,
+void MemoryBudgetStore::setVerdictLocked(VerdictMap::iterator it, bool stored,
                                          std::string_view value, Clock::time_point expires) {
   Entry& e = it->second;
-  if (e.indexed) unindexLocked(e.indexed_stored ? verdict_expiry_ : lease_expiry_, e.expiry);
+  if (e.indexed) (e.indexed_stored ? verdict_expiry_ : lease_expiry_).erase(e.expiry);
   e.stored = stored;
   e.value.assign(value);
   e.expires = expires;
-  e.expiry = indexLocked(stored ? verdict_expiry_ : lease_expiry_, expires, &it->first);
+  e.expiry = (stored ? verdict_expiry_ : lease_expiry_).emplace(expires, &it->first);
   e.indexed = true;
   e.indexed_stored = stored;
   // Bounded: the oldest stored verdict goes first (a lease is never dropped: its call runs).
@@ -438,17 +445,16 @@ void MemoryBudgetStore::setVerdictLocked(ByKey<Entry>::iterator it, bool stored,
   }
 }
 
-void MemoryBudgetStore::eraseVerdictLocked(ByKey<Entry>::iterator it) {
+void MemoryBudgetStore::eraseVerdictLocked(VerdictMap::iterator it) {
   const Entry& e = it->second;
-  if (e.indexed) unindexLocked(e.indexed_stored ? verdict_expiry_ : lease_expiry_, e.expiry);
-  auto node = verdicts_.extract(it);
-  if (free_entries_.size() < kKeptNodes) free_entries_.push_back(std::move(node));
+  if (e.indexed) (e.indexed_stored ? verdict_expiry_ : lease_expiry_).erase(e.expiry);
+  verdicts_.erase(it);
 }
 
 void MemoryBudgetStore::expireVerdictsLocked(Clock::time_point now) {
   // Soonest first: each call removes only what expired (a scan of the whole table every 1,024
   // calls held the lock for milliseconds once it held tens of thousands of verdicts).
-  for (ByExpiry* index : {&verdict_expiry_, &lease_expiry_})
+  for (VerdictIndex* index : {&verdict_expiry_, &lease_expiry_})
     while (!index->empty() && index->begin()->first <= now)
       eraseVerdictLocked(verdicts_.find(*index->begin()->second));
 }
@@ -458,27 +464,13 @@ ClaimResult MemoryBudgetStore::doClaim(std::string_view event_id, std::string_vi
   std::lock_guard lock(mu_);
   const Clock::time_point now = Clock::now();
   expireVerdictsLocked(now);
-  const std::string& key = verdictKeyLocked(event_id, judge);
-  auto it = verdicts_.find(key);
-  if (it == verdicts_.end()) {
-    if (free_entries_.empty()) {
-      it = verdicts_.try_emplace(key).first;
-    } else {  // an erased entry's node, its key's and value's capacity kept
-      auto node = std::move(free_entries_.back());
-      free_entries_.pop_back();
-      node.key().assign(key);
-      std::string value = std::move(node.mapped().value);
-      node.mapped() = Entry{};
-      node.mapped().value = std::move(value);
-      node.mapped().value.clear();
-      it = verdicts_.insert(std::move(node)).position;
-    }
-  }
+  verdictKeyLocked(event_id, judge);
+  const auto it = entryLocked();
   const Entry& e = it->second;
   ClaimResult r;
   if (e.expires > now && e.stored) {
     r.status = ClaimResult::Status::kStored;
-    r.verdict = e.value;
+    r.verdict.assign(e.value.data(), e.value.size());
     return r;
   }
   if (e.expires > now && e.value != token) {
@@ -497,17 +489,15 @@ bool MemoryBudgetStore::doStoreVerdict(std::string_view event_id, std::string_vi
   std::lock_guard lock(mu_);
   const auto now = Clock::now();
   expireVerdictsLocked(now);
-  const std::string& key = verdictKeyLocked(event_id, judge);
-  auto it = verdicts_.find(key);
-  if (it == verdicts_.end()) it = verdicts_.try_emplace(key).first;
-  setVerdictLocked(it, true, verdict, now + std::chrono::milliseconds(ttl_ms));
+  verdictKeyLocked(event_id, judge);
+  setVerdictLocked(entryLocked(), true, verdict, now + std::chrono::milliseconds(ttl_ms));
   return true;
 }
 
 bool MemoryBudgetStore::doReleaseClaim(std::string_view event_id, std::string_view judge,
                                        std::string_view token) {
   std::lock_guard lock(mu_);
-  auto it = verdicts_.find(verdictKeyLocked(event_id, judge));
+  auto it = verdicts_.find(std::string_view(verdictKeyLocked(event_id, judge)));
   if (it != verdicts_.end() && !it->second.stored && it->second.value == token)
     eraseVerdictLocked(it);
   return true;

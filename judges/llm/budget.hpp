@@ -28,11 +28,13 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/string_map.hpp"
@@ -324,33 +326,43 @@ class MemoryBudgetStore final : public BudgetStore {
 
   std::mutex mu_;
   std::map<std::string, DayState, std::less<>> days_;
+  // The verdict store's entries (a lease per call, then its verdict for 48 h) take their nodes,
+  // keys, values and index nodes from one pool (std::pmr, guarded by mu_), which asks
+  // operator new for a chunk of growing size now and then: a call's claim allocates nothing.
+  // An erased entry's memory goes back to the pool for the next ones (never to the system: the
+  // store is bounded, kMaxVerdicts).
+  std::pmr::unsynchronized_pool_resource verdict_pool_;
+  using VerdictIndex = std::pmr::multimap<Clock::time_point, const std::pmr::string*>;
   struct Entry {
+    using allocator_type = std::pmr::polymorphic_allocator<char>;
+    explicit Entry(const allocator_type& a) : value(a) {}
     bool stored = false;  // a verdict (value), else a lease (value = its token)
-    std::string value;
+    std::pmr::string value;
     Clock::time_point expires{};
-    bool indexed = false;         // in an expiry index (not while just inserted)
-    bool indexed_stored = false;  // … verdict_expiry_ (else lease_expiry_)
-    ByExpiry::iterator expiry{};  // its entry there
+    bool indexed = false;             // in an expiry index (not while just inserted)
+    bool indexed_stored = false;      // … verdict_expiry_ (else lease_expiry_)
+    VerdictIndex::iterator expiry{};  // its entry there
   };
-  ByKey<Entry> verdicts_;  // "judge\0event"
+  using VerdictMap = std::pmr::unordered_map<std::pmr::string, Entry, StringHash, std::equal_to<>>;
+  VerdictMap verdicts_{&verdict_pool_};  // "judge\0event"
   // verdicts_' keys by expiry, soonest first: the stored verdicts (all kept kLedgerTtlMs, so
   // the soonest is the oldest) and the leases of calls in flight.
-  ByExpiry verdict_expiry_, lease_expiry_;
+  VerdictIndex verdict_expiry_{&verdict_pool_}, lease_expiry_{&verdict_pool_};
   const std::size_t max_verdicts_, max_settled_;
   std::atomic<std::uint64_t> evicted_{0}, settled_evicted_{0};
-  void setVerdictLocked(ByKey<Entry>::iterator it, bool stored, std::string_view value,
+  void setVerdictLocked(VerdictMap::iterator it, bool stored, std::string_view value,
                         Clock::time_point expires);
-  void eraseVerdictLocked(ByKey<Entry>::iterator it);
+  void eraseVerdictLocked(VerdictMap::iterator it);
+  /// The entry of key_scratch_, a new one (a lease of nobody, expired) when there is none.
+  VerdictMap::iterator entryLocked();
   void expireVerdictsLocked(Clock::time_point now);
 
-  // The nodes of erased entries, kept for the next insertions (at most kKeptNodes of each
-  // kind, their keys' capacity kept): a call's claim, reservation and settlement then allocate
-  // only for what the store keeps longer (a new verdict entry, a settled id) while the store
-  // is below its bounds, nothing once it is at them. Guarded by mu_.
+  // The nodes of erased reservations, kept for the next ones (at most kKeptNodes of each kind,
+  // their keys' capacity kept): a call's reservation and settlement allocate nothing. Guarded
+  // by mu_.
   static constexpr std::size_t kKeptNodes = 4096;
   std::vector<ByExpiry::node_type> free_expiry_;
   std::vector<ByKey<Reservation>::node_type> free_reservations_;
-  std::vector<ByKey<Entry>::node_type> free_entries_;
   std::string key_scratch_;  // verdictKey's, guarded by mu_
   ByExpiry::iterator indexLocked(ByExpiry& index, Clock::time_point at, const std::string* key);
   void unindexLocked(ByExpiry& index, ByExpiry::iterator it);

@@ -120,8 +120,8 @@ inline std::string redactSecrets(std::string text, const std::string& key,
 /// One call's state, in one place from call() to its result. Calls are pooled (newCall): a
 /// finished call's buffers (prompt, request body, keys, ids, scopes, the ledger's requests)
 /// keep their capacity for the next one, so that once the pool is warm a call's request path
-/// allocates only the memory verdict store's new entry for its event (docs/ARCHITECTURE.md,
-/// "Asynchronous judges: the LLM judges").
+/// allocates nothing on the caller's thread (docs/ARCHITECTURE.md, "Asynchronous judges: the
+/// LLM judges").
 struct LlmJudge::Call {
   std::vector<ScopeLimit> scopes;  // the budget scopes of this call (LlmJudge::scopes)
   Prompt prompt;                   // its `system` empty: the judge's system_prompt_

@@ -807,13 +807,12 @@ def report(args, hot, cg, micro, dispatch, memory, scale, elapsed):
             rows.append(("1,024 calls in flight: ≤ 64 KiB per call",
                          f"{d['rss_per_call_kib']:.1f} KiB", d["rss_per_call_kib"] <= 64))
         if d64 and "allocations_on_request_path" in d64:
-            # The verdict store's new entry (node, key, lease, index node) is what the memory
-            # store keeps for the event 48 h: data, not the call's (docs/ARCHITECTURE.md).
+            # The caller's thread inside LlmJudge::call (the client thread's write is not
+            # counted: docs/ARCHITECTURE.md); the request body's buffer is the pooled call's.
             rows.append(("no allocation per call on the request path beyond the request body "
                          "(64 in flight)",
-                         f"{d64['allocations_on_request_path']:.1f} a call, the memory verdict "
-                         "store's new entry (4: node, key, lease, index node); the request body "
-                         "0 (its buffer reused)", d64["allocations_on_request_path"] <= 4.5))
+                         f"{d64['allocations_on_request_path']:.2f} a call (the body's buffer "
+                         "reused too)", d64["allocations_on_request_path"] < 0.5))
     if memory:
         m = memory
         rows.append((f"steady RSS ≤ 64 MiB at {args.long_events:,} events, default configuration",
