@@ -433,7 +433,13 @@ void MemoryBudgetStore::setVerdictLocked(VerdictMap::iterator it, bool stored,
   Entry& e = it->second;
   if (e.indexed) (e.indexed_stored ? verdict_expiry_ : lease_expiry_).erase(e.expiry);
   e.stored = stored;
-  e.value.assign(value);
+  if (stored) {  // the verdict on the heap; the lease's block back to the pool
+    e.verdict.assign(value);
+    std::pmr::string(e.lease.get_allocator()).swap(e.lease);
+  } else {
+    e.lease.assign(value);
+    std::string().swap(e.verdict);
+  }
   e.expires = expires;
   e.expiry = (stored ? verdict_expiry_ : lease_expiry_).emplace(expires, &it->first);
   e.indexed = true;
@@ -470,10 +476,10 @@ ClaimResult MemoryBudgetStore::doClaim(std::string_view event_id, std::string_vi
   ClaimResult r;
   if (e.expires > now && e.stored) {
     r.status = ClaimResult::Status::kStored;
-    r.verdict.assign(e.value.data(), e.value.size());
+    r.verdict = e.verdict;
     return r;
   }
-  if (e.expires > now && e.value != token) {
+  if (e.expires > now && e.lease != token) {
     r.status = ClaimResult::Status::kLeased;
     r.lease_left_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(e.expires - now).count();
@@ -498,7 +504,7 @@ bool MemoryBudgetStore::doReleaseClaim(std::string_view event_id, std::string_vi
                                        std::string_view token) {
   std::lock_guard lock(mu_);
   auto it = verdicts_.find(std::string_view(verdictKeyLocked(event_id, judge)));
-  if (it != verdicts_.end() && !it->second.stored && it->second.value == token)
+  if (it != verdicts_.end() && !it->second.stored && it->second.lease == token)
     eraseVerdictLocked(it);
   return true;
 }

@@ -1012,3 +1012,49 @@ TEST_CASE("memory store: at most max_settled settled ids a day, the oldest dropp
   CHECK(store.settledEvicted() == 2);  // r1 came back in, r2 went
 }
 }  // namespace assay::llm
+
+namespace {
+/// Counts the bytes a std::pmr pool holds from its upstream (the default resource).
+struct CountingResource : std::pmr::memory_resource {
+  std::size_t held = 0;
+  void* do_allocate(std::size_t n, std::size_t a) override {
+    held += n;
+    return std::pmr::new_delete_resource()->allocate(n, a);
+  }
+  void do_deallocate(void* p, std::size_t n, std::size_t a) override {
+    held -= n;
+    std::pmr::new_delete_resource()->deallocate(p, n, a);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override {
+    return this == &o;
+  }
+};
+}  // namespace
+
+TEST_CASE(
+    "memory verdict store: its pool holds what its entries need, whatever the verdicts' lengths") {
+  // The store's pool keeps a size's blocks for that size: verdict texts of shifting lengths
+  // (a model's justifications) kept in it grew it without bound (the hostile review: 1 GB for
+  // 100,000 verdicts); they live on the heap, and the pool holds nodes, keys and leases.
+  CountingResource counting;
+  std::pmr::memory_resource* before = std::pmr::set_default_resource(&counting);
+  std::size_t after_first = 0, last = 0;
+  {
+    assay::llm::MemoryBudgetStore store(2000);
+    int id = 0;
+    for (int round = 0; round < 10; ++round) {
+      const std::string verdict(static_cast<std::size_t>(100 + 200 * round), 'v');
+      for (int i = 0; i < 2000; ++i) {
+        const std::string event = "event-" + std::to_string(100000 + id++);
+        REQUIRE(store.storeVerdict(event, "judge", verdict, assay::llm::kLedgerTtlMs));
+      }
+      if (round == 0) after_first = counting.held;
+      last = counting.held;
+    }
+    CHECK(store.verdictsEvicted() == 18000);
+  }
+  std::pmr::set_default_resource(before);
+  INFO("after the first round " << after_first << " bytes, after the tenth " << last);
+  CHECK(after_first > 0);
+  CHECK(last <= after_first + after_first / 2);
+}
