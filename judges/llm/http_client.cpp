@@ -487,17 +487,7 @@ struct HttpClient::Impl {
           res.status = status;
           res.on_wire = Steady::now() - written;
           res.body = std::move(msg.body());
-          for (const auto& f : msg) {
-            const auto& kept = options.kept_headers;
-            if (!kept.empty() && std::none_of(kept.begin(), kept.end(), [&f](const std::string& k) {
-                  return beast::iequals(k, f.name_string());
-                }))
-              continue;
-            std::string name(f.name_string());
-            std::transform(name.begin(), name.end(), name.begin(),
-                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-            res.headers[name] = std::string(f.value());
-          }
+          keepHeaders(msg, res);
           after = buffer.size() != 0 || !nothingPending(*conn) ? After::kStray
                   : msg.keep_alive()                           ? After::kReuse
                                                                : After::kClose;
@@ -527,35 +517,7 @@ struct HttpClient::Impl {
         complete(job, std::move(res));
         co_return;
       }
-      res.reused_connection = reused;
-      const std::string& key = conn->origin;
-      if (after == After::kStray) {
-        stray(key);
-        if (reused) {
-          // Two responses where one was asked for: the first may be an earlier request's,
-          // sent late. Which one answers this request is unknown, so neither is taken.
-          res = HttpResponse{};
-          res.reused_connection = true;
-          res.error =
-              "a second response followed the reply on a reused connection (the server sent a "
-              "response to no request): the reply is not taken; this host's connections are "
-              "not reused for 10 minutes";
-        }
-        complete(job, std::move(res));  // a fresh connection's first response answers it
-        co_return;
-      }
-      const auto banned = no_reuse_until.find(key);
-      if (banned != no_reuse_until.end() && Steady::now() >= banned->second)
-        no_reuse_until.erase(banned);
-      const bool reusable = after == After::kReuse && !no_reuse_until.contains(key);
-      complete(job, std::move(res));
-      auto& pool = poolOf(key);
-      if (!reusable || pool.size() >= max_idle.load(std::memory_order_relaxed)) co_return;
-      // Idle: in the pool until dispatch() hands it a request, or it is closed. A read buffer
-      // a long header grew (up to kMaxReadBuffer) is not kept while idle.
-      if (conn->buffer.capacity() > (64u << 10)) conn->buffer.shrink_to_fit();
-      conn->lowest().expires_never();
-      pool.push_back(conn.get());
+      if (!finishExchange(*conn, job, std::move(res), after, reused)) co_return;
       conn->wake->expires_at(Steady::time_point::max());
       while (!conn->job && !conn->closing) {
         boost::system::error_code ec;
@@ -566,6 +528,57 @@ struct HttpClient::Impl {
       conn->job.reset();
       reused = true;
     }
+  }
+
+  /// The response headers options.kept_headers names (all when empty), names lower-cased.
+  void keepHeaders(const http::response<http::string_body>& msg, HttpResponse& res) const {
+    const auto& kept = options.kept_headers;
+    for (const auto& f : msg) {
+      if (!kept.empty() && std::none_of(kept.begin(), kept.end(), [&f](const std::string& k) {
+            return beast::iequals(k, f.name_string());
+          }))
+        continue;
+      std::string name(f.name_string());
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      res.headers[name] = std::string(f.value());
+    }
+  }
+
+  /// An exchange that got its response: ends `job` with it, and says whether `conn` is put
+  /// in the idle pool (it is then there, its deadline off) or dropped. A stray byte after the
+  /// reply (kStray) bans the host's reuse and, on a reused connection, fails the call.
+  bool finishExchange(Conn& conn, Job& job, HttpResponse res, After after, bool reused) {
+    res.reused_connection = reused;
+    const std::string& key = conn.origin;
+    if (after == After::kStray) {
+      stray(key);
+      if (reused) {
+        // Two responses where one was asked for: the first may be an earlier request's,
+        // sent late. Which one answers this request is unknown, so neither is taken.
+        res = HttpResponse{};
+        res.reused_connection = true;
+        res.error =
+            "a second response followed the reply on a reused connection (the server sent a "
+            "response to no request): the reply is not taken; this host's connections are "
+            "not reused for 10 minutes";
+      }
+      complete(job, std::move(res));  // a fresh connection's first response answers it
+      return false;
+    }
+    const auto banned = no_reuse_until.find(key);
+    if (banned != no_reuse_until.end() && Steady::now() >= banned->second)
+      no_reuse_until.erase(banned);
+    const bool reusable = after == After::kReuse && !no_reuse_until.contains(key);
+    complete(job, std::move(res));
+    auto& pool = poolOf(key);
+    if (!reusable || pool.size() >= max_idle.load(std::memory_order_relaxed)) return false;
+    // Idle: in the pool until dispatch() hands it a request, or it is closed. A read buffer a
+    // long header grew (up to kMaxReadBuffer) is not kept while idle.
+    if (conn.buffer.capacity() > (64u << 10)) conn.buffer.shrink_to_fit();
+    conn.lowest().expires_never();
+    pool.push_back(&conn);
+    return true;
   }
 
   /// True when no byte waits on `conn` (the socket, and OpenSSL's decrypted buffer).

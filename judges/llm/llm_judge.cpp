@@ -174,16 +174,15 @@ class CallPool {
     keep(fresh.day, c->day);
     keep(fresh.reservation_id, c->reservation_id);
     keep(fresh.custom_id, c->custom_id);
-    keep(fresh.reserve_request.scopes, c->reserve_request.scopes);
-    keep(fresh.reserve_request.day, c->reserve_request.day);
-    keep(fresh.reserve_request.reservation_id, c->reserve_request.reservation_id);
-    keep(fresh.reserve_request.event_id, c->reserve_request.event_id);
-    keep(fresh.reserve_request.judge, c->reserve_request.judge);
-    keep(fresh.finish_request.scopes, c->finish_request.scopes);
-    keep(fresh.finish_request.day, c->finish_request.day);
-    keep(fresh.finish_request.reservation_id, c->finish_request.reservation_id);
-    keep(fresh.finish_request.event_id, c->finish_request.event_id);
-    keep(fresh.finish_request.judge, c->finish_request.judge);
+    const auto keepLedgerRequest = [&keep](auto& to, auto& from) {  // the members both share
+      keep(to.scopes, from.scopes);
+      keep(to.day, from.day);
+      keep(to.reservation_id, from.reservation_id);
+      keep(to.event_id, from.event_id);
+      keep(to.judge, from.judge);
+    };
+    keepLedgerRequest(fresh.reserve_request, c->reserve_request);
+    keepLedgerRequest(fresh.finish_request, c->finish_request);
     if (c->reserved_hook.is_linked()) c->reserved_hook.unlink();  // never, as abandon() clears
     *c = std::move(fresh);
     std::lock_guard lock(mu_);
